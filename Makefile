@@ -1,0 +1,36 @@
+# Thin entry points; the logic lives in scripts/ and in each package's own Makefile.
+# Every package (server, sdk-*, conformance) answers: setup, generate, check-generated, lint, test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PACKAGES := server $(patsubst %/Makefile,%,$(wildcard sdk-python/Makefile sdk-typescript/Makefile sdk-go/Makefile conformance/Makefile))
+
+.PHONY: help setup run test lint generate check-generated conformance bench
+
+help:
+	@echo "make run              start the reference server on SQLite at http://localhost:3001"
+	@echo "make test             set up everything and run every test of every package"
+	@echo "make setup            install toolchains and dependencies (idempotent)"
+	@echo "make lint             validate and lint openapi.yaml, lint every package"
+	@echo "make generate         regenerate all code derived from openapi.yaml"
+	@echo "make check-generated  fail if any generated code is stale"
+	@echo "packages: $(PACKAGES)"
+
+setup:
+	@scripts/setup.sh
+	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p setup || exit 1; done
+
+run: setup
+	.venv/bin/orch8-server $(ARGS)
+
+lint: setup
+	@scripts/lint-spec.sh
+	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p lint || exit 1; done
+
+generate: setup
+	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p generate || exit 1; done
+
+check-generated: setup
+	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p check-generated || exit 1; done
+
+test: setup lint check-generated
+	@scripts/run-tests.sh $(PACKAGES)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Creates the shared Python virtualenv (.venv) and the spec-lint toolchain.
+# Idempotent: re-runs only when a requirements or lock file changed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+python=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv with $($python --version)"
+  "$python" -m venv .venv
+fi
+
+stamp=.venv/.orch8-setup
+want=$(cat server/requirements*.txt server/pyproject.toml | sha256sum | cut -c1-16)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "setup: installing server and dev requirements"
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r server/requirements-dev.txt
+  .venv/bin/pip install -q --no-deps -e server
+  echo "$want" > "$stamp"
+fi
+
+lint=scripts/spec-lint
+lstamp=$lint/node_modules/.orch8-setup
+lwant=$(sha256sum "$lint/package-lock.json" | cut -c1-16)
+if [ ! -f "$lstamp" ] || [ "$(cat "$lstamp")" != "$lwant" ]; then
+  echo "setup: installing the spec linter (npm ci)"
+  (cd "$lint" && npm ci --silent --no-audit --no-fund)
+  echo "$lwant" > "$lstamp"
+fi
