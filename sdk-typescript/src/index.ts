@@ -1,0 +1,11 @@
+// Public surface of @orch8/sdk.
+export { Orch8Client, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_WAIT_MS } from "./client.js";
+export type { Orch8ClientOptions, CallOptions } from "./client.js";
+export {
+  Orch8Error, ValidationError, AuthError, NotFoundError, ConflictError, LeaseLostError,
+  TaskCancelledError, RateLimitedError, UnavailableError,
+} from "./errors.js";
+export { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
+export { SDK_VERSION, USER_AGENT } from "./version.js";
+export type * from "./types.js";
+export type { paths, components, operations } from "./generated/schema.js";

@@ -1,0 +1,118 @@
+// The one place requests leave the SDK: the generated path types drive openapi-fetch, and
+// this wrapper adds timeouts, safe automatic retries and typed errors around every call.
+import createClient, { type Client } from "openapi-fetch";
+import type { paths } from "./generated/schema.js";
+import { Backoff, parseRetryAfter, sleep } from "./backoff.js";
+import { connectionError, errorFromResponse, type Orch8Error } from "./errors.js";
+import { USER_AGENT } from "./version.js";
+
+/** Per-call options accepted by every client method. */
+export interface CallOptions {
+  /** Aborts the call (and its retries); the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Overrides the client's request timeout for this call. */
+  timeoutMs?: number;
+}
+
+export interface TransportOptions {
+  baseUrl: string;
+  apiKey?: string;
+  timeoutMs: number;
+  maxRetries: number;
+  fetch?: (input: Request) => Promise<Response>;
+}
+
+/** What openapi-fetch answers; only the parts the transport needs. */
+interface RawResult<T> {
+  data?: T;
+  error?: unknown;
+  response: Response;
+}
+
+// P-SDK-2: only network failures, timeouts and these statuses are worth a second try.
+const RETRY_STATUSES = new Set([429, 502, 503, 504]);
+const RETRY_INITIAL_MS = 200;
+const RETRY_MAX_MS = 5000;
+
+function isTransient(err: Orch8Error): boolean {
+  return err.code === "connection_error" || RETRY_STATUSES.has(err.status);
+}
+
+class TimeoutError extends Error {
+  constructor(ms: number) {
+    super(`no answer within ${ms} ms`);
+    this.name = "TimeoutError";
+  }
+}
+
+/** Builds a signal that fires on the caller's abort or after `ms`; `done()` frees both. */
+function deadline(ms: number, outer?: AbortSignal): { signal: AbortSignal; done: () => void } {
+  // Hand-rolled instead of AbortSignal.any: long-lived outer signals leak listeners there.
+  const ctl = new AbortController();
+  const timer = setTimeout(() => ctl.abort(new TimeoutError(ms)), ms);
+  const onAbort = () => ctl.abort(outer?.reason);
+  outer?.addEventListener("abort", onAbort, { once: true });
+  if (outer?.aborted) ctl.abort(outer.reason);
+  return {
+    signal: ctl.signal,
+    done: () => {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", onAbort);
+    },
+  };
+}
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("aborted", "AbortError");
+}
+
+/** Sends requests with timeouts, retries and typed errors. */
+export class Transport {
+  readonly api: Client<paths>;
+
+  constructor(private readonly opts: TransportOptions) {
+    const headers: Record<string, string> = { "User-Agent": USER_AGENT, Accept: "application/json" };
+    if (opts.apiKey) headers.Authorization = `Bearer ${opts.apiKey}`; // P-AUTH-1
+    this.api = createClient<paths>({
+      baseUrl: opts.baseUrl,
+      headers,
+      ...(opts.fetch ? { fetch: opts.fetch } : {}),
+    });
+  }
+
+  /**
+   * Runs `send` until it answers 2xx, retrying transient failures only when `safe`.
+   * Resolves to the parsed body (undefined for 204) and the status.
+   */
+  async call<T>(
+    what: string,
+    safe: boolean,
+    options: CallOptions | undefined,
+    send: (signal: AbortSignal) => Promise<RawResult<T>>,
+  ): Promise<{ data: T | undefined; status: number }> {
+    const outer = options?.signal;
+    const timeoutMs = options?.timeoutMs ?? this.opts.timeoutMs;
+    const backoff = new Backoff(RETRY_INITIAL_MS, RETRY_MAX_MS);
+    for (let retry = 0; ; retry++) {
+      if (outer?.aborted) throw abortReason(outer);
+      const { signal, done } = deadline(timeoutMs, outer);
+      let err: Orch8Error;
+      try {
+        const result = await send(signal);
+        const status = result.response.status;
+        if (result.response.ok) return { data: result.data, status };
+        const retryAfter = parseRetryAfter(result.response.headers.get("Retry-After"));
+        err = errorFromResponse(status, result.error, retryAfter);
+      } catch (e) {
+        // The caller gave up (shutdown, quiet): never retry, never disguise it.
+        if (outer?.aborted) throw abortReason(outer);
+        err = connectionError(e instanceof Error && e.name === "AbortError" ? signal.reason ?? e : e, what);
+      } finally {
+        done();
+      }
+      // P-SDK-2: poll, keyless enqueue, cancel and retry are never repeated by the client.
+      if (!safe || retry >= this.opts.maxRetries || !isTransient(err)) throw err;
+      await sleep(err.retryAfterMs ?? backoff.next(), outer);
+    }
+  }
+}

@@ -1,0 +1,167 @@
+// Problem codes map to typed errors (docs/protocol.md section 12); safe retries (P-SDK-2).
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import {
+  AuthError, ConflictError, LeaseLostError, NotFoundError, Orch8Client, Orch8Error, RateLimitedError,
+  TaskCancelledError, UnavailableError, ValidationError,
+} from "../../src/index.js";
+import { Backoff, parseRetryAfter } from "../../src/backoff.js";
+import { json, mockFetch, problem, refused } from "../helpers/mock-fetch.js";
+
+const client = (fetch: (r: Request) => Promise<Response>, extra = {}) =>
+  new Orch8Client({ baseUrl: "http://h:1", fetch, ...extra });
+
+const TABLE: Array<[number, string, new (...a: never[]) => Orch8Error]> = [
+  [400, "malformed_json", ValidationError],
+  [401, "unauthorized", AuthError],
+  [404, "not_found", NotFoundError],
+  [405, "method_not_allowed", Orch8Error],
+  [409, "lease_lost", LeaseLostError],
+  [409, "task_cancelled", TaskCancelledError],
+  [409, "invalid_state", ConflictError],
+  [413, "payload_too_large", ValidationError],
+  [415, "unsupported_media_type", ValidationError],
+  [422, "validation_error", ValidationError],
+  [500, "internal", Orch8Error],
+];
+
+for (const [status, code, cls] of TABLE) {
+  test(`${status} ${code} rejects with ${cls.name}`, async () => {
+    const m = mockFetch(() => problem(status, code));
+    const err = await client(m.fetch).getTask("task_1").then(() => null, (e: unknown) => e);
+    assert.ok(err instanceof cls, `got ${String(err)}`);
+    assert.equal((err as Error).constructor, cls, "the most specific class, not a parent");
+    assert.ok(err instanceof Orch8Error);
+    assert.equal((err as Orch8Error).code, code);
+    assert.equal((err as Orch8Error).status, status);
+    assert.equal((err as Orch8Error).problem?.detail, `detail of ${code}`);
+    assert.equal(m.calls.length, 1, "not a transient status: no retry");
+  });
+}
+
+test("lease_lost and task_cancelled are not ConflictError (same as the other SDKs' table)", async () => {
+  const m = mockFetch(() => problem(409, "lease_lost"));
+  const err = await client(m.fetch).completeTask("t", {}).catch((e: unknown) => e);
+  assert.ok(err instanceof LeaseLostError);
+  assert.ok(!(err instanceof ConflictError));
+});
+
+test("validation field errors are exposed with their JSON pointers (P-ERR-2)", async () => {
+  const m = mockFetch(() => json(422, {
+    type: "urn:orch8:problem:validation_error", title: "Validation failed", status: 422, detail: "1 field is invalid",
+    code: "validation_error", errors: [{ pointer: "/tasks/0/priority", detail: "must be integer" }],
+  }));
+  const err = await client(m.fetch).enqueueBatch([{ handler_name: "a" }]).catch((e: unknown) => e);
+  assert.ok(err instanceof ValidationError);
+  assert.deepEqual(err.errors, [{ pointer: "/tasks/0/priority", detail: "must be integer" }]);
+});
+
+test("a non-problem 502 from a proxy maps by status to UnavailableError", async () => {
+  const m = mockFetch(() => new Response("<html>bad gateway</html>", { status: 502 }));
+  const err = await client(m.fetch, { maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
+  assert.ok(err instanceof UnavailableError);
+  assert.equal(err.code, "http_502");
+});
+
+test("a safe call is retried on 503 and honours Retry-After (P-SDK-2)", async () => {
+  const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), () => json(200, { id: "t" }));
+  const task = await client(m.fetch).getTask("t");
+  assert.equal(task.id, "t");
+  assert.equal(m.calls.length, 2);
+});
+
+test("429 rate_limited is retried, then surfaces as RateLimitedError with retryAfterMs", async () => {
+  const m = mockFetch(() => problem(429, "rate_limited", { "Retry-After": "0" }));
+  const err = await client(m.fetch).completeTask("t", { output: 1 }).catch((e: unknown) => e);
+  assert.ok(err instanceof RateLimitedError);
+  assert.equal(err.retryAfterMs, 0);
+  assert.equal(m.calls.length, 4, "1 try + 3 retries");
+});
+
+test("maxRetries bounds the retries", async () => {
+  const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }));
+  await assert.rejects(client(m.fetch, { maxRetries: 1 }).heartbeat("t"), UnavailableError);
+  assert.equal(m.calls.length, 2);
+});
+
+for (const [name, call] of [
+  ["pollTask", (c: Orch8Client) => c.pollTask({ wait_ms: 0 })],
+  ["pollTasks", (c: Orch8Client) => c.pollTasks({ wait_ms: 0 })],
+  ["enqueue without idempotency_key", (c: Orch8Client) => c.enqueue({ handler_name: "a" })],
+  ["enqueueBatch with a keyless task", (c: Orch8Client) => c.enqueueBatch([{ handler_name: "a", idempotency_key: "k" }, { handler_name: "b" }])],
+  ["cancelTask", (c: Orch8Client) => c.cancelTask("t")],
+  ["retryTask", (c: Orch8Client) => c.retryTask("t")],
+] as const) {
+  test(`${name} is never retried by the client (P-SDK-2)`, async () => {
+    const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), () => json(200, {}));
+    await assert.rejects(call(client(m.fetch)), UnavailableError);
+    assert.equal(m.calls.length, 1);
+  });
+}
+
+test("enqueue with an idempotency_key is retried", async () => {
+  const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), () => json(201, { id: "t" }));
+  assert.equal((await client(m.fetch).enqueue({ handler_name: "a", idempotency_key: "k1" })).id, "t");
+  assert.equal(m.calls.length, 2);
+});
+
+test("a refused connection is UnavailableError with code connection_error, retried when safe", async () => {
+  const m = mockFetch(refused, () => json(200, { id: "t" }));
+  assert.equal((await client(m.fetch).getTask("t")).id, "t");
+  assert.equal(m.calls.length, 2);
+  const m2 = mockFetch(refused);
+  const err = await client(m2.fetch, { maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
+  assert.ok(err instanceof UnavailableError);
+  assert.equal(err.code, "connection_error");
+  assert.equal(err.status, 0);
+});
+
+test("a request that outlives timeoutMs fails with connection_error", async () => {
+  const hang = (req: { signal: AbortSignal }) => new Promise<Response>((_, reject) => {
+    req.signal.addEventListener("abort", () => reject(req.signal.reason));
+  });
+  const m = mockFetch(hang);
+  const started = Date.now();
+  const err = await client(m.fetch, { timeoutMs: 100, maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
+  assert.ok(err instanceof UnavailableError, String(err));
+  assert.equal(err.code, "connection_error");
+  assert.match(err.message, /no answer within 100 ms/);
+  assert.ok(Date.now() - started < 2000);
+});
+
+test("a long-poll's timeout is its wait_ms + 10 s (P-SDK-1)", async () => {
+  const m = mockFetch((req) => new Promise<Response>((resolve) => {
+    // Still open after the client's 50 ms default timeout: proves the long-poll got more.
+    setTimeout(() => resolve(new Response(null, { status: 204 })), 150);
+    req.signal.addEventListener("abort", () => resolve(new Response("aborted", { status: 599 })));
+  }));
+  const c = client(m.fetch, { timeoutMs: 50, maxRetries: 0 });
+  assert.equal(await c.pollTask({ wait_ms: 0 }), null);
+});
+
+test("the caller's abort rejects at once with its reason and is not retried", async () => {
+  const ctl = new AbortController();
+  const m = mockFetch((req) => new Promise<Response>((_, reject) => {
+    req.signal.addEventListener("abort", () => reject(req.signal.reason));
+  }));
+  const p = client(m.fetch).pollTasks({ wait_ms: 30000 }, { signal: ctl.signal });
+  setTimeout(() => ctl.abort(new Error("shutting down")), 20);
+  await assert.rejects(p, /shutting down/);
+  assert.equal(m.calls.length, 1);
+});
+
+test("Backoff draws full jitter under a doubling, capped ceiling", () => {
+  const hi = new Backoff(200, 5000, () => 0.999999);
+  assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map(() => hi.next()), [199, 399, 799, 1599, 3199, 4999, 4999]);
+  const lo = new Backoff(500, 30000, () => 0);
+  assert.equal(lo.next(), 0);
+  hi.reset();
+  assert.equal(hi.ceiling(), 200);
+});
+
+test("parseRetryAfter reads seconds and HTTP dates", () => {
+  assert.equal(parseRetryAfter("2"), 2000);
+  assert.equal(parseRetryAfter(null), undefined);
+  assert.equal(parseRetryAfter("Thu, 01 Jan 1970 00:00:05 GMT", 1000), 4000);
+  assert.equal(parseRetryAfter("soon"), undefined);
+});
