@@ -1,0 +1,3 @@
+from orch8_server.cli import main
+
+main()

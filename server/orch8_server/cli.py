@@ -1,0 +1,100 @@
+"""`orch8-server` / `python -m orch8_server`: flags, environment, and the uvicorn loop."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from orch8_server import __version__
+from orch8_server.config import Settings
+
+# (flag, env var, Settings field, type, help)
+_OPTIONS: list[tuple[str, str, str, type, str]] = [
+    ("--db", "ORCH8_DATABASE_URL", "db", str, "SQLite file path (default ./orch8.db)"),
+    ("--host", "ORCH8_HOST", "host", str, "bind address (default 127.0.0.1)"),
+    ("--port", "ORCH8_PORT", "port", int, "port (default 3001; 0 picks a free one)"),
+    ("--lease-ms", "ORCH8_LEASE_MS", "lease_ms", int, "default lease length"),
+    ("--wait-ms", "ORCH8_WAIT_MS", "default_wait_ms", int, "default long-poll wait"),
+    ("--max-wait-ms", "ORCH8_MAX_WAIT_MS", "max_wait_ms", int, "long-poll wait cap"),
+    ("--reaper-interval-ms", "ORCH8_REAPER_INTERVAL_MS", "reaper_interval_ms", int,
+     "how often expired leases and dead workers are reclaimed"),
+    ("--worker-heartbeat-ms", "ORCH8_WORKER_HEARTBEAT_MS", "worker_heartbeat_ms", int,
+     "worker heartbeat cadence the server asks for"),
+    ("--worker-dead-after-ms", "ORCH8_WORKER_DEAD_AFTER_MS", "worker_dead_after_ms", int,
+     "silence after which a registered worker is declared dead"),
+    ("--max-body-bytes", "ORCH8_MAX_BODY_BYTES", "max_body_bytes", int, "request body limit"),
+    ("--sqlite-synchronous", "ORCH8_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str,
+     "NORMAL (survives process crashes) or FULL (also power loss)"),
+    ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
+]
+
+
+def parse_settings(argv: list[str] | None = None) -> Settings:
+    parser = argparse.ArgumentParser(
+        prog="orch8-server",
+        description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
+        "environment equivalent; flags win.",
+    )
+    parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
+    for flag, env, _, kind, help_text in _OPTIONS:
+        parser.add_argument(flag, type=kind, default=None, help=f"{help_text} [{env}]")
+    parser.add_argument(
+        "--api-key", action="append", default=None,
+        help="require this bearer API key (repeatable) [ORCH8_API_KEYS, comma-separated]",
+    )
+    parser.add_argument("--access-log", action="store_true", help="log every request")
+    args = parser.parse_args(argv)
+
+    values: dict[str, object] = {}
+    for flag, env, name, kind, _ in _OPTIONS:
+        given = getattr(args, flag[2:].replace("-", "_"))
+        if given is None and os.environ.get(env):
+            try:
+                given = kind(os.environ[env])
+            except ValueError:
+                parser.error(f"{env}={os.environ[env]!r} is not a valid {kind.__name__}")
+        if given is not None:
+            values[name] = given
+    keys = args.api_key or [k for k in os.environ.get("ORCH8_API_KEYS", "").split(",") if k]
+    values["api_keys"] = frozenset(k.strip() for k in keys if k.strip())
+    values["access_log"] = args.access_log
+    settings = Settings(**values)  # type: ignore[arg-type]
+    _check(parser, settings)
+    return settings
+
+
+def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
+    if s.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
+        parser.error("--sqlite-synchronous must be NORMAL or FULL")
+    for name in ("lease_ms", "reaper_interval_ms", "worker_heartbeat_ms",
+                 "worker_dead_after_ms", "max_body_bytes"):
+        if getattr(s, name) <= 0:
+            parser.error(f"{name} must be positive")
+    if s.db.startswith(("postgres://", "postgresql://")):
+        parser.error("the PostgreSQL backend is not available in this build; use a SQLite path")
+
+
+def main(argv: list[str] | None = None) -> None:
+    import uvicorn
+
+    from orch8_server.http.app import create_app
+    from orch8_server.logs import configure_logging
+
+    settings = parse_settings(argv)
+    configure_logging(settings.log_level)
+    app = create_app(settings)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="uvloop" if sys.platform != "win32" else "asyncio",
+        http="httptools",
+        lifespan="on",
+        access_log=settings.access_log,
+        log_config=None,
+        timeout_graceful_shutdown=5,
+        # Long-polls hold connections open for up to max_wait_ms.
+        timeout_keep_alive=max(5, settings.max_wait_ms // 1000 + 5),
+    )
+    uvicorn.Server(config).run()

@@ -1,0 +1,28 @@
+"""Server settings: defaults from docs/protocol.md section 13, overridable by flags and env."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: str = "./orch8.db"
+    host: str = "127.0.0.1"
+    port: int = 3001
+    lease_ms: int = 60_000  # P-LEASE-2
+    default_wait_ms: int = 30_000  # P-POLL-2
+    max_wait_ms: int = 60_000  # P-POLL-2
+    reaper_interval_ms: int = 1_000  # P-LEASE-6
+    worker_heartbeat_ms: int = 5_000  # P-WORKER-1
+    worker_dead_after_ms: int = 30_000  # P-WORKER-5
+    max_body_bytes: int = 1_048_576  # P-ERR-3
+    api_keys: frozenset[str] = field(default_factory=frozenset)  # P-AUTH-1
+    sqlite_synchronous: str = "NORMAL"
+    log_level: str = "info"
+    access_log: bool = False
+
+    @property
+    def poller_window_ms(self) -> int:
+        """How long a poll keeps its worker counted as an active poller (P-OBS-1)."""
+        return self.max_wait_ms + 5_000

@@ -1,0 +1,1 @@
+"""HTTP layer: routing and the request pipeline. Knows nothing of SQL."""

@@ -1,0 +1,54 @@
+"""The Starlette application: routes, lifespan, and problem+json for router errors."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from orch8_server.config import Settings
+from orch8_server.http import routes_tasks, routes_workers
+from orch8_server.http.endpoint import internal_problem, problem_response
+from orch8_server.lifecycle.engine import Engine
+from orch8_server.problems import Problem
+from orch8_server.storage import open_storage
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404:
+        problem = Problem("not_found", f"no route {request.method} {request.url.path}")
+    elif exc.status_code == 405:
+        problem = Problem("method_not_allowed", f"{request.method} is not allowed on {request.url.path}",
+                          headers=dict(exc.headers or {}))
+    else:
+        problem = Problem("validation_error", str(exc.detail))
+    return problem_response(problem, request.url.path)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    return internal_problem(request, exc)
+
+
+def create_app(settings: Settings) -> Starlette:
+    engine = Engine(settings, open_storage(settings.db, settings.sqlite_synchronous))
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await engine.start()
+        try:
+            yield
+        finally:
+            await engine.stop()
+
+    app = Starlette(
+        routes=[*routes_tasks.routes, *routes_workers.routes],
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
+        lifespan=lifespan,
+    )
+    app.state.engine = engine
+    return app

@@ -1,0 +1,133 @@
+"""Routes of the worker registry, queue statistics, health, metrics and build info."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+from starlette.routing import Route
+
+from orch8_server import __version__, timefmt
+from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
+from orch8_server.http.endpoint import Call, endpoint, json_response
+from orch8_server.lifecycle.engine import Engine
+from orch8_server.problems import Problem
+
+
+def _engine(call: Call) -> Engine:
+    return call.request.app.state.engine
+
+
+@endpoint("/workers", "POST", "WorkerRegistration", body_required=True)
+async def register_worker(call: Call) -> Response:
+    return json_response(await _engine(call).workers.register(call.body))
+
+
+@endpoint("/workers", "GET")
+async def list_workers(call: Call) -> Response:
+    return json_response(await _engine(call).workers.list(call.params.get("state")))
+
+
+@endpoint("/workers/{worker_id}", "GET")
+async def get_worker(call: Call) -> Response:
+    return json_response(await _engine(call).workers.get(call.params["worker_id"]))
+
+
+@endpoint("/workers/{worker_id}", "DELETE")
+async def deregister_worker(call: Call) -> Response:
+    return json_response(await _engine(call).workers.deregister(call.params["worker_id"]))
+
+
+@endpoint("/workers/{worker_id}/heartbeat", "POST", "WorkerHeartbeat")
+async def heartbeat_worker(call: Call) -> Response:
+    return json_response(await _engine(call).workers.heartbeat(call.params["worker_id"], call.body))
+
+
+def _directive(path: str, directive: str):  # noqa: ANN202
+    @endpoint(path, "POST")
+    async def set_directive(call: Call) -> Response:
+        return json_response(await _engine(call).workers.set_directive(call.params["worker_id"], directive))
+
+    return set_directive
+
+
+async def queue_rows(engine: Engine, queue_name: str | None) -> list[dict]:
+    now = timefmt.now_ms()
+    stats = {(r["queue_name"], r["handler_name"]): r for r in await engine.storage.queue_stats(queue_name)}
+    for pair in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue still shows up
+        if queue_name is None or pair[0] == queue_name:
+            stats.setdefault(pair, {"queue_name": pair[0], "handler_name": pair[1], "pending": 0,
+                                    "scheduled": 0, "running": 0, "failed": 0,
+                                    "oldest_pending_run_at": None})
+    rows = []
+    for (queue, handler), s in sorted(stats.items()):
+        oldest = s.pop("oldest_pending_run_at")
+        s["oldest_pending_age_ms"] = None if oldest is None else max(0, now - oldest)
+        s["active_pollers"] = engine.pollers.count(queue, handler, now)
+        rows.append(s)
+    return rows
+
+
+@endpoint("/queues", "GET")
+async def get_queue_stats(call: Call) -> Response:
+    rows = await queue_rows(_engine(call), call.params.get("queue_name"))
+    return json_response({"queues": rows, "generated_at": timefmt.iso(timefmt.now_ms())})
+
+
+@endpoint("/health/live", "GET", public=True)
+async def get_liveness(call: Call) -> Response:
+    return json_response({"status": "ok", "checks": {}})
+
+
+@endpoint("/health/ready", "GET", public=True)
+async def get_readiness(call: Call) -> Response:
+    engine = _engine(call)
+    if engine.draining:
+        raise Problem("unavailable", "server is shutting down", headers={"Retry-After": "1"})
+    try:
+        await engine.storage.ping()
+    except Exception as exc:
+        raise Problem("unavailable", f"storage unreachable: {exc}", headers={"Retry-After": "1"}) from None
+    return json_response({"status": "ok", "checks": {"storage": "ok"}})
+
+
+@endpoint("/metrics", "GET")
+async def get_metrics(call: Call) -> Response:
+    engine = _engine(call)
+    body = engine.metrics.render(await queue_rows(engine, None), engine.dispatcher.waiting)
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@endpoint("/info", "GET")
+async def get_server_info(call: Call) -> Response:
+    s = _engine(call).settings
+    return json_response({
+        "name": "orch8-server",
+        "version": __version__,
+        "spec_version": SPEC_VERSION,
+        "spec_sha256": SPEC_SHA256,
+        "storage": _engine(call).storage.kind,
+        "defaults": {
+            "lease_ms": s.lease_ms, "wait_ms": s.default_wait_ms, "max_wait_ms": s.max_wait_ms,
+            "reaper_interval_ms": s.reaper_interval_ms,
+            "worker_heartbeat_interval_ms": s.worker_heartbeat_ms,
+            "worker_dead_after_ms": s.worker_dead_after_ms,
+            "max_attempts": 3, "max_batch_size": 100,
+        },
+    })
+
+
+routes = [
+    Route("/workers", register_worker, methods=["POST"]),
+    Route("/workers", list_workers, methods=["GET"]),
+    Route("/workers/{worker_id}", get_worker, methods=["GET"]),
+    Route("/workers/{worker_id}", deregister_worker, methods=["DELETE"]),
+    Route("/workers/{worker_id}/heartbeat", heartbeat_worker, methods=["POST"]),
+    Route("/workers/{worker_id}/quiet", _directive("/workers/{worker_id}/quiet", "quiet"), methods=["POST"]),
+    Route("/workers/{worker_id}/resume", _directive("/workers/{worker_id}/resume", "running"), methods=["POST"]),
+    Route("/workers/{worker_id}/terminate", _directive("/workers/{worker_id}/terminate", "terminate"),
+          methods=["POST"]),
+    Route("/queues", get_queue_stats, methods=["GET"]),
+    Route("/health/live", get_liveness, methods=["GET"]),
+    Route("/health/ready", get_readiness, methods=["GET"]),
+    Route("/metrics", get_metrics, methods=["GET"]),
+    Route("/info", get_server_info, methods=["GET"]),
+]

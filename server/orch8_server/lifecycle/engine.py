@@ -1,0 +1,58 @@
+"""The engine: shared state of one server instance and the wiring of the rule modules."""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from orch8_server.config import Settings
+from orch8_server.lifecycle.dispatcher import Dispatcher
+from orch8_server.lifecycle.pollers import PollerRegistry
+from orch8_server.metrics import Metrics
+from orch8_server.storage.base import Storage
+
+log = logging.getLogger("orch8.engine")
+
+
+class Engine:
+    def __init__(self, settings: Settings, storage: Storage) -> None:
+        from orch8_server.lifecycle.leases import Leases
+        from orch8_server.lifecycle.reaper import Reaper
+        from orch8_server.lifecycle.tasks import Tasks
+        from orch8_server.lifecycle.workers import Workers
+
+        self.settings = settings
+        self.storage = storage
+        self.dispatcher = Dispatcher()
+        self.pollers = PollerRegistry(settings.poller_window_ms)
+        self.metrics = Metrics()
+        self.rng = random.Random()
+        self.draining = False
+        self.tasks = Tasks(self)
+        self.leases = Leases(self)
+        self.workers = Workers(self)
+        self.reaper = Reaper(self)
+
+    async def start(self) -> None:
+        await self.storage.open()
+        self.dispatcher.set_promoter(self.tasks.promote_due)
+        next_at = await self.storage.next_scheduled_at()
+        if next_at is not None:
+            self.dispatcher.schedule(next_at)
+        self.reaper.start()
+        log.info("engine started", extra={"storage": self.storage.kind})
+
+    async def stop(self) -> None:
+        """Stop claiming, release waiting polls, stop the reaper, close storage."""
+        self.draining = True
+        self.dispatcher.close()
+        await self.reaper.stop()
+        await self.storage.close()
+        log.info("engine stopped")
+
+    def made_claimable(self, queue: str, handler: str, run_at: int, now: int) -> None:
+        """Wake waiting polls now, or arm the timer for a future run_at (P-POLL-3)."""
+        if run_at <= now:
+            self.dispatcher.wake(queue, handler)
+        else:
+            self.dispatcher.schedule(run_at)

@@ -1,0 +1,268 @@
+"""Worker-task rules: poll/claim, complete, fail, heartbeat, release, and their batches."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from orch8_server import ids, timefmt
+from orch8_server.lifecycle import views
+from orch8_server.lifecycle.retry import backoff_ms
+from orch8_server.lifecycle.tasks import DEFAULT_QUEUE
+from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
+from orch8_server.storage.base import Row, Tx
+
+if TYPE_CHECKING:
+    from orch8_server.lifecycle.engine import Engine
+
+DEFAULT_FAILURE_CODE = "worker_error"
+_ACT = object()
+
+
+class Leases:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # Claim -----------------------------------------------------------------------------
+
+    async def poll(
+        self, body: dict[str, Any], limit: int,
+        abandoned: Callable[[], Awaitable[Any]] | None = None,
+    ) -> list[dict]:
+        """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
+
+        `abandoned` returns an awaitable that finishes when the caller went away; a poll
+        whose caller disconnected stops waiting and claims nothing.
+        """
+        settings = self.engine.settings
+        queue = body.get("queue_name", DEFAULT_QUEUE)
+        handlers = body.get("handler_names") or None
+        worker_id = body.get("worker_id")
+        lease_ms = int(body.get("lease_ms", settings.lease_ms))
+        wait_ms = min(int(body.get("wait_ms", settings.default_wait_ms)), settings.max_wait_ms)
+        start = timefmt.now_ms()
+        self.engine.pollers.seen(worker_id, queue, handlers, start)
+        deadline = start + wait_ms
+
+        dispatcher = self.engine.dispatcher
+        waiter = dispatcher.park(queue, handlers)  # parked before the claim: no lost wake-up
+        gone: asyncio.Future | None = None
+        try:
+            while True:
+                waiter.event.clear()
+                claimed = await self._claim(queue, handlers, limit, lease_ms, worker_id)
+                if claimed or self.engine.draining:
+                    return claimed
+                remaining = deadline - timefmt.now_ms()
+                if remaining <= 0:
+                    return []
+                if gone is None and abandoned is not None:
+                    gone = asyncio.ensure_future(abandoned())
+                woken = asyncio.ensure_future(waiter.event.wait())
+                waits = {woken} if gone is None else {woken, gone}
+                await asyncio.wait(waits, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+                if gone is not None and gone.done():
+                    return []
+        finally:
+            dispatcher.unpark(waiter)
+            if gone is not None and not gone.done():
+                gone.cancel()
+
+    async def _claim(
+        self, queue: str, handlers: list[str] | None, limit: int, lease_ms: int, worker_id: str | None,
+    ) -> list[dict]:
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            rows, expired = await tx.claim(queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id)
+        metrics = self.engine.metrics
+        if expired:
+            metrics.expired.inc(expired)
+        for row in rows:
+            metrics.claimed.labels(row["queue_name"], row["handler_name"]).inc()
+        return [views.claimed_task(row) for row in rows]
+
+    # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
+
+    async def _resolve(self, tx: Tx, task_id: str, lease_id: str | None, op: str) -> tuple[Row, Any]:
+        """Return (row, _ACT) when the call acts on the current lease, or (row, reply)
+        for an idempotent repeat; raise the matching problem otherwise."""
+        row = await tx.get_task(task_id)
+        if row is None:
+            raise not_found("task", task_id)
+        if row["status"] == "running" and (lease_id is None or row["lease_id"] == lease_id):
+            return row, _ACT
+        if lease_id is None and row["status"] == "cancelled":
+            raise task_cancelled(task_id)
+        attempt = await (tx.get_attempt(task_id, lease_id) if lease_id else tx.latest_attempt(task_id))
+        if attempt is not None:
+            if attempt["outcome"] == op and attempt["reply"] is not None:
+                return row, attempt["reply"]
+            if attempt["outcome"] == "cancelled":
+                raise task_cancelled(task_id)
+        raise lease_lost(task_id, lease_id)
+
+    async def _end_attempt(self, tx: Tx, row: Row, now: int, outcome: str, error: Any, reply: Any) -> None:
+        await tx.insert_attempt({
+            "task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
+            "worker_id": row["worker_id"], "started_at": row["lease_started_at"], "ended_at": now,
+            "outcome": outcome, "error": error, "reply": reply,
+        })
+
+    # Complete / fail ---------------------------------------------------------------------
+
+    async def complete(self, task_id: str, body: dict[str, Any]) -> dict:
+        async with self.engine.storage.transaction() as tx:
+            reply, _ = await self._complete(tx, task_id, body, timefmt.now_ms())
+        return reply
+
+    async def _complete(self, tx: Tx, task_id: str, body: dict[str, Any], now: int) -> tuple[dict, bool]:
+        row, act = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
+        if act is not _ACT:
+            return act, False
+        fields = {"status": "completed", "output": body.get("output"), "finished_at": now, "updated_at": now}
+        await tx.update_task(task_id, fields)
+        row.update(fields)
+        reply = views.outcome(row)
+        await self._end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
+        self.engine.metrics.completed.labels(row["queue_name"], row["handler_name"]).inc()
+        return reply, True
+
+    async def fail(self, task_id: str, body: dict[str, Any]) -> dict:
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            reply, row = await self._fail(tx, task_id, body, now)
+        self._after_fail(row, now)
+        return reply
+
+    async def _fail(self, tx: Tx, task_id: str, body: dict[str, Any], now: int) -> tuple[dict, Row | None]:
+        row, act = await self._resolve(tx, task_id, body.get("lease_id"), "failed")
+        if act is not _ACT:
+            return act, None
+        retryable = bool(body.get("retryable", False))
+        code = body.get("code") or DEFAULT_FAILURE_CODE
+        error = {"message": body["error"], "code": code, "retryable": retryable, "details": body.get("details")}
+        fields: Row = {"error": error, "updated_at": now}
+        if "checkpoint" in body:
+            fields["checkpoint"] = body["checkpoint"]  # P-CKPT-1
+        if retryable and row["attempt"] < row["max_attempts"]:  # P-RETRY-1
+            if "retry_after_ms" in body:
+                delay = int(body["retry_after_ms"])  # P-RETRY-4
+            else:
+                delay = backoff_ms(row["retry"], row["attempt"], self.engine.rng)  # P-RETRY-2
+            fields.update(status="scheduled" if delay > 0 else "pending", run_at=now + delay)
+        else:
+            fields.update(status="failed", finished_at=now)  # P-RETRY-3, P-RETRY-5
+        await tx.update_task(task_id, fields)
+        row.update(fields)
+        reply = views.outcome(row, code)
+        await self._end_attempt(tx, row, now, "failed", error, reply)
+        return reply, row
+
+    def _after_fail(self, row: Row | None, now: int) -> None:
+        if row is None:
+            return
+        labels = (row["queue_name"], row["handler_name"])
+        if row["status"] == "failed":
+            self.engine.metrics.failed.labels(*labels).inc()
+        else:
+            self.engine.metrics.requeued.labels(*labels).inc()
+            self.engine.made_claimable(*labels, row["run_at"], now)
+
+    # Heartbeat / release -----------------------------------------------------------------
+
+    async def heartbeat(self, task_id: str, body: dict[str, Any]) -> dict:
+        """P-LEASE-5: extend the lease; keep progress and checkpoint (P-CKPT-1)."""
+        now = timefmt.now_ms()
+        lease = body.get("lease_id")
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_task(task_id)
+            if row is None:
+                raise not_found("task", task_id)
+            mine = lease is None or row["lease_id"] == lease
+            if row["status"] == "cancelled" and mine:
+                raise task_cancelled(task_id)  # P-CANCEL-1
+            if row["status"] != "running" or not mine:
+                raise lease_lost(task_id, lease)
+            fields: Row = {
+                "lease_expires_at": now + int(body.get("extend_ms", row["lease_ms"])),
+                "updated_at": now,
+            }
+            if "progress" in body:
+                fields["progress"] = body["progress"]
+            if "checkpoint" in body:
+                fields["checkpoint"] = body["checkpoint"]
+            await tx.update_task(task_id, fields)
+        return {
+            "task_id": task_id,
+            "lease_id": row["lease_id"],
+            "lease_expires_at": timefmt.iso(fields["lease_expires_at"]),
+            "cancel_requested": False,
+        }
+
+    async def release(self, task_id: str, body: dict[str, Any]) -> dict:
+        """P-LEASE-7: back to the queue without spending the attempt."""
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            row, act = await self._resolve(tx, task_id, body.get("lease_id"), "released")
+            if act is not _ACT:
+                return act
+            run_at = now + int(body.get("delay_ms", 0))
+            ended = dict(row)
+            fields = {
+                "status": "scheduled" if run_at > now else "pending",
+                "attempt": row["attempt"] - 1,
+                "run_at": run_at,
+                "updated_at": now,
+            }
+            await tx.update_task(task_id, fields)
+            row.update(fields)
+            reply = views.outcome(row)
+            await self._end_attempt(tx, ended, now, "released", None, reply)
+        self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
+        return reply
+
+    # Batches (P-BATCH-1) -----------------------------------------------------------------
+
+    async def complete_batch(self, items: list[dict[str, Any]]) -> dict:
+        now = timefmt.now_ms()
+        out = []
+        async with self.engine.storage.transaction() as tx:
+            for item in items:
+                try:
+                    reply, _ = await self._complete(tx, item["task_id"], item, now)
+                    out.append(_item(reply, "completed"))
+                except Problem as problem:
+                    out.append(_item_error(item["task_id"], problem))
+        return {"items": out}
+
+    async def fail_batch(self, items: list[dict[str, Any]]) -> dict:
+        now = timefmt.now_ms()
+        out, rows = [], []
+        async with self.engine.storage.transaction() as tx:
+            for item in items:
+                try:
+                    reply, row = await self._fail(tx, item["task_id"], item, now)
+                    rows.append(row)
+                    out.append(_item(reply, "failed" if reply["status"] == "failed" else "requeued"))
+                except Problem as problem:
+                    out.append(_item_error(item["task_id"], problem))
+        for row in rows:
+            self._after_fail(row, now)
+        return {"items": out}
+
+
+def _item(reply: dict, status: str) -> dict:
+    return {
+        "task_id": reply["task_id"], "status": status, "attempt": reply["attempt"],
+        "attempts_left": reply["attempts_left"], "next_attempt_at": reply["next_attempt_at"],
+        "problem": None,
+    }
+
+
+def _item_error(task_id: str, problem: Problem) -> dict:
+    return {
+        "task_id": task_id, "status": "error", "attempt": None, "attempts_left": None,
+        "next_attempt_at": None, "problem": problem.item(),
+    }

@@ -1,0 +1,96 @@
+"""The reaper: expired leases, overdue tasks, dead workers, due scheduled tasks (P-LEASE-6)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from orch8_server import timefmt
+from orch8_server.storage.base import Row, Tx
+
+if TYPE_CHECKING:
+    from orch8_server.lifecycle.engine import Engine
+
+log = logging.getLogger("orch8.reaper")
+BATCH = 500
+
+
+class Reaper:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._task: asyncio.Task | None = None
+        self._stop = asyncio.Event()
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="orch8-reaper")
+
+    async def stop(self) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        interval = self.engine.settings.reaper_interval_ms / 1000
+        while not self._stop.is_set():
+            try:
+                await self.tick()
+            except Exception:  # keep reaping: one bad tick must not stop reclamation
+                log.exception("reaper tick failed")
+            try:
+                await asyncio.wait_for(self._stop.wait(), timeout=interval)
+            except TimeoutError:
+                pass
+
+    async def tick(self) -> None:
+        engine = self.engine
+        now = timefmt.now_ms()
+        while True:
+            async with engine.storage.transaction() as tx:
+                expired = await tx.expired_leases(now, BATCH)
+                reclaimed = await self.reclaim(
+                    tx, expired, "lease_expired", "lease expired before the task finished", now
+                )
+            self.after_reclaim(reclaimed, now)
+            if len(expired) < BATCH:
+                break
+        async with engine.storage.transaction() as tx:
+            overdue = await tx.expire_overdue(now)  # P-EXPIRE-1
+            pairs = await tx.promote_due(now)  # fallback for the scheduled-task timer
+        if overdue:
+            engine.metrics.expired.inc(overdue)
+        for queue, handler in pairs:
+            engine.dispatcher.wake(queue, handler)
+        await engine.workers.sweep_dead(now)
+        engine.pollers.prune(now)
+
+    async def reclaim(self, tx: Tx, rows: list[Row], code: str, message: str, now: int) -> list[Row]:
+        """End each running attempt as `code`; it counts as an attempt (P-LEASE-6)."""
+        error = {"message": message, "code": code, "retryable": True, "details": None}
+        for row in rows:
+            await tx.insert_attempt({
+                "task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
+                "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
+                "ended_at": now, "outcome": code, "error": error, "reply": None,
+            })
+            if row["attempt"] < row["max_attempts"]:
+                fields = {"status": "pending", "run_at": now, "error": error, "updated_at": now}
+            else:
+                fields = {"status": "failed", "finished_at": now, "error": error, "updated_at": now}
+            await tx.update_task(row["id"], fields)
+            row.update(fields)
+        return rows
+
+    def after_reclaim(self, rows: list[Row], now: int) -> None:
+        metrics = self.engine.metrics
+        for row in rows:
+            labels = (row["queue_name"], row["handler_name"])
+            metrics.reaped.labels(*labels).inc()
+            if row["status"] == "failed":
+                metrics.failed.labels(*labels).inc()
+            else:
+                self.engine.dispatcher.wake(*labels)
+        if rows:
+            log.info("reclaimed tasks", extra={"count": len(rows), "code": rows[0]["error"]["code"]})

@@ -1,0 +1,211 @@
+"""Producer and operator rules: enqueue, get, list, cancel, retry, attempt history."""
+
+from __future__ import annotations
+
+import base64
+from typing import TYPE_CHECKING, Any
+
+from orch8_server import ids, timefmt
+from orch8_server.lifecycle import views
+from orch8_server.lifecycle.retry import effective_policy
+from orch8_server.problems import Problem, not_found
+from orch8_server.storage.base import Row, TaskFilter
+
+if TYPE_CHECKING:
+    from orch8_server.lifecycle.engine import Engine
+
+DEFAULT_QUEUE = "default"  # P-QUEUE-1
+
+
+def _field_problem(pointer: str, detail: str) -> Problem:
+    return Problem("validation_error", detail, errors=[{"pointer": pointer, "detail": detail}])
+
+
+def _instant(body: dict[str, Any], name: str, pointer: str) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    ms = timefmt.parse(value)
+    if ms is None:
+        raise _field_problem(f"{pointer}/{name}", "must be an RFC 3339 date-time")
+    return ms
+
+
+def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
+    """Build the row of a new task from a validated NewTask body (P-TASK-1)."""
+    if "run_at" in body and "delay_ms" in body:
+        raise _field_problem(f"{pointer}/delay_ms", "send run_at or delay_ms, not both")
+    run_at = _instant(body, "run_at", pointer)
+    if run_at is None:
+        run_at = now + int(body.get("delay_ms", 0))
+    good_until = _instant(body, "good_until", pointer)
+    policy = effective_policy(body.get("retry"))
+    status = "scheduled" if run_at > now else "pending"
+    finished_at = None
+    if good_until is not None and good_until <= now:
+        status, finished_at = "expired", now  # P-EXPIRE-1: already past its deadline
+    return {
+        "id": ids.task_id(),
+        "handler_name": body["handler_name"],
+        "queue_name": body.get("queue_name", DEFAULT_QUEUE),
+        "status": status,
+        "priority": int(body.get("priority", 0)),
+        "params": body.get("params", {}),
+        "context": body.get("context", {}),
+        "headers": body.get("headers", {}),
+        "attempt": 0,
+        "max_attempts": policy["max_attempts"],
+        "retry": policy,
+        "run_at": run_at,
+        "good_until": good_until,
+        "idempotency_key": body.get("idempotency_key"),
+        "created_at": now,
+        "updated_at": now,
+        "started_at": None,
+        "finished_at": finished_at,
+        "worker_id": None,
+        "lease_id": None,
+        "lease_expires_at": None,
+        "lease_ms": None,
+        "lease_started_at": None,
+        "output": None,
+        "error": None,
+        "checkpoint": None,
+        "progress": None,
+        "cancel_reason": None,
+    }
+
+
+def encode_cursor(seq: int) -> str:
+    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        kind, _, value = raw.partition(":")
+        if kind == "seq" and value.isdigit():
+            return int(value)
+    except (ValueError, UnicodeDecodeError):
+        pass
+    raise Problem(
+        "validation_error", "cursor is not one this server issued",
+        errors=[{"pointer": "#/query/cursor", "detail": "unknown cursor"}],
+    )
+
+
+class Tasks:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    async def enqueue(self, bodies: list[dict[str, Any]], pointer_prefix: str) -> tuple[list[dict], bool]:
+        """Create tasks atomically; returns their views and whether any was new."""
+        now = timefmt.now_ms()
+        rows = [
+            new_task_row(body, now, f"{pointer_prefix}/{i}" if pointer_prefix else "")
+            for i, body in enumerate(bodies)
+        ]
+        results: list[tuple[Row, bool]] = []
+        async with self.engine.storage.transaction() as tx:
+            for row in rows:
+                results.append(await tx.insert_task(row))
+        metrics = self.engine.metrics
+        for row, created in results:
+            if created:
+                metrics.enqueued.labels(row["queue_name"], row["handler_name"]).inc()
+                if row["status"] in ("pending", "scheduled"):
+                    self.engine.made_claimable(row["queue_name"], row["handler_name"], row["run_at"], now)
+                elif row["status"] == "expired":
+                    metrics.expired.inc()
+        return [views.task(row) for row, _ in results], any(created for _, created in results)
+
+    async def get(self, task_id: str) -> dict:
+        row = await self.engine.storage.get_task(task_id)
+        if row is None:
+            raise not_found("task", task_id)
+        return views.task(row)
+
+    async def list(self, flt: TaskFilter, limit: int, cursor: str | None) -> dict:
+        before = decode_cursor(cursor) if cursor else None
+        rows = await self.engine.storage.list_tasks(flt, limit + 1, before)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return {
+            "tasks": [views.task(r) for r in rows],
+            "next_cursor": encode_cursor(rows[-1]["seq"]) if more else None,
+        }
+
+    async def attempts(self, task_id: str) -> dict:
+        storage = self.engine.storage
+        row = await storage.get_task(task_id)
+        if row is None:
+            raise not_found("task", task_id)
+        history = [views.attempt(a) for a in await storage.list_attempts(task_id)]
+        if row["status"] == "running":
+            history.append(views.running_attempt(row))
+        return {"task_id": task_id, "attempts": history}
+
+    async def cancel(self, task_id: str, reason: str | None) -> dict:
+        """P-CANCEL-1: pending/scheduled/running -> cancelled; finished -> invalid_state."""
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_task(task_id)
+            if row is None:
+                raise not_found("task", task_id)
+            status = row["status"]
+            if status == "cancelled":
+                return views.task(row)
+            if status in ("completed", "failed", "expired"):
+                raise Problem("invalid_state", f"task {task_id} is {status}; only unfinished tasks can be cancelled")
+            fields = {"status": "cancelled", "finished_at": now, "updated_at": now, "cancel_reason": reason}
+            if status == "running":
+                # The lease holder hears of it through heartbeats; its lease id stays on the
+                # row so complete/fail answer task_cancelled, not lease_lost (P-CANCEL-2).
+                await tx.insert_attempt({
+                    "task_id": task_id, "lease_id": row["lease_id"], "attempt": row["attempt"],
+                    "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
+                    "ended_at": now, "outcome": "cancelled", "error": None, "reply": None,
+                })
+            await tx.update_task(task_id, fields)
+            row.update(fields)
+        self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
+        return views.task(row)
+
+    async def retry(self, task_id: str, body: dict[str, Any]) -> dict:
+        """P-RETRY-6: failed/cancelled/expired -> pending with a fresh attempt budget."""
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_task(task_id)
+            if row is None:
+                raise not_found("task", task_id)
+            if row["status"] not in ("failed", "cancelled", "expired"):
+                raise Problem(
+                    "invalid_state",
+                    f"task {task_id} is {row['status']}; only failed, cancelled or expired tasks can be retried",
+                )
+            budget = int(body.get("max_attempts", row["retry"]["max_attempts"]))
+            run_at = now + int(body.get("delay_ms", 0))
+            fields = {
+                "status": "scheduled" if run_at > now else "pending",
+                "max_attempts": row["attempt"] + budget,
+                "run_at": run_at,
+                "finished_at": None,
+                "cancel_reason": None,
+                "good_until": None,  # an operator retry means "run it", deadline or not
+                "updated_at": now,
+            }
+            await tx.update_task(task_id, fields)
+            row.update(fields)
+        self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
+        return views.task(row)
+
+    async def promote_due(self) -> int | None:
+        """Timer callback: scheduled tasks whose run_at arrived become pending (P-STATE-2)."""
+        if self.engine.draining:
+            return None
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            pairs = await tx.promote_due(now)
+        for queue, handler in pairs:
+            self.engine.dispatcher.wake(queue, handler)
+        return await self.engine.storage.next_scheduled_at()

@@ -1,0 +1,123 @@
+"""Storage rows to wire objects (the shapes of openapi.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orch8_server.storage.base import Row
+from orch8_server.timefmt import iso, iso_or_none
+
+
+def lease(row: Row) -> dict[str, Any]:
+    return {
+        "id": row["lease_id"],
+        "worker_id": row["worker_id"],
+        "attempt": row["attempt"],
+        "expires_at": iso(row["lease_expires_at"]),
+    }
+
+
+def task(row: Row) -> dict[str, Any]:
+    status = row["status"]
+    return {
+        "id": row["id"],
+        "handler_name": row["handler_name"],
+        "queue_name": row["queue_name"],
+        "status": status,
+        "priority": row["priority"],
+        "params": row["params"],
+        "context": row["context"],
+        "headers": row["headers"],
+        "attempt": row["attempt"],
+        "max_attempts": row["max_attempts"],
+        "retry": row["retry"],
+        "run_at": iso(row["run_at"]),
+        "good_until": iso_or_none(row["good_until"]),
+        "idempotency_key": row["idempotency_key"],
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "started_at": iso_or_none(row["started_at"]),
+        "finished_at": iso_or_none(row["finished_at"]),
+        "next_attempt_at": iso(row["run_at"]) if status == "scheduled" and row["attempt"] else None,
+        "worker_id": row["worker_id"],
+        "lease": lease(row) if status == "running" else None,
+        "output": row["output"],
+        "error": row["error"],
+        "checkpoint": row["checkpoint"],
+        "progress": row["progress"],
+        "cancel_reason": row["cancel_reason"],
+    }
+
+
+def claimed_task(row: Row) -> dict[str, Any]:
+    created = iso(row["created_at"])
+    return {
+        "id": row["id"],
+        "handler_name": row["handler_name"],
+        "queue_name": row["queue_name"],
+        "params": row["params"],
+        "context": row["context"],
+        "headers": row["headers"],
+        "priority": row["priority"],
+        "attempt": row["attempt"],
+        "max_attempts": row["max_attempts"],
+        "lease": lease(row),
+        "checkpoint": row["checkpoint"],
+        "good_until": iso_or_none(row["good_until"]),
+        "created_at": created,
+        # Seed 000 reads attempt metadata here.
+        "metadata": {"attempt": row["attempt"], "max_attempts": row["max_attempts"], "created_at": created},
+    }
+
+
+def attempt(row: Row) -> dict[str, Any]:
+    return {
+        "attempt": row["attempt"],
+        "lease_id": row["lease_id"],
+        "worker_id": row["worker_id"],
+        "started_at": iso(row["started_at"]),
+        "ended_at": iso_or_none(row["ended_at"]),
+        "outcome": row["outcome"],
+        "error": row["error"],
+    }
+
+
+def running_attempt(row: Row) -> dict[str, Any]:
+    """The attempt in progress, synthesised from the task's current lease."""
+    return attempt({
+        "attempt": row["attempt"], "lease_id": row["lease_id"], "worker_id": row["worker_id"],
+        "started_at": row["lease_started_at"], "ended_at": None, "outcome": "running", "error": None,
+    })
+
+
+def outcome(row: Row, error_code: str | None = None) -> dict[str, Any]:
+    status = row["status"]
+    left = 0 if status in ("failed", "cancelled", "expired") else max(0, row["max_attempts"] - row["attempt"])
+    return {
+        "task_id": row["id"],
+        "status": status,
+        "attempt": row["attempt"],
+        "attempts_left": left,
+        "next_attempt_at": iso(row["run_at"]) if status == "scheduled" else None,
+        "error_code": error_code,
+    }
+
+
+def worker(row: Row, active_tasks: int, heartbeat_ms: int, dead_after_ms: int) -> dict[str, Any]:
+    return {
+        "worker_id": row["worker_id"],
+        "state": row["state"],
+        "directive": row["directive"],
+        "hostname": row["hostname"],
+        "pid": row["pid"],
+        "handlers": row["handlers"],
+        "queues": row["queues"],
+        "concurrency": row["concurrency"],
+        "labels": row["labels"],
+        "sdk": row["sdk"],
+        "active_tasks": active_tasks,
+        "registered_at": iso(row["registered_at"]),
+        "last_heartbeat_at": iso(row["last_heartbeat_at"]),
+        "heartbeat_interval_ms": heartbeat_ms,
+        "dead_after_ms": dead_after_ms,
+    }

@@ -1,0 +1,139 @@
+"""Worker rules: registration, batched heartbeats, directives, death (P-WORKER-1..6)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from orch8_server import timefmt
+from orch8_server.lifecycle import views
+from orch8_server.problems import not_found
+from orch8_server.storage.base import Row, Tx
+
+if TYPE_CHECKING:
+    from orch8_server.lifecycle.engine import Engine
+
+log = logging.getLogger("orch8.workers")
+
+
+class Workers:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def _view(self, row: Row, active: int) -> dict:
+        s = self.engine.settings
+        return views.worker(row, active, s.worker_heartbeat_ms, s.worker_dead_after_ms)
+
+    async def _active(self, worker_id: str) -> int:
+        counts = await self.engine.storage.active_task_counts([worker_id])
+        return counts.get(worker_id, 0)
+
+    @staticmethod
+    def _new_row(worker_id: str, body: dict[str, Any], now: int) -> Row:
+        return {
+            "worker_id": worker_id, "state": "running", "directive": "running",
+            "hostname": body.get("hostname"), "pid": body.get("pid"),
+            "handlers": body.get("handlers", []), "queues": body.get("queues", []),
+            "concurrency": body.get("concurrency"), "labels": body.get("labels", {}),
+            "sdk": body.get("sdk"), "registered_at": now, "last_heartbeat_at": now,
+        }
+
+    async def register(self, body: dict[str, Any]) -> dict:
+        """P-WORKER-1: idempotent on worker_id; a new process starts with directive running."""
+        now = timefmt.now_ms()
+        row = self._new_row(body["worker_id"], body, now)
+        async with self.engine.storage.transaction() as tx:
+            await tx.upsert_worker(row)
+        return self._view(row, await self._active(row["worker_id"]))
+
+    async def get(self, worker_id: str) -> dict:
+        row = await self.engine.storage.get_worker(worker_id)
+        if row is None:
+            raise not_found("worker", worker_id)
+        return self._view(row, await self._active(worker_id))
+
+    async def list(self, state: str | None) -> dict:
+        rows = await self.engine.storage.list_workers(state)
+        counts = await self.engine.storage.active_task_counts([r["worker_id"] for r in rows])
+        return {"workers": [self._view(r, counts.get(r["worker_id"], 0)) for r in rows]}
+
+    async def heartbeat(self, worker_id: str, body: dict[str, Any]) -> dict:
+        """P-WORKER-2/3: extend every lease the worker still holds; answer per task."""
+        now = timefmt.now_ms()
+        task_ids = list(dict.fromkeys(body.get("active_task_ids", [])))
+        lease_override = body.get("lease_ms")
+        answers = []
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_worker(worker_id)
+            if row is None:  # unknown worker: register it on the fly
+                row = self._new_row(worker_id, {}, now)
+                await tx.upsert_worker(row)
+            state = body.get("state", "running")
+            await tx.update_worker(worker_id, {"state": state, "last_heartbeat_at": now})
+            held = {t["id"]: t for t in await tx.tasks_by_ids(task_ids)}
+            for task_id in task_ids:
+                answers.append(await self._task_status(tx, held.get(task_id), task_id, worker_id,
+                                                       lease_override, now))
+        return {
+            "directive": row["directive"],
+            "heartbeat_interval_ms": self.engine.settings.worker_heartbeat_ms,
+            "tasks": answers,
+        }
+
+    async def _task_status(
+        self, tx: Tx, task: Row | None, task_id: str, worker_id: str, lease_override: int | None, now: int,
+    ) -> dict:
+        if task is not None and task["worker_id"] == worker_id:
+            if task["status"] == "running":
+                expires = now + int(lease_override or task["lease_ms"])
+                await tx.update_task(task_id, {"lease_expires_at": expires, "updated_at": now})
+                return {"task_id": task_id, "lease_expires_at": timefmt.iso(expires),
+                        "cancel_requested": False, "lease_lost": False}
+            if task["status"] == "cancelled":
+                return {"task_id": task_id, "lease_expires_at": None,
+                        "cancel_requested": True, "lease_lost": False}
+        return {"task_id": task_id, "lease_expires_at": None, "cancel_requested": False, "lease_lost": True}
+
+    async def set_directive(self, worker_id: str, directive: str) -> dict:
+        """P-WORKER-4: the directive reaches the worker with its next heartbeat."""
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_worker(worker_id)
+            if row is None:
+                raise not_found("worker", worker_id)
+            await tx.update_worker(worker_id, {"directive": directive})
+            row["directive"] = directive
+        log.info("worker directive set", extra={"worker_id": worker_id, "directive": directive})
+        return self._view(row, await self._active(worker_id))
+
+    async def deregister(self, worker_id: str) -> dict:
+        """P-WORKER-5: a deregistered worker's leftover tasks are reclaimed at once."""
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_worker(worker_id)
+            if row is None:
+                raise not_found("worker", worker_id)
+            await tx.update_worker(worker_id, {"state": "deregistered", "last_heartbeat_at": now})
+            row.update(state="deregistered", last_heartbeat_at=now)
+            reclaimed = await self.engine.reaper.reclaim(
+                tx, await tx.running_tasks_of(worker_id), "worker_lost",
+                f"worker {worker_id} deregistered while holding the task", now,
+            )
+        self.engine.reaper.after_reclaim(reclaimed, now)
+        return self._view(row, 0)
+
+    async def sweep_dead(self, now: int) -> int:
+        """P-WORKER-5: workers silent for dead_after_ms are dead; their tasks come back."""
+        before = now - self.engine.settings.worker_dead_after_ms
+        async with self.engine.storage.transaction() as tx:
+            dead = await tx.silent_workers(before)
+            reclaimed: list[Row] = []
+            for worker in dead:
+                await tx.update_worker(worker["worker_id"], {"state": "dead"})
+                reclaimed += await self.engine.reaper.reclaim(
+                    tx, await tx.running_tasks_of(worker["worker_id"]), "worker_lost",
+                    f"worker {worker['worker_id']} stopped heartbeating", now,
+                )
+        for worker in dead:
+            log.warning("worker declared dead", extra={"worker_id": worker["worker_id"]})
+        self.engine.reaper.after_reclaim(reclaimed, now)
+        return len(dead)

@@ -1,0 +1,114 @@
+"""The storage interface every backend implements.
+
+Rows are plain dicts whose keys are the column names in schema order below; instants are
+epoch milliseconds; JSON columns (params, context, headers, retry, output, error,
+checkpoint, progress; handlers, queues, labels) come back parsed. Backends know SQL and
+nothing of HTTP or of the lifecycle rules: they store what the rules decided, atomically.
+A `Tx` is one transaction; on PostgreSQL `get_task` locks the row (FOR UPDATE).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+Row = dict[str, Any]
+
+TASK_COLUMNS = (
+    "seq", "id", "handler_name", "queue_name", "status", "priority", "params", "context",
+    "headers", "attempt", "max_attempts", "retry", "run_at", "good_until",
+    "idempotency_key", "created_at", "updated_at", "started_at", "finished_at", "worker_id",
+    "lease_id", "lease_expires_at", "lease_ms", "lease_started_at", "output", "error",
+    "checkpoint", "progress", "cancel_reason",
+)
+ATTEMPT_COLUMNS = (
+    "task_id", "lease_id", "attempt", "worker_id", "started_at", "ended_at", "outcome",
+    "error", "reply",
+)
+WORKER_COLUMNS = (
+    "worker_id", "state", "directive", "hostname", "pid", "handlers", "queues",
+    "concurrency", "labels", "sdk", "registered_at", "last_heartbeat_at",
+)
+
+
+@dataclass(frozen=True)
+class TaskFilter:
+    statuses: tuple[str, ...] = ()
+    handler_name: str | None = None
+    queue_name: str | None = None
+    worker_id: str | None = None
+    created_after: int | None = None
+    created_before: int | None = None
+
+
+class Tx(Protocol):
+    async def insert_task(self, row: Row) -> tuple[Row, bool]:
+        """Insert; with an existing idempotency_key return (existing row, False)."""
+
+    async def get_task(self, task_id: str) -> Row | None: ...
+
+    async def tasks_by_ids(self, task_ids: list[str]) -> list[Row]: ...
+
+    async def update_task(self, task_id: str, fields: Row) -> None: ...
+
+    async def insert_attempt(self, row: Row) -> None: ...
+
+    async def get_attempt(self, task_id: str, lease_id: str) -> Row | None: ...
+
+    async def latest_attempt(self, task_id: str) -> Row | None: ...
+
+    async def claim(
+        self, queue_name: str, handler_names: list[str] | None, limit: int, now: int,
+        lease_ms: int, worker_id: str | None, new_lease_id: Any,
+    ) -> tuple[list[Row], int]:
+        """Claim up to `limit` pending tasks, priority then FIFO (P-ORDER-1); pending
+        tasks past good_until met on the way become expired (P-EXPIRE-1). Returns the
+        claimed rows (status running, new lease, attempt + 1) and the number expired."""
+
+    async def promote_due(self, now: int) -> list[tuple[str, str]]:
+        """scheduled -> pending where run_at <= now; returns (queue, handler) pairs."""
+
+    async def expire_overdue(self, now: int) -> int: ...
+
+    async def expired_leases(self, now: int, limit: int) -> list[Row]: ...
+
+    async def running_tasks_of(self, worker_id: str) -> list[Row]: ...
+
+    async def get_worker(self, worker_id: str) -> Row | None: ...
+
+    async def upsert_worker(self, row: Row) -> None: ...
+
+    async def update_worker(self, worker_id: str, fields: Row) -> None: ...
+
+    async def silent_workers(self, before: int) -> list[Row]: ...
+
+
+class Storage(Protocol):
+    kind: str
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def ping(self) -> None: ...
+
+    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
+
+    async def get_task(self, task_id: str) -> Row | None: ...
+
+    async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]: ...
+
+    async def list_attempts(self, task_id: str) -> list[Row]: ...
+
+    async def queue_stats(self, queue_name: str | None) -> list[Row]:
+        """Rows of queue_name, handler_name, pending, scheduled, running, failed,
+        oldest_pending_run_at."""
+
+    async def next_scheduled_at(self) -> int | None: ...
+
+    async def get_worker(self, worker_id: str) -> Row | None: ...
+
+    async def list_workers(self, state: str | None) -> list[Row]: ...
+
+    async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]: ...
