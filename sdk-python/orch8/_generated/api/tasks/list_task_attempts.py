@@ -1,0 +1,173 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.attempt_list import AttemptList
+from ...models.problem import Problem
+from ...types import Response
+
+
+def _get_kwargs(
+    task_id: str,
+) -> dict[str, Any]:
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/tasks/{task_id}/attempts".format(
+            task_id=quote(str(task_id), safe=""),
+        ),
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> AttemptList | Problem:
+    if response.status_code == 200:
+        response_200 = AttemptList.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 404:
+        response_404 = Problem.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[AttemptList | Problem]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    task_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[AttemptList | Problem]:
+    """Attempt history of a task, oldest first
+
+    Args:
+        task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
+            task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AttemptList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        task_id=task_id,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    task_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> AttemptList | Problem | None:
+    """Attempt history of a task, oldest first
+
+    Args:
+        task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
+            task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AttemptList | Problem
+    """
+
+    return sync_detailed(
+        task_id=task_id,
+        client=client,
+    ).parsed
+
+
+async def asyncio_detailed(
+    task_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> Response[AttemptList | Problem]:
+    """Attempt history of a task, oldest first
+
+    Args:
+        task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
+            task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[AttemptList | Problem]
+    """
+
+    kwargs = _get_kwargs(
+        task_id=task_id,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    task_id: str,
+    *,
+    client: AuthenticatedClient | Client,
+) -> AttemptList | Problem | None:
+    """Attempt history of a task, oldest first
+
+    Args:
+        task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
+            task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        AttemptList | Problem
+    """
+
+    return (
+        await asyncio_detailed(
+            task_id=task_id,
+            client=client,
+        )
+    ).parsed

@@ -1,0 +1,129 @@
+"""Contains all the data models used in inputs/outputs"""
+
+from .active_task_status import ActiveTaskStatus
+from .attempt import Attempt
+from .attempt_list import AttemptList
+from .attempt_outcome import AttemptOutcome
+from .batch_item_outcome import BatchItemOutcome
+from .batch_item_status import BatchItemStatus
+from .batch_outcome import BatchOutcome
+from .claimed_task import ClaimedTask
+from .claimed_task_checkpoint_type_0 import ClaimedTaskCheckpointType0
+from .claimed_task_headers import ClaimedTaskHeaders
+from .enqueued_tasks import EnqueuedTasks
+from .field_problem import FieldProblem
+from .health_status import HealthStatus
+from .health_status_checks import HealthStatusChecks
+from .health_status_status import HealthStatusStatus
+from .item_problem import ItemProblem
+from .json_object import JsonObject
+from .lease import Lease
+from .new_task import NewTask
+from .new_task_batch import NewTaskBatch
+from .new_task_headers import NewTaskHeaders
+from .poll_batch_options import PollBatchOptions
+from .poll_batch_result import PollBatchResult
+from .poll_options import PollOptions
+from .problem import Problem
+from .queue_stats import QueueStats
+from .queue_stats_list import QueueStatsList
+from .retry_policy import RetryPolicy
+from .retry_policy_settings import RetryPolicySettings
+from .server_defaults import ServerDefaults
+from .server_info import ServerInfo
+from .server_info_storage import ServerInfoStorage
+from .task import Task
+from .task_cancellation import TaskCancellation
+from .task_checkpoint_type_0 import TaskCheckpointType0
+from .task_completion import TaskCompletion
+from .task_completion_batch import TaskCompletionBatch
+from .task_completion_item import TaskCompletionItem
+from .task_failure import TaskFailure
+from .task_failure_batch import TaskFailureBatch
+from .task_failure_details_type_0 import TaskFailureDetailsType0
+from .task_failure_item import TaskFailureItem
+from .task_failure_report import TaskFailureReport
+from .task_headers import TaskHeaders
+from .task_heartbeat import TaskHeartbeat
+from .task_lease_status import TaskLeaseStatus
+from .task_metadata import TaskMetadata
+from .task_outcome import TaskOutcome
+from .task_page import TaskPage
+from .task_release import TaskRelease
+from .task_retry import TaskRetry
+from .task_status import TaskStatus
+from .worker import Worker
+from .worker_directive import WorkerDirective
+from .worker_heartbeat import WorkerHeartbeat
+from .worker_heartbeat_result import WorkerHeartbeatResult
+from .worker_heartbeat_state import WorkerHeartbeatState
+from .worker_labels import WorkerLabels
+from .worker_list import WorkerList
+from .worker_registration import WorkerRegistration
+from .worker_registration_labels import WorkerRegistrationLabels
+from .worker_state import WorkerState
+
+__all__ = (
+    "ActiveTaskStatus",
+    "Attempt",
+    "AttemptList",
+    "AttemptOutcome",
+    "BatchItemOutcome",
+    "BatchItemStatus",
+    "BatchOutcome",
+    "ClaimedTask",
+    "ClaimedTaskCheckpointType0",
+    "ClaimedTaskHeaders",
+    "EnqueuedTasks",
+    "FieldProblem",
+    "HealthStatus",
+    "HealthStatusChecks",
+    "HealthStatusStatus",
+    "ItemProblem",
+    "JsonObject",
+    "Lease",
+    "NewTask",
+    "NewTaskBatch",
+    "NewTaskHeaders",
+    "PollBatchOptions",
+    "PollBatchResult",
+    "PollOptions",
+    "Problem",
+    "QueueStats",
+    "QueueStatsList",
+    "RetryPolicy",
+    "RetryPolicySettings",
+    "ServerDefaults",
+    "ServerInfo",
+    "ServerInfoStorage",
+    "Task",
+    "TaskCancellation",
+    "TaskCheckpointType0",
+    "TaskCompletion",
+    "TaskCompletionBatch",
+    "TaskCompletionItem",
+    "TaskFailure",
+    "TaskFailureBatch",
+    "TaskFailureDetailsType0",
+    "TaskFailureItem",
+    "TaskFailureReport",
+    "TaskHeaders",
+    "TaskHeartbeat",
+    "TaskLeaseStatus",
+    "TaskMetadata",
+    "TaskOutcome",
+    "TaskPage",
+    "TaskRelease",
+    "TaskRetry",
+    "TaskStatus",
+    "Worker",
+    "WorkerDirective",
+    "WorkerHeartbeat",
+    "WorkerHeartbeatResult",
+    "WorkerHeartbeatState",
+    "WorkerLabels",
+    "WorkerList",
+    "WorkerRegistration",
+    "WorkerRegistrationLabels",
+    "WorkerState",
+)

@@ -1,0 +1,144 @@
+"""Problem codes mapped to exceptions (section 12) and safe automatic retries (P-SDK-2)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+import respx
+
+import orch8
+from orch8 import Orch8Client, RetryPolicy
+from orch8._http import RETRY_STATUSES, parse_retry_after
+
+from .conftest import BASE, outcome, problem, task
+
+CASES = [
+    (400, "malformed_json", orch8.ValidationError),
+    (401, "unauthorized", orch8.AuthError),
+    (404, "not_found", orch8.NotFoundError),
+    (405, "method_not_allowed", orch8.Orch8Error),
+    (409, "lease_lost", orch8.LeaseLostError),
+    (409, "task_cancelled", orch8.TaskCancelledError),
+    (409, "invalid_state", orch8.ConflictError),
+    (413, "payload_too_large", orch8.ValidationError),
+    (415, "unsupported_media_type", orch8.ValidationError),
+    (422, "validation_error", orch8.ValidationError),
+    (429, "rate_limited", orch8.RateLimitedError),
+    (503, "unavailable", orch8.UnavailableError),
+    (500, "internal", orch8.Orch8Error),
+]
+
+
+@pytest.mark.parametrize(("status", "code", "cls"), CASES)
+def test_problem_code_maps_to_exception(status: int, code: str, cls: type) -> None:
+    no_retry = RetryPolicy(max_retries=0)
+    with respx.mock:
+        respx.post(f"{BASE}/workers/tasks/t1/complete").respond(
+            status,
+            json=problem(status, code, "why"),
+            headers={"content-type": "application/problem+json"},
+        )
+        with pytest.raises(orch8.Orch8Error) as info:
+            Orch8Client(BASE, retry=no_retry).complete_task("t1", output=1)
+    assert type(info.value) is cls
+    assert (info.value.status, info.value.code, info.value.detail) == (status, code, "why")
+
+
+def test_validation_error_keeps_field_pointers() -> None:
+    body = problem(422, "validation_error")
+    body["errors"] = [{"pointer": "/priority", "detail": "must be integer"}]
+    with respx.mock:
+        respx.post(f"{BASE}/tasks").respond(422, json=body)
+        with pytest.raises(orch8.ValidationError) as info:
+            Orch8Client(BASE).enqueue("h", priority=1)
+    assert info.value.errors == [{"pointer": "/priority", "detail": "must be integer"}]
+
+
+def test_non_json_error_body_maps_by_status(fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        respx.get(f"{BASE}/tasks/t1").respond(502, text="<html>bad gateway</html>")
+        with pytest.raises(orch8.UnavailableError) as info:
+            Orch8Client(BASE, retry=fast_retry).get_task("t1")
+    assert info.value.status == 502 and info.value.code is None
+
+
+def test_safe_call_retried_until_success(fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.post(f"{BASE}/workers/tasks/t1/complete")
+        route.side_effect = [
+            httpx.Response(503, json=problem(503, "unavailable")),
+            httpx.ConnectError("refused"),
+            httpx.Response(200, json=outcome("t1")),
+        ]
+        got = Orch8Client(BASE, retry=fast_retry).complete_task("t1", output=1)
+    assert got.status == "completed" and route.call_count == 3
+
+
+def test_safe_call_gives_up_after_three_retries(fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1").mock(side_effect=httpx.ConnectError("refused"))
+        with pytest.raises(orch8.UnavailableError) as info:
+            Orch8Client(BASE, retry=fast_retry).get_task("t1")
+    assert info.value.code == "connection_error"
+    assert route.call_count == 4  # the first try and 3 retries
+
+
+@pytest.mark.parametrize("status", [400, 404, 409, 422, 500])
+def test_non_transient_status_not_retried(status: int, fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1").respond(status, json=problem(status, "x"))
+        with pytest.raises(orch8.Orch8Error):
+            Orch8Client(BASE, retry=fast_retry).get_task("t1")
+    assert route.call_count == 1
+
+
+def test_unsafe_calls_not_retried(fast_retry: RetryPolicy) -> None:
+    client = Orch8Client(BASE, retry=fast_retry)
+    calls = {
+        "poll": ("post", "/workers/tasks/poll", lambda: client.poll_task(wait_ms=0)),
+        "poll_batch": ("post", "/workers/tasks/poll/batch", lambda: client.poll_tasks(wait_ms=0)),
+        "enqueue": ("post", "/tasks", lambda: client.enqueue("h")),
+        "cancel": ("post", "/tasks/t1/cancel", lambda: client.cancel_task("t1")),
+        "retry": ("post", "/tasks/t1/retry", lambda: client.retry_task("t1")),
+    }
+    for name, (method, path, invoke) in calls.items():
+        with respx.mock:
+            route = respx.route(method=method.upper(), url=f"{BASE}{path}").respond(
+                503, json=problem(503, "unavailable")
+            )
+            with pytest.raises(orch8.UnavailableError):
+                invoke()
+            assert route.call_count == 1, name
+
+
+def test_enqueue_with_idempotency_key_is_retried(fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.post(f"{BASE}/tasks")
+        route.side_effect = [httpx.ConnectError("reset"), httpx.Response(200, json=task("t2"))]
+        got = Orch8Client(BASE, retry=fast_retry).enqueue("h", idempotency_key="k1")
+    assert got.id == "t2" and route.call_count == 2
+
+
+def test_retry_after_header_is_honoured() -> None:
+    assert parse_retry_after("2") == 2.0
+    assert parse_retry_after(None) is None
+    policy = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)
+    assert policy.delay(0, retry_after=1.5) == 1.5
+    assert sorted(RETRY_STATUSES) == [429, 502, 503, 504]
+
+
+def test_default_backoff_is_full_jitter_capped() -> None:
+    policy = RetryPolicy()
+    assert (policy.max_retries, policy.base_delay, policy.max_delay) == (3, 0.2, 5.0)
+    samples = [policy.delay(10) for _ in range(200)]
+    assert all(0 <= s <= 5.0 for s in samples) and max(samples) > 2.5
+    assert all(0 <= policy.delay(0) <= 0.2 for _ in range(100))
+
+
+def test_status_classifier() -> None:
+    assert [orch8.is_retryable_status(s) for s in (408, 429, 500, 503, 599)] == [True] * 5
+    assert [orch8.is_retryable_status(s) for s in (400, 401, 404, 409, 422)] == [False] * 5
+    assert isinstance(orch8.error_for_status(503), orch8.RetryableError)
+    err = orch8.error_for_status(404, "gone")
+    assert isinstance(err, orch8.PermanentError) and str(err) == "gone"
+    assert err.code == "permanent_error" and err.details == {"http_status": 404}
