@@ -1,0 +1,136 @@
+package orch8
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/orch8/orch8-workers/sdk-go/api"
+)
+
+// Client is the typed Orch8 client: one method per operation of openapi.yaml, each taking
+// a context.Context first. It is safe for concurrent use by many goroutines.
+type Client struct {
+	cfg Config
+	raw *api.Client
+}
+
+// NewClient builds a Client; empty Config fields take ORCH8_URL / ORCH8_API_KEY and the
+// defaults of section 14 (P-SDK-1).
+func NewClient(cfg Config) (*Client, error) {
+	cfg = cfg.withDefaults()
+	u, err := url.Parse(cfg.BaseURL)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("orch8: invalid base URL %q", cfg.BaseURL)
+	}
+	c := &Client{cfg: cfg}
+	// Auth and user agent go in as request editors: the generated code stays untouched.
+	raw, err := api.NewClient(cfg.BaseURL, api.WithHTTPClient(cfg.HTTPClient), api.WithRequestEditorFn(c.editRequest))
+	if err != nil {
+		return nil, fmt.Errorf("orch8: %w", err)
+	}
+	c.raw = raw
+	return c, nil
+}
+
+// BaseURL is the server address this client talks to.
+func (c *Client) BaseURL() string { return c.cfg.BaseURL }
+
+func (c *Client) editRequest(_ context.Context, req *http.Request) error {
+	req.Header.Set("User-Agent", c.cfg.UserAgent) // P-SDK-1
+	req.Header.Set("Accept", "application/json, application/problem+json")
+	if c.cfg.APIKey != "" {
+		req.Header.Set(headerAuthorization, "Bearer "+c.cfg.APIKey) // P-AUTH-1
+	}
+	return nil
+}
+
+// call describes one operation: whether repeating it is safe (P-SDK-2) and its timeout.
+type call struct {
+	op      string
+	safe    bool
+	timeout time.Duration // zero: Config.Timeout
+}
+
+// invoke runs send, maps error answers to *ProblemError and retries safe calls on
+// connection errors, timeouts, 429, 502, 503 and 504 (P-SDK-2).
+func invoke[T any](ctx context.Context, c *Client, cl call, send func(context.Context) (*http.Response, error), parse func(*http.Response) (*T, error)) (*T, error) {
+	b := backoff{base: DefaultRetryBase, cap: DefaultRetryCap}
+	for attempt := 0; ; attempt++ {
+		v, err := invokeOnce(ctx, c, cl, send, parse)
+		if err == nil {
+			return v, nil
+		}
+		var pe *ProblemError
+		if !cl.safe || attempt >= c.cfg.MaxRetries || !errors.As(err, &pe) || !retryableProblem(pe) {
+			return nil, err
+		}
+		wait := b.next()
+		if pe.RetryAfter > wait {
+			wait = pe.RetryAfter // honour Retry-After (P-SDK-2)
+		}
+		if !sleepCtx(ctx, wait) {
+			return nil, err
+		}
+	}
+}
+
+func invokeOnce[T any](ctx context.Context, c *Client, cl call, send func(context.Context) (*http.Response, error), parse func(*http.Response) (*T, error)) (*T, error) {
+	timeout := cl.timeout
+	if timeout <= 0 {
+		timeout = c.cfg.Timeout
+	}
+	actx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := send(actx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // the caller gave up: not an outage
+		}
+		return nil, connectionError(err)
+	}
+	if resp.StatusCode >= 400 {
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		_ = resp.Body.Close()
+		if rerr != nil && ctx.Err() == nil && len(body) == 0 {
+			return nil, connectionError(rerr)
+		}
+		return nil, problemFromResponse(resp, body)
+	}
+	v, err := parse(resp)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if actx.Err() != nil {
+			return nil, connectionError(err) // timed out while reading the body
+		}
+		return nil, fmt.Errorf("orch8: %s: decoding the answer: %w", cl.op, err)
+	}
+	return v, nil
+}
+
+func retryableProblem(pe *ProblemError) bool {
+	if pe.Code == CodeConnectionError {
+		return true
+	}
+	switch pe.Status {
+	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// first returns the first non-nil typed body, or an error naming the unexpected status.
+func first[T any](op string, resp *http.Response, bodies ...*T) (*T, error) {
+	for _, b := range bodies {
+		if b != nil {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("orch8: %s: unexpected answer %d %s", op, resp.StatusCode, resp.Header.Get("Content-Type"))
+}

@@ -1,0 +1,80 @@
+package orch8
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Version is this SDK's version; the user agent is "orch8-go/<Version>" (P-SDK-1).
+const Version = "0.1.0"
+
+// DefaultBaseURL is used when neither Config.BaseURL nor ORCH8_URL is set (P-SDK-1).
+const DefaultBaseURL = "http://localhost:3001"
+
+// Defaults of section 14; every SDK uses the same numbers.
+const (
+	DefaultTimeout      = 10 * time.Second       // P-SDK-1 request timeout
+	LongPollSlack       = 10 * time.Second       // P-SDK-1 long-poll timeout = wait_ms + this
+	DefaultMaxRetries   = 3                      // P-SDK-2
+	DefaultRetryBase    = 200 * time.Millisecond // P-SDK-2
+	DefaultRetryCap     = 5 * time.Second        // P-SDK-2
+	DefaultWaitMs       = 30000                  // P-POLL-2, P-SDK-3
+	DefaultConcurrency  = 10                     // P-SDK-3
+	DefaultGracePeriod  = 25 * time.Second       // P-SDK-7
+	DefaultHeartbeat    = 5 * time.Second        // P-SDK-4, until the server says otherwise
+	DefaultOutageBase   = 500 * time.Millisecond // P-SDK-9
+	DefaultOutageCap    = 30 * time.Second       // P-SDK-9
+	CodeUnhandledError  = "unhandled_error"      // P-SDK-6
+	CodeRetryableError  = "retryable_error"      // P-SDK-6
+	CodePermanentError  = "permanent_error"      // P-SDK-6
+	CodeShutdown        = "shutdown"             // P-SDK-7
+	headerAuthorization = "Authorization"
+)
+
+// Config configures a Client. Zero values take the defaults of docs/protocol.md section 14.
+type Config struct {
+	// BaseURL of the server; ORCH8_URL, then http://localhost:3001 when empty.
+	BaseURL string
+	// APIKey sent as a bearer token; ORCH8_API_KEY when empty (P-AUTH-1).
+	APIKey string
+	// HTTPClient performs the requests; a fresh http.Client when nil. Its own Timeout
+	// should be zero (or above every long-poll) because the SDK sets per-call deadlines.
+	HTTPClient *http.Client
+	// Timeout of one request (10 s when zero); long-polls get wait_ms + 10 s (P-SDK-1).
+	Timeout time.Duration
+	// MaxRetries of a safe call (P-SDK-2): 3 when zero, none when negative.
+	MaxRetries int
+	// UserAgent overrides "orch8-go/<Version>".
+	UserAgent string
+}
+
+func (c Config) withDefaults() Config {
+	if c.BaseURL == "" {
+		c.BaseURL = os.Getenv("ORCH8_URL")
+	}
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if c.APIKey == "" {
+		c.APIKey = os.Getenv("ORCH8_API_KEY")
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = &http.Client{}
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = DefaultTimeout
+	}
+	switch {
+	case c.MaxRetries == 0:
+		c.MaxRetries = DefaultMaxRetries
+	case c.MaxRetries < 0:
+		c.MaxRetries = 0
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = "orch8-go/" + Version
+	}
+	return c
+}

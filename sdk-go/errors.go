@@ -1,0 +1,167 @@
+package orch8
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orch8/orch8-workers/sdk-go/api"
+)
+
+// Sentinel errors, one per row of docs/protocol.md section 12; test with errors.Is.
+var (
+	ErrNotFound      = errors.New("orch8: not found")
+	ErrLeaseLost     = errors.New("orch8: lease lost")
+	ErrTaskCancelled = errors.New("orch8: task cancelled")
+	ErrConflict      = errors.New("orch8: conflict")
+	ErrValidation    = errors.New("orch8: validation failed")
+	ErrUnauthorized  = errors.New("orch8: unauthorized")
+	ErrRateLimited   = errors.New("orch8: rate limited")
+	ErrUnavailable   = errors.New("orch8: unavailable")
+)
+
+// ErrShutdown is the cancellation cause a handler sees when the grace period ran out (P-SDK-7).
+var ErrShutdown = errors.New("orch8: worker shutting down")
+
+// CodeConnectionError is the code of a ProblemError made from a network failure (section 12).
+const CodeConnectionError = "connection_error"
+
+// FieldProblem locates one invalid field with a JSON pointer (P-ERR-2).
+type FieldProblem = api.FieldProblem
+
+// ProblemError is an RFC 9457 problem answered by the server (P-ERR-1), or a network
+// failure with Code "connection_error". errors.Is matches it against the sentinel its
+// Code (or, for a body without a code, its Status) maps to.
+type ProblemError struct {
+	Status   int
+	Code     string
+	Type     string
+	Title    string
+	Detail   string
+	Instance string
+	Errors   []FieldProblem
+	// RetryAfter is the server's Retry-After hint (zero when absent).
+	RetryAfter time.Duration
+	// Err is the underlying network error for connection_error problems.
+	Err error
+}
+
+func (e *ProblemError) Error() string {
+	var b strings.Builder
+	b.WriteString("orch8: ")
+	if e.Status > 0 {
+		fmt.Fprintf(&b, "%d ", e.Status)
+	}
+	b.WriteString(e.Code)
+	if e.Detail != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Detail)
+	}
+	for _, f := range e.Errors {
+		fmt.Fprintf(&b, "; %s %s", f.Pointer, f.Detail)
+	}
+	if e.Err != nil {
+		fmt.Fprintf(&b, " (%v)", e.Err)
+	}
+	return b.String()
+}
+
+// Unwrap exposes the network error behind a connection_error.
+func (e *ProblemError) Unwrap() error { return e.Err }
+
+// Is maps the problem onto the sentinel errors of section 12.
+func (e *ProblemError) Is(target error) bool {
+	s := sentinelFor(e.Code, e.Status)
+	return s != nil && s == target
+}
+
+var sentinelByCode = map[string]error{
+	"malformed_json":         ErrValidation,
+	"validation_error":       ErrValidation,
+	"payload_too_large":      ErrValidation,
+	"unsupported_media_type": ErrValidation,
+	"unauthorized":           ErrUnauthorized,
+	"not_found":              ErrNotFound,
+	"lease_lost":             ErrLeaseLost,
+	"task_cancelled":         ErrTaskCancelled,
+	"invalid_state":          ErrConflict,
+	"rate_limited":           ErrRateLimited,
+	"unavailable":            ErrUnavailable,
+	CodeConnectionError:      ErrUnavailable,
+}
+
+// sentinelFor falls back on the status when a body carried no known code (a proxy's 502).
+func sentinelFor(code string, status int) error {
+	if s, ok := sentinelByCode[code]; ok {
+		return s
+	}
+	if code != "" && code != "unknown" {
+		return nil // method_not_allowed, internal: only *ProblemError (section 12)
+	}
+	switch status {
+	case 400, 413, 415, 422:
+		return ErrValidation
+	case 401:
+		return ErrUnauthorized
+	case 404:
+		return ErrNotFound
+	case 409:
+		return ErrConflict
+	case 429:
+		return ErrRateLimited
+	case 502, 503, 504:
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// IsRetryableStatus is the HTTP status classifier of P-SDK-6: 408, 429 and 5xx are
+// retryable, any other 4xx is permanent.
+func IsRetryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
+// problemFromResponse builds a ProblemError from any error answer, problem+json or not.
+func problemFromResponse(resp *http.Response, body []byte) *ProblemError {
+	pe := &ProblemError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}
+	var p api.Problem
+	if err := json.Unmarshal(body, &p); err == nil && p.Code != "" {
+		pe.Code, pe.Type, pe.Title, pe.Detail, pe.Errors = p.Code, p.Type, p.Title, p.Detail, p.Errors
+		if p.Instance != nil {
+			pe.Instance = *p.Instance
+		}
+		return pe
+	}
+	// Not a problem body (a proxy, a crashed server): keep what can be said.
+	pe.Code = "unknown"
+	pe.Title = http.StatusText(resp.StatusCode)
+	pe.Detail = strings.TrimSpace(string(body))
+	if len(pe.Detail) > 200 {
+		pe.Detail = pe.Detail[:200]
+	}
+	return pe
+}
+
+func connectionError(err error) *ProblemError {
+	return &ProblemError{Code: CodeConnectionError, Title: "connection error", Err: err}
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; zero when absent or malformed.
+func parseRetryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil && secs >= 0 {
+		return time.Duration(secs * float64(time.Second))
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := time.Until(t); d > 0 {
+			return d
+		}
+	}
+	return 0
+}
