@@ -9,3 +9,4 @@ export { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 export { SDK_VERSION, USER_AGENT } from "./version.js";
 export type * from "./types.js";
 export type { paths, components, operations } from "./generated/schema.js";
+export * from "./worker/index.js";

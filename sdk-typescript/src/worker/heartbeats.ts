@@ -1,0 +1,74 @@
+// The worker heartbeat loop (P-SDK-4, P-WORKER-2, P-WORKER-3): one call per interval lists
+// every held task, extends their leases, and brings back the directive and per-task news.
+// It runs on its own timer, never behind a poll or a handler's await.
+import type { Orch8Client } from "../client.js";
+import { LeaseLostError, TaskCancelledError } from "../errors.js";
+import { sleep } from "../backoff.js";
+import type { WorkerDirective, WorkerHeartbeat } from "../types.js";
+import type { TaskRun } from "./task-run.js";
+
+export interface HeartbeatDeps {
+  client: Orch8Client;
+  workerId: string;
+  /** Tasks held now; lost ones are left out, they are not ours any more. */
+  runs(): Iterable<TaskRun>;
+  state(): NonNullable<WorkerHeartbeat["state"]>;
+  leaseMs: number | undefined;
+  lose(run: TaskRun, by: "lease_lost" | "cancelled", error: Error): void;
+  directive(d: WorkerDirective): void;
+  error(err: unknown): void;
+}
+
+export class HeartbeatLoop {
+  private readonly stopCtl = new AbortController();
+  private loop: Promise<void> | undefined;
+
+  constructor(private readonly d: HeartbeatDeps, public intervalMs: number, private readonly fixedInterval: boolean) {}
+
+  start(): void {
+    this.loop ??= this.runLoop();
+  }
+
+  /** Stops the loop and waits for a heartbeat in flight. */
+  async stop(): Promise<void> {
+    this.stopCtl.abort();
+    await this.loop;
+  }
+
+  private async runLoop(): Promise<void> {
+    while (!this.stopCtl.signal.aborted) {
+      await sleep(this.intervalMs, this.stopCtl.signal);
+      if (this.stopCtl.signal.aborted) return;
+      await this.beat();
+    }
+  }
+
+  /** One worker heartbeat; errors are reported, never thrown (the next beat tries again). */
+  async beat(): Promise<void> {
+    const held = new Map<string, TaskRun>();
+    for (const run of this.d.runs()) if (!run.settled) held.set(run.task.id, run);
+    const body: WorkerHeartbeat = { state: this.d.state(), active_task_ids: [...held.keys()] };
+    if (this.d.leaseMs !== undefined) body.lease_ms = this.d.leaseMs;
+    try {
+      // Bounded by one interval so a hung call never delays the next beat much.
+      const answer = await this.d.client.heartbeatWorker(this.d.workerId, body, {
+        timeoutMs: Math.max(1000, Math.min(10_000, this.intervalMs * 2)),
+      });
+      if (!this.fixedInterval && answer.heartbeat_interval_ms > 0) this.intervalMs = answer.heartbeat_interval_ms;
+      for (const status of answer.tasks) {
+        const run = held.get(status.task_id);
+        if (!run) continue;
+        if (status.lease_lost) {
+          this.d.lose(run, "lease_lost", new LeaseLostError(`lease of task ${run.task.id} was lost`, { status: 200, code: "lease_lost" }));
+        } else if (status.cancel_requested) {
+          this.d.lose(run, "cancelled", new TaskCancelledError(`task ${run.task.id} was cancelled`, { status: 200, code: "task_cancelled" }));
+        } else {
+          run.extendLease(status.lease_expires_at);
+        }
+      }
+      this.d.directive(answer.directive);
+    } catch (err) {
+      this.d.error(err);
+    }
+  }
+}

@@ -1,0 +1,49 @@
+// One claimed task from claim to reported result: its lease deadline, its handler's
+// cancellation signal and the rule that a task is reported at most once (P-SDK-5).
+import type { ClaimedTask } from "../types.js";
+
+export type RunPhase = "running" | "delivering" | "done";
+export type LossReason = "lease_lost" | "cancelled" | "shutdown";
+
+export class TaskRun {
+  /** Fires the handler's AbortSignal (lease lost, cancelled, grace period over). */
+  readonly abort = new AbortController();
+  /** Stops the re-sending of a result (the lease went away, or the worker gave up). */
+  readonly stopDelivery = new AbortController();
+  readonly claimedAt = Date.now();
+  leaseExpiresAt: string;
+  phase: RunPhase = "running";
+  /** Set once nothing more may be reported for this lease (P-SDK-5, P-SDK-7). */
+  settledBy: LossReason | undefined;
+  done: Promise<void> = Promise.resolve();
+
+  constructor(readonly task: ClaimedTask) {
+    this.leaseExpiresAt = task.lease.expires_at;
+  }
+
+  get leaseId(): string {
+    return this.task.lease.id;
+  }
+
+  /** True when the lease is gone or already reported on: the result must be dropped. */
+  get settled(): boolean {
+    return this.settledBy !== undefined;
+  }
+
+  /**
+   * Marks the run settled and fires the handler's signal with `reason`. Returns false when
+   * it was already settled, so callers count each loss once.
+   */
+  settle(by: LossReason, reason: Error): boolean {
+    if (this.settledBy !== undefined) return false;
+    this.settledBy = by;
+    this.abort.abort(reason);
+    this.stopDelivery.abort(reason);
+    return true;
+  }
+
+  /** Records a newer lease deadline (from a worker or per-task heartbeat, P-SDK-10). */
+  extendLease(expiresAt: string | null | undefined): void {
+    if (expiresAt) this.leaseExpiresAt = expiresAt;
+  }
+}

@@ -1,0 +1,307 @@
+// The worker runtime of docs/protocol.md section 14: claim for free slots, run handlers,
+// heartbeat on its own timer, obey directives, ride out outages, shut down gracefully.
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
+import { Backoff, sleep } from "../backoff.js";
+import { AuthError, NotFoundError, ValidationError } from "../errors.js";
+import type { ClaimedTask, PollBatchOptions, WorkerDirective } from "../types.js";
+import { USER_AGENT } from "../version.js";
+import { ShutdownError } from "./errors.js";
+import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
+import { HeartbeatLoop } from "./heartbeats.js";
+import { Notifier } from "./notifier.js";
+import { installSignals } from "./signals.js";
+import { emptyStats, type Counter, type ErrorSite, type WorkerHooks, type WorkerStats } from "./stats.js";
+import { TaskRun } from "./task-run.js";
+
+/** Options of `new Worker(...)`; defaults are the protocol's (section 14). */
+export interface WorkerOptions {
+  /** Handlers by handler_name; the worker claims only these. */
+  handlers: Record<string, Handler>;
+  /** Default: `new Orch8Client()` (reads ORCH8_URL / ORCH8_API_KEY). */
+  client?: Orch8Client;
+  /** Default: `<hostname>-<pid>-<random>`. */
+  workerId?: string;
+  /** Most tasks held at once (P-SDK-3). Default 10. */
+  concurrency?: number;
+  /** Queue to claim from; default the `default` queue (P-QUEUE-1). */
+  queueName?: string;
+  /** Long-poll budget per poll. Default 30000. */
+  waitMs?: number;
+  /** Lease length asked for per claim; default the server's. */
+  leaseMs?: number;
+  /** How long running handlers may finish after a shutdown begins (P-SDK-7). Default 25000. */
+  gracePeriodMs?: number;
+  /** Worker heartbeat cadence; default the server's `heartbeat_interval_ms` (else 5000). */
+  heartbeatIntervalMs?: number;
+  /** Free-form labels sent at registration. */
+  labels?: Record<string, string>;
+  /** Install SIGTERM/SIGINT (shutdown) and SIGTSTP/SIGCONT (quiet/resume) handlers. Default true. */
+  handleSignals?: boolean;
+  hooks?: WorkerHooks;
+}
+
+export const DEFAULT_CONCURRENCY = 10;
+export const DEFAULT_GRACE_PERIOD_MS = 25_000;
+export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+
+type Phase = "new" | "running" | "stopping" | "stopped";
+
+/** Polls, runs handlers and reports results until stopped. */
+export class Worker {
+  readonly client: Orch8Client;
+  readonly workerId: string;
+  readonly concurrency: number;
+  private readonly o: WorkerOptions;
+  private readonly handlerNames: string[];
+  private readonly runs = new Map<string, TaskRun>();
+  private readonly counters = emptyStats();
+  private readonly wake = new Notifier();
+  private readonly executor: TaskExecutor;
+  private readonly stopCtl = new AbortController(); // fires when shutdown begins
+  private readonly graceCtl = new AbortController(); // fires to cut the grace period short
+  private pollCtl: AbortController | undefined;
+  private heartbeats: HeartbeatLoop | undefined;
+  private phase: Phase = "new";
+  private quietNow = false;
+  private lastDirective: WorkerDirective = "running";
+  private finished: Promise<void> | undefined;
+
+  constructor(options: WorkerOptions) {
+    this.o = options;
+    this.client = options.client ?? new Orch8Client();
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
+    this.handlerNames = Object.keys(options.handlers);
+    if (this.handlerNames.length === 0) throw new Error("Worker needs at least one handler");
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new Error("concurrency must be an integer >= 1");
+    this.executor = new TaskExecutor({
+      client: this.client,
+      workerId: this.workerId,
+      handlers: options.handlers,
+      hooks: options.hooks ?? {},
+      count: (c) => this.count(c),
+      hook: (name, ...args) => this.hook(name, ...args),
+      report: (site, error, taskId) => this.report(site, error, taskId),
+    });
+  }
+
+  /** Counters and the number of tasks held now (P-SDK-11). */
+  stats(): WorkerStats {
+    return { ...this.counters, in_flight: this.runs.size };
+  }
+
+  /** True while claiming is paused (SIGTSTP, quiet(), or a `quiet` directive). */
+  get isQuiet(): boolean {
+    return this.quietNow;
+  }
+
+  /**
+   * Registers, then claims and runs tasks until stop(), a signal or a `terminate`
+   * directive; resolves after the graceful shutdown and deregistration (P-SDK-7).
+   */
+  run(): Promise<void> {
+    this.finished ??= this.lifecycle();
+    return this.finished;
+  }
+
+  /** Begins a graceful shutdown and resolves when it is over. Safe to call more than once. */
+  stop(): Promise<void> {
+    if (this.phase === "new") {
+      this.phase = "stopped";
+      this.finished ??= Promise.resolve();
+    }
+    if (this.phase === "running") {
+      this.phase = "stopping";
+      this.stopCtl.abort();
+      this.pollCtl?.abort(); // P-SDK-7: the in-flight long-poll is aborted at once
+      this.wake.notify();
+    }
+    return this.finished ?? Promise.resolve();
+  }
+
+  /** Stops claiming; in-flight tasks go on (P-SDK-8). */
+  quiet(): void {
+    if (this.quietNow) return;
+    this.quietNow = true;
+    this.pollCtl?.abort(); // a poll already waiting would otherwise still claim
+    this.wake.notify();
+  }
+
+  /** Resumes claiming after quiet() (P-SDK-8). */
+  resume(): void {
+    if (!this.quietNow) return;
+    this.quietNow = false;
+    this.wake.notify();
+  }
+
+  private async lifecycle(): Promise<void> {
+    this.phase = "running";
+    const removeSignals = this.o.handleSignals === false ? () => {} : installSignals({
+      shutdown: () => {
+        // A second signal during shutdown ends the grace period now.
+        if (this.phase === "stopping") this.graceCtl.abort();
+        else void this.stop();
+      },
+      quiet: () => this.quiet(),
+      resume: () => this.resume(),
+    });
+    try {
+      const interval = await this.register();
+      if (interval === undefined) return; // stopped before the server ever answered
+      this.heartbeats = new HeartbeatLoop({
+        client: this.client,
+        workerId: this.workerId,
+        runs: () => this.runs.values(),
+        state: () => (this.phase === "stopping" ? "terminating" : this.quietNow ? "quiet" : "running"),
+        leaseMs: this.o.leaseMs,
+        lose: this.executor.lose,
+        directive: (d) => this.obey(d),
+        error: (err) => this.report("heartbeat", err),
+      }, this.o.heartbeatIntervalMs ?? interval, this.o.heartbeatIntervalMs !== undefined);
+      this.heartbeats.start();
+      await this.pollLoop();
+      await this.drain();
+      await this.heartbeats.stop();
+      await this.client.deregisterWorker(this.workerId).catch((err) => this.report("deregister", err));
+    } finally {
+      this.phase = "stopped";
+      removeSignals();
+    }
+  }
+
+  /** Registers the worker, riding out outages; resolves to the heartbeat interval. */
+  private async register(): Promise<number | undefined> {
+    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
+    while (!this.stopCtl.signal.aborted) {
+      try {
+        const info = await this.client.registerWorker({
+          worker_id: this.workerId,
+          hostname: hostname(),
+          pid: process.pid,
+          handlers: this.handlerNames,
+          queues: [this.o.queueName ?? "default"],
+          concurrency: this.concurrency,
+          labels: this.o.labels ?? {},
+          sdk: USER_AGENT,
+        });
+        this.obey(info.directive);
+        return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
+      } catch (err) {
+        // A wrong key or a rejected registration will not fix itself: fail run().
+        if (err instanceof AuthError || err instanceof ValidationError || err instanceof NotFoundError) throw err;
+        this.report("register", err);
+        await sleep(backoff.next(), this.stopCtl.signal);
+      }
+    }
+    return undefined;
+  }
+
+  /** P-SDK-3: long-poll for exactly the free slots, never with zero free. */
+  private async pollLoop(): Promise<void> {
+    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
+    while (this.phase === "running") {
+      const free = this.concurrency - this.runs.size;
+      if (this.quietNow || free <= 0) {
+        await this.wake.wait();
+        continue;
+      }
+      const ctl = new AbortController();
+      this.pollCtl = ctl;
+      let tasks: ClaimedTask[];
+      let pause = 0;
+      try {
+        this.count("polls");
+        const result = await this.client.pollTasks(this.pollBody(free), { signal: ctl.signal });
+        tasks = result.tasks;
+        pause = result.next_poll_after_ms;
+        backoff.reset(); // P-SDK-9: the first success resets the outage backoff
+      } catch (err) {
+        if (ctl.signal.aborted) continue; // quiet or shutdown interrupted it on purpose
+        this.count("poll_errors");
+        this.report("poll", err);
+        await sleep(backoff.next(), this.stopCtl.signal); // P-SDK-9
+        continue;
+      } finally {
+        this.pollCtl = undefined;
+      }
+      this.hook("onPoll", { batchSize: free, claimed: tasks.length });
+      for (const task of tasks) this.start(task);
+      if (pause > 0) await sleep(pause, this.stopCtl.signal);
+    }
+  }
+
+  private pollBody(free: number): PollBatchOptions {
+    const body: PollBatchOptions = {
+      handler_names: this.handlerNames,
+      worker_id: this.workerId,
+      batch_size: Math.min(free, 100),
+      wait_ms: this.o.waitMs ?? DEFAULT_WAIT_MS,
+    };
+    if (this.o.queueName !== undefined) body.queue_name = this.o.queueName;
+    if (this.o.leaseMs !== undefined) body.lease_ms = this.o.leaseMs;
+    return body;
+  }
+
+  private start(task: ClaimedTask): void {
+    const run = new TaskRun(task);
+    this.runs.set(task.id, run);
+    this.count("tasks_claimed");
+    run.done = this.executor.execute(run).finally(() => {
+      run.phase = "done";
+      this.runs.delete(task.id);
+      this.wake.notify();
+    });
+  }
+
+  /** P-SDK-7: wait up to the grace period, then cancel and fail what is left with `shutdown`. */
+  private async drain(): Promise<void> {
+    const all = () => Promise.all([...this.runs.values()].map((r) => r.done));
+    const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
+    const timer = new AbortController();
+    const graceOver = sleep(grace, AbortSignal.any([timer.signal, this.graceCtl.signal])).then(() => "grace" as const);
+    const outcome = await Promise.race([all().then(() => "drained" as const), graceOver]);
+    timer.abort();
+    if (outcome === "drained") return;
+    const leftovers = [...this.runs.values()];
+    await Promise.all(leftovers.map(async (run) => {
+      if (run.phase !== "running") {
+        run.stopDelivery.abort(); // a result stuck in an outage: give up re-sending
+        return;
+      }
+      const reason = new ShutdownError(`worker ${this.workerId} shut down; grace period of ${grace} ms exceeded`);
+      if (!run.settle("shutdown", reason)) return;
+      await this.executor.fail(run, reason, {
+        lease_id: run.leaseId, error: reason.message, retryable: true, code: "shutdown",
+      });
+    }));
+  }
+
+  /** P-WORKER-3: act on a directive when it changes. */
+  private obey(directive: WorkerDirective): void {
+    if (directive === this.lastDirective) return;
+    this.lastDirective = directive;
+    if (directive === "quiet") this.quiet();
+    else if (directive === "running") this.resume();
+    else if (directive === "terminate") void this.stop();
+  }
+
+  private count(counter: Counter): void {
+    this.counters[counter]++;
+  }
+
+  private hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void {
+    const fn = this.o.hooks?.[name] as ((...a: unknown[]) => void) | undefined;
+    if (!fn) return;
+    try {
+      fn(...args);
+    } catch (error) {
+      if (name !== "onError") this.report("hook", error);
+    }
+  }
+
+  private report(site: ErrorSite, error: unknown, taskId?: string): void {
+    this.hook("onError", taskId === undefined ? { site, error } : { site, error, taskId });
+  }
+}
