@@ -20,6 +20,7 @@ from .errors import (
     error_for_status,
     is_retryable_status,
 )
+from .worker import Backoff, TaskContext, Worker, WorkerStats
 
 __all__ = [
     "SPEC_SHA256",
@@ -27,6 +28,7 @@ __all__ = [
     "USER_AGENT",
     "AsyncOrch8Client",
     "AuthError",
+    "Backoff",
     "ConflictError",
     "LeaseLostError",
     "NotFoundError",
@@ -37,8 +39,11 @@ __all__ = [
     "RetryPolicy",
     "RetryableError",
     "TaskCancelledError",
+    "TaskContext",
     "UnavailableError",
     "ValidationError",
+    "Worker",
+    "WorkerStats",
     "__version__",
     "error_for_status",
     "is_retryable_status",

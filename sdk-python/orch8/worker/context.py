@@ -1,0 +1,119 @@
+"""TaskContext: what a handler receives for one attempt of one task (P-SDK-10)."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LeaseLostError, TaskCancelledError
+
+if TYPE_CHECKING:
+    from ..async_client import AsyncOrch8Client
+
+_OMIT: Any = object()
+
+
+@dataclass
+class TaskContext:
+    """One claimed attempt: inputs, lease, previous checkpoint, heartbeat and cancellation.
+
+    `cancelled` is a threading.Event set when the lease is lost, the task is cancelled by an
+    operator, or shutdown outlives the grace period (P-SDK-5, P-SDK-7); `cancel_reason` says
+    which (`lease_lost`, `cancelled`, `shutdown`). Once it is set no result is sent.
+    """
+
+    id: str
+    handler_name: str
+    queue_name: str
+    params: dict[str, Any]
+    context: dict[str, Any]
+    headers: dict[str, str]
+    attempt: int
+    max_attempts: int
+    lease_id: str
+    lease_expires_at: datetime.datetime
+    checkpoint: dict[str, Any] | None
+    worker_id: str
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    cancel_reason: str | None = None
+    _client: AsyncOrch8Client | None = field(default=None, repr=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    _cancelled_async: asyncio.Event | None = field(default=None, repr=False)
+
+    def _bind(self, client: AsyncOrch8Client, loop: asyncio.AbstractEventLoop) -> None:
+        """Attach the worker's client and loop; called on the loop thread."""
+        self._client = client
+        self._loop = loop
+        self._cancelled_async = asyncio.Event()
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.cancelled.is_set()
+
+    def _cancel(self, reason: str) -> bool:
+        """Fire the cancellation signal once; True if this call fired it."""
+        if self.cancelled.is_set():
+            return False
+        self.cancel_reason = reason
+        self.cancelled.set()
+        if self._loop is not None and self._cancelled_async is not None:
+            self._loop.call_soon_threadsafe(self._cancelled_async.set)
+        return True
+
+    def _update_lease(self, expires_at: datetime.datetime | None) -> None:
+        if expires_at is not None:
+            self.lease_expires_at = expires_at
+
+    async def heartbeat_async(
+        self, *, progress: Any = _OMIT, checkpoint: Mapping[str, Any] | None = None
+    ) -> None:
+        """Extend this task's lease now, saving progress and a checkpoint (P-LEASE-5, P-CKPT-1).
+
+        A 409 `lease_lost` / `task_cancelled` fires the cancellation signal (P-SDK-5) instead
+        of raising; other errors propagate.
+        """
+        assert self._client is not None, "TaskContext is not bound to a worker"
+        kwargs: dict[str, Any] = {"lease_id": self.lease_id, "checkpoint": checkpoint}
+        if progress is not _OMIT:
+            kwargs["progress"] = progress
+        try:
+            status = await self._client.heartbeat(self.id, **kwargs)
+        except LeaseLostError:
+            self._cancel("lease_lost")
+            return
+        except TaskCancelledError:
+            self._cancel("cancelled")
+            return
+        self._update_lease(status.lease_expires_at)
+        if status.cancel_requested:
+            self._cancel("cancelled")
+
+    def heartbeat(
+        self, *, progress: Any = _OMIT, checkpoint: Mapping[str, Any] | None = None
+    ) -> None:
+        """Blocking twin of `heartbeat_async`, for sync handlers running in the thread pool."""
+        loop = self._loop
+        assert loop is not None, "TaskContext is not bound to a worker"
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            raise RuntimeError("in an async handler use `await ctx.heartbeat_async(...)`")
+        future = asyncio.run_coroutine_threadsafe(
+            self.heartbeat_async(progress=progress, checkpoint=checkpoint), loop
+        )
+        future.result()
+
+    async def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """For async handlers: wait until the cancellation signal fires (True) or timeout."""
+        assert self._cancelled_async is not None, "TaskContext is not bound to a worker"
+        try:
+            await asyncio.wait_for(self._cancelled_async.wait(), timeout)
+        except asyncio.TimeoutError:
+            return False
+        return True

@@ -1,0 +1,165 @@
+"""Integration fixtures: the REAL reference server on loopback, one per test (clean slate)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from orch8 import Orch8Client, RetryPolicy, Worker
+
+ROOT = Path(__file__).resolve().parents[3]  # the repo root (sdk-python's parent)
+SERVER = ROOT / ".venv" / "bin" / "orch8-server"
+
+FAST = {
+    "lease-ms": 2000,
+    "reaper-interval-ms": 100,
+    "worker-heartbeat-ms": 300,
+    "worker-dead-after-ms": 3000,
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
+    """Poll `predicate` until truthy or fail after `timeout` seconds (no bare sleeps)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what or predicate}")
+        time.sleep(0.02)
+
+
+class Server:
+    """One orch8-server process on a free port with a temp SQLite file."""
+
+    def __init__(self, db: Path, flags: dict[str, int]) -> None:
+        self.db = db
+        self.flags = flags
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.log = db.with_suffix(".log")
+
+    def start(self) -> None:
+        if not SERVER.exists():
+            pytest.fail(f"reference server missing at {SERVER}: run `make setup` at the repo root")
+        args = [str(SERVER), "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
+        for name, value in self.flags.items():
+            args += [f"--{name}", str(value)]
+        with open(self.log, "ab") as out:
+            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+        wait_until(self._ready, 15, "the server's /health/ready")
+
+    def _ready(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
+        try:
+            return httpx.get(f"{self.url}/health/ready", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+
+
+@pytest.fixture
+def server_factory() -> Iterator[Callable[..., Server]]:
+    started: list[Server] = []
+    tmp = tempfile.TemporaryDirectory(prefix="orch8-sdk-python-")
+
+    def make(**overrides: int) -> Server:
+        flags = {**FAST, **{k.replace("_", "-"): v for k, v in overrides.items()}}
+        srv = Server(Path(tmp.name) / f"orch8-{len(started)}.db", flags)
+        started.append(srv)
+        srv.start()
+        return srv
+
+    yield make
+    for srv in started:
+        srv.stop()
+    tmp.cleanup()
+
+
+@pytest.fixture
+def server(server_factory: Callable[..., Server]) -> Server:
+    return server_factory()
+
+
+@pytest.fixture
+def client(server: Server) -> Iterator[Orch8Client]:
+    with Orch8Client(server.url, retry=RetryPolicy(base_delay=0.05, max_delay=0.2)) as c:
+        yield c
+
+
+class RunningWorker:
+    """A Worker running `run()` on a background thread, joined at the end of the test."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._main, daemon=True)
+
+    def _main(self) -> None:
+        try:
+            self.worker.run()
+        except BaseException as exc:
+            self.error = exc
+
+    def start(self) -> RunningWorker:
+        self.thread.start()
+        return self
+
+    def join(self, timeout: float = 30) -> None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), "worker did not stop in time"
+        if self.error is not None:
+            raise self.error
+
+    def stop_and_join(self, timeout: float = 30) -> None:
+        self.worker.stop()
+        self.join(timeout)
+
+
+@pytest.fixture
+def run_worker() -> Iterator[Callable[[Worker], RunningWorker]]:
+    running: list[RunningWorker] = []
+
+    def start(worker: Worker) -> RunningWorker:
+        rw = RunningWorker(worker).start()
+        running.append(rw)
+        return rw
+
+    yield start
+    for rw in running:
+        if rw.thread.is_alive():
+            rw.worker.stop()
+            rw.thread.join(30)
+
+
+def env_flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
