@@ -7,6 +7,7 @@ import "github.com/orch8/orch8-workers/sdk-go/api"
 // runtime hands handlers a *Task.
 type (
 	NewTask               = api.NewTask
+	JsonObject            = api.JsonObject
 	NewTaskBatch          = api.NewTaskBatch
 	EnqueuedTasks         = api.EnqueuedTasks
 	TaskRecord            = api.Task

@@ -1,0 +1,154 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	orch8 "github.com/orch8/orch8-workers/sdk-go"
+)
+
+func TestHappyPath(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"echo": func(ctx context.Context, task *orch8.Task) (any, error) {
+			return map[string]any{"echo": task.Params["n"], "step": task.Context["step"]}, nil
+		},
+	})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "echo", Params: &orch8.JsonObject{"n": 7}, Context: &orch8.JsonObject{"step": "a"}})
+	rec := waitStatus(t, c, id, orch8.StatusCompleted, 10*time.Second)
+	out, _ := rec.Output.(map[string]any)
+	if out["echo"] != float64(7) || out["step"] != "a" || rec.Attempt != 1 {
+		t.Fatalf("output %v attempt %d", rec.Output, rec.Attempt)
+	}
+}
+
+func TestRetryableFailureThenSuccess(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"flaky": func(ctx context.Context, task *orch8.Task) (any, error) {
+			if task.Attempt == 1 {
+				return nil, orch8.Retryable(errors.New("upstream timed out"), 50*time.Millisecond)
+			}
+			return "ok", nil
+		},
+	})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "flaky", Retry: retry(3, 5000)})
+	rec := waitStatus(t, c, id, orch8.StatusCompleted, 10*time.Second)
+	if rec.Attempt != 2 || rec.Output != "ok" {
+		t.Fatalf("attempt %d output %v", rec.Attempt, rec.Output)
+	}
+	atts, err := c.ListTaskAttempts(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := atts.Attempts[0]
+	if len(atts.Attempts) != 2 || first.Error == nil || first.Error.Code != orch8.CodeRetryableError || !first.Error.Retryable {
+		t.Fatalf("attempts %+v", atts.Attempts)
+	}
+}
+
+func TestPermanentFailure(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"bad_input": func(ctx context.Context, task *orch8.Task) (any, error) {
+			return nil, orch8.Permanent(errors.New("image is not a PNG"))
+		},
+	})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "bad_input"})
+	rec := waitStatus(t, c, id, orch8.StatusFailed, 10*time.Second)
+	if rec.Attempt != 1 || rec.Error == nil || rec.Error.Code != orch8.CodePermanentError || rec.Error.Retryable ||
+		rec.Error.Message != "image is not a PNG" {
+		t.Fatalf("attempt %d error %+v", rec.Attempt, rec.Error)
+	}
+}
+
+func TestUnhandledErrorAndPanicAreRetryable(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"plain_error": func(ctx context.Context, task *orch8.Task) (any, error) { return nil, errors.New("oops") },
+		"panics":      func(ctx context.Context, task *orch8.Task) (any, error) { panic("kaboom") },
+	})
+	for _, h := range []string{"plain_error", "panics"} {
+		id := enqueue(t, c, orch8.NewTask{HandlerName: h, Retry: retry(2, 10)})
+		rec := waitStatus(t, c, id, orch8.StatusFailed, 10*time.Second)
+		if rec.Attempt != 2 || rec.Error == nil || rec.Error.Code != orch8.CodeUnhandledError || !rec.Error.Retryable {
+			t.Fatalf("%s: attempt %d error %+v", h, rec.Attempt, rec.Error)
+		}
+	}
+}
+
+func TestCheckpointReachesNextAttempt(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	var seen atomic.Value
+	startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"resumable": func(ctx context.Context, task *orch8.Task) (any, error) {
+			if task.Attempt == 1 {
+				if err := task.Heartbeat(ctx, map[string]any{"percent": 40}, map[string]any{"cursor": 4000}); err != nil {
+					return nil, err
+				}
+				return nil, orch8.Retryable(errors.New("interrupted"), time.Millisecond)
+			}
+			seen.Store(task.Checkpoint)
+			return "done", nil
+		},
+	})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "resumable"})
+	waitStatus(t, c, id, orch8.StatusCompleted, 10*time.Second)
+	cp, _ := seen.Load().(map[string]any)
+	if cp["cursor"] != float64(4000) {
+		t.Fatalf("second attempt saw checkpoint %v", cp)
+	}
+}
+
+func TestConcurrencyNeverExceeded(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	rec := &recorder{}
+	c := newClient(t, s, rec)
+	var current, peak atomic.Int32
+	w := startWorker(t, c, orch8.WorkerOptions{Concurrency: 3}, map[string]orch8.Handler{
+		"work": func(ctx context.Context, task *orch8.Task) (any, error) {
+			n := current.Add(1)
+			defer current.Add(-1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
+				}
+			}
+			time.Sleep(150 * time.Millisecond)
+			return nil, nil
+		},
+	})
+	var ids []string
+	for i := 0; i < 12; i++ {
+		ids = append(ids, enqueue(t, c, orch8.NewTask{HandlerName: "work"}))
+	}
+	for _, id := range ids {
+		waitStatus(t, c, id, orch8.StatusCompleted, 20*time.Second)
+	}
+	if p := peak.Load(); p != 3 {
+		t.Fatalf("peak concurrent handlers %d, want exactly 3", p)
+	}
+	for _, p := range rec.sent("POST", "/workers/tasks/poll/batch") {
+		if bs, _ := p.Body["batch_size"].(float64); bs < 1 || bs > 3 {
+			t.Fatalf("polled with batch_size %v", p.Body["batch_size"])
+		}
+	}
+	if st := w.Stats(); st.TasksClaimed != 12 || st.TasksCompleted != 12 || st.InFlight != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

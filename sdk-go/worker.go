@@ -1,0 +1,228 @@
+package orch8
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Worker claims tasks for its registered handlers and runs them with the semantics of
+// docs/protocol.md section 14. Create it with NewWorker, add handlers with Handle, then
+// call Run (or RunWithSignals).
+type Worker struct {
+	client   *Client
+	opts     WorkerOptions
+	log      *slog.Logger
+	handlers map[string]Handler
+
+	mu          sync.Mutex
+	held        map[string]*run // every claimed task until its result is delivered (P-WORKER-2)
+	changed     chan struct{}   // closed and replaced whenever held or quiet changes
+	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8)
+	serverQuiet bool            // quiet directive (P-WORKER-3)
+	stopping    bool
+	running     bool
+	pollCancel  context.CancelFunc // aborts the in-flight long-poll
+	interval    time.Duration      // worker heartbeat cadence (P-SDK-4)
+
+	stopOnce sync.Once
+	stopCh   chan struct{}
+
+	stats struct {
+		claimed, completed, failed, leaseLost, cancelled, inFlight, polls, pollErrors atomic.Int64
+	}
+}
+
+// NewWorker builds a Worker that talks to the server through client.
+func NewWorker(client *Client, opts WorkerOptions) *Worker {
+	opts = opts.withDefaults()
+	return &Worker{
+		client:   client,
+		opts:     opts,
+		log:      opts.Logger.With("worker_id", opts.WorkerID),
+		handlers: map[string]Handler{},
+		held:     map[string]*run{},
+		changed:  make(chan struct{}),
+		stopCh:   make(chan struct{}),
+		interval: DefaultHeartbeat,
+	}
+}
+
+// Handle registers fn for tasks whose handler_name is name. Call it before Run.
+func (w *Worker) Handle(name string, fn Handler) {
+	if name == "" || fn == nil {
+		panic("orch8: Handle needs a name and a handler")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running {
+		panic("orch8: Handle called after Run")
+	}
+	w.handlers[name] = fn
+}
+
+// ID is the worker id sent to the server.
+func (w *Worker) ID() string { return w.opts.WorkerID }
+
+// Stats returns a snapshot of the worker's counters (P-SDK-11).
+func (w *Worker) Stats() Stats {
+	s := &w.stats
+	return Stats{
+		TasksClaimed: s.claimed.Load(), TasksCompleted: s.completed.Load(), TasksFailed: s.failed.Load(),
+		TasksLeaseLost: s.leaseLost.Load(), TasksCancelled: s.cancelled.Load(), InFlight: s.inFlight.Load(),
+		Polls: s.polls.Load(), PollErrors: s.pollErrors.Load(),
+	}
+}
+
+// Stop starts a graceful shutdown, like cancelling Run's context (P-SDK-7).
+func (w *Worker) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
+
+// Quiet stops claiming new tasks while in-flight work finishes (P-SDK-8).
+func (w *Worker) Quiet() { w.setQuiet(&w.localQuiet, true) }
+
+// Resume claims again after Quiet (P-SDK-8).
+func (w *Worker) Resume() { w.setQuiet(&w.localQuiet, false) }
+
+func (w *Worker) setQuiet(flag *bool, quiet bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if *flag == quiet {
+		return
+	}
+	*flag = quiet
+	if quiet && w.pollCancel != nil {
+		w.pollCancel() // claim nothing new: abort the long-poll now
+	}
+	w.notifyLocked()
+	w.log.Info("orch8: claiming paused or resumed", "quiet", w.localQuiet || w.serverQuiet)
+}
+
+func (w *Worker) notifyLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// Run registers the worker, claims and runs tasks until ctx is cancelled, Stop is called
+// or the server sends terminate; then it shuts down gracefully (P-SDK-7) and returns once
+// every result is delivered or given up. It returns nil after a graceful shutdown.
+func (w *Worker) Run(ctx context.Context) error {
+	w.mu.Lock()
+	if w.running {
+		w.mu.Unlock()
+		return errors.New("orch8: Worker.Run called twice")
+	}
+	w.running = true
+	names := make([]string, 0, len(w.handlers))
+	for n := range w.handlers {
+		names = append(names, n)
+	}
+	w.mu.Unlock()
+	if len(names) == 0 {
+		return errors.New("orch8: no handlers registered")
+	}
+	sort.Strings(names)
+
+	stopCtx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	go func() {
+		select {
+		case <-w.stopCh:
+			stopPolling()
+		case <-stopCtx.Done():
+		}
+	}()
+
+	if err := w.register(stopCtx, names); err != nil {
+		if stopCtx.Err() != nil {
+			return nil // stopped before anything was claimed
+		}
+		return err
+	}
+	// Heartbeats outlive the Run context: they keep leases alive through the grace period.
+	hbCtx, stopHeartbeats := context.WithCancel(context.WithoutCancel(ctx))
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); w.heartbeatLoop(hbCtx) }()
+
+	pollDone := make(chan struct{})
+	go func() { defer close(pollDone); w.pollLoop(stopCtx, context.WithoutCancel(ctx), names) }()
+
+	<-stopCtx.Done()
+	w.log.Info("orch8: shutting down", "grace_period", w.opts.GracePeriod)
+	w.mu.Lock()
+	w.stopping = true
+	w.mu.Unlock()
+	<-pollDone // the long-poll was aborted with stopCtx (P-SDK-7)
+
+	w.drain()
+	stopHeartbeats()
+	<-hbDone
+	w.deregister()
+	w.log.Info("orch8: worker stopped", "stats", w.Stats())
+	return nil
+}
+
+// drain waits up to the grace period for live tasks, then fails what is still running
+// with code "shutdown" and waits for results already being delivered (P-SDK-7).
+func (w *Worker) drain() {
+	grace := time.NewTimer(w.opts.GracePeriod)
+	defer grace.Stop()
+	for {
+		w.mu.Lock()
+		live, ch := w.liveLocked(), w.changed
+		w.mu.Unlock()
+		if live == 0 {
+			return
+		}
+		select {
+		case <-ch:
+			continue
+		case <-grace.C:
+		}
+		break
+	}
+
+	var leftovers, delivering []*run
+	w.mu.Lock()
+	for _, r := range w.held {
+		switch r.claimForShutdown() {
+		case phaseHandling:
+			leftovers = append(leftovers, r)
+		case phaseDelivering:
+			delivering = append(delivering, r)
+		}
+	}
+	w.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, r := range leftovers {
+		wg.Add(1)
+		go func() { defer wg.Done(); w.failForShutdown(r) }()
+	}
+	wg.Wait()
+	for _, r := range delivering {
+		<-r.done
+	}
+}
+
+// liveLocked counts tasks whose outcome is still to come: not dropped, or being delivered.
+func (w *Worker) liveLocked() int {
+	n := 0
+	for _, r := range w.held {
+		if r.live() {
+			n++
+		}
+	}
+	return n
+}
+
+func (w *Worker) deregister() {
+	ctx, cancel := context.WithTimeout(context.Background(), w.client.cfg.Timeout)
+	defer cancel()
+	if _, err := w.client.DeregisterWorker(ctx, w.opts.WorkerID); err != nil {
+		w.log.Warn("orch8: deregister failed", "err", err)
+	}
+}

@@ -1,0 +1,132 @@
+package orch8
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/orch8/orch8-workers/sdk-go/api"
+)
+
+// register announces the worker and learns the heartbeat cadence (P-WORKER-1). Outages
+// are ridden out with backoff (P-SDK-9); any other refusal ends Run.
+func (w *Worker) register(ctx context.Context, names []string) error {
+	host, _ := os.Hostname()
+	reg := WorkerRegistration{
+		WorkerId:    w.opts.WorkerID,
+		Hostname:    optString(host),
+		Pid:         Ptr(os.Getpid()),
+		Handlers:    &names,
+		Concurrency: Ptr(w.opts.Concurrency),
+		Sdk:         Ptr("orch8-go/" + Version),
+	}
+	if w.opts.QueueName != "" {
+		reg.Queues = &[]string{w.opts.QueueName}
+	}
+	if len(w.opts.Labels) > 0 {
+		reg.Labels = &w.opts.Labels
+	}
+	outage := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
+	for {
+		rec, err := w.client.RegisterWorker(ctx, reg)
+		if err == nil {
+			w.setInterval(rec.HeartbeatIntervalMs)
+			if rec.Directive == DirectiveQuiet {
+				w.setQuiet(&w.serverQuiet, true)
+			}
+			w.log.Info("orch8: worker registered", "handlers", names, "concurrency", w.opts.Concurrency)
+			return nil
+		}
+		if ctx.Err() != nil || !isOutage(err) {
+			return err
+		}
+		wait := outage.next()
+		w.log.Warn("orch8: registration failed, retrying", "err", err, "in", wait)
+		if !sleepCtx(ctx, wait) {
+			return ctx.Err()
+		}
+	}
+}
+
+func isOutage(err error) bool {
+	var pe *ProblemError
+	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited) || (errors.As(err, &pe) && IsRetryableStatus(pe.Status))
+}
+
+func (w *Worker) setInterval(ms int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.opts.HeartbeatInterval > 0:
+		w.interval = w.opts.HeartbeatInterval
+	case ms > 0:
+		w.interval = time.Duration(ms) * time.Millisecond
+	}
+}
+
+// heartbeatLoop sends one worker heartbeat per interval listing every held task, on its
+// own goroutine so a busy handler never starves it (P-SDK-4).
+func (w *Worker) heartbeatLoop(ctx context.Context) {
+	for {
+		w.mu.Lock()
+		interval := w.interval
+		w.mu.Unlock()
+		if !sleepCtx(ctx, interval) {
+			return
+		}
+		w.heartbeat(ctx)
+	}
+}
+
+func (w *Worker) heartbeat(ctx context.Context) {
+	w.mu.Lock()
+	ids := make([]string, 0, len(w.held))
+	for id, r := range w.held {
+		if r.droppedCause() == nil {
+			ids = append(ids, id)
+		}
+	}
+	state := api.WorkerHeartbeatStateRunning
+	switch {
+	case w.stopping:
+		state = api.WorkerHeartbeatStateTerminating
+	case w.localQuiet || w.serverQuiet:
+		state = api.WorkerHeartbeatStateQuiet
+	}
+	w.mu.Unlock()
+	sort.Strings(ids)
+
+	res, err := w.client.HeartbeatWorker(ctx, w.opts.WorkerID, WorkerHeartbeat{State: &state, ActiveTaskIds: &ids})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("orch8: worker heartbeat failed", "err", err)
+		}
+		return
+	}
+	for _, ts := range res.Tasks {
+		w.mu.Lock()
+		r := w.held[ts.TaskId]
+		w.mu.Unlock()
+		switch {
+		case r == nil:
+		case ts.LeaseLost:
+			w.dropRun(r, ErrLeaseLost) // P-WORKER-2, P-SDK-5
+		case ts.CancelRequested:
+			w.dropRun(r, ErrTaskCancelled) // P-CANCEL-1, P-SDK-5
+		case ts.LeaseExpiresAt != nil:
+			r.task.setLeaseExpiresAt(*ts.LeaseExpiresAt)
+		}
+	}
+	w.setInterval(res.HeartbeatIntervalMs)
+	switch res.Directive { // P-WORKER-3
+	case DirectiveQuiet:
+		w.setQuiet(&w.serverQuiet, true)
+	case DirectiveRunning:
+		w.setQuiet(&w.serverQuiet, false)
+	case DirectiveTerminate:
+		w.log.Info("orch8: terminate directive received")
+		w.Stop()
+	}
+}
