@@ -78,12 +78,17 @@ class Slot:
     abandoned: bool = False  # shutdown already reported this attempt (P-SDK-7)
 
     def cancel(self, reason: str) -> bool:
-        """Fire the cancellation signal; async handlers are also cancelled outright."""
-        fired = self.ctx._cancel(reason)
+        """Fire the handler's cancellation signal (P-SDK-5); the handler decides how to stop."""
+        return self.ctx._cancel(reason)
+
+    def abort(self) -> None:
+        """After the grace period an async handler is cancelled outright (P-SDK-7).
+
+        A sync handler's thread cannot be interrupted; its late result is dropped.
+        """
         future = self.handler_future
         if future is not None and is_async(self.handler) and not future.done():
             future.cancel()
-        return fired
 
 
 def is_async(handler: Handler) -> bool:

@@ -100,6 +100,8 @@ def apply_directive(worker: Worker, directive: str) -> None:
     quiet = directive == "quiet"
     if quiet != worker.server_quiet:
         worker.server_quiet = quiet
+        if quiet:
+            worker.interrupt_poll()
         log.info("directive " + directive, extra=worker.observer.extra(directive=directive))
         worker.poke()
 
@@ -108,48 +110,49 @@ async def poll_loop(worker: Worker) -> None:
     """Long-poll for exactly the free slots (P-SDK-3) until shutdown; back off on outages."""
     assert worker.client is not None and worker.stopping is not None and worker.wake is not None
     backoff = worker.new_backoff()
-    stop_waiter = asyncio.ensure_future(worker.stopping.wait())
-    try:
-        while not worker.stopping.is_set():
-            free = worker.concurrency - len(worker.held) - len(worker.superseded)
-            if free <= 0 or not worker.claiming:
-                worker.wake.clear()
-                await worker.wake.wait()
-                continue
-            poll = asyncio.ensure_future(
-                worker.client.poll_tasks(
-                    handler_names=list(worker.handler_names),
-                    queue_name=worker.queue_name,
-                    worker_id=worker.worker_id,
-                    wait_ms=worker.wait_ms,
-                    lease_ms=worker.lease_ms,
-                    batch_size=free,
-                )
+    while not worker.stopping.is_set():
+        free = worker.concurrency - len(worker.held) - len(worker.superseded)
+        if free <= 0 or not worker.claiming:
+            worker.wake.clear()
+            await worker.wake.wait()
+            continue
+        worker.interrupt.clear()
+        poll = asyncio.ensure_future(
+            worker.client.poll_tasks(
+                handler_names=list(worker.handler_names),
+                queue_name=worker.queue_name,
+                worker_id=worker.worker_id,
+                wait_ms=worker.wait_ms,
+                lease_ms=worker.lease_ms,
+                batch_size=free,
             )
-            await asyncio.wait({poll, stop_waiter}, return_when=asyncio.FIRST_COMPLETED)
-            if not poll.done():  # P-SDK-7: abort the in-flight long-poll at once
-                poll.cancel()
-                await asyncio.gather(poll, return_exceptions=True)
-                break
-            try:
-                batch = poll.result()
-            except Orch8Error as exc:
-                worker.observer.count("poll_errors")
-                delay = backoff.next_delay()
-                log.warning(
-                    "poll failed, backing off",
-                    extra=worker.observer.extra(error=str(exc), retry_in_s=round(delay, 3)),
-                )
-                await _sleep_unless_stopping(worker, delay)  # P-SDK-9
-                continue
-            backoff.reset()
-            worker.observer.polled(len(batch.tasks))
-            for claimed in batch.tasks:
-                worker.start_task(claimed)
-            if batch.next_poll_after_ms:
-                await _sleep_unless_stopping(worker, batch.next_poll_after_ms / 1000)
-    finally:
-        stop_waiter.cancel()
+        )
+        interrupted = asyncio.ensure_future(worker.interrupt.wait())
+        await asyncio.wait({poll, interrupted}, return_when=asyncio.FIRST_COMPLETED)
+        interrupted.cancel()
+        if not poll.done():
+            # P-SDK-7 / P-SDK-8: shutdown or quiet aborts the in-flight long-poll at once; the
+            # server claims nothing for a poll whose caller went away.
+            poll.cancel()
+            await asyncio.gather(poll, return_exceptions=True)
+            continue
+        try:
+            batch = poll.result()
+        except Orch8Error as exc:
+            worker.observer.count("poll_errors")
+            delay = backoff.next_delay()
+            log.warning(
+                "poll failed, backing off",
+                extra=worker.observer.extra(error=str(exc), retry_in_s=round(delay, 3)),
+            )
+            await _sleep_unless_stopping(worker, delay)  # P-SDK-9
+            continue
+        backoff.reset()
+        worker.observer.polled(len(batch.tasks))
+        for claimed in batch.tasks:
+            worker.start_task(claimed)
+        if batch.next_poll_after_ms:
+            await _sleep_unless_stopping(worker, batch.next_poll_after_ms / 1000)
 
 
 async def run_slot(worker: Worker, slot: Slot) -> None:
@@ -209,6 +212,7 @@ async def drain(worker: Worker) -> None:
             )
         else:
             worker.observer.failed(slot.ctx, error, SHUTDOWN, True)
+        slot.abort()
         if slot.runner is not None:
             slot.runner.cancel()  # sync handlers keep their thread; their result is dropped
     await asyncio.gather(*(s.runner for s in leftovers if s.runner), return_exceptions=True)

@@ -85,6 +85,7 @@ class Worker:
         self.superseded: set[Slot] = set()
         self.stopping: asyncio.Event | None = None
         self.wake: asyncio.Event | None = None
+        self.interrupt = asyncio.Event()  # aborts an in-flight long-poll
         self.local_quiet = False
         self.server_quiet = False
         self._stop_requested = False
@@ -160,6 +161,8 @@ class Worker:
 
     def _set_local_quiet(self, quiet: bool) -> None:
         self.local_quiet = quiet
+        if quiet:
+            self.interrupt_poll()
         log.info("worker quiet" if quiet else "worker resumed", extra=self.observer.extra())
         self.poke()
 
@@ -170,7 +173,11 @@ class Worker:
         log.info("worker stopping", extra=self.observer.extra(reason=why))
         if self.stopping is not None:
             self.stopping.set()
+        self.interrupt_poll()
         self.poke()
+
+    def interrupt_poll(self) -> None:
+        self.interrupt.set()
 
     def poke(self) -> None:
         """Wake the poll loop to re-check free slots and directives."""
@@ -241,6 +248,7 @@ class Worker:
         self.loop = asyncio.get_running_loop()
         self.stopping = asyncio.Event()
         self.wake = asyncio.Event()
+        self.interrupt = asyncio.Event()
         if self._stop_requested:
             self.stopping.set()
         own_client = self._client_arg is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from orch8 import Orch8Client, RetryPolicy, Worker
+from orch8 import AsyncOrch8Client, Orch8Client, RetryPolicy, Worker
 
 ROOT = Path(__file__).resolve().parents[3]  # the repo root (sdk-python's parent)
 SERVER = ROOT / ".venv" / "bin" / "orch8-server"
@@ -163,3 +164,38 @@ def run_worker() -> Iterator[Callable[[Worker], RunningWorker]]:
 
 def env_flag(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0")
+
+
+class RecordingTransport(httpx.AsyncHTTPTransport):
+    """Records every request the worker sends: (method, path, JSON body)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[str, str, object]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        self.sent.append((request.method, request.url.path, body))
+        return await super().handle_async_request(request)
+
+    def results_for(self, task_id: str) -> list[tuple[str, object]]:
+        """complete/fail requests sent for one task: (kind, body)."""
+        out = []
+        for method, path, body in self.sent:
+            for kind in ("complete", "fail"):
+                if method == "POST" and path == f"/workers/tasks/{task_id}/{kind}":
+                    out.append((kind, body))
+        return out
+
+
+def make_worker(server: Server, **kw: object) -> tuple[Worker, RecordingTransport]:
+    """A worker with short waits, no signal handlers and a recording transport."""
+    transport = RecordingTransport()
+    client = AsyncOrch8Client(
+        server.url, transport=transport, retry=RetryPolicy(base_delay=0.05, max_delay=0.2)
+    )
+    kw.setdefault("wait_ms", 1000)
+    kw.setdefault("grace_period", 5)
+    kw.setdefault("handle_signals", False)
+    kw.setdefault("outage_backoff", (0.05, 0.5))
+    return Worker(client, **kw), transport  # type: ignore[arg-type]

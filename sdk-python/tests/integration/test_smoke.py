@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orch8 import Orch8Client, PermanentError, RetryableError, TaskContext, Worker
 
-from .conftest import wait_until
+from .conftest import make_worker, wait_until
 
 
 def new_worker(server, **kw) -> Worker:
@@ -14,7 +14,7 @@ def new_worker(server, **kw) -> Worker:
 
 
 def test_happy_path(server, client: Orch8Client, run_worker) -> None:
-    worker = new_worker(server, worker_id="w-happy")
+    worker, transport = make_worker(server, worker_id="w-happy")
     seen: list[TaskContext] = []
 
     @worker.handler("process_image")
@@ -32,7 +32,10 @@ def test_happy_path(server, client: Orch8Client, run_worker) -> None:
     stats = worker.stats()
     assert (stats.tasks_claimed, stats.tasks_completed, stats.tasks_failed) == (1, 1, 0)
     assert stats.in_flight == 0 and stats.polls >= 1
-    assert client.get_worker("w-happy").state == "deregistered"
+    assert ("DELETE", "/workers/w-happy", None) in transport.sent
+    # The server drops a deregistered worker's record (GET answers 404), or shows it so.
+    states = {w.worker_id: w.state for w in client.list_workers().workers}
+    assert states.get("w-happy") in (None, "deregistered")
 
 
 def test_retryable_then_success(server, client: Orch8Client, run_worker) -> None:
