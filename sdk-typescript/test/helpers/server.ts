@@ -61,14 +61,35 @@ export class TestServer {
   }
 
   /** Starts a server; fails with a clear message when the repo's server is not installed. */
-  static async start(flags: Record<string, number> = FAST_FLAGS): Promise<TestServer> {
+  static async start(flags: Record<string, number> = FAST_FLAGS, port?: number): Promise<TestServer> {
     if (!existsSync(SERVER_BIN)) {
       throw new Error(`reference server not found at ${SERVER_BIN}: run \`make setup\` at the repo root`);
     }
     const dir = mkdtempSync(join(tmpdir(), "orch8-ts-"));
-    const server = new TestServer(await freePort(), join(dir, "orch8.db"), dir, flags);
-    await server.boot();
+    const server = new TestServer(port ?? (await freePort()), join(dir, "orch8.db"), dir, flags);
+    try {
+      await server.boot();
+    } catch (err) {
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
     return server;
+  }
+
+  /**
+   * Starts a server on a fixed port (the seed example hard-codes 3001), waiting while
+   * another process holds the port, e.g. another SDK's example test.
+   */
+  static async startOnPort(port: number, waitMs: number, flags: Record<string, number> = FAST_FLAGS): Promise<TestServer> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      try {
+        return await TestServer.start(flags, port);
+      } catch (err) {
+        if (Date.now() > deadline || !existsSync(SERVER_BIN)) throw err;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
   }
 
   client(options: Orch8ClientOptions = {}): Orch8Client {

@@ -1,0 +1,48 @@
+// The server restarted mid-run on the same SQLite file: the worker rides out the outage
+// (P-SDK-9) and every task still completes.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { TestServer, waitFor } from "../helpers/server.js";
+import { startWorker, work } from "../helpers/workers.js";
+
+test("server restart mid-run: the worker recovers and nothing is lost", async () => {
+  const server = await TestServer.start();
+  const client = server.client();
+  let running = 0;
+  const w = startWorker(server, {
+    concurrency: 4,
+    handlers: {
+      rs_task: async (ctx) => {
+        running++;
+        await work(150);
+        running--;
+        return { i: ctx.params.i };
+      },
+    },
+  });
+  try {
+    const tasks = await client.enqueueBatch(Array.from({ length: 40 }, (_, i) => ({ handler_name: "rs_task", params: { i } })));
+    await waitFor(() => w.worker.stats().tasks_completed >= 8 && running > 0, "some tasks done and some running");
+    await server.restart(700);
+    await waitFor(async () => {
+      const page = await client.listTasks({ handler_name: "rs_task", status: ["completed"], limit: 100 });
+      return page.tasks.length === tasks.length;
+    }, "all 40 tasks to complete after the restart", 30_000, 100);
+    for (const t of tasks) {
+      const got = await client.getTask(t.id);
+      assert.deepEqual(got.output, { i: t.params.i });
+    }
+    // Requests really failed while the server was down (refused connections)...
+    const failedCalls = w.calls.filter((c) => c.status === "error");
+    assert.ok(failedCalls.length >= 1, "the outage was seen by the worker");
+    // ...and the worker kept working after it: heartbeats and polls answered again.
+    const lastFailure = w.calls.lastIndexOf(failedCalls.at(-1)!);
+    const after = w.calls.slice(lastFailure + 1);
+    assert.ok(after.some((c) => c.path.endsWith("/poll/batch") && c.status === 200), "polling resumed");
+    assert.ok(after.some((c) => c.path === `/workers/${w.worker.workerId}/heartbeat` && c.status === 200), "heartbeats resumed");
+    assert.equal(w.worker.stats().tasks_completed, 40);
+  } finally {
+    await w.close();
+    await server.dispose();
+  }
+});
