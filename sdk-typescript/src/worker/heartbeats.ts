@@ -36,10 +36,14 @@ export class HeartbeatLoop {
   }
 
   private async runLoop(): Promise<void> {
+    let spent = 0;
     while (!this.stopCtl.signal.aborted) {
-      await sleep(this.intervalMs, this.stopCtl.signal);
+      // Fixed rate: a slow answer shortens the next wait instead of stretching the period.
+      await sleep(Math.max(0, this.intervalMs - spent), this.stopCtl.signal);
       if (this.stopCtl.signal.aborted) return;
+      const started = Date.now();
       await this.beat();
+      spent = Date.now() - started;
     }
   }
 
