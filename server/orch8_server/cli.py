@@ -17,15 +17,35 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
     ("--lease-ms", "ORCH8_LEASE_MS", "lease_ms", int, "default lease length"),
     ("--wait-ms", "ORCH8_WAIT_MS", "default_wait_ms", int, "default long-poll wait"),
     ("--max-wait-ms", "ORCH8_MAX_WAIT_MS", "max_wait_ms", int, "long-poll wait cap"),
-    ("--reaper-interval-ms", "ORCH8_REAPER_INTERVAL_MS", "reaper_interval_ms", int,
-     "how often expired leases and dead workers are reclaimed"),
-    ("--worker-heartbeat-ms", "ORCH8_WORKER_HEARTBEAT_MS", "worker_heartbeat_ms", int,
-     "worker heartbeat cadence the server asks for"),
-    ("--worker-dead-after-ms", "ORCH8_WORKER_DEAD_AFTER_MS", "worker_dead_after_ms", int,
-     "silence after which a registered worker is declared dead"),
+    (
+        "--reaper-interval-ms",
+        "ORCH8_REAPER_INTERVAL_MS",
+        "reaper_interval_ms",
+        int,
+        "how often expired leases and dead workers are reclaimed",
+    ),
+    (
+        "--worker-heartbeat-ms",
+        "ORCH8_WORKER_HEARTBEAT_MS",
+        "worker_heartbeat_ms",
+        int,
+        "worker heartbeat cadence the server asks for",
+    ),
+    (
+        "--worker-dead-after-ms",
+        "ORCH8_WORKER_DEAD_AFTER_MS",
+        "worker_dead_after_ms",
+        int,
+        "silence after which a registered worker is declared dead",
+    ),
     ("--max-body-bytes", "ORCH8_MAX_BODY_BYTES", "max_body_bytes", int, "request body limit"),
-    ("--sqlite-synchronous", "ORCH8_SQLITE_SYNCHRONOUS", "sqlite_synchronous", str,
-     "NORMAL (survives process crashes) or FULL (also power loss)"),
+    (
+        "--sqlite-synchronous",
+        "ORCH8_SQLITE_SYNCHRONOUS",
+        "sqlite_synchronous",
+        str,
+        "NORMAL (survives process crashes) or FULL (also power loss)",
+    ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
 ]
 
@@ -40,7 +60,9 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     for flag, env, _, kind, help_text in _OPTIONS:
         parser.add_argument(flag, type=kind, default=None, help=f"{help_text} [{env}]")
     parser.add_argument(
-        "--api-key", action="append", default=None,
+        "--api-key",
+        action="append",
+        default=None,
         help="require this bearer API key (repeatable) [ORCH8_API_KEYS, comma-separated]",
     )
     parser.add_argument("--access-log", action="store_true", help="log every request")
@@ -67,8 +89,13 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
 def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
     if s.sqlite_synchronous.upper() not in ("NORMAL", "FULL"):
         parser.error("--sqlite-synchronous must be NORMAL or FULL")
-    for name in ("lease_ms", "reaper_interval_ms", "worker_heartbeat_ms",
-                 "worker_dead_after_ms", "max_body_bytes"):
+    for name in (
+        "lease_ms",
+        "reaper_interval_ms",
+        "worker_heartbeat_ms",
+        "worker_dead_after_ms",
+        "max_body_bytes",
+    ):
         if getattr(s, name) <= 0:
             parser.error(f"{name} must be positive")
     if s.db.startswith(("postgres://", "postgresql://")):
@@ -97,4 +124,11 @@ def main(argv: list[str] | None = None) -> None:
         # Long-polls hold connections open for up to max_wait_ms.
         timeout_keep_alive=max(5, settings.max_wait_ms // 1000 + 5),
     )
-    uvicorn.Server(config).run()
+
+    class DrainingServer(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: object) -> None:
+            # Release long-polls first, or uvicorn would wait for each to time out.
+            app.state.engine.begin_drain()
+            super().handle_exit(sig, frame)
+
+    DrainingServer(config).run()

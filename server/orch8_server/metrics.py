@@ -18,16 +18,30 @@ class Metrics:
         self.completed = counter("orch8_tasks_completed_total", "Tasks completed.")
         self.failed = counter("orch8_tasks_failed_total", "Tasks that ended failed.")
         self.requeued = counter("orch8_tasks_requeued_total", "Attempts re-queued after a failure.")
-        self.reaped = counter("orch8_tasks_reaped_total", "Attempts ended by lease expiry or a lost worker.")
+        self.reaped = counter(
+            "orch8_tasks_reaped_total", "Attempts ended by lease expiry or a lost worker."
+        )
         self.cancelled = counter("orch8_tasks_cancelled_total", "Tasks cancelled.")
-        self.expired = Counter("orch8_tasks_expired_total", "Tasks expired unclaimed past good_until.",
-                               registry=self.registry)
-        self.depth = Gauge("orch8_queue_tasks", "Tasks per queue, handler and state.",
-                           ("queue", "handler", "state"), registry=self.registry)
-        self.pollers = Gauge("orch8_queue_active_pollers", "Active pollers per queue and handler.",
-                             labels, registry=self.registry)
-        self.waiting = Gauge("orch8_polls_waiting", "Long-polls currently waiting.",
-                             registry=self.registry)
+        self.expired = Counter(
+            "orch8_tasks_expired_total",
+            "Tasks expired unclaimed past good_until.",
+            registry=self.registry,
+        )
+        self.depth = Gauge(
+            "orch8_queue_tasks",
+            "Tasks per queue, handler and state.",
+            ("queue", "handler", "state"),
+            registry=self.registry,
+        )
+        self.pollers = Gauge(
+            "orch8_queue_active_pollers",
+            "Active pollers per queue and handler.",
+            labels,
+            registry=self.registry,
+        )
+        self.waiting = Gauge(
+            "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
+        )
 
     def render(self, stats: list[dict], waiting: int) -> bytes:
         self.depth.clear()

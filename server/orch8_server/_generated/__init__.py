@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.0.0"
-SPEC_SHA256 = "485f3ec54274432d8273e3f8f414d05a4d86c9c5d9b0a0ebe01ae27df5aef76b"
+SPEC_SHA256 = "b42e785bd93a038a6b5f3775fef225f71a1a5bdb5da5ac43181d78a84fe9f072"

@@ -9,6 +9,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from orch8_server.config import Settings
 from orch8_server.http import routes_tasks, routes_workers
@@ -23,8 +24,11 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     if exc.status_code == 404:
         problem = Problem("not_found", f"no route {request.method} {request.url.path}")
     elif exc.status_code == 405:
-        problem = Problem("method_not_allowed", f"{request.method} is not allowed on {request.url.path}",
-                          headers=dict(exc.headers or {}))
+        problem = Problem(
+            "method_not_allowed",
+            f"{request.method} is not allowed on {request.url.path}",
+            headers=dict(exc.headers or {}),
+        )
     else:
         problem = Problem("validation_error", str(exc.detail))
     return problem_response(problem, request.url.path)
@@ -32,6 +36,25 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     return internal_problem(request, exc)
+
+
+def _routes() -> list[Route]:
+    """One Route per path, dispatching on the method, so a 405 names every allowed method."""
+    by_path: dict[str, dict] = {}
+    for method, path, handler in [*routes_tasks.operations, *routes_workers.operations]:
+        by_path.setdefault(path, {})[method] = handler
+    routes = []
+    for path, handlers in by_path.items():
+        if len(handlers) == 1:
+            ((method, handler),) = handlers.items()
+            routes.append(Route(path, handler, methods=[method]))
+            continue
+
+        async def dispatch(request: Request, handlers: dict = handlers) -> Response:
+            return await handlers.get(request.method, handlers.get("GET"))(request)
+
+        routes.append(Route(path, dispatch, methods=list(handlers)))
+    return routes
 
 
 def create_app(settings: Settings) -> Starlette:
@@ -46,7 +69,7 @@ def create_app(settings: Settings) -> Starlette:
             await engine.stop()
 
     app = Starlette(
-        routes=[*routes_tasks.routes, *routes_workers.routes],
+        routes=_routes(),
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

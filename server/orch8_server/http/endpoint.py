@@ -32,16 +32,24 @@ def json_response(body: Any, status: int = 200) -> Response:
 
 
 def problem_response(problem: Problem, instance: str | None = None) -> Response:
-    return Response(orjson.dumps(problem.body(instance)), status_code=problem.status,
-                    media_type=PROBLEM, headers=problem.headers)
+    return Response(
+        orjson.dumps(problem.body(instance)),
+        status_code=problem.status,
+        media_type=PROBLEM,
+        headers=problem.headers,
+    )
 
 
 def internal_problem(request: Request, exc: BaseException) -> Response:
     rid = ids.request_id()
-    log.error("unhandled error", exc_info=exc,
-              extra={"request_id": rid, "method": request.method, "path": request.url.path})
-    return problem_response(Problem(
-        "internal", f"an unexpected error occurred; see server logs for request {rid}"))
+    log.error(
+        "unhandled error",
+        exc_info=exc,
+        extra={"request_id": rid, "method": request.method, "path": request.url.path},
+    )
+    return problem_response(
+        Problem("internal", f"an unexpected error occurred; see server logs for request {rid}")
+    )
 
 
 @dataclass
@@ -75,8 +83,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def endpoint(
-    path: str, method: str, body_schema: str | None = None, *,
-    body_required: bool = False, public: bool = False,
+    path: str,
+    method: str,
+    body_schema: str | None = None,
+    *,
+    body_required: bool = False,
+    public: bool = False,
 ) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
     """Wrap `handler` with the shared pipeline for the operation at `method path`."""
     params_of = ParamValidator(path, method.lower())
@@ -94,16 +106,23 @@ def endpoint(
                     raw = await _read_body(request, settings.max_body_bytes)
                     if raw.strip():
                         if not _is_json(request.headers.get("content-type", "")):
-                            raise Problem("unsupported_media_type",
-                                          "send the body as Content-Type: application/json")
+                            raise Problem(
+                                "unsupported_media_type",
+                                "send the body as Content-Type: application/json",
+                            )
                         try:
                             body = orjson.loads(raw)
                         except orjson.JSONDecodeError as exc:
-                            raise Problem("malformed_json", f"body is not valid JSON: {exc}") from None
+                            raise Problem(
+                                "malformed_json", f"body is not valid JSON: {exc}"
+                            ) from None
                         validate_body(body)
                     elif body_required:
-                        raise Problem("validation_error", "a JSON request body is required",
-                                      errors=[{"pointer": "", "detail": "request body is required"}])
+                        raise Problem(
+                            "validation_error",
+                            "a JSON request body is required",
+                            errors=[{"pointer": "", "detail": "request body is required"}],
+                        )
                 return await handler(Call(request, params, body))
             except Problem as problem:
                 return problem_response(problem, request.url.path)
@@ -122,5 +141,8 @@ def _authorize(request: Request, keys: frozenset[str]) -> None:
     token = token.strip()
     if scheme.lower() == "bearer" and token and any(hmac.compare_digest(token, k) for k in keys):
         return
-    raise Problem("unauthorized", "missing or invalid bearer API key",
-                  headers={"WWW-Authenticate": 'Bearer realm="orch8"'})
+    raise Problem(
+        "unauthorized",
+        "missing or invalid bearer API key",
+        headers={"WWW-Authenticate": 'Bearer realm="orch8"'},
+    )

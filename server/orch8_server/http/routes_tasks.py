@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from orch8_server.http.endpoint import Call, endpoint, json_response
 from orch8_server.lifecycle.engine import Engine
@@ -25,8 +24,11 @@ async def _disconnected(request: Request) -> None:
 
 def _check_open(engine: Engine) -> None:
     if engine.draining:
-        raise Problem("unavailable", "server is shutting down; poll another replica",
-                      headers={"Retry-After": "1"})
+        raise Problem(
+            "unavailable",
+            "server is shutting down; poll another replica",
+            headers={"Retry-After": "1"},
+        )
 
 
 @endpoint("/tasks", "POST", "NewTask", body_required=True)
@@ -54,8 +56,11 @@ async def list_tasks(call: Call) -> Response:
     )
     for name in ("created_after", "created_before"):
         if name in p and getattr(flt, name) is None:
-            raise Problem("validation_error", f"{name} must be an RFC 3339 date-time",
-                          errors=[{"pointer": f"#/query/{name}", "detail": "must be an RFC 3339 date-time"}])
+            raise Problem(
+                "validation_error",
+                f"{name} must be an RFC 3339 date-time",
+                errors=[{"pointer": f"#/query/{name}", "detail": "must be an RFC 3339 date-time"}],
+            )
     page = await _engine(call).tasks.list(flt, p.get("limit", 50), p.get("cursor"))
     return json_response(page)
 
@@ -130,20 +135,20 @@ async def fail_tasks(call: Call) -> Response:
     return json_response(await _engine(call).leases.fail_batch(call.body["items"]))
 
 
-routes = [
-    Route("/tasks", enqueue_task, methods=["POST"]),
-    Route("/tasks", list_tasks, methods=["GET"]),
-    Route("/tasks/batch", enqueue_tasks, methods=["POST"]),
-    Route("/tasks/{task_id}", get_task, methods=["GET"]),
-    Route("/tasks/{task_id}/cancel", cancel_task, methods=["POST"]),
-    Route("/tasks/{task_id}/retry", retry_task, methods=["POST"]),
-    Route("/tasks/{task_id}/attempts", list_task_attempts, methods=["GET"]),
-    Route("/workers/tasks/poll", poll_task, methods=["POST"]),
-    Route("/workers/tasks/poll/batch", poll_tasks, methods=["POST"]),
-    Route("/workers/tasks/complete/batch", complete_tasks, methods=["POST"]),
-    Route("/workers/tasks/fail/batch", fail_tasks, methods=["POST"]),
-    Route("/workers/tasks/{task_id}/complete", complete_task, methods=["POST"]),
-    Route("/workers/tasks/{task_id}/fail", fail_task, methods=["POST"]),
-    Route("/workers/tasks/{task_id}/heartbeat", heartbeat_task, methods=["POST"]),
-    Route("/workers/tasks/{task_id}/release", release_task, methods=["POST"]),
+operations = [
+    ("POST", "/tasks", enqueue_task),
+    ("GET", "/tasks", list_tasks),
+    ("POST", "/tasks/batch", enqueue_tasks),
+    ("GET", "/tasks/{task_id}", get_task),
+    ("POST", "/tasks/{task_id}/cancel", cancel_task),
+    ("POST", "/tasks/{task_id}/retry", retry_task),
+    ("GET", "/tasks/{task_id}/attempts", list_task_attempts),
+    ("POST", "/workers/tasks/poll", poll_task),
+    ("POST", "/workers/tasks/poll/batch", poll_tasks),
+    ("POST", "/workers/tasks/complete/batch", complete_tasks),
+    ("POST", "/workers/tasks/fail/batch", fail_tasks),
+    ("POST", "/workers/tasks/{task_id}/complete", complete_task),
+    ("POST", "/workers/tasks/{task_id}/fail", fail_task),
+    ("POST", "/workers/tasks/{task_id}/heartbeat", heartbeat_task),
+    ("POST", "/workers/tasks/{task_id}/release", release_task),
 ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from starlette.responses import Response
-from starlette.routing import Route
 
 from orch8_server import __version__, timefmt
 from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
@@ -41,22 +40,36 @@ async def heartbeat_worker(call: Call) -> Response:
     return json_response(await _engine(call).workers.heartbeat(call.params["worker_id"], call.body))
 
 
-def _directive(path: str, directive: str):  # noqa: ANN202
+def _directive(path: str, directive: str):
     @endpoint(path, "POST")
     async def set_directive(call: Call) -> Response:
-        return json_response(await _engine(call).workers.set_directive(call.params["worker_id"], directive))
+        return json_response(
+            await _engine(call).workers.set_directive(call.params["worker_id"], directive)
+        )
 
     return set_directive
 
 
 async def queue_rows(engine: Engine, queue_name: str | None) -> list[dict]:
     now = timefmt.now_ms()
-    stats = {(r["queue_name"], r["handler_name"]): r for r in await engine.storage.queue_stats(queue_name)}
+    stats = {
+        (r["queue_name"], r["handler_name"]): r
+        for r in await engine.storage.queue_stats(queue_name)
+    }
     for pair in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue still shows up
         if queue_name is None or pair[0] == queue_name:
-            stats.setdefault(pair, {"queue_name": pair[0], "handler_name": pair[1], "pending": 0,
-                                    "scheduled": 0, "running": 0, "failed": 0,
-                                    "oldest_pending_run_at": None})
+            stats.setdefault(
+                pair,
+                {
+                    "queue_name": pair[0],
+                    "handler_name": pair[1],
+                    "pending": 0,
+                    "scheduled": 0,
+                    "running": 0,
+                    "failed": 0,
+                    "oldest_pending_run_at": None,
+                },
+            )
     rows = []
     for (queue, handler), s in sorted(stats.items()):
         oldest = s.pop("oldest_pending_run_at")
@@ -85,7 +98,9 @@ async def get_readiness(call: Call) -> Response:
     try:
         await engine.storage.ping()
     except Exception as exc:
-        raise Problem("unavailable", f"storage unreachable: {exc}", headers={"Retry-After": "1"}) from None
+        raise Problem(
+            "unavailable", f"storage unreachable: {exc}", headers={"Retry-After": "1"}
+        ) from None
     return json_response({"status": "ok", "checks": {"storage": "ok"}})
 
 
@@ -99,35 +114,43 @@ async def get_metrics(call: Call) -> Response:
 @endpoint("/info", "GET")
 async def get_server_info(call: Call) -> Response:
     s = _engine(call).settings
-    return json_response({
-        "name": "orch8-server",
-        "version": __version__,
-        "spec_version": SPEC_VERSION,
-        "spec_sha256": SPEC_SHA256,
-        "storage": _engine(call).storage.kind,
-        "defaults": {
-            "lease_ms": s.lease_ms, "wait_ms": s.default_wait_ms, "max_wait_ms": s.max_wait_ms,
-            "reaper_interval_ms": s.reaper_interval_ms,
-            "worker_heartbeat_interval_ms": s.worker_heartbeat_ms,
-            "worker_dead_after_ms": s.worker_dead_after_ms,
-            "max_attempts": 3, "max_batch_size": 100,
-        },
-    })
+    return json_response(
+        {
+            "name": "orch8-server",
+            "version": __version__,
+            "spec_version": SPEC_VERSION,
+            "spec_sha256": SPEC_SHA256,
+            "storage": _engine(call).storage.kind,
+            "defaults": {
+                "lease_ms": s.lease_ms,
+                "wait_ms": s.default_wait_ms,
+                "max_wait_ms": s.max_wait_ms,
+                "reaper_interval_ms": s.reaper_interval_ms,
+                "worker_heartbeat_interval_ms": s.worker_heartbeat_ms,
+                "worker_dead_after_ms": s.worker_dead_after_ms,
+                "max_attempts": 3,
+                "max_batch_size": 100,
+            },
+        }
+    )
 
 
-routes = [
-    Route("/workers", register_worker, methods=["POST"]),
-    Route("/workers", list_workers, methods=["GET"]),
-    Route("/workers/{worker_id}", get_worker, methods=["GET"]),
-    Route("/workers/{worker_id}", deregister_worker, methods=["DELETE"]),
-    Route("/workers/{worker_id}/heartbeat", heartbeat_worker, methods=["POST"]),
-    Route("/workers/{worker_id}/quiet", _directive("/workers/{worker_id}/quiet", "quiet"), methods=["POST"]),
-    Route("/workers/{worker_id}/resume", _directive("/workers/{worker_id}/resume", "running"), methods=["POST"]),
-    Route("/workers/{worker_id}/terminate", _directive("/workers/{worker_id}/terminate", "terminate"),
-          methods=["POST"]),
-    Route("/queues", get_queue_stats, methods=["GET"]),
-    Route("/health/live", get_liveness, methods=["GET"]),
-    Route("/health/ready", get_readiness, methods=["GET"]),
-    Route("/metrics", get_metrics, methods=["GET"]),
-    Route("/info", get_server_info, methods=["GET"]),
+operations = [
+    ("POST", "/workers", register_worker),
+    ("GET", "/workers", list_workers),
+    ("GET", "/workers/{worker_id}", get_worker),
+    ("DELETE", "/workers/{worker_id}", deregister_worker),
+    ("POST", "/workers/{worker_id}/heartbeat", heartbeat_worker),
+    ("POST", "/workers/{worker_id}/quiet", _directive("/workers/{worker_id}/quiet", "quiet")),
+    ("POST", "/workers/{worker_id}/resume", _directive("/workers/{worker_id}/resume", "running")),
+    (
+        "POST",
+        "/workers/{worker_id}/terminate",
+        _directive("/workers/{worker_id}/terminate", "terminate"),
+    ),
+    ("GET", "/queues", get_queue_stats),
+    ("GET", "/health/live", get_liveness),
+    ("GET", "/health/ready", get_readiness),
+    ("GET", "/metrics", get_metrics),
+    ("GET", "/info", get_server_info),
 ]

@@ -34,7 +34,7 @@ def _rewrite_refs(node: Any) -> Any:
         out = {}
         for key, value in node.items():
             if key == "$ref" and isinstance(value, str) and value.startswith(_REF):
-                out[key] = "#/definitions/" + value[len(_REF):]
+                out[key] = "#/definitions/" + value[len(_REF) :]
             elif key in ("example", "examples"):
                 continue
             else:
@@ -51,8 +51,11 @@ def _definitions() -> dict[str, Any]:
 
 
 def _document(schema: dict[str, Any]) -> dict[str, Any]:
-    return {"$schema": "http://json-schema.org/draft-07/schema#", **_rewrite_refs(schema),
-            "definitions": _definitions()}
+    return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        **_rewrite_refs(schema),
+        "definitions": _definitions(),
+    }
 
 
 class SchemaValidator:
@@ -61,7 +64,9 @@ class SchemaValidator:
     def __init__(self, schema: dict[str, Any], pointer_prefix: str = "") -> None:
         doc = _document(schema)
         self._fast = fastjsonschema.compile(doc)
-        self._full = jsonschema.Draft7Validator(doc, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER)
+        self._full = jsonschema.Draft7Validator(
+            doc, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+        )
         self._prefix = pointer_prefix
 
     def __call__(self, value: Any) -> Any:
@@ -73,7 +78,9 @@ class SchemaValidator:
     def _problem(self, value: Any, fast_error: fastjsonschema.JsonSchemaValueException) -> Problem:
         errors = []
         for err in sorted(self._full.iter_errors(value), key=lambda e: list(e.absolute_path)):
-            pointer = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path)
+            pointer = "".join(
+                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path
+            )
             errors.append({"pointer": self._prefix + pointer, "detail": _short(err.message)})
         if not errors:  # the two engines disagree only on formats; trust the stricter one
             path = [p for p in (fast_error.path or [])[1:]]
@@ -81,8 +88,11 @@ class SchemaValidator:
             errors.append({"pointer": self._prefix + pointer, "detail": _short(fast_error.message)})
         errors = errors[:50]
         noun = "field is" if len(errors) == 1 else "fields are"
-        return Problem("validation_error", f"{len(errors)} {noun} invalid: {errors[0]['pointer'] or '/'} "
-                       f"{errors[0]['detail']}", errors=errors)
+        return Problem(
+            "validation_error",
+            f"{len(errors)} {noun} invalid: {errors[0]['pointer'] or '/'} {errors[0]['detail']}",
+            errors=errors,
+        )
 
 
 def _short(message: str) -> str:
@@ -109,8 +119,12 @@ class ParamValidator:
                 p = spec()["components"]["parameters"][p["$ref"].rsplit("/", 1)[1]]
             resolved.append(p)
         self._params = [
-            (p["name"], p["in"], SchemaValidator(p["schema"], f"#/{p['in']}/{p['name']}"),
-             _kind(p["schema"]))
+            (
+                p["name"],
+                p["in"],
+                SchemaValidator(p["schema"], f"#/{p['in']}/{p['name']}"),
+                _kind(p["schema"]),
+            )
             for p in resolved
         ]
 
@@ -136,8 +150,11 @@ class ParamValidator:
             except Problem as problem:
                 errors += problem.errors
         if errors:
-            raise Problem("validation_error", f"invalid parameter {errors[0]['pointer']}: {errors[0]['detail']}",
-                          errors=errors)
+            raise Problem(
+                "validation_error",
+                f"invalid parameter {errors[0]['pointer']}: {errors[0]['detail']}",
+                errors=errors,
+            )
         return out
 
 

@@ -42,6 +42,12 @@ class Engine:
         self.reaper.start()
         log.info("engine started", extra={"storage": self.storage.kind})
 
+    def begin_drain(self) -> None:
+        """Shutdown started: waiting polls return now, new polls get 503 (P-OBS-2);
+        complete, fail and heartbeat are still served so in-flight results land."""
+        self.draining = True
+        self.dispatcher.wake_all()
+
     async def stop(self) -> None:
         """Stop claiming, release waiting polls, stop the reaper, close storage."""
         self.draining = True

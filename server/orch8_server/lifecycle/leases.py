@@ -27,7 +27,9 @@ class Leases:
     # Claim -----------------------------------------------------------------------------
 
     async def poll(
-        self, body: dict[str, Any], limit: int,
+        self,
+        body: dict[str, Any],
+        limit: int,
         abandoned: Callable[[], Awaitable[Any]] | None = None,
     ) -> list[dict]:
         """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
@@ -61,7 +63,9 @@ class Leases:
                     gone = asyncio.ensure_future(abandoned())
                 woken = asyncio.ensure_future(waiter.event.wait())
                 waits = {woken} if gone is None else {woken, gone}
-                await asyncio.wait(waits, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    waits, timeout=remaining / 1000, return_when=asyncio.FIRST_COMPLETED
+                )
                 woken.cancel()
                 if gone is not None and gone.done():
                     return []
@@ -71,11 +75,18 @@ class Leases:
                 gone.cancel()
 
     async def _claim(
-        self, queue: str, handlers: list[str] | None, limit: int, lease_ms: int, worker_id: str | None,
+        self,
+        queue: str,
+        handlers: list[str] | None,
+        limit: int,
+        lease_ms: int,
+        worker_id: str | None,
     ) -> list[dict]:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            rows, expired = await tx.claim(queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id)
+            rows, expired = await tx.claim(
+                queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id
+            )
         metrics = self.engine.metrics
         if expired:
             metrics.expired.inc(expired)
@@ -85,7 +96,9 @@ class Leases:
 
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
 
-    async def _resolve(self, tx: Tx, task_id: str, lease_id: str | None, op: str) -> tuple[Row, Any]:
+    async def _resolve(
+        self, tx: Tx, task_id: str, lease_id: str | None, op: str
+    ) -> tuple[Row, Any]:
         """Return (row, _ACT) when the call acts on the current lease, or (row, reply)
         for an idempotent repeat; raise the matching problem otherwise."""
         row = await tx.get_task(task_id)
@@ -95,7 +108,9 @@ class Leases:
             return row, _ACT
         if lease_id is None and row["status"] == "cancelled":
             raise task_cancelled(task_id)
-        attempt = await (tx.get_attempt(task_id, lease_id) if lease_id else tx.latest_attempt(task_id))
+        attempt = await (
+            tx.get_attempt(task_id, lease_id) if lease_id else tx.latest_attempt(task_id)
+        )
         if attempt is not None:
             if attempt["outcome"] == op and attempt["reply"] is not None:
                 return row, attempt["reply"]
@@ -103,12 +118,22 @@ class Leases:
                 raise task_cancelled(task_id)
         raise lease_lost(task_id, lease_id)
 
-    async def _end_attempt(self, tx: Tx, row: Row, now: int, outcome: str, error: Any, reply: Any) -> None:
-        await tx.insert_attempt({
-            "task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
-            "worker_id": row["worker_id"], "started_at": row["lease_started_at"], "ended_at": now,
-            "outcome": outcome, "error": error, "reply": reply,
-        })
+    async def _end_attempt(
+        self, tx: Tx, row: Row, now: int, outcome: str, error: Any, reply: Any
+    ) -> None:
+        await tx.insert_attempt(
+            {
+                "task_id": row["id"],
+                "lease_id": row["lease_id"],
+                "attempt": row["attempt"],
+                "worker_id": row["worker_id"],
+                "started_at": row["lease_started_at"],
+                "ended_at": now,
+                "outcome": outcome,
+                "error": error,
+                "reply": reply,
+            }
+        )
 
     # Complete / fail ---------------------------------------------------------------------
 
@@ -117,11 +142,18 @@ class Leases:
             reply, _ = await self._complete(tx, task_id, body, timefmt.now_ms())
         return reply
 
-    async def _complete(self, tx: Tx, task_id: str, body: dict[str, Any], now: int) -> tuple[dict, bool]:
+    async def _complete(
+        self, tx: Tx, task_id: str, body: dict[str, Any], now: int
+    ) -> tuple[dict, bool]:
         row, act = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
         if act is not _ACT:
             return act, False
-        fields = {"status": "completed", "output": body.get("output"), "finished_at": now, "updated_at": now}
+        fields = {
+            "status": "completed",
+            "output": body.get("output"),
+            "finished_at": now,
+            "updated_at": now,
+        }
         await tx.update_task(task_id, fields)
         row.update(fields)
         reply = views.outcome(row)
@@ -136,13 +168,20 @@ class Leases:
         self._after_fail(row, now)
         return reply
 
-    async def _fail(self, tx: Tx, task_id: str, body: dict[str, Any], now: int) -> tuple[dict, Row | None]:
+    async def _fail(
+        self, tx: Tx, task_id: str, body: dict[str, Any], now: int
+    ) -> tuple[dict, Row | None]:
         row, act = await self._resolve(tx, task_id, body.get("lease_id"), "failed")
         if act is not _ACT:
             return act, None
         retryable = bool(body.get("retryable", False))
         code = body.get("code") or DEFAULT_FAILURE_CODE
-        error = {"message": body["error"], "code": code, "retryable": retryable, "details": body.get("details")}
+        error = {
+            "message": body["error"],
+            "code": code,
+            "retryable": retryable,
+            "details": body.get("details"),
+        }
         fields: Row = {"error": error, "updated_at": now}
         if "checkpoint" in body:
             fields["checkpoint"] = body["checkpoint"]  # P-CKPT-1
@@ -245,7 +284,9 @@ class Leases:
                 try:
                     reply, row = await self._fail(tx, item["task_id"], item, now)
                     rows.append(row)
-                    out.append(_item(reply, "failed" if reply["status"] == "failed" else "requeued"))
+                    out.append(
+                        _item(reply, "failed" if reply["status"] == "failed" else "requeued")
+                    )
                 except Problem as problem:
                     out.append(_item_error(item["task_id"], problem))
         for row in rows:
@@ -255,14 +296,21 @@ class Leases:
 
 def _item(reply: dict, status: str) -> dict:
     return {
-        "task_id": reply["task_id"], "status": status, "attempt": reply["attempt"],
-        "attempts_left": reply["attempts_left"], "next_attempt_at": reply["next_attempt_at"],
+        "task_id": reply["task_id"],
+        "status": status,
+        "attempt": reply["attempt"],
+        "attempts_left": reply["attempts_left"],
+        "next_attempt_at": reply["next_attempt_at"],
         "problem": None,
     }
 
 
 def _item_error(task_id: str, problem: Problem) -> dict:
     return {
-        "task_id": task_id, "status": "error", "attempt": None, "attempts_left": None,
-        "next_attempt_at": None, "problem": problem.item(),
+        "task_id": task_id,
+        "status": "error",
+        "attempt": None,
+        "attempts_left": None,
+        "next_attempt_at": None,
+        "problem": problem.item(),
     }

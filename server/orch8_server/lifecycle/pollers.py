@@ -35,7 +35,8 @@ class PollerRegistry:
         """(queue, handler) pairs with an active poller, `*` pairs excluded."""
         horizon = now - self.window_ms
         return [
-            pair for pair, pollers in self._seen.items()
+            pair
+            for pair, pollers in self._seen.items()
             if pair[1] != ANY_HANDLER and any(t >= horizon for t in pollers.values())
         ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -39,10 +40,8 @@ class Reaper:
                 await self.tick()
             except Exception:  # keep reaping: one bad tick must not stop reclamation
                 log.exception("reaper tick failed")
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stop.wait(), timeout=interval)
-            except TimeoutError:
-                pass
 
     async def tick(self) -> None:
         engine = self.engine
@@ -66,15 +65,25 @@ class Reaper:
         await engine.workers.sweep_dead(now)
         engine.pollers.prune(now)
 
-    async def reclaim(self, tx: Tx, rows: list[Row], code: str, message: str, now: int) -> list[Row]:
+    async def reclaim(
+        self, tx: Tx, rows: list[Row], code: str, message: str, now: int
+    ) -> list[Row]:
         """End each running attempt as `code`; it counts as an attempt (P-LEASE-6)."""
         error = {"message": message, "code": code, "retryable": True, "details": None}
         for row in rows:
-            await tx.insert_attempt({
-                "task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
-                "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
-                "ended_at": now, "outcome": code, "error": error, "reply": None,
-            })
+            await tx.insert_attempt(
+                {
+                    "task_id": row["id"],
+                    "lease_id": row["lease_id"],
+                    "attempt": row["attempt"],
+                    "worker_id": row["worker_id"],
+                    "started_at": row["lease_started_at"],
+                    "ended_at": now,
+                    "outcome": code,
+                    "error": error,
+                    "reply": None,
+                }
+            )
             if row["attempt"] < row["max_attempts"]:
                 fields = {"status": "pending", "run_at": now, "error": error, "updated_at": now}
             else:
@@ -93,4 +102,6 @@ class Reaper:
             else:
                 self.engine.dispatcher.wake(*labels)
         if rows:
-            log.info("reclaimed tasks", extra={"count": len(rows), "code": rows[0]["error"]["code"]})
+            log.info(
+                "reclaimed tasks", extra={"count": len(rows), "code": rows[0]["error"]["code"]}
+            )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
@@ -33,11 +32,8 @@ def _instant(body: dict[str, Any], name: str, pointer: str) -> int | None:
 
 def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
     """Build the row of a new task from a validated NewTask body (P-TASK-1)."""
-    if "run_at" in body and "delay_ms" in body:
-        raise _field_problem(f"{pointer}/delay_ms", "send run_at or delay_ms, not both")
     run_at = _instant(body, "run_at", pointer)
-    if run_at is None:
-        run_at = now + int(body.get("delay_ms", 0))
+    run_at = (now if run_at is None else run_at) + int(body.get("delay_ms", 0))  # P-TASK-1
     good_until = _instant(body, "good_until", pointer)
     policy = effective_policy(body.get("retry"))
     status = "scheduled" if run_at > now else "pending"
@@ -77,28 +73,22 @@ def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
 
 
 def encode_cursor(seq: int) -> str:
-    return base64.urlsafe_b64encode(f"seq:{seq}".encode()).decode().rstrip("=")
+    return str(seq)
 
 
 def decode_cursor(cursor: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, value = raw.partition(":")
-        if kind == "seq" and value.isdigit():
-            return int(value)
-    except (ValueError, UnicodeDecodeError):
-        pass
-    raise Problem(
-        "validation_error", "cursor is not one this server issued",
-        errors=[{"pointer": "#/query/cursor", "detail": "unknown cursor"}],
-    )
+    """A cursor is a position in the task log; tasks before it come next (the contract
+    pins it to 1-19 digits, so every valid cursor means something)."""
+    return min(int(cursor), 2**63 - 1)
 
 
 class Tasks:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    async def enqueue(self, bodies: list[dict[str, Any]], pointer_prefix: str) -> tuple[list[dict], bool]:
+    async def enqueue(
+        self, bodies: list[dict[str, Any]], pointer_prefix: str
+    ) -> tuple[list[dict], bool]:
         """Create tasks atomically; returns their views and whether any was new."""
         now = timefmt.now_ms()
         rows = [
@@ -114,7 +104,9 @@ class Tasks:
             if created:
                 metrics.enqueued.labels(row["queue_name"], row["handler_name"]).inc()
                 if row["status"] in ("pending", "scheduled"):
-                    self.engine.made_claimable(row["queue_name"], row["handler_name"], row["run_at"], now)
+                    self.engine.made_claimable(
+                        row["queue_name"], row["handler_name"], row["run_at"], now
+                    )
                 elif row["status"] == "expired":
                     metrics.expired.inc()
         return [views.task(row) for row, _ in results], any(created for _, created in results)
@@ -156,16 +148,32 @@ class Tasks:
             if status == "cancelled":
                 return views.task(row)
             if status in ("completed", "failed", "expired"):
-                raise Problem("invalid_state", f"task {task_id} is {status}; only unfinished tasks can be cancelled")
-            fields = {"status": "cancelled", "finished_at": now, "updated_at": now, "cancel_reason": reason}
+                raise Problem(
+                    "invalid_state",
+                    f"task {task_id} is {status}; only unfinished tasks can be cancelled",
+                )
+            fields = {
+                "status": "cancelled",
+                "finished_at": now,
+                "updated_at": now,
+                "cancel_reason": reason,
+            }
             if status == "running":
                 # The lease holder hears of it through heartbeats; its lease id stays on the
                 # row so complete/fail answer task_cancelled, not lease_lost (P-CANCEL-2).
-                await tx.insert_attempt({
-                    "task_id": task_id, "lease_id": row["lease_id"], "attempt": row["attempt"],
-                    "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
-                    "ended_at": now, "outcome": "cancelled", "error": None, "reply": None,
-                })
+                await tx.insert_attempt(
+                    {
+                        "task_id": task_id,
+                        "lease_id": row["lease_id"],
+                        "attempt": row["attempt"],
+                        "worker_id": row["worker_id"],
+                        "started_at": row["lease_started_at"],
+                        "ended_at": now,
+                        "outcome": "cancelled",
+                        "error": None,
+                        "reply": None,
+                    }
+                )
             await tx.update_task(task_id, fields)
             row.update(fields)
         self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()

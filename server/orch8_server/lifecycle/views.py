@@ -66,7 +66,11 @@ def claimed_task(row: Row) -> dict[str, Any]:
         "good_until": iso_or_none(row["good_until"]),
         "created_at": created,
         # Seed 000 reads attempt metadata here.
-        "metadata": {"attempt": row["attempt"], "max_attempts": row["max_attempts"], "created_at": created},
+        "metadata": {
+            "attempt": row["attempt"],
+            "max_attempts": row["max_attempts"],
+            "created_at": created,
+        },
     }
 
 
@@ -84,15 +88,26 @@ def attempt(row: Row) -> dict[str, Any]:
 
 def running_attempt(row: Row) -> dict[str, Any]:
     """The attempt in progress, synthesised from the task's current lease."""
-    return attempt({
-        "attempt": row["attempt"], "lease_id": row["lease_id"], "worker_id": row["worker_id"],
-        "started_at": row["lease_started_at"], "ended_at": None, "outcome": "running", "error": None,
-    })
+    return attempt(
+        {
+            "attempt": row["attempt"],
+            "lease_id": row["lease_id"],
+            "worker_id": row["worker_id"],
+            "started_at": row["lease_started_at"],
+            "ended_at": None,
+            "outcome": "running",
+            "error": None,
+        }
+    )
 
 
 def outcome(row: Row, error_code: str | None = None) -> dict[str, Any]:
     status = row["status"]
-    left = 0 if status in ("failed", "cancelled", "expired") else max(0, row["max_attempts"] - row["attempt"])
+    left = (
+        0
+        if status in ("failed", "cancelled", "expired")
+        else max(0, row["max_attempts"] - row["attempt"])
+    )
     return {
         "task_id": row["id"],
         "status": status,

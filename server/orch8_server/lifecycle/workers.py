@@ -31,11 +31,18 @@ class Workers:
     @staticmethod
     def _new_row(worker_id: str, body: dict[str, Any], now: int) -> Row:
         return {
-            "worker_id": worker_id, "state": "running", "directive": "running",
-            "hostname": body.get("hostname"), "pid": body.get("pid"),
-            "handlers": body.get("handlers", []), "queues": body.get("queues", []),
-            "concurrency": body.get("concurrency"), "labels": body.get("labels", {}),
-            "sdk": body.get("sdk"), "registered_at": now, "last_heartbeat_at": now,
+            "worker_id": worker_id,
+            "state": "running",
+            "directive": "running",
+            "hostname": body.get("hostname"),
+            "pid": body.get("pid"),
+            "handlers": body.get("handlers", []),
+            "queues": body.get("queues", []),
+            "concurrency": body.get("concurrency"),
+            "labels": body.get("labels", {}),
+            "sdk": body.get("sdk"),
+            "registered_at": now,
+            "last_heartbeat_at": now,
         }
 
     async def register(self, body: dict[str, Any]) -> dict:
@@ -72,8 +79,11 @@ class Workers:
             await tx.update_worker(worker_id, {"state": state, "last_heartbeat_at": now})
             held = {t["id"]: t for t in await tx.tasks_by_ids(task_ids)}
             for task_id in task_ids:
-                answers.append(await self._task_status(tx, held.get(task_id), task_id, worker_id,
-                                                       lease_override, now))
+                answers.append(
+                    await self._task_status(
+                        tx, held.get(task_id), task_id, worker_id, lease_override, now
+                    )
+                )
         return {
             "directive": row["directive"],
             "heartbeat_interval_ms": self.engine.settings.worker_heartbeat_ms,
@@ -81,18 +91,37 @@ class Workers:
         }
 
     async def _task_status(
-        self, tx: Tx, task: Row | None, task_id: str, worker_id: str, lease_override: int | None, now: int,
+        self,
+        tx: Tx,
+        task: Row | None,
+        task_id: str,
+        worker_id: str,
+        lease_override: int | None,
+        now: int,
     ) -> dict:
         if task is not None and task["worker_id"] == worker_id:
             if task["status"] == "running":
                 expires = now + int(lease_override or task["lease_ms"])
                 await tx.update_task(task_id, {"lease_expires_at": expires, "updated_at": now})
-                return {"task_id": task_id, "lease_expires_at": timefmt.iso(expires),
-                        "cancel_requested": False, "lease_lost": False}
+                return {
+                    "task_id": task_id,
+                    "lease_expires_at": timefmt.iso(expires),
+                    "cancel_requested": False,
+                    "lease_lost": False,
+                }
             if task["status"] == "cancelled":
-                return {"task_id": task_id, "lease_expires_at": None,
-                        "cancel_requested": True, "lease_lost": False}
-        return {"task_id": task_id, "lease_expires_at": None, "cancel_requested": False, "lease_lost": True}
+                return {
+                    "task_id": task_id,
+                    "lease_expires_at": None,
+                    "cancel_requested": True,
+                    "lease_lost": False,
+                }
+        return {
+            "task_id": task_id,
+            "lease_expires_at": None,
+            "cancel_requested": False,
+            "lease_lost": True,
+        }
 
     async def set_directive(self, worker_id: str, directive: str) -> dict:
         """P-WORKER-4: the directive reaches the worker with its next heartbeat."""
@@ -112,11 +141,14 @@ class Workers:
             row = await tx.get_worker(worker_id)
             if row is None:
                 raise not_found("worker", worker_id)
-            await tx.update_worker(worker_id, {"state": "deregistered", "last_heartbeat_at": now})
+            await tx.delete_worker(worker_id)
             row.update(state="deregistered", last_heartbeat_at=now)
             reclaimed = await self.engine.reaper.reclaim(
-                tx, await tx.running_tasks_of(worker_id), "worker_lost",
-                f"worker {worker_id} deregistered while holding the task", now,
+                tx,
+                await tx.running_tasks_of(worker_id),
+                "worker_lost",
+                f"worker {worker_id} deregistered while holding the task",
+                now,
             )
         self.engine.reaper.after_reclaim(reclaimed, now)
         return self._view(row, 0)
@@ -130,8 +162,11 @@ class Workers:
             for worker in dead:
                 await tx.update_worker(worker["worker_id"], {"state": "dead"})
                 reclaimed += await self.engine.reaper.reclaim(
-                    tx, await tx.running_tasks_of(worker["worker_id"]), "worker_lost",
-                    f"worker {worker['worker_id']} stopped heartbeating", now,
+                    tx,
+                    await tx.running_tasks_of(worker["worker_id"]),
+                    "worker_lost",
+                    f"worker {worker['worker_id']} stopped heartbeating",
+                    now,
                 )
         for worker in dead:
             log.warning("worker declared dead", extra={"worker_id": worker["worker_id"]})

@@ -16,19 +16,60 @@ from typing import Any, Protocol
 Row = dict[str, Any]
 
 TASK_COLUMNS = (
-    "seq", "id", "handler_name", "queue_name", "status", "priority", "params", "context",
-    "headers", "attempt", "max_attempts", "retry", "run_at", "good_until",
-    "idempotency_key", "created_at", "updated_at", "started_at", "finished_at", "worker_id",
-    "lease_id", "lease_expires_at", "lease_ms", "lease_started_at", "output", "error",
-    "checkpoint", "progress", "cancel_reason",
+    "seq",
+    "id",
+    "handler_name",
+    "queue_name",
+    "status",
+    "priority",
+    "params",
+    "context",
+    "headers",
+    "attempt",
+    "max_attempts",
+    "retry",
+    "run_at",
+    "good_until",
+    "idempotency_key",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "worker_id",
+    "lease_id",
+    "lease_expires_at",
+    "lease_ms",
+    "lease_started_at",
+    "output",
+    "error",
+    "checkpoint",
+    "progress",
+    "cancel_reason",
 )
 ATTEMPT_COLUMNS = (
-    "task_id", "lease_id", "attempt", "worker_id", "started_at", "ended_at", "outcome",
-    "error", "reply",
+    "task_id",
+    "lease_id",
+    "attempt",
+    "worker_id",
+    "started_at",
+    "ended_at",
+    "outcome",
+    "error",
+    "reply",
 )
 WORKER_COLUMNS = (
-    "worker_id", "state", "directive", "hostname", "pid", "handlers", "queues",
-    "concurrency", "labels", "sdk", "registered_at", "last_heartbeat_at",
+    "worker_id",
+    "state",
+    "directive",
+    "hostname",
+    "pid",
+    "handlers",
+    "queues",
+    "concurrency",
+    "labels",
+    "sdk",
+    "registered_at",
+    "last_heartbeat_at",
 )
 
 
@@ -59,8 +100,14 @@ class Tx(Protocol):
     async def latest_attempt(self, task_id: str) -> Row | None: ...
 
     async def claim(
-        self, queue_name: str, handler_names: list[str] | None, limit: int, now: int,
-        lease_ms: int, worker_id: str | None, new_lease_id: Any,
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
     ) -> tuple[list[Row], int]:
         """Claim up to `limit` pending tasks, priority then FIFO (P-ORDER-1); pending
         tasks past good_until met on the way become expired (P-EXPIRE-1). Returns the
@@ -81,6 +128,8 @@ class Tx(Protocol):
 
     async def update_worker(self, worker_id: str, fields: Row) -> None: ...
 
+    async def delete_worker(self, worker_id: str) -> None: ...
+
     async def silent_workers(self, before: int) -> list[Row]: ...
 
 
@@ -97,7 +146,9 @@ class Storage(Protocol):
 
     async def get_task(self, task_id: str) -> Row | None: ...
 
-    async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]: ...
+    async def list_tasks(
+        self, flt: TaskFilter, limit: int, before_seq: int | None
+    ) -> list[Row]: ...
 
     async def list_attempts(self, task_id: str) -> list[Row]: ...
 

@@ -164,7 +164,9 @@ class SqliteTx:
         if not task_ids:
             return []
         marks = ",".join("?" * len(task_ids))
-        return [_task(r) for r in self.c.execute(_TASK_SELECT + f" WHERE id IN ({marks})", task_ids)]
+        return [
+            _task(r) for r in self.c.execute(_TASK_SELECT + f" WHERE id IN ({marks})", task_ids)
+        ]
 
     async def update_task(self, task_id: str, fields: Row) -> None:
         values = _encode(fields, _TASK_JSON)
@@ -193,8 +195,14 @@ class SqliteTx:
         return None if raw is None else _decode(ATTEMPT_COLUMNS, _ATTEMPT_JSON, raw)
 
     async def claim(
-        self, queue_name: str, handler_names: list[str] | None, limit: int, now: int,
-        lease_ms: int, worker_id: str | None, new_lease_id: Any,
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
     ) -> tuple[list[Row], int]:
         claimed: list[Row] = []
         expired = 0
@@ -205,22 +213,30 @@ class SqliteTx:
                 # tasks_claim_handler and reads at most `want` rows (P-ORDER-1).
                 candidates: list[Row] = []
                 for name in handler_names:
-                    candidates += [_task(r) for r in self.c.execute(
-                        _TASK_SELECT + " WHERE status = 'pending' AND queue_name = ? "
-                        "AND handler_name = ? ORDER BY priority, seq LIMIT ?",
-                        (queue_name, name, want),
-                    )]
+                    candidates += [
+                        _task(r)
+                        for r in self.c.execute(
+                            _TASK_SELECT + " WHERE status = 'pending' AND queue_name = ? "
+                            "AND handler_name = ? ORDER BY priority, seq LIMIT ?",
+                            (queue_name, name, want),
+                        )
+                    ]
                 candidates.sort(key=lambda r: (r["priority"], r["seq"]))
                 candidates = candidates[:want]
             else:
-                candidates = [_task(r) for r in self.c.execute(
-                    _TASK_SELECT + " WHERE status = 'pending' AND queue_name = ? "
-                    "ORDER BY priority, seq LIMIT ?",
-                    (queue_name, want),
-                )]
+                candidates = [
+                    _task(r)
+                    for r in self.c.execute(
+                        _TASK_SELECT + " WHERE status = 'pending' AND queue_name = ? "
+                        "ORDER BY priority, seq LIMIT ?",
+                        (queue_name, want),
+                    )
+                ]
             if not candidates:
                 break
-            stale = [r for r in candidates if r["good_until"] is not None and r["good_until"] <= now]
+            stale = [
+                r for r in candidates if r["good_until"] is not None and r["good_until"] <= now
+            ]
             if stale:  # P-EXPIRE-1: never delivered, even when the claim races the deadline
                 self.c.executemany(
                     "UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? WHERE seq = ?",
@@ -232,13 +248,29 @@ class SqliteTx:
             updates = []
             for row in fresh:
                 row.update(
-                    status="running", attempt=row["attempt"] + 1, lease_id=new_lease_id(),
-                    lease_expires_at=now + lease_ms, lease_ms=lease_ms, lease_started_at=now,
-                    worker_id=worker_id, updated_at=now,
+                    status="running",
+                    attempt=row["attempt"] + 1,
+                    lease_id=new_lease_id(),
+                    lease_expires_at=now + lease_ms,
+                    lease_ms=lease_ms,
+                    lease_started_at=now,
+                    worker_id=worker_id,
+                    updated_at=now,
                     started_at=row["started_at"] if row["started_at"] is not None else now,
                 )
-                updates.append((row["attempt"], row["lease_id"], row["lease_expires_at"], lease_ms,
-                                now, worker_id, now, row["started_at"], row["seq"]))
+                updates.append(
+                    (
+                        row["attempt"],
+                        row["lease_id"],
+                        row["lease_expires_at"],
+                        lease_ms,
+                        now,
+                        worker_id,
+                        now,
+                        row["started_at"],
+                        row["seq"],
+                    )
+                )
             self.c.executemany(
                 "UPDATE tasks SET status = 'running', attempt = ?, lease_id = ?, "
                 "lease_expires_at = ?, lease_ms = ?, lease_started_at = ?, worker_id = ?, "
@@ -268,16 +300,22 @@ class SqliteTx:
         return cur.rowcount
 
     async def expired_leases(self, now: int, limit: int) -> list[Row]:
-        return [_task(r) for r in self.c.execute(
-            _TASK_SELECT + " WHERE status = 'running' AND lease_expires_at <= ? "
-            "ORDER BY lease_expires_at LIMIT ?",
-            (now, limit),
-        )]
+        return [
+            _task(r)
+            for r in self.c.execute(
+                _TASK_SELECT + " WHERE status = 'running' AND lease_expires_at <= ? "
+                "ORDER BY lease_expires_at LIMIT ?",
+                (now, limit),
+            )
+        ]
 
     async def running_tasks_of(self, worker_id: str) -> list[Row]:
-        return [_task(r) for r in self.c.execute(
-            _TASK_SELECT + " WHERE worker_id = ? AND status = 'running'", (worker_id,)
-        )]
+        return [
+            _task(r)
+            for r in self.c.execute(
+                _TASK_SELECT + " WHERE worker_id = ? AND status = 'running'", (worker_id,)
+            )
+        ]
 
     async def get_worker(self, worker_id: str) -> Row | None:
         raw = self.c.execute(_WORKER_SELECT + " WHERE worker_id = ?", (worker_id,)).fetchone()
@@ -294,14 +332,22 @@ class SqliteTx:
     async def update_worker(self, worker_id: str, fields: Row) -> None:
         values = _encode(fields, _WORKER_JSON)
         sets = ", ".join(f"{k} = ?" for k in values)
-        self.c.execute(f"UPDATE workers SET {sets} WHERE worker_id = ?", [*values.values(), worker_id])
+        self.c.execute(
+            f"UPDATE workers SET {sets} WHERE worker_id = ?", [*values.values(), worker_id]
+        )
+
+    async def delete_worker(self, worker_id: str) -> None:
+        self.c.execute("DELETE FROM workers WHERE worker_id = ?", (worker_id,))
 
     async def silent_workers(self, before: int) -> list[Row]:
-        return [_decode(WORKER_COLUMNS, _WORKER_JSON, r) for r in self.c.execute(
-            _WORKER_SELECT + " WHERE state IN ('running', 'quiet', 'terminating') "
-            "AND last_heartbeat_at < ?",
-            (before,),
-        )]
+        return [
+            _decode(WORKER_COLUMNS, _WORKER_JSON, r)
+            for r in self.c.execute(
+                _WORKER_SELECT + " WHERE state IN ('running', 'quiet', 'terminating') "
+                "AND last_heartbeat_at < ?",
+                (before,),
+            )
+        ]
 
 
 class SqliteStorage:
@@ -380,12 +426,17 @@ class SqliteStorage:
             where.append("seq < ?")
             args.append(before_seq)
         sql = _TASK_SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        return [_task(r) for r in self.c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*args, limit])]
+        return [
+            _task(r) for r in self.c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*args, limit])
+        ]
 
     async def list_attempts(self, task_id: str) -> list[Row]:
-        return [_decode(ATTEMPT_COLUMNS, _ATTEMPT_JSON, r) for r in self.c.execute(
-            _ATTEMPT_SELECT + " WHERE task_id = ? ORDER BY started_at, attempt", (task_id,)
-        )]
+        return [
+            _decode(ATTEMPT_COLUMNS, _ATTEMPT_JSON, r)
+            for r in self.c.execute(
+                _ATTEMPT_SELECT + " WHERE task_id = ? ORDER BY started_at, attempt", (task_id,)
+            )
+        ]
 
     async def queue_stats(self, queue_name: str | None) -> list[Row]:
         q = " AND queue_name = ?" if queue_name is not None else ""
@@ -393,27 +444,39 @@ class SqliteStorage:
         stats: dict[tuple[str, str], Row] = {}
 
         def slot(queue: str, handler: str) -> Row:
-            return stats.setdefault((queue, handler), {
-                "queue_name": queue, "handler_name": handler, "pending": 0, "scheduled": 0,
-                "running": 0, "failed": 0, "oldest_pending_run_at": None,
-            })
+            return stats.setdefault(
+                (queue, handler),
+                {
+                    "queue_name": queue,
+                    "handler_name": handler,
+                    "pending": 0,
+                    "scheduled": 0,
+                    "running": 0,
+                    "failed": 0,
+                    "oldest_pending_run_at": None,
+                },
+            )
 
         for queue, handler, n, oldest in self.c.execute(
             "SELECT queue_name, handler_name, COUNT(*), MIN(run_at) FROM tasks "
-            "WHERE status = 'pending'" + q + " GROUP BY queue_name, handler_name", args
+            "WHERE status = 'pending'" + q + " GROUP BY queue_name, handler_name",
+            args,
         ):
             s = slot(queue, handler)
             s["pending"], s["oldest_pending_run_at"] = n, oldest
         for status in ("scheduled", "running", "failed"):
             for queue, handler, n in self.c.execute(
                 "SELECT queue_name, handler_name, COUNT(*) FROM tasks "
-                "WHERE status = ?" + q + " GROUP BY queue_name, handler_name", (status, *args)
+                "WHERE status = ?" + q + " GROUP BY queue_name, handler_name",
+                (status, *args),
             ):
                 slot(queue, handler)[status] = n
         return list(stats.values())
 
     async def next_scheduled_at(self) -> int | None:
-        return self.c.execute("SELECT MIN(run_at) FROM tasks WHERE status = 'scheduled'").fetchone()[0]
+        return self.c.execute(
+            "SELECT MIN(run_at) FROM tasks WHERE status = 'scheduled'"
+        ).fetchone()[0]
 
     async def get_worker(self, worker_id: str) -> Row | None:
         return await SqliteTx(self.c).get_worker(worker_id)
@@ -422,15 +485,19 @@ class SqliteStorage:
         sql, args = _WORKER_SELECT, ()
         if state is not None:
             sql, args = sql + " WHERE state = ?", (state,)
-        return [_decode(WORKER_COLUMNS, _WORKER_JSON, r) for r in self.c.execute(
-            sql + " ORDER BY last_heartbeat_at DESC", args
-        )]
+        return [
+            _decode(WORKER_COLUMNS, _WORKER_JSON, r)
+            for r in self.c.execute(sql + " ORDER BY last_heartbeat_at DESC", args)
+        ]
 
     async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]:
         if not worker_ids:
             return {}
         marks = ",".join("?" * len(worker_ids))
-        return dict(self.c.execute(
-            f"SELECT worker_id, COUNT(*) FROM tasks WHERE status = 'running' "
-            f"AND worker_id IN ({marks}) GROUP BY worker_id", worker_ids
-        ).fetchall())
+        return dict(
+            self.c.execute(
+                f"SELECT worker_id, COUNT(*) FROM tasks WHERE status = 'running' "
+                f"AND worker_id IN ({marks}) GROUP BY worker_id",
+                worker_ids,
+            ).fetchall()
+        )

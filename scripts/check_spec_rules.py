@@ -1,0 +1,75 @@
+"""House rules for openapi.yaml that the generic linter does not cover.
+
+Usage: check_spec_rules.py [SPEC]. Exits 1 listing every violation.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import yaml
+
+METHODS = ("get", "post", "put", "patch", "delete")
+FORBIDDEN_SCHEMA_NAMES = ("Client", "Response", "Error", "Request")
+
+
+def _deref(spec: dict, node: dict) -> dict:
+    while "$ref" in node:
+        section, name = node["$ref"].split("/")[-2:]
+        node = spec["components"][section][name]
+    return node
+
+
+def violations(spec: dict) -> list[str]:
+    found: list[str] = []
+    seen_ids: set[str] = set()
+    for path, item in spec["paths"].items():
+        for method in (m for m in METHODS if m in item):
+            op = item[method]
+            where = f"{method.upper()} {path}"
+            op_id = op.get("operationId")
+            if not op_id:
+                found.append(f"{where}: no operationId")
+            elif op_id in seen_ids:
+                found.append(f"{where}: duplicate operationId {op_id}")
+            seen_ids.add(op_id or "")
+            responses = op.get("responses", {})
+            if not path.startswith("/health/") and not any(str(c).startswith("4") for c in responses):
+                found.append(f"{where}: documents no 4xx problem response")
+            if "default" not in responses:
+                found.append(f"{where}: no default (problem+json) response")
+            for code, response in responses.items():
+                content = _deref(spec, response).get("content", {})
+                if (str(code).startswith(("4", "5")) or code == "default") and list(content) != ["application/problem+json"]:
+                    found.append(f"{where} {code}: error responses must be application/problem+json only")
+                media = content.get("application/json")
+                if media is not None and "example" not in media and "examples" not in media:
+                    found.append(f"{where} {code}: JSON response without an example")
+            body = op.get("requestBody")
+            if body is not None:
+                for kind, media in _deref(spec, body).get("content", {}).items():
+                    if "example" not in media and "examples" not in media:
+                        found.append(f"{where}: {kind} request body without an example")
+                    if "$ref" not in media.get("schema", {}):
+                        found.append(f"{where}: request body schema must be a named component")
+    for name in spec["components"]["schemas"]:
+        if any(bad in name for bad in FORBIDDEN_SCHEMA_NAMES):
+            found.append(f"schema {name}: names containing {FORBIDDEN_SCHEMA_NAMES} collide in generators")
+    return found
+
+
+def main() -> int:
+    spec_path = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parent.parent / "openapi.yaml")
+    problems = violations(yaml.safe_load(spec_path.read_text()))
+    for problem in problems:
+        print(f"spec rule: {problem}", file=sys.stderr)
+    if problems:
+        print(f"{len(problems)} house-rule violation(s) in {spec_path}", file=sys.stderr)
+        return 1
+    print(f"spec rules: {spec_path.name} follows the house rules")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

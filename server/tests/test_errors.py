@@ -1,0 +1,114 @@
+"""Bad input gets a problem+json with the right status and a stable code (P-ERR-1..3)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from conftest import assert_problem, enqueue
+
+
+def test_malformed_json(api: httpx.Client) -> None:
+    r = api.post(
+        "/tasks", content=b'{"handler_name": ', headers={"content-type": "application/json"}
+    )
+    assert_problem(r, 400, "malformed_json")
+
+
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"handler_name": "x", "priority": False}, "/priority"),
+        ({"handler_name": "x", "priority": "1"}, "/priority"),
+        ({"handler_name": "x", "priority": 1.5}, "/priority"),
+        ({"handler_name": "x", "priority": 10**7}, "/priority"),
+        ({"handler_name": ""}, "/handler_name"),
+        ({"handler_name": "x", "surprise": 1}, ""),
+        ({"handler_name": "x", "retry": {"max_attempts": 0}}, "/retry/max_attempts"),
+        ({"handler_name": "x", "run_at": "yesterday"}, "/run_at"),
+        ({"handler_name": "x", "run_at": "2026-13-01T00:00:00Z"}, "/run_at"),
+        ({"params": {}}, ""),
+    ],
+)
+def test_wrong_types_and_ranges_point_at_the_field(
+    api: httpx.Client, body: dict, pointer: str
+) -> None:
+    problem = assert_problem(api.post("/tasks", json=body), 422, "validation_error")
+    assert pointer in [e["pointer"] for e in problem["errors"]], problem
+
+
+def test_integral_float_is_an_integer_as_in_json_schema(api: httpx.Client, name: str) -> None:
+    r = api.post("/tasks", json={"handler_name": name, "priority": 27.0})
+    assert r.status_code == 201 and r.json()["priority"] == 27
+
+
+def test_delay_is_added_to_run_at(api: httpx.Client, name: str) -> None:
+    """P-TASK-1."""
+    r = api.post(
+        "/tasks", json={"handler_name": name, "run_at": "2030-01-01T00:00:00Z", "delay_ms": 1500}
+    )
+    assert r.status_code == 201 and r.json()["run_at"] == "2030-01-01T00:00:01.500Z"
+
+
+def test_wrong_content_type(api: httpx.Client) -> None:
+    r = api.post(
+        "/tasks",
+        content=b"handler_name=x",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert_problem(r, 415, "unsupported_media_type")
+
+
+def test_oversize_body_and_batch(api: httpx.Client) -> None:
+    huge = {"handler_name": "x", "params": {"blob": "a" * 1_100_000}}
+    assert_problem(api.post("/tasks", json=huge), 413, "payload_too_large")
+    chunked = api.post(
+        "/tasks",
+        content=iter([b'{"handler_name": "x", "params": {"b": "', b"a" * 1_100_000, b'"}}']),
+        headers={"content-type": "application/json"},
+    )
+    assert_problem(chunked, 413, "payload_too_large")
+    batch = {"tasks": [{"handler_name": "x"}] * 101}
+    problem = assert_problem(api.post("/tasks/batch", json=batch), 422, "validation_error")
+    assert problem["errors"][0]["pointer"] == "/tasks"
+    poll = api.post("/workers/tasks/poll/batch", json={"batch_size": 101})
+    assert_problem(poll, 422, "validation_error")
+
+
+def test_missing_body_and_bad_parameters(api: httpx.Client) -> None:
+    assert_problem(api.post("/tasks"), 422, "validation_error")
+    assert_problem(api.post("/workers/tasks/x/fail"), 422, "validation_error")
+    problem = assert_problem(api.get("/tasks", params={"limit": "ten"}), 422, "validation_error")
+    assert problem["errors"][0]["pointer"] == "#/query/limit"
+    assert_problem(api.get("/tasks", params={"limit": 0}), 422, "validation_error")
+    assert_problem(api.get("/tasks", params={"status": "done"}), 422, "validation_error")
+    assert_problem(api.get("/tasks/bad%20id"), 422, "validation_error")
+
+
+def test_unknown_route_and_method(api: httpx.Client) -> None:
+    assert_problem(api.get("/nope"), 404, "not_found")
+    r = assert_problem(api.delete("/tasks"), 405, "method_not_allowed")
+    assert r["detail"]
+
+
+def test_complete_of_pending_task_without_lease(api: httpx.Client, name: str) -> None:
+    task = enqueue(api, name)
+    assert_problem(api.post(f"/workers/tasks/{task['id']}/complete", json={}), 409, "lease_lost")
+    assert_problem(api.post(f"/workers/tasks/{task['id']}/heartbeat"), 409, "lease_lost")
+
+
+def test_api_keys_protect_every_route_but_health(start_server) -> None:
+    """P-AUTH-1."""
+    server = start_server(**{"api-key": ["k1", "k2"]})
+    with httpx.Client(base_url=server.url) as c:
+        assert (
+            c.get("/health/live").status_code == 200 and c.get("/health/ready").status_code == 200
+        )
+        for path in ("/tasks", "/queues", "/metrics", "/info", "/workers"):
+            problem = assert_problem(c.get(path), 401, "unauthorized")
+            assert problem["code"] == "unauthorized"
+        assert_problem(
+            c.get("/tasks", headers={"Authorization": "Bearer nope"}), 401, "unauthorized"
+        )
+        assert c.get("/tasks", headers={"Authorization": "Bearer k2"}).status_code == 200
+        r = c.post("/tasks", json={"handler_name": "x"}, headers={"Authorization": "Bearer k1"})
+        assert r.status_code == 201

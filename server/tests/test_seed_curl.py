@@ -1,0 +1,52 @@
+"""Seed 000's curl calls, run verbatim with bash and curl (only the address differs)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+from conftest import enqueue
+
+SEED = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "000_73cd677872d35844.txt"
+
+
+def _seed_block() -> str:
+    text = SEED.read_text()
+    start = text.index("# Poll for a task")
+    end = text.index("Worker API#")
+    return text[start:end].strip()
+
+
+def test_seed_curl_calls_work_verbatim(api: httpx.Client, server) -> None:
+    assert shutil.which("curl") and shutil.which("jq"), (
+        "the seed's calls need curl and jq (make setup installs them)"
+    )
+    script = _seed_block().replace("http://localhost:3001", server.url)
+    assert script.count("curl") == 3
+    # The seed completes and then fails the same task; run them as two scenarios.
+    poll_and_complete = script[: script.index("# Or fail the task")]
+    poll_and_fail = re.sub(r"# Complete the task.*?(?=# Or fail the task)", "", script, flags=re.S)
+    for part, expected in [(poll_and_complete, "completed"), (poll_and_fail, "scheduled")]:
+        task = enqueue(api, "process_image", retry={"initial_backoff_ms": 60000})
+        out = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", part + '\necho "TASK_ID=$TASK_ID"'],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        ).stdout
+        assert f"TASK_ID={task['id']}" in out
+        assert api.get(f"/tasks/{task['id']}").json()["status"] == expected
+
+
+def test_seed_heartbeat_curl_with_empty_body(api: httpx.Client, server) -> None:
+    task = enqueue(api, "process_image_hb")
+    api.post("/workers/tasks/poll", json={"handler_names": ["process_image_hb"], "wait_ms": 0})
+    cmd = f"curl -s -X POST {server.url}/workers/tasks/{task['id']}/heartbeat"
+    out = subprocess.run(
+        ["bash", "-c", cmd], capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    assert '"lease_expires_at"' in out

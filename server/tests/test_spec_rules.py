@@ -1,0 +1,52 @@
+"""The house-rule spec check passes on the contract and fails on a broken copy."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+
+import yaml
+from conftest import REPO
+
+_spec = importlib.util.spec_from_file_location(
+    "check_spec_rules", REPO / "scripts" / "check_spec_rules.py"
+)
+rules = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(rules)
+
+
+def _contract() -> dict:
+    return yaml.safe_load((REPO / "openapi.yaml").read_text())
+
+
+def test_contract_follows_house_rules() -> None:
+    assert rules.violations(_contract()) == []
+
+
+def test_each_rule_catches_its_fault() -> None:
+    base = _contract()
+    cases = []
+    spec = copy.deepcopy(base)
+    del spec["paths"]["/tasks/{task_id}/cancel"]["post"]["requestBody"]["content"][
+        "application/json"
+    ]["example"]
+    cases.append((spec, "request body without an example"))
+    spec = copy.deepcopy(base)
+    spec["paths"]["/tasks"]["get"]["operationId"] = "enqueueTask"
+    cases.append((spec, "duplicate operationId"))
+    spec = copy.deepcopy(base)
+    spec["paths"]["/queues"]["get"]["responses"] = {
+        "200": base["paths"]["/queues"]["get"]["responses"]["200"]
+    }
+    cases.append((spec, "documents no 4xx"))
+    spec = copy.deepcopy(base)
+    spec["components"]["responses"]["NotFound"]["content"] = {
+        "application/json": {"schema": {"type": "object"}}
+    }
+    cases.append((spec, "must be application/problem+json"))
+    spec = copy.deepcopy(base)
+    spec["components"]["schemas"]["TaskResponse"] = {"type": "object"}
+    cases.append((spec, "collide in generators"))
+    for broken, expected in cases:
+        found = rules.violations(broken)
+        assert any(expected in v for v in found), (expected, found)
