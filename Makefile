@@ -13,6 +13,8 @@ help:
 	@echo "make lint             validate and lint openapi.yaml, lint every package"
 	@echo "make generate         regenerate all code derived from openapi.yaml"
 	@echo "make check-generated  fail if any generated code is stale"
+	@echo "make conformance      run every SDK's worker loop against the server (scenario matrix)"
+	@echo "make bench [QUICK=1]  measure throughput, latency and memory"
 	@echo "packages: $(PACKAGES)"
 
 setup:
@@ -34,3 +36,9 @@ check-generated: setup
 
 test: setup lint check-generated
 	@scripts/run-tests.sh $(PACKAGES)
+
+conformance: setup
+	@$(MAKE) --no-print-directory -C conformance conformance
+
+bench: setup
+	@$(MAKE) --no-print-directory -C bench bench QUICK=$(QUICK)

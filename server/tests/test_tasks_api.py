@@ -166,3 +166,31 @@ def test_unknown_task_is_404_everywhere(api: httpx.Client) -> None:
         ("POST", "/workers/tasks/task_nope/release", {}),
     ]:
         assert_problem(api.request(method, path, json=body), 404, "not_found")
+
+
+def test_operator_resolves_pending_and_running_tasks_by_hand(api: httpx.Client, name: str) -> None:
+    """P-MANUAL-1."""
+    pending = enqueue(api, name)
+    r = api.post(
+        f"/tasks/{pending['id']}/complete",
+        json={"output": {"by": "hand"}, "reason": "no worker yet"},
+    )
+    assert (
+        r.status_code == 200
+        and r.json()["status"] == "completed"
+        and r.json()["output"] == {"by": "hand"}
+    )
+    assert_problem(
+        api.post(f"/tasks/{pending['id']}/fail", json={"error": "x"}), 409, "invalid_state"
+    )
+
+    enqueue(api, name)
+    running = claim(api, name, worker_id=name)
+    r = api.post(f"/tasks/{running['id']}/fail", json={"error": "stuck worker"})
+    assert r.json()["status"] == "failed" and r.json()["error"]["code"] == "manual"
+    beat = api.post(f"/workers/{name}/heartbeat", json={"active_task_ids": [running["id"]]}).json()
+    assert beat["tasks"][0]["lease_lost"] is True
+    late = api.post(
+        f"/workers/tasks/{running['id']}/complete", json={"lease_id": running["lease"]["id"]}
+    )
+    assert_problem(late, 409, "task_cancelled")

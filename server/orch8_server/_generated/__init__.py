@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.0.0"
-SPEC_SHA256 = "b42e785bd93a038a6b5f3775fef225f71a1a5bdb5da5ac43181d78a84fe9f072"
+SPEC_SHA256 = "f851c51e85ed83e30c6e95609a04f87549f0bfd5022eec6e5f6b599a2b464a13"

@@ -139,6 +139,17 @@ class TaskRetry(TypedDict, closed=True):
     max_attempts: NotRequired[int]
 
 
+class ManualCompletion(TypedDict, closed=True):
+    output: NotRequired[Any]
+    reason: NotRequired[str]
+
+
+class ManualFailure(TypedDict, closed=True):
+    error: str
+    code: NotRequired[str]
+    details: NotRequired[JsonObject]
+
+
 AttemptOutcome: TypeAlias = Literal[
     'running',
     'completed',

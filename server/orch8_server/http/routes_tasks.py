@@ -81,6 +81,20 @@ async def retry_task(call: Call) -> Response:
     return json_response(await _engine(call).tasks.retry(call.params["task_id"], call.body))
 
 
+@endpoint("/tasks/{task_id}/complete", "POST", "ManualCompletion")
+async def complete_task_manually(call: Call) -> Response:
+    task = await _engine(call).tasks.resolve_manually(
+        call.params["task_id"], "completed", call.body
+    )
+    return json_response(task)
+
+
+@endpoint("/tasks/{task_id}/fail", "POST", "ManualFailure", body_required=True)
+async def fail_task_manually(call: Call) -> Response:
+    task = await _engine(call).tasks.resolve_manually(call.params["task_id"], "failed", call.body)
+    return json_response(task)
+
+
 @endpoint("/tasks/{task_id}/attempts", "GET")
 async def list_task_attempts(call: Call) -> Response:
     return json_response(await _engine(call).tasks.attempts(call.params["task_id"]))
@@ -143,6 +157,8 @@ operations = [
     ("POST", "/tasks/{task_id}/cancel", cancel_task),
     ("POST", "/tasks/{task_id}/retry", retry_task),
     ("GET", "/tasks/{task_id}/attempts", list_task_attempts),
+    ("POST", "/tasks/{task_id}/complete", complete_task_manually),
+    ("POST", "/tasks/{task_id}/fail", fail_task_manually),
     ("POST", "/workers/tasks/poll", poll_task),
     ("POST", "/workers/tasks/poll/batch", poll_tasks),
     ("POST", "/workers/tasks/complete/batch", complete_tasks),

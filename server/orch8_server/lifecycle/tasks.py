@@ -179,6 +179,51 @@ class Tasks:
         self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
         return views.task(row)
 
+    async def resolve_manually(self, task_id: str, outcome: str, body: dict[str, Any]) -> dict:
+        """P-MANUAL-1: an operator completes or fails a pending, scheduled or running task."""
+        now = timefmt.now_ms()
+        async with self.engine.storage.transaction() as tx:
+            row = await tx.get_task(task_id)
+            if row is None:
+                raise not_found("task", task_id)
+            if row["status"] not in ("pending", "scheduled", "running"):
+                raise Problem(
+                    "invalid_state",
+                    f"task {task_id} is {row['status']}; only unfinished tasks can be resolved",
+                )
+            fields: Row = {"status": outcome, "finished_at": now, "updated_at": now}
+            if outcome == "completed":
+                fields["output"] = body.get("output")
+            else:
+                fields["error"] = {
+                    "message": body["error"],
+                    "code": body.get("code", "manual"),
+                    "retryable": False,
+                    "details": body.get("details"),
+                }
+            if row["status"] == "running":
+                # The worker's attempt is over: it sees lease_lost, its complete gets 409.
+                await tx.insert_attempt(
+                    {
+                        "task_id": task_id,
+                        "lease_id": row["lease_id"],
+                        "attempt": row["attempt"],
+                        "worker_id": row["worker_id"],
+                        "started_at": row["lease_started_at"],
+                        "ended_at": now,
+                        "outcome": "cancelled",
+                        "error": None,
+                        "reply": None,
+                    }
+                )
+            await tx.update_task(task_id, fields)
+            row.update(fields)
+        counter = (
+            self.engine.metrics.completed if outcome == "completed" else self.engine.metrics.failed
+        )
+        counter.labels(row["queue_name"], row["handler_name"]).inc()
+        return views.task(row)
+
     async def retry(self, task_id: str, body: dict[str, Any]) -> dict:
         """P-RETRY-6: failed/cancelled/expired -> pending with a fresh attempt budget."""
         now = timefmt.now_ms()
