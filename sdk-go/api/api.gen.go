@@ -345,7 +345,7 @@ type NewTask struct {
 	// Context Any JSON object.
 	Context *JsonObject `json:"context,omitempty"`
 
-	// DelayMs Alternative to `run_at`, relative to now. Do not send both.
+	// DelayMs Added to `run_at` (so, alone, a delay from now).
 	DelayMs *int `json:"delay_ms,omitempty"`
 
 	// GoodUntil If still unclaimed at this instant the task becomes `expired` and is never delivered (P-EXPIRE-1).
@@ -370,7 +370,7 @@ type NewTask struct {
 	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
 	Retry *RetryPolicy `json:"retry,omitempty"`
 
-	// RunAt Not claimable before this instant (status `scheduled`).
+	// RunAt Not claimable before this instant (status `scheduled`). Defaults to now.
 	RunAt *time.Time `json:"run_at,omitempty"`
 }
 
@@ -844,7 +844,7 @@ type ListTasksParams struct {
 	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 	Limit         *int       `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// Cursor The `next_cursor` of the previous page.
+	// Cursor The `next_cursor` of the previous page (a position in the task log).
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
@@ -1279,7 +1279,8 @@ type ClientInterface interface {
 
 	// DeregisterWorker Deregister a worker
 	//
-	// Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+	// Removes the worker record; tasks it still holds are reclaimed at once, each counting
+	// as an attempt (P-WORKER-5).
 	//
 	// Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
 	DeregisterWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1987,7 +1988,8 @@ func (c *Client) ReleaseTask(ctx context.Context, taskId TaskIdPath, body Releas
 
 // DeregisterWorker Deregister a worker
 //
-// Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+// Removes the worker record; tasks it still holds are reclaimed at once, each counting
+// as an attempt (P-WORKER-5).
 //
 // Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
 func (c *Client) DeregisterWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3677,7 +3679,8 @@ type ClientWithResponsesInterface interface {
 
 	// DeregisterWorkerWithResponse Deregister a worker
 	//
-	// Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+	// Removes the worker record; tasks it still holds are reclaimed at once, each counting
+	// as an attempt (P-WORKER-5).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6541,7 +6544,8 @@ func (c *ClientWithResponses) ReleaseTaskWithResponse(ctx context.Context, taskI
 
 // DeregisterWorkerWithResponse Deregister a worker
 //
-// Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+// Removes the worker record; tasks it still holds are reclaimed at once, each counting
+// as an attempt (P-WORKER-5).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.0.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "485f3ec54274432d8273e3f8f414d05a4d86c9c5d9b0a0ebe01ae27df5aef76b"
+const SpecSHA256 = "b42e785bd93a038a6b5f3775fef225f71a1a5bdb5da5ac43181d78a84fe9f072"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -181,6 +182,24 @@ func newClient(t *testing.T, s *refServer, rec *recorder) *orch8.Client {
 	return c
 }
 
+// syncBuffer collects a worker's logs; they are printed only when its test fails.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
 // runningWorker is a Worker running on its own goroutine.
 type runningWorker struct {
 	*orch8.Worker
@@ -193,6 +212,10 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 	if opts.WorkerID == "" {
 		opts.WorkerID = "go-" + t.Name()
 	}
+	logs := &syncBuffer{}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	w := orch8.NewWorker(c, opts)
 	for name, h := range handlers {
 		w.Handle(name, h)
@@ -200,7 +223,12 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 	ctx, cancel := context.WithCancel(context.Background())
 	rw := &runningWorker{Worker: w, cancel: cancel, done: make(chan error, 1)}
 	go func() { rw.done <- w.Run(ctx) }()
-	t.Cleanup(func() { rw.shutdown(t, 60*time.Second) })
+	t.Cleanup(func() {
+		rw.shutdown(t, 60*time.Second)
+		if t.Failed() {
+			t.Logf("worker log:\n%s", tail(logs.String(), 6000))
+		}
+	})
 	return rw
 }
 

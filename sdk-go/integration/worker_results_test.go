@@ -148,7 +148,11 @@ func TestConcurrencyNeverExceeded(t *testing.T) {
 			t.Fatalf("polled with batch_size %v", p.Body["batch_size"])
 		}
 	}
-	if st := w.Stats(); st.TasksClaimed != 12 || st.TasksCompleted != 12 || st.InFlight != 0 {
+	waitFor(t, 5*time.Second, "completions to be counted", func() bool {
+		st := w.Stats()
+		return st.TasksCompleted == 12 && st.InFlight == 0
+	})
+	if st := w.Stats(); st.TasksClaimed != 12 {
 		t.Fatalf("stats %+v", st)
 	}
 }
