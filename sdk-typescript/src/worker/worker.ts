@@ -185,10 +185,11 @@ export class Worker {
           concurrency: this.concurrency,
           labels: this.o.labels ?? {},
           sdk: USER_AGENT,
-        });
+        }, { signal: this.stopCtl.signal });
         this.obey(info.directive);
         return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
       } catch (err) {
+        if (this.stopCtl.signal.aborted) break; // stopped while registering
         // A wrong key or a rejected registration will not fix itself: fail run().
         if (err instanceof AuthError || err instanceof ValidationError || err instanceof NotFoundError) throw err;
         this.report("register", err);
@@ -248,7 +249,7 @@ export class Worker {
     const run = new TaskRun(task);
     this.runs.set(task.id, run);
     this.count("tasks_claimed");
-    run.done = this.executor.execute(run).finally(() => {
+    run.done = this.executor.execute(run).catch((err) => this.report("deliver", err, task.id)).finally(() => {
       run.phase = "done";
       this.runs.delete(task.id);
       this.wake.notify();

@@ -3,7 +3,7 @@
 // routing mock; the real-server behaviour is covered by test/integration.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { Orch8Client, Worker, type ErrorSite } from "../../src/index.js";
+import { AuthError, LeaseLostError, Orch8Client, Worker, type ErrorSite } from "../../src/index.js";
 import { json, problem, type Recorded } from "../helpers/mock-fetch.js";
 
 type Route = (req: Recorded, n: number) => Response | Promise<Response>;
@@ -141,4 +141,49 @@ test("directives act on change: quiet stops polling, running resumes, terminate 
   directive = "terminate";
   await run;
   assert.equal(m.count("DELETE /workers/w"), 1);
+});
+
+test("a rejected registration (401) fails run(); an outage at start is ridden out until stop()", async () => {
+  const denied = routed({ "POST /workers": () => problem(401, "unauthorized") });
+  const w1 = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: denied.fetch }), workerId: "w", handleSignals: false, handlers: { h: () => 1 } });
+  await assert.rejects(w1.run(), AuthError);
+  const down = routed({ "POST /workers": () => problem(503, "unavailable", { "Retry-After": "0" }) });
+  const w2 = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: down.fetch }), workerId: "w", handleSignals: false, handlers: { h: () => 1 } });
+  const run = w2.run();
+  await until(() => down.count("POST /workers") >= 5, "registration to be retried");
+  await w2.stop();
+  await run;
+  assert.equal(down.calls.filter((c) => c.key !== "POST /workers").length, 0, "no poll before registration");
+});
+
+test("the worker heartbeat lists held tasks and a lease_lost answer fires the handler's signal", async () => {
+  let reason: unknown;
+  const m = routed({
+    "POST /workers": () => json(200, worker("w")),
+    "POST /workers/w/heartbeat": (req) => {
+      const ids = (req.body as { active_task_ids: string[] }).active_task_ids;
+      return json(200, { directive: "running", heartbeat_interval_ms: 30, tasks: ids.map((id) => ({ task_id: id, lease_expires_at: null, cancel_requested: false, lease_lost: true })) });
+    },
+    "POST /workers/tasks/poll/batch": (req, n) => (n === 1 ? json(200, { tasks: [claimed("t3", 60_000)], next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
+    "DELETE /workers/w": () => json(200, worker("w")),
+  });
+  const w = new Worker({
+    client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch }), workerId: "w", handleSignals: false,
+    handlers: { h: (ctx) => new Promise((resolve) => ctx.signal.addEventListener("abort", () => { reason = ctx.signal.reason; resolve("stale"); })) },
+  });
+  const run = w.run();
+  await until(() => w.stats().tasks_lease_lost === 1 && w.stats().in_flight === 0, "the lease loss");
+  assert.ok(reason instanceof LeaseLostError);
+  const beat = m.calls.find((c) => c.key === "POST /workers/w/heartbeat" && (c.body as { active_task_ids: string[] }).active_task_ids.length > 0);
+  assert.deepEqual(beat?.body, { state: "running", active_task_ids: ["t3"] });
+  assert.equal(m.calls.filter((c) => c.url.pathname.endsWith("/complete")).length, 0, "no stale complete");
+  await w.stop();
+  await run;
+});
+
+test("a Worker needs handlers and a positive integer concurrency", () => {
+  const client = new Orch8Client({ baseUrl: "http://h:1" });
+  assert.throws(() => new Worker({ client, handlers: {} }), /at least one handler/);
+  assert.throws(() => new Worker({ client, handlers: { h: () => 1 }, concurrency: 0 }), /concurrency/);
+  assert.equal(new Worker({ client, handlers: { h: () => 1 } }).concurrency, 10);
 });
