@@ -1,0 +1,20 @@
+"""A worker module for the CLI tests: `orch8 worker tests.integration.app_worker:worker`."""
+
+from __future__ import annotations
+
+import os
+
+from orch8 import TaskContext, Worker
+
+worker = Worker(worker_id=os.environ.get("APP_WORKER_ID"), wait_ms=30000, grace_period=10)
+
+
+@worker.handler("echo")
+def echo(ctx: TaskContext) -> dict:
+    return {"echo": ctx.params}
+
+
+@worker.handler("sleepy")
+def sleepy(ctx: TaskContext) -> str:
+    cancelled = ctx.cancelled.wait(float(ctx.params.get("seconds", 1)))
+    return "cancelled" if cancelled else "slept"
