@@ -108,3 +108,33 @@ func (c *Client) ListTaskAttempts(ctx context.Context, taskID string) (*AttemptL
 			return first("listTaskAttempts", r, p.JSON200)
 		})
 }
+
+// CompleteTaskManually lets an operator complete a pending, scheduled or running task by
+// hand (P-MANUAL-1); its worker, if any, sees lease_lost. Not retried (P-SDK-2).
+func (c *Client) CompleteTaskManually(ctx context.Context, taskID string, body ManualCompletion) (*TaskRecord, error) {
+	return invoke(ctx, c, call{op: "completeTaskManually"},
+		func(ctx context.Context) (*http.Response, error) {
+			return c.raw.CompleteTaskManually(ctx, taskID, body)
+		},
+		func(r *http.Response) (*TaskRecord, error) {
+			p, err := api.ParseCompleteTaskManuallyResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("completeTaskManually", r, p.JSON200)
+		})
+}
+
+// FailTaskManually lets an operator fail a task permanently by hand (P-MANUAL-1; code
+// "manual" unless given). Not retried (P-SDK-2).
+func (c *Client) FailTaskManually(ctx context.Context, taskID string, body ManualFailure) (*TaskRecord, error) {
+	return invoke(ctx, c, call{op: "failTaskManually"},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.FailTaskManually(ctx, taskID, body) },
+		func(r *http.Response) (*TaskRecord, error) {
+			p, err := api.ParseFailTaskManuallyResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("failTaskManually", r, p.JSON200)
+		})
+}

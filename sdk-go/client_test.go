@@ -266,8 +266,11 @@ func TestUnsafeCallsAreNotRetried(t *testing.T) {
 	_, _ = c.Enqueue(ctx, NewTask{HandlerName: "echo"})
 	_, _ = c.CancelTask(ctx, "task_1", TaskCancellation{})
 	_, _ = c.RetryTask(ctx, "task_1", TaskRetry{})
-	if got := hits.Load(); got != 5 {
-		t.Fatalf("want exactly one request per unsafe call (5), got %d", got)
+	_, _ = c.CompleteTaskManually(ctx, "task_1", ManualCompletion{})
+	_, _ = c.FailTaskManually(ctx, "task_1", ManualFailure{Error: "x"})
+	_, _ = c.QuietWorker(ctx, "w1")
+	if got := hits.Load(); got != 8 {
+		t.Fatalf("want exactly one request per unsafe call (8), got %d", got)
 	}
 	hits.Store(0)
 	_, _ = c.Enqueue(ctx, NewTask{HandlerName: "echo", IdempotencyKey: Ptr("k")})

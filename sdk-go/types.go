@@ -17,6 +17,8 @@ type (
 	ListTasksParams       = api.ListTasksParams
 	TaskCancellation      = api.TaskCancellation
 	TaskRetry             = api.TaskRetry
+	ManualCompletion      = api.ManualCompletion
+	ManualFailure         = api.ManualFailure
 	AttemptList           = api.AttemptList
 	Attempt               = api.Attempt
 	RetryPolicy           = api.RetryPolicy

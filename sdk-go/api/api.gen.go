@@ -340,6 +340,25 @@ type Lease struct {
 // LeaseId defines model for LeaseId.
 type LeaseId = string
 
+// ManualCompletion defines model for ManualCompletion.
+type ManualCompletion struct {
+	// Output The result, any JSON value.
+	Output interface{} `json:"output,omitempty"`
+
+	// Reason Why an operator resolved it by hand.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// ManualFailure defines model for ManualFailure.
+type ManualFailure struct {
+	// Code Defaults to `manual`.
+	Code *string `json:"code,omitempty"`
+
+	// Details Any JSON object.
+	Details *JsonObject `json:"details,omitempty"`
+	Error   string      `json:"error"`
+}
+
 // NewTask defines model for NewTask.
 type NewTask struct {
 	// Context Any JSON object.
@@ -862,6 +881,12 @@ type EnqueueTasksJSONRequestBody = NewTaskBatch
 // CancelTaskJSONRequestBody defines body for CancelTask for application/json ContentType.
 type CancelTaskJSONRequestBody = TaskCancellation
 
+// CompleteTaskManuallyJSONRequestBody defines body for CompleteTaskManually for application/json ContentType.
+type CompleteTaskManuallyJSONRequestBody = ManualCompletion
+
+// FailTaskManuallyJSONRequestBody defines body for FailTaskManually for application/json ContentType.
+type FailTaskManuallyJSONRequestBody = ManualFailure
+
 // RetryTaskJSONRequestBody defines body for RetryTask for application/json ContentType.
 type RetryTaskJSONRequestBody = TaskRetry
 
@@ -1075,6 +1100,48 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
 	CancelTask(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompleteTaskManuallyWithBody Operator completes a task by hand
+	//
+	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+	// its worker sees `lease_lost` and its own complete gets 409.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+	CompleteTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompleteTaskManually Operator completes a task by hand
+	//
+	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+	// its worker sees `lease_lost` and its own complete gets 409.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+	CompleteTaskManually(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FailTaskManuallyWithBody Operator fails a task by hand
+	//
+	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+	FailTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FailTaskManually Operator fails a task by hand
+	//
+	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+	FailTaskManually(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryTaskWithBody Re-run a failed, cancelled or expired task
 	//
@@ -1565,6 +1632,88 @@ func (c *Client) CancelTaskWithBody(ctx context.Context, taskId TaskIdPath, cont
 // Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
 func (c *Client) CancelTask(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCancelTaskRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompleteTaskManuallyWithBody Operator completes a task by hand
+//
+// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+// its worker sees `lease_lost` and its own complete gets 409.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+func (c *Client) CompleteTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskManuallyRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompleteTaskManually Operator completes a task by hand
+//
+// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+// its worker sees `lease_lost` and its own complete gets 409.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+func (c *Client) CompleteTaskManually(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskManuallyRequest(c.Server, taskId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FailTaskManuallyWithBody Operator fails a task by hand
+//
+// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+// attempt ends `cancelled`; its worker sees `lease_lost`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+func (c *Client) FailTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskManuallyRequestWithBody(c.Server, taskId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FailTaskManually Operator fails a task by hand
+//
+// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+// attempt ends `cancelled`; its worker sees `lease_lost`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+func (c *Client) FailTaskManually(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskManuallyRequest(c.Server, taskId, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2601,6 +2750,100 @@ func NewCancelTaskRequestWithBody(server string, taskId TaskIdPath, contentType 
 	return req, nil
 }
 
+// NewCompleteTaskManuallyRequest calls the generic CompleteTaskManually builder with application/json body
+func NewCompleteTaskManuallyRequest(server string, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompleteTaskManuallyRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewCompleteTaskManuallyRequestWithBody constructs an http.Request for the CompleteTaskManually method, with any body, and a specified content type
+func NewCompleteTaskManuallyRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/tasks/%s/complete", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFailTaskManuallyRequest calls the generic FailTaskManually builder with application/json body
+func NewFailTaskManuallyRequest(server string, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFailTaskManuallyRequestWithBody(server, taskId, "application/json", bodyReader)
+}
+
+// NewFailTaskManuallyRequestWithBody constructs an http.Request for the FailTaskManually method, with any body, and a specified content type
+func NewFailTaskManuallyRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/tasks/%s/fail", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewRetryTaskRequest calls the generic RetryTask builder with application/json body
 func NewRetryTaskRequest(server string, taskId TaskIdPath, body RetryTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3473,6 +3716,48 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
 	CancelTaskWithResponse(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
+
+	// CompleteTaskManuallyWithBodyWithResponse Operator completes a task by hand
+	//
+	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+	// its worker sees `lease_lost` and its own complete gets 409.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+	CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
+
+	// CompleteTaskManuallyWithResponse Operator completes a task by hand
+	//
+	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+	// its worker sees `lease_lost` and its own complete gets 409.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+	CompleteTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
+
+	// FailTaskManuallyWithBodyWithResponse Operator fails a task by hand
+	//
+	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+	FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
+
+	// FailTaskManuallyWithResponse Operator fails a task by hand
+	//
+	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+	FailTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
 
 	// RetryTaskWithBodyWithResponse Re-run a failed, cancelled or expired task
 	//
@@ -4484,6 +4769,200 @@ func (r CancelTaskResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CancelTaskResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type CompleteTaskManuallyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Task
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ValidationFailed
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *UnexpectedProblem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompleteTaskManuallyResponse) GetJSON200() *Task {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON422() *ValidationFailed {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CompleteTaskManuallyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompleteTaskManuallyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompleteTaskManuallyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompleteTaskManuallyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type FailTaskManuallyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Task
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *ValidationFailed
+	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationproblemJSONDefault *UnexpectedProblem
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FailTaskManuallyResponse) GetJSON200() *Task {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSON422() *ValidationFailed {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationproblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r FailTaskManuallyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FailTaskManuallyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FailTaskManuallyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FailTaskManuallyResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6213,6 +6692,72 @@ func (c *ClientWithResponses) CancelTaskWithResponse(ctx context.Context, taskId
 	return ParseCancelTaskResponse(rsp)
 }
 
+// CompleteTaskManuallyWithBodyWithResponse Operator completes a task by hand
+//
+// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+// its worker sees `lease_lost` and its own complete gets 409.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+func (c *ClientWithResponses) CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
+	rsp, err := c.CompleteTaskManuallyWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompleteTaskManuallyResponse(rsp)
+}
+
+// CompleteTaskManuallyWithResponse Operator completes a task by hand
+//
+// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+// its worker sees `lease_lost` and its own complete gets 409.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
+func (c *ClientWithResponses) CompleteTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
+	rsp, err := c.CompleteTaskManually(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompleteTaskManuallyResponse(rsp)
+}
+
+// FailTaskManuallyWithBodyWithResponse Operator fails a task by hand
+//
+// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+// attempt ends `cancelled`; its worker sees `lease_lost`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+func (c *ClientWithResponses) FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
+	rsp, err := c.FailTaskManuallyWithBody(ctx, taskId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFailTaskManuallyResponse(rsp)
+}
+
+// FailTaskManuallyWithResponse Operator fails a task by hand
+//
+// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+// attempt ends `cancelled`; its worker sees `lease_lost`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
+func (c *ClientWithResponses) FailTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
+	rsp, err := c.FailTaskManually(ctx, taskId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFailTaskManuallyResponse(rsp)
+}
+
 // RetryTaskWithBodyWithResponse Re-run a failed, cancelled or expired task
 //
 // Puts a task from the dead-letter view back in its queue with a fresh attempt budget
@@ -7164,6 +7709,170 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 	}
 
 	response := &CancelTaskResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseCompleteTaskManuallyResponse parses an HTTP response from a CompleteTaskManuallyWithResponse call
+func ParseCompleteTaskManuallyResponse(rsp *http.Response) (*CompleteTaskManuallyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompleteTaskManuallyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Task
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSONDefault = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseFailTaskManuallyResponse parses an HTTP response from a FailTaskManuallyWithResponse call
+func ParseFailTaskManuallyResponse(rsp *http.Response) (*FailTaskManuallyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FailTaskManuallyResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}

@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.0.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "b42e785bd93a038a6b5f3775fef225f71a1a5bdb5da5ac43181d78a84fe9f072"
+const SpecSHA256 = "f851c51e85ed83e30c6e95609a04f87549f0bfd5022eec6e5f6b599a2b464a13"

@@ -116,3 +116,37 @@ func TestOperatorCancelReachesHandler(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// P-MANUAL-1: an operator completing a running task by hand takes the lease away.
+func TestManualCompletionStopsTheRunningHandler(t *testing.T) {
+	t.Parallel()
+	s := startServer(t)
+	rec := &recorder{}
+	c := newClient(t, s, rec)
+	started := make(chan struct{}, 1)
+	var cause atomic.Value
+	w := startWorker(t, c, orch8.WorkerOptions{}, map[string]orch8.Handler{
+		"approval": func(ctx context.Context, task *orch8.Task) (any, error) {
+			started <- struct{}{}
+			<-ctx.Done()
+			cause.Store(context.Cause(ctx))
+			return "worker result", nil
+		},
+	})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "approval"})
+	<-started
+	if _, err := c.CompleteTaskManually(context.Background(), id, orch8.ManualCompletion{Output: "approved by hand"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "handler cancellation", func() bool { return cause.Load() != nil })
+	if got := cause.Load().(error); !errors.Is(got, orch8.ErrLeaseLost) {
+		t.Fatalf("cause %v", got)
+	}
+	waitFor(t, 5*time.Second, "the run to end", func() bool { return w.Stats().InFlight == 0 })
+	if n := len(rec.sent("POST", "/workers/tasks/"+id+"/complete")); n != 0 {
+		t.Fatalf("worker sent %d results after the manual completion", n)
+	}
+	if got := getTask(t, c, id); got.Status != orch8.StatusCompleted || got.Output != "approved by hand" {
+		t.Fatalf("status %s output %v", got.Status, got.Output)
+	}
+}
