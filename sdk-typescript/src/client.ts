@@ -5,7 +5,7 @@ import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 import { Transport, type CallOptions } from "./transport.js";
 import type {
   AttemptList, BatchOutcome, ClaimedTask, HealthStatus, ListTasksQuery, ListWorkersQuery,
-  NewTask, PollBatchOptions, PollBatchResult, PollOptions, QueueStatsList, QueueStatsQuery,
+  ManualCompletion, ManualFailure, NewTask, PollBatchOptions, PollBatchResult, PollOptions, QueueStatsList, QueueStatsQuery,
   ServerInfo, Task, TaskCancellation, TaskCompletion, TaskCompletionItem, TaskFailureItem,
   TaskFailureReport, TaskHeartbeat, TaskLeaseStatus, TaskOutcome, TaskPage, TaskRelease,
   TaskRetry, WorkerHeartbeat, WorkerHeartbeatResult, WorkerInfo, WorkerList, WorkerRegistration,
@@ -174,6 +174,20 @@ export class Orch8Client {
   retryTask(taskId: string, body: TaskRetry = {}, call?: CallOptions): Promise<Task> {
     return this.must(this.t.call("retryTask", false, call, (signal) =>
       this.api.POST("/tasks/{task_id}/retry", { ...p(taskId), body, signal }),
+    ));
+  }
+
+  /** Operator completes a pending, scheduled or running task by hand (P-MANUAL-1). Never retried. */
+  completeTaskManually(taskId: string, body: ManualCompletion = {}, call?: CallOptions): Promise<Task> {
+    return this.must(this.t.call("completeTaskManually", false, call, (signal) =>
+      this.api.POST("/tasks/{task_id}/complete", { ...p(taskId), body, signal }),
+    ));
+  }
+
+  /** Operator fails a task permanently by hand, code `manual` unless given (P-MANUAL-1). Never retried. */
+  failTaskManually(taskId: string, body: ManualFailure, call?: CallOptions): Promise<Task> {
+    return this.must(this.t.call("failTaskManually", false, call, (signal) =>
+      this.api.POST("/tasks/{task_id}/fail", { ...p(taskId), body, signal }),
     ));
   }
 

@@ -114,6 +114,53 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/tasks/{task_id}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operator completes a task by hand
+         * @description For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
+         *     completes a pending, scheduled or running task. A running attempt ends `cancelled`;
+         *     its worker sees `lease_lost` and its own complete gets 409.
+         */
+        post: operations["completeTaskManually"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/tasks/{task_id}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operator fails a task by hand
+         * @description Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
+         *     attempt ends `cancelled`; its worker sees `lease_lost`.
+         */
+        post: operations["failTaskManually"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tasks/{task_id}/attempts": {
         parameters: {
             query?: never;
@@ -343,7 +390,8 @@ export interface paths {
         post?: never;
         /**
          * Deregister a worker
-         * @description Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+         * @description Removes the worker record; tasks it still holds are reclaimed at once, each counting
+         *     as an attempt (P-WORKER-5).
          */
         delete: operations["deregisterWorker"];
         options?: never;
@@ -598,10 +646,10 @@ export interface components {
             };
             /**
              * Format: date-time
-             * @description Not claimable before this instant (status `scheduled`).
+             * @description Not claimable before this instant (status `scheduled`). Defaults to now.
              */
             run_at?: string;
-            /** @description Alternative to `run_at`, relative to now. Do not send both. */
+            /** @description Added to `run_at` (so, alone, a delay from now). */
             delay_ms?: number;
             /**
              * Format: date-time
@@ -708,6 +756,18 @@ export interface components {
             delay_ms?: number;
             /** @description Fresh attempt budget; defaults to the task's retry policy. */
             max_attempts?: number;
+        };
+        ManualCompletion: {
+            /** @description The result, any JSON value. */
+            output?: unknown;
+            /** @description Why an operator resolved it by hand. */
+            reason?: string;
+        };
+        ManualFailure: {
+            error: string;
+            /** @description Defaults to `manual`. */
+            code?: string;
+            details?: components["schemas"]["JsonObject"];
         };
         /** @enum {string} */
         AttemptOutcome: "running" | "completed" | "failed" | "lease_expired" | "worker_lost" | "released" | "cancelled";
@@ -1223,7 +1283,7 @@ export interface operations {
                 created_after?: string;
                 created_before?: string;
                 limit?: number;
-                /** @description The `next_cursor` of the previous page. */
+                /** @description The `next_cursor` of the previous page (a position in the task log). */
                 cursor?: string;
             };
             header?: never;
@@ -1693,6 +1753,172 @@ export interface operations {
         };
         responses: {
             /** @description The task, pending (or scheduled when `delay_ms` > 0). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "handler_name": "process_image",
+                     *       "queue_name": "default",
+                     *       "status": "pending",
+                     *       "priority": 0,
+                     *       "params": {
+                     *         "image_url": "https://example.com/cat.png",
+                     *         "width": 800
+                     *       },
+                     *       "context": {
+                     *         "instance_id": "inst_42",
+                     *         "step_id": "resize"
+                     *       },
+                     *       "headers": {},
+                     *       "attempt": 0,
+                     *       "max_attempts": 3,
+                     *       "retry": {
+                     *         "max_attempts": 3,
+                     *         "initial_backoff_ms": 1000,
+                     *         "backoff_multiplier": 2,
+                     *         "max_backoff_ms": 300000,
+                     *         "jitter": 0.2
+                     *       },
+                     *       "run_at": "2026-11-21T10:30:00.000Z",
+                     *       "good_until": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:00.000Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "next_attempt_at": null,
+                     *       "worker_id": null,
+                     *       "lease": null,
+                     *       "output": null,
+                     *       "error": null,
+                     *       "checkpoint": null,
+                     *       "progress": null,
+                     *       "cancel_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    completeTaskManually: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "output": {
+                 *         "approved": true
+                 *       },
+                 *       "reason": "approved by hand"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManualCompletion"];
+            };
+        };
+        responses: {
+            /** @description The completed task. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "handler_name": "process_image",
+                     *       "queue_name": "default",
+                     *       "status": "pending",
+                     *       "priority": 0,
+                     *       "params": {
+                     *         "image_url": "https://example.com/cat.png",
+                     *         "width": 800
+                     *       },
+                     *       "context": {
+                     *         "instance_id": "inst_42",
+                     *         "step_id": "resize"
+                     *       },
+                     *       "headers": {},
+                     *       "attempt": 0,
+                     *       "max_attempts": 3,
+                     *       "retry": {
+                     *         "max_attempts": 3,
+                     *         "initial_backoff_ms": 1000,
+                     *         "backoff_multiplier": 2,
+                     *         "max_backoff_ms": 300000,
+                     *         "jitter": 0.2
+                     *       },
+                     *       "run_at": "2026-11-21T10:30:00.000Z",
+                     *       "good_until": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:00.000Z",
+                     *       "started_at": null,
+                     *       "finished_at": null,
+                     *       "next_attempt_at": null,
+                     *       "worker_id": null,
+                     *       "lease": null,
+                     *       "output": null,
+                     *       "error": null,
+                     *       "checkpoint": null,
+                     *       "progress": null,
+                     *       "cancel_reason": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Task"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    failTaskManually: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                task_id: components["parameters"]["TaskIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "error": "upstream account closed",
+                 *       "code": "manual"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ManualFailure"];
+            };
+        };
+        responses: {
+            /** @description The failed task. */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -2491,7 +2717,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The worker record, now `deregistered`. */
+            /** @description The last state of the worker record, `deregistered`. */
             200: {
                 headers: {
                     [name: string]: unknown;

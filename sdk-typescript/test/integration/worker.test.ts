@@ -244,3 +244,30 @@ test("concurrency is never exceeded and polls ask for exactly the free slots", a
     await w.close();
   }
 });
+
+test("an operator completing a running task by hand takes the lease away from the worker (P-MANUAL-1)", async () => {
+  let started = false;
+  let reason: unknown;
+  const w = startWorker(server, {
+    handlers: {
+      wk_manual: async (ctx: TaskContext) => {
+        started = true;
+        reason = await aborted(ctx.signal);
+        return "stale";
+      },
+    },
+  });
+  try {
+    const t = await client.enqueue({ handler_name: "wk_manual" });
+    await waitFor(() => started, "the handler to start");
+    const resolved = await client.completeTaskManually(t.id, { output: { approved: true }, reason: "by hand" });
+    assert.equal(resolved.status, "completed");
+    await waitFor(() => reason !== undefined, "the handler to see its lease go");
+    assert.ok(reason instanceof LeaseLostError, String(reason));
+    await waitFor(() => w.worker.stats().in_flight === 0, "the worker to drop the task");
+    assert.equal(w.calls.filter((c) => /\/(complete|fail)$/.test(c.path)).length, 0, "no stale result was sent");
+    assert.deepEqual((await client.getTask(t.id)).output, { approved: true });
+  } finally {
+    await w.close();
+  }
+});

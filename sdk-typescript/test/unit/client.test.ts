@@ -99,6 +99,8 @@ test("every method maps to its operation's method and path", async () => {
   await c.getTask("task_1");
   await c.cancelTask("task_1", { reason: "r" });
   await c.retryTask("task_1", { delay_ms: 0 });
+  await c.completeTaskManually("task_1", { output: { approved: true }, reason: "by hand" });
+  await c.failTaskManually("task_1", { error: "account closed" });
   await c.releaseTask("task_1", { lease_id: "lease_1" });
   await c.listTaskAttempts("task_1");
   await c.pollTasks({ batch_size: 4, wait_ms: 0 });
@@ -115,7 +117,7 @@ test("every method maps to its operation's method and path", async () => {
   await c.serverInfo();
   assert.deepEqual(m.calls.map((r) => `${r.method} ${r.url.pathname}${r.url.search}`), [
     "POST /tasks", "POST /tasks/batch", "GET /tasks/task_1", "POST /tasks/task_1/cancel",
-    "POST /tasks/task_1/retry", "POST /workers/tasks/task_1/release", "GET /tasks/task_1/attempts",
+    "POST /tasks/task_1/retry", "POST /tasks/task_1/complete", "POST /tasks/task_1/fail", "POST /workers/tasks/task_1/release", "GET /tasks/task_1/attempts",
     "POST /workers/tasks/poll/batch", "POST /workers/tasks/complete/batch", "POST /workers/tasks/fail/batch",
     "POST /workers", "POST /workers/w1/heartbeat", "GET /workers/w1", "POST /workers/w1/quiet",
     "POST /workers/w1/resume", "POST /workers/w1/terminate", "DELETE /workers/w1", "GET /queues?queue_name=q",
@@ -123,8 +125,10 @@ test("every method maps to its operation's method and path", async () => {
   ]);
   assert.deepEqual(m.calls[1]!.body, { tasks: [{ handler_name: "a" }, { handler_name: "b", priority: -1 }] });
   assert.deepEqual(m.calls[3]!.body, { reason: "r" });
-  assert.deepEqual(m.calls[8]!.body, { items: [{ task_id: "task_1", output: 1 }] });
-  assert.deepEqual(m.calls[11]!.body, { active_task_ids: ["task_1"] });
+  assert.deepEqual(m.calls[5]!.body, { output: { approved: true }, reason: "by hand" });
+  assert.deepEqual(m.calls[6]!.body, { error: "account closed" });
+  assert.deepEqual(m.calls[10]!.body, { items: [{ task_id: "task_1", output: 1 }] });
+  assert.deepEqual(m.calls[13]!.body, { active_task_ids: ["task_1"] });
 });
 
 test("path parameters are percent-encoded", async () => {

@@ -91,6 +91,7 @@ for (const [name, call] of [
   ["enqueueBatch with a keyless task", (c: Orch8Client) => c.enqueueBatch([{ handler_name: "a", idempotency_key: "k" }, { handler_name: "b" }])],
   ["cancelTask", (c: Orch8Client) => c.cancelTask("t")],
   ["retryTask", (c: Orch8Client) => c.retryTask("t")],
+  ["completeTaskManually", (c: Orch8Client) => c.completeTaskManually("t")],
 ] as const) {
   test(`${name} is never retried by the client (P-SDK-2)`, async () => {
     const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), () => json(200, {}));
