@@ -14,8 +14,10 @@ from ._generated.api.health import get_liveness, get_metrics, get_readiness, get
 from ._generated.api.queues import get_queue_stats
 from ._generated.api.tasks import (
     cancel_task,
+    complete_task_manually,
     enqueue_task,
     enqueue_tasks,
+    fail_task_manually,
     get_task,
     list_task_attempts,
     list_tasks,
@@ -42,6 +44,8 @@ from ._generated.api.workers import (
     terminate_worker,
 )
 from ._generated.models import (
+    ManualCompletion,
+    ManualFailure,
     NewTask,
     NewTaskBatch,
     PollBatchOptions,
@@ -132,6 +136,27 @@ def cancel(task_id: str, reason: str | None) -> Call:
 def retry(task_id: str, delay_ms: int | None, max_attempts: int | None) -> Call:
     body = TaskRetry.from_dict(_body(delay_ms=delay_ms, max_attempts=max_attempts))
     return Call(retry_task, {"task_id": task_id, "body": body}, safe=False)
+
+
+def complete_manually(task_id: str, output: Any, reason: str | None) -> Call:
+    """P-MANUAL-1; a POST outside P-SDK-2's list, so not retried."""
+    fields = _body(reason=reason)
+    if output is not UNSET:
+        fields["output"] = output
+    body = ManualCompletion.from_dict(fields)
+    return Call(complete_task_manually, {"task_id": task_id, "body": body}, safe=False)
+
+
+def fail_manually(
+    task_id: str, error: str, code: str | None, details: Mapping[str, Any] | None
+) -> Call:
+    """P-MANUAL-1: a permanent failure, code `manual` unless given; not retried."""
+    fields = {
+        "error": error,
+        **_body(code=code, details=dict(details) if details is not None else None),
+    }
+    body = ManualFailure.from_dict(fields)
+    return Call(fail_task_manually, {"task_id": task_id, "body": body}, safe=False)
 
 
 def attempts(task_id: str) -> Call:

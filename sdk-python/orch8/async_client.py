@@ -127,6 +127,23 @@ class AsyncOrch8Client:
         """P-RETRY-6: re-run a failed, cancelled or expired task."""
         return cast(Task, await self._run(ops.retry(task_id, delay_ms, max_attempts)))
 
+    async def complete_task_manually(
+        self, task_id: str, *, output: Any = OMIT, reason: str | None = None
+    ) -> Task:
+        """Operator completes a pending, scheduled or running task by hand (P-MANUAL-1)."""
+        return cast(Task, await self._run(ops.complete_manually(task_id, output, reason)))
+
+    async def fail_task_manually(
+        self,
+        task_id: str,
+        *,
+        error: str,
+        code: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> Task:
+        """Operator fails a task permanently by hand, code `manual` unless given (P-MANUAL-1)."""
+        return cast(Task, await self._run(ops.fail_manually(task_id, error, code, details)))
+
     async def list_task_attempts(self, task_id: str) -> AttemptList:
         return cast(AttemptList, await self._run(ops.attempts(task_id)))
 

@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.0.0"
-SPEC_SHA256 = "485f3ec54274432d8273e3f8f414d05a4d86c9c5d9b0a0ebe01ae27df5aef76b"
+SPEC_SHA256 = "f851c51e85ed83e30c6e95609a04f87549f0bfd5022eec6e5f6b599a2b464a13"

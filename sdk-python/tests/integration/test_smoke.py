@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from orch8 import Orch8Client, PermanentError, RetryableError, TaskContext, Worker
+import pytest
+
+from orch8 import NotFoundError, Orch8Client, PermanentError, RetryableError, TaskContext, Worker
 
 from .conftest import make_worker, wait_until
 
@@ -33,9 +35,8 @@ def test_happy_path(server, client: Orch8Client, run_worker) -> None:
     assert (stats.tasks_claimed, stats.tasks_completed, stats.tasks_failed) == (1, 1, 0)
     assert stats.in_flight == 0 and stats.polls >= 1
     assert ("DELETE", "/workers/w-happy", None) in transport.sent
-    # The server drops a deregistered worker's record (GET answers 404), or shows it so.
-    states = {w.worker_id: w.state for w in client.list_workers().workers}
-    assert states.get("w-happy") in (None, "deregistered")
+    with pytest.raises(NotFoundError):  # P-WORKER-5: deregistering removes the record
+        client.get_worker("w-happy")
 
 
 def test_retryable_then_success(server, client: Orch8Client, run_worker) -> None:

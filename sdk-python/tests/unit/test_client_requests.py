@@ -193,3 +193,16 @@ def test_async_client_same_shapes() -> None:
     assert poll.call_count == 2
     assert body(comp.calls.last) == {"output": [1, 2]}
     assert comp.calls.last.request.headers["authorization"] == "Bearer k"
+
+
+@respx.mock
+def test_manual_resolution_shapes_and_no_retry(fast_retry) -> None:
+    comp = respx.post(f"{BASE}/tasks/t1/complete").respond(200, json=task("t1", "completed"))
+    fail = respx.post(f"{BASE}/tasks/t1/fail").respond(503, json={"code": "unavailable"})
+    client = Orch8Client(BASE, retry=fast_retry)
+    assert client.complete_task_manually("t1", output={"ok": True}, reason="by hand").id == "t1"
+    assert body(comp.calls.last) == {"output": {"ok": True}, "reason": "by hand"}
+    with pytest.raises(orch8.UnavailableError):
+        client.fail_task_manually("t1", error="account closed", code="manual")
+    assert body(fail.calls.last) == {"error": "account closed", "code": "manual"}
+    assert fail.call_count == 1  # P-SDK-2: not in the list of calls safe to repeat

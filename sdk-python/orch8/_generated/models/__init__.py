@@ -18,6 +18,8 @@ from .health_status_status import HealthStatusStatus
 from .item_problem import ItemProblem
 from .json_object import JsonObject
 from .lease import Lease
+from .manual_completion import ManualCompletion
+from .manual_failure import ManualFailure
 from .new_task import NewTask
 from .new_task_batch import NewTaskBatch
 from .new_task_headers import NewTaskHeaders
@@ -82,6 +84,8 @@ __all__ = (
     "ItemProblem",
     "JsonObject",
     "Lease",
+    "ManualCompletion",
+    "ManualFailure",
     "NewTask",
     "NewTaskBatch",
     "NewTaskHeaders",

@@ -28,8 +28,8 @@ class NewTask:
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1). Example: gpu-workers.
         priority (int | Unset): Lower numbers are claimed first (P-ORDER-1). Default: 0.
         headers (NewTaskHeaders | Unset): Static string metadata passed to the worker.
-        run_at (datetime.datetime | Unset): Not claimable before this instant (status `scheduled`).
-        delay_ms (int | Unset): Alternative to `run_at`, relative to now. Do not send both.
+        run_at (datetime.datetime | Unset): Not claimable before this instant (status `scheduled`). Defaults to now.
+        delay_ms (int | Unset): Added to `run_at` (so, alone, a delay from now).
         good_until (datetime.datetime | Unset): If still unclaimed at this instant the task becomes `expired` and is
             never delivered (P-EXPIRE-1).
         idempotency_key (str | Unset): Enqueueing the same key again returns the existing task (P-TASK-3).

@@ -70,7 +70,8 @@ def sync_detailed(
 ) -> Response[Problem | Worker]:
     """Deregister a worker
 
-     Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+     Removes the worker record; tasks it still holds are reclaimed at once, each counting
+    as an attempt (P-WORKER-5).
 
     Args:
         worker_id (str): Stable identifier of one worker process. Example: img-worker-1.
@@ -101,7 +102,8 @@ def sync(
 ) -> Problem | Worker | None:
     """Deregister a worker
 
-     Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+     Removes the worker record; tasks it still holds are reclaimed at once, each counting
+    as an attempt (P-WORKER-5).
 
     Args:
         worker_id (str): Stable identifier of one worker process. Example: img-worker-1.
@@ -127,7 +129,8 @@ async def asyncio_detailed(
 ) -> Response[Problem | Worker]:
     """Deregister a worker
 
-     Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+     Removes the worker record; tasks it still holds are reclaimed at once, each counting
+    as an attempt (P-WORKER-5).
 
     Args:
         worker_id (str): Stable identifier of one worker process. Example: img-worker-1.
@@ -156,7 +159,8 @@ async def asyncio(
 ) -> Problem | Worker | None:
     """Deregister a worker
 
-     Tasks it still holds are reclaimed at once, each counting as an attempt (P-WORKER-5).
+     Removes the worker record; tasks it still holds are reclaimed at once, each counting
+    as an attempt (P-WORKER-5).
 
     Args:
         worker_id (str): Stable identifier of one worker process. Example: img-worker-1.
