@@ -3,7 +3,7 @@
 // routing mock; the real-server behaviour is covered by test/integration.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AuthError, LeaseLostError, Orch8Client, Worker, type ErrorSite } from "../../src/index.js";
+import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorSite } from "../../src/index.js";
 import { json, problem, type Recorded } from "../helpers/mock-fetch.js";
 
 type Route = (req: Recorded, n: number) => Response | Promise<Response>;
@@ -186,4 +186,37 @@ test("a Worker needs handlers and a positive integer concurrency", () => {
   assert.throws(() => new Worker({ client, handlers: {} }), /at least one handler/);
   assert.throws(() => new Worker({ client, handlers: { h: () => 1 }, concurrency: 0 }), /concurrency/);
   assert.equal(new Worker({ client, handlers: { h: () => 1 } }).concurrency, 10);
+});
+
+test("signals: SIGTSTP/SIGCONT toggle quiet; a second SIGTERM cuts the 25 s grace period short", async () => {
+  let reason: unknown;
+  const m = routed({
+    "POST /workers": () => json(200, worker("w")),
+    "POST /workers/w/heartbeat": () => json(200, { directive: "running", heartbeat_interval_ms: 1000, tasks: [] }),
+    "POST /workers/tasks/poll/batch": (req, n) => (n === 1 ? json(200, { tasks: [claimed("t4", 60_000)], next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
+    "POST /workers/tasks/t4/fail": () => json(200, { task_id: "t4", status: "pending", attempt: 1, attempts_left: 2, next_attempt_at: null, error_code: "shutdown" }),
+    "DELETE /workers/w": () => json(200, worker("w")),
+  });
+  const before = process.listenerCount("SIGTERM");
+  const w = new Worker({
+    client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch }), workerId: "w",
+    handlers: { h: (ctx) => new Promise((resolve) => ctx.signal.addEventListener("abort", () => { reason = ctx.signal.reason; resolve("late"); })) },
+  });
+  const run = w.run();
+  await until(() => w.stats().in_flight === 1, "the task to run");
+  assert.equal(process.listenerCount("SIGTERM"), before + 1);
+  // process.emit runs the worker's listeners without signalling the test process itself.
+  process.emit("SIGTSTP");
+  assert.equal(w.isQuiet, true);
+  process.emit("SIGCONT");
+  assert.equal(w.isQuiet, false);
+  const t0 = Date.now();
+  process.emit("SIGTERM");
+  process.emit("SIGTERM");
+  await run;
+  assert.ok(Date.now() - t0 < 5000, "did not wait out the grace period");
+  assert.equal(reason instanceof ShutdownError, true);
+  const fail = m.calls.find((c) => c.key === "POST /workers/tasks/t4/fail");
+  assert.deepEqual({ ...(fail?.body as object), error: "" }, { lease_id: "lease_t4", error: "", retryable: true, code: "shutdown" });
+  assert.equal(process.listenerCount("SIGTERM"), before, "listeners removed when run() resolves");
 });
