@@ -65,31 +65,45 @@ async def register_until_ok(worker: Worker) -> float | None:
 
 
 async def heartbeat_loop(worker: Worker, interval: float) -> None:
-    """One worker heartbeat per interval listing every held task (P-SDK-4, P-WORKER-2/3)."""
+    """One worker heartbeat per interval listing every held task (P-SDK-4, P-WORKER-2/3).
+
+    Fixed-rate: the time a heartbeat takes does not push the next one back.
+    """
     assert worker.client is not None
+    loop = asyncio.get_running_loop()
+    due = loop.time() + interval
     while True:
-        await asyncio.sleep(interval)
-        slots = dict(worker.held)
+        await asyncio.sleep(max(0.0, due - loop.time()))
+        due = max(due + interval, loop.time())
         try:
-            answer = await worker.client.heartbeat_worker(
-                worker.worker_id, active_task_ids=list(slots), state=worker.state
-            )
+            interval = await _heartbeat_once(worker, interval)
         except Orch8Error as exc:
             log.warning("worker heartbeat failed", extra=worker.observer.extra(error=str(exc)))
+        except Exception:  # a bug here must not silently end the heartbeats
+            log.exception("worker heartbeat crashed", extra=worker.observer.extra())
+
+
+async def _heartbeat_once(worker: Worker, interval: float) -> float:
+    """Send one heartbeat, apply its answer, and return the interval to keep."""
+    assert worker.client is not None
+    slots = dict(worker.held)
+    answer = await worker.client.heartbeat_worker(
+        worker.worker_id, active_task_ids=list(slots), state=worker.state
+    )
+    for status in answer.tasks:
+        slot = slots.get(status.task_id)
+        if slot is None:
             continue
-        if worker.heartbeat_interval is None and answer.heartbeat_interval_ms > 0:
-            interval = answer.heartbeat_interval_ms / 1000
-        for status in answer.tasks:
-            slot = slots.get(status.task_id)
-            if slot is None:
-                continue
-            if status.lease_lost:  # P-WORKER-2: stop, report nothing
-                slot.cancel("lease_lost")
-            elif status.cancel_requested:  # P-CANCEL-1
-                slot.cancel("cancelled")
-            elif isinstance(status.lease_expires_at, datetime.datetime):
-                slot.ctx._update_lease(status.lease_expires_at)
-        apply_directive(worker, answer.directive)
+        if status.lease_lost:  # P-WORKER-2: stop, report nothing
+            slot.cancel("lease_lost")
+        elif status.cancel_requested:  # P-CANCEL-1
+            slot.cancel("cancelled")
+        elif isinstance(status.lease_expires_at, datetime.datetime):
+            slot.ctx._update_lease(status.lease_expires_at)
+    apply_directive(worker, answer.directive)
+    if worker.heartbeat_interval is None and answer.heartbeat_interval_ms > 0:
+        return answer.heartbeat_interval_ms / 1000
+    return interval
 
 
 def apply_directive(worker: Worker, directive: str) -> None:
@@ -175,6 +189,10 @@ async def run_slot(worker: Worker, slot: Slot) -> None:
                 worker.observer.failed(ctx, outcome.error, outcome.code, outcome.retryable)
         elif ctx.is_cancelled:
             worker.observer.lost(ctx, ctx.cancel_reason or "lease_lost")
+    except asyncio.CancelledError:
+        raise
+    except Exception:  # never let one task's bug escape as an unretrieved task exception
+        log.exception("task runner crashed", extra=worker.observer.extra(ctx))
     finally:
         worker.release_slot(slot)
 

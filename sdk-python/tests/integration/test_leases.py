@@ -107,3 +107,30 @@ def test_task_heartbeat_saves_checkpoint_for_next_attempt(
     done = wait_until(lambda: (t := client.get_task(task.id)).status == "completed" and t, 10)
     assert checkpoints == [None, {"cursor": 4000}]
     assert done.output == {"resumed_from": 4000}
+
+
+def test_manual_completion_of_running_task_reaches_worker_as_lease_lost(
+    server, client: Orch8Client, run_worker
+) -> None:
+    worker, transport = make_worker(server)
+    started = threading.Event()
+    seen: dict[str, object] = {}
+
+    @worker.handler("slow")
+    def slow(ctx: TaskContext) -> str:
+        started.set()
+        seen["cancelled"] = ctx.cancelled.wait(10)
+        seen["reason"] = ctx.cancel_reason
+        return "worker result"
+
+    rw = run_worker(worker)
+    task = client.enqueue("slow")
+    assert started.wait(10)
+    client.complete_task_manually(task.id, output={"by": "hand"}, reason="stuck")  # P-MANUAL-1
+    wait_until(lambda: "reason" in seen, 10, "the handler to see the lease loss")
+    assert seen == {"cancelled": True, "reason": "lease_lost"}
+    rw.stop_and_join()
+    final = client.get_task(task.id)
+    assert final.status == "completed" and final.output == {"by": "hand"}
+    assert transport.results_for(task.id) == []
+    assert worker.stats().tasks_lease_lost == 1
