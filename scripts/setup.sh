@@ -17,6 +17,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+# PostgreSQL binaries (initdb, pg_ctl): the server tests start a throwaway cluster.
+# Debian installs them in /usr/lib/postgresql/<version>/bin, off PATH.
+if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "setup: installing postgresql with apt-get"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+  else
+    echo "setup: please install PostgreSQL (initdb, pg_ctl), e.g. apt-get install postgresql" >&2
+    exit 1
+  fi
+fi
+
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python --version)"

@@ -11,7 +11,13 @@ from orch8_server.config import Settings
 
 # (flag, env var, Settings field, type, help)
 _OPTIONS: list[tuple[str, str, str, type, str]] = [
-    ("--db", "ORCH8_DATABASE_URL", "db", str, "SQLite file path (default ./orch8.db)"),
+    (
+        "--db",
+        "ORCH8_DATABASE_URL",
+        "db",
+        str,
+        "SQLite file path (default ./orch8.db) or postgresql://user@host:port/dbname",
+    ),
     ("--host", "ORCH8_HOST", "host", str, "bind address (default 127.0.0.1)"),
     ("--port", "ORCH8_PORT", "port", int, "port (default 3001; 0 picks a free one)"),
     ("--lease-ms", "ORCH8_LEASE_MS", "lease_ms", int, "default lease length"),
@@ -45,6 +51,20 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         "sqlite_synchronous",
         str,
         "NORMAL (survives process crashes) or FULL (also power loss)",
+    ),
+    (
+        "--pg-pool-size",
+        "ORCH8_PG_POOL_SIZE",
+        "pg_pool_size",
+        int,
+        "PostgreSQL connections per replica (default 10)",
+    ),
+    (
+        "--pg-acquire-timeout-ms",
+        "ORCH8_PG_ACQUIRE_TIMEOUT_MS",
+        "pg_acquire_timeout_ms",
+        int,
+        "how long a request waits for a pooled connection before 503",
     ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
 ]
@@ -95,11 +115,16 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
         "worker_heartbeat_ms",
         "worker_dead_after_ms",
         "max_body_bytes",
+        "pg_pool_size",
+        "pg_acquire_timeout_ms",
     ):
         if getattr(s, name) <= 0:
             parser.error(f"{name} must be positive")
     if s.db.startswith(("postgres://", "postgresql://")):
-        parser.error("the PostgreSQL backend is not available in this build; use a SQLite path")
+        try:
+            import asyncpg  # noqa: F401
+        except ImportError:
+            parser.error("PostgreSQL needs the asyncpg package: pip install asyncpg")
 
 
 def main(argv: list[str] | None = None) -> None:

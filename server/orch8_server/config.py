@@ -19,6 +19,8 @@ class Settings:
     max_body_bytes: int = 1_048_576  # P-ERR-3
     api_keys: frozenset[str] = field(default_factory=frozenset)  # P-AUTH-1
     sqlite_synchronous: str = "NORMAL"
+    pg_pool_size: int = 10  # connections per replica (PostgreSQL only)
+    pg_acquire_timeout_ms: int = 5_000  # wait for a pooled connection, then 503
     log_level: str = "info"
     access_log: bool = False
 

@@ -1,4 +1,9 @@
-"""Fixtures: real orch8-server processes on loopback, each on its own SQLite file."""
+"""Fixtures: real orch8-server processes on loopback, each on its own database.
+
+Every test that uses `server` / `start_server` runs once per backend: `sqlite` (a file per
+server) and `postgresql` (a database per server in one throwaway cluster per session,
+see pg_cluster.py). Modules in SQLITE_ONLY run on SQLite alone.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +21,12 @@ from typing import Any
 
 import httpx
 import pytest
+from pg_cluster import PgCluster
 
 REPO = Path(__file__).resolve().parents[2]
+BACKENDS = ("sqlite", "postgresql")
+# Schemathesis explores the HTTP contract, which does not depend on the backend.
+SQLITE_ONLY = {"test_contract"}
 
 # Short timings so lease expiry, reaping and dead workers happen within a test.
 FAST = {
@@ -47,15 +56,15 @@ def eventually(check: Callable[[], Any], timeout: float = 5.0, interval: float =
 
 
 class ServerProcess:
-    """One orch8-server subprocess; restartable on the same database file."""
+    """One orch8-server subprocess; restartable on the same database."""
 
-    def __init__(self, db: Path, **flags: Any) -> None:
+    def __init__(self, db: str | Path, log: Path, **flags: Any) -> None:
         self.db = db
         self.flags = flags
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: subprocess.Popen | None = None
-        self.log = db.with_suffix(".log")
+        self.log = log
 
     def start(self) -> ServerProcess:
         args = [
@@ -99,16 +108,47 @@ class ServerProcess:
         self.stop(signal.SIGKILL)
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        module = metafunc.module.__name__.rpartition(".")[2]
+        backends = ("sqlite",) if module in SQLITE_ONLY else BACKENDS
+        metafunc.parametrize("backend", backends, scope="session")
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PgCluster]:
+    """One throwaway PostgreSQL cluster per test session (started on first use)."""
+    cluster = PgCluster().init()
+    yield cluster
+    cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def new_database(request: pytest.FixtureRequest) -> Callable[[], str]:
+    """CREATE DATABASE in the session cluster; returns its URL."""
+    counter = itertools.count()
+
+    def create() -> str:
+        cluster: PgCluster = request.getfixturevalue("pg")
+        return cluster.create_database(f"orch8_{os.getpid()}_{next(counter)}")
+
+    return create
+
+
 @pytest.fixture(scope="session")
 def start_server(
+    backend: str,
     tmp_path_factory: pytest.TempPathFactory,
+    new_database: Callable[[], str],
 ) -> Iterator[Callable[..., ServerProcess]]:
     started: list[ServerProcess] = []
     counter = itertools.count()
 
     def start(**flags: Any) -> ServerProcess:
-        db = tmp_path_factory.mktemp("srv") / f"orch8-{next(counter)}.db"
-        server = ServerProcess(db, **{**FAST, **flags}).start()
+        folder = tmp_path_factory.mktemp("srv")
+        n = next(counter)
+        db: str | Path = folder / f"orch8-{n}.db" if backend == "sqlite" else new_database()
+        server = ServerProcess(db, folder / f"orch8-{n}.log", **{**FAST, **flags}).start()
         started.append(server)
         return server
 

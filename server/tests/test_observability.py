@@ -56,12 +56,12 @@ def test_metrics_are_prometheus_text(api: httpx.Client, name: str) -> None:
     assert "orch8_polls_waiting" in text
 
 
-def test_health_and_info(api: httpx.Client) -> None:
+def test_health_and_info(api: httpx.Client, backend: str) -> None:
     assert api.get("/health/live").json() == {"status": "ok", "checks": {}}
     assert api.get("/health/ready").json()["checks"] == {"storage": "ok"}
     info = api.get("/info").json()
     assert info["spec_sha256"] == hashlib.sha256((REPO / "openapi.yaml").read_bytes()).hexdigest()
-    assert info["storage"] == "sqlite" and info["defaults"]["lease_ms"] == 60000
+    assert info["storage"] == backend and info["defaults"]["lease_ms"] == 60000
 
 
 def test_sigterm_releases_waiting_polls_at_once(start_server) -> None:

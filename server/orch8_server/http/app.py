@@ -58,7 +58,13 @@ def _routes() -> list[Route]:
 
 
 def create_app(settings: Settings) -> Starlette:
-    engine = Engine(settings, open_storage(settings.db, settings.sqlite_synchronous))
+    storage = open_storage(
+        settings.db,
+        settings.sqlite_synchronous,
+        pool_size=settings.pg_pool_size,
+        acquire_timeout_ms=settings.pg_acquire_timeout_ms,
+    )
+    engine = Engine(settings, storage)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

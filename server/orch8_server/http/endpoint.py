@@ -20,6 +20,7 @@ from starlette.responses import Response
 from orch8_server import ids
 from orch8_server.http.validation import ParamValidator, body_validator
 from orch8_server.problems import Problem
+from orch8_server.storage.base import StorageUnavailable
 
 log = logging.getLogger("orch8.http")
 
@@ -126,6 +127,9 @@ def endpoint(
                 return await handler(Call(request, params, body))
             except Problem as problem:
                 return problem_response(problem, request.url.path)
+            except StorageUnavailable as exc:  # P-ERR-1: a database outage is a 503, not a 500
+                unavailable = Problem("unavailable", str(exc), headers={"Retry-After": "1"})
+                return problem_response(unavailable, request.url.path)
             except Exception as exc:
                 return internal_problem(request, exc)
 

@@ -10,9 +10,12 @@ earliest `run_at`, so nothing waits for a sweep.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 
 from orch8_server.timefmt import now_ms
+
+log = logging.getLogger("orch8.dispatcher")
 
 
 class Waiter:
@@ -83,7 +86,11 @@ class Dispatcher:
         self._timer_at = None
         if self._promote is None:
             return
-        next_at = await self._promote()
+        try:
+            next_at = await self._promote()
+        except Exception:  # storage outage: try again soon (the reaper also promotes)
+            log.warning("scheduled-task promotion failed; retrying", exc_info=True)
+            next_at = now_ms() + 1000
         if next_at is not None:
             self.schedule(next_at)
 

@@ -34,6 +34,8 @@ class Engine:
         self.reaper = Reaper(self)
 
     async def start(self) -> None:
+        # Wake-ups from other replicas sharing the database (P-POLL-3).
+        self.storage.set_waker(self.dispatcher.wake, self.dispatcher.wake_all)
         await self.storage.open()
         self.dispatcher.set_promoter(self.tasks.promote_due)
         next_at = await self.storage.next_scheduled_at()

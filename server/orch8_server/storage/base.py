@@ -9,6 +9,7 @@ A `Tx` is one transaction; on PostgreSQL `get_task` locks the row (FOR UPDATE).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -73,6 +74,11 @@ WORKER_COLUMNS = (
 )
 
 
+class StorageUnavailable(Exception):
+    """The database cannot be reached right now (restart, dropped connection, pool
+    exhausted): the call changed nothing durable and may be retried (HTTP 503)."""
+
+
 @dataclass(frozen=True)
 class TaskFilter:
     statuses: tuple[str, ...] = ()
@@ -135,6 +141,11 @@ class Tx(Protocol):
 
 class Storage(Protocol):
     kind: str
+
+    def set_waker(self, wake: Callable[[str, str], None], wake_all: Callable[[], None]) -> None:
+        """Before open: where tasks made claimable by *other* replicas are announced
+        (wake(queue, handler)); wake_all when announcements may have been missed.
+        A single-process backend (SQLite) never calls them."""
 
     async def open(self) -> None: ...
 

@@ -365,6 +365,9 @@ class SqliteStorage:
             raise RuntimeError("storage is not open")
         return self._conn
 
+    def set_waker(self, wake: Any, wake_all: Any) -> None:
+        """One process owns the file: every wake-up is already in-process."""
+
     async def open(self) -> None:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA journal_mode = WAL")

@@ -1,0 +1,256 @@
+"""PostgreSQL backend: asyncpg with one connection pool per replica, for scale-out.
+
+Several stateless replicas share one database. Transactions are short (one pooled
+connection, a few prepared statements, no network calls inside). Claims are one
+FOR UPDATE SKIP LOCKED statement per poll (postgres_tx.py); wake-ups cross replicas by
+LISTEN/NOTIFY (postgres_listen.py); the schema is migrated at start-up under an advisory
+lock (postgres_schema.py).
+
+asyncpg rather than psycopg 3: on the claim+complete loop it measured 1.3x faster for
+single claims and 1.7x for batches of 50 (tests/bench_pg_driver.py).
+
+A lost or refused connection surfaces as StorageUnavailable (HTTP 503 with Retry-After);
+stale pooled connections are then expired, so the server recovers by itself when the
+database is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+import orjson
+
+from orch8_server.storage.base import Row, StorageUnavailable, TaskFilter
+from orch8_server.storage.postgres_listen import WakeListener
+from orch8_server.storage.postgres_schema import migrate
+from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx
+
+log = logging.getLogger("orch8.storage.postgres")
+
+# Failures that mean "the database is not reachable right now", not a bug: the request
+# gets 503 and may be retried. Deadlocks and serialisation failures are transient too.
+_TRANSIENT = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.InsufficientResourcesError,
+    asyncpg.TransactionRollbackError,
+)
+_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for kind in ("json", "jsonb"):
+        await conn.set_type_codec(
+            kind,
+            schema="pg_catalog",
+            encoder=lambda v: orjson.dumps(v).decode(),
+            decoder=orjson.loads,
+        )
+
+
+class PgStorage:
+    kind = "postgresql"
+
+    def __init__(
+        self,
+        url: str,
+        pool_size: int = 10,
+        acquire_timeout_ms: int = 5000,
+        statement_timeout_ms: int = 30000,
+    ) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        self.acquire_timeout = acquire_timeout_ms / 1000
+        self.statement_timeout_ms = statement_timeout_ms
+        # Names this replica's writes in NOTIFY payloads (postgres_schema.py).
+        self.replica = uuid.uuid4().hex
+        self._pool: asyncpg.Pool | None = None
+        self._listener: WakeListener | None = None
+        self._wake: Callable[[str, str], None] | None = None
+        self._wake_all: Callable[[], None] | None = None
+
+    def _settings(self) -> dict[str, str]:
+        return {
+            "orch8.replica": self.replica,
+            "application_name": "orch8-server",
+            "statement_timeout": str(self.statement_timeout_ms),
+            "idle_in_transaction_session_timeout": str(self.statement_timeout_ms),
+        }
+
+    @property
+    def pool(self) -> asyncpg.Pool:
+        if self._pool is None:
+            raise RuntimeError("storage is not open")
+        return self._pool
+
+    def set_waker(self, wake: Callable[[str, str], None], wake_all: Callable[[], None]) -> None:
+        self._wake, self._wake_all = wake, wake_all
+
+    async def open(self) -> None:
+        conn = await asyncpg.connect(self.url, server_settings=self._settings())
+        try:
+            applied = await migrate(conn)
+        finally:
+            await conn.close()
+        if applied:
+            log.info("schema migrated", extra={"applied": applied})
+        self._pool = await asyncpg.create_pool(
+            self.url,
+            min_size=min(2, self.pool_size),
+            max_size=self.pool_size,
+            init=_init_connection,
+            server_settings=self._settings(),
+            max_inactive_connection_lifetime=300,
+        )
+        if self._wake is not None and self._wake_all is not None:
+            self._listener = WakeListener(
+                lambda: asyncpg.connect(self.url, server_settings=self._settings()),
+                self.replica,
+                self._wake,
+                self._wake_all,
+            )
+            self._listener.start()
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            await self._listener.stop()
+            self._listener = None
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            try:
+                await asyncio.wait_for(pool.close(), timeout=5)
+            except (TimeoutError, *_TRANSIENT):
+                pool.terminate()
+
+    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
+        if isinstance(exc, _LOST) and self._pool is not None:
+            # Every pooled connection may be dead (database restart): replace them all on
+            # next use instead of failing one request per stale connection.
+            self._pool.expire_connections()
+        log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
+        return StorageUnavailable(f"database unavailable: {type(exc).__name__}")
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        try:
+            async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
+                yield conn
+        except _TRANSIENT as exc:
+            raise self._unavailable(exc) from exc
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[PgTx]:
+        async with self._conn() as conn, conn.transaction():
+            yield PgTx(conn)
+
+    async def _fetch(self, sql: str, *args: Any) -> list[Row]:
+        async with self._conn() as conn:
+            return [dict(r) for r in await conn.fetch(sql, *args)]
+
+    async def _fetchrow(self, sql: str, *args: Any) -> Row | None:
+        rows = await self._fetch(sql, *args)
+        return rows[0] if rows else None
+
+    async def ping(self) -> None:
+        async with self._conn() as conn:
+            await conn.fetchval("SELECT 1", timeout=self.acquire_timeout)
+
+    async def get_task(self, task_id: str) -> Row | None:
+        return await self._fetchrow(_TASKS + " WHERE id = $1", task_id)
+
+    async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]:
+        where: list[str] = []
+        args: list[Any] = []
+
+        def arg(value: Any) -> str:
+            args.append(value)
+            return f"${len(args)}"
+
+        if flt.statuses:
+            where.append(f"status = ANY({arg(list(flt.statuses))}::text[])")
+        for col in ("handler_name", "queue_name", "worker_id"):
+            if getattr(flt, col) is not None:
+                where.append(f"{col} = {arg(getattr(flt, col))}")
+        if flt.created_after is not None:
+            where.append(f"created_at > {arg(flt.created_after)}")
+        if flt.created_before is not None:
+            where.append(f"created_at < {arg(flt.created_before)}")
+        if before_seq is not None:
+            where.append(f"seq < {arg(before_seq)}")
+        sql = _TASKS + (" WHERE " + " AND ".join(where) if where else "")
+        return await self._fetch(sql + f" ORDER BY seq DESC LIMIT {arg(limit)}", *args)
+
+    async def list_attempts(self, task_id: str) -> list[Row]:
+        return await self._fetch(
+            _ATTEMPTS + " WHERE task_id = $1 ORDER BY started_at, attempt", task_id
+        )
+
+    async def queue_stats(self, queue_name: str | None) -> list[Row]:
+        rows = await self._fetch(
+            "SELECT queue_name, handler_name, "
+            "count(*) FILTER (WHERE status = 'pending') AS pending, "
+            "count(*) FILTER (WHERE status = 'scheduled') AS scheduled, "
+            "count(*) FILTER (WHERE status = 'running') AS running, "
+            "count(*) FILTER (WHERE status = 'failed') AS failed, "
+            "min(run_at) FILTER (WHERE status = 'pending') AS oldest_pending_run_at "
+            "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed') "
+            "AND ($1::text IS NULL OR queue_name = $1) GROUP BY queue_name, handler_name",
+            queue_name,
+        )
+        return rows
+
+    async def next_scheduled_at(self) -> int | None:
+        row = await self._fetchrow("SELECT min(run_at) AS at FROM tasks WHERE status = 'scheduled'")
+        return None if row is None else row["at"]
+
+    async def get_worker(self, worker_id: str) -> Row | None:
+        return await self._fetchrow(_WORKERS + " WHERE worker_id = $1", worker_id)
+
+    async def list_workers(self, state: str | None) -> list[Row]:
+        return await self._fetch(
+            _WORKERS + " WHERE ($1::text IS NULL OR state = $1) ORDER BY last_heartbeat_at DESC",
+            state,
+        )
+
+    async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]:
+        if not worker_ids:
+            return {}
+        rows = await self._fetch(
+            "SELECT worker_id, count(*) AS n FROM tasks WHERE status = 'running' "
+            "AND worker_id = ANY($1::text[]) GROUP BY worker_id",
+            worker_ids,
+        )
+        return {r["worker_id"]: r["n"] for r in rows}
+
+    # Cluster-wide pollers (P-OBS-1) ------------------------------------------------------
+
+    async def record_pollers(self, seen: list[tuple[str, str, str, int]]) -> None:
+        """Upsert (queue, handler, poller, seen_at) rows; callers batch and throttle."""
+        if not seen:
+            return
+        async with self._conn() as conn:
+            await conn.executemany(
+                "INSERT INTO pollers (queue_name, handler_name, poller, seen_at) "
+                "VALUES ($1, $2, $3, $4) ON CONFLICT (queue_name, handler_name, poller) "
+                "DO UPDATE SET seen_at = greatest(pollers.seen_at, EXCLUDED.seen_at)",
+                seen,
+            )
+
+    async def active_pollers(self, since: int) -> list[tuple[str, str, str]]:
+        rows = await self._fetch(
+            "SELECT queue_name, handler_name, poller FROM pollers WHERE seen_at >= $1", since
+        )
+        return [(r["queue_name"], r["handler_name"], r["poller"]) for r in rows]
+
+    async def prune_pollers(self, before: int) -> None:
+        async with self._conn() as conn:
+            await conn.execute("DELETE FROM pollers WHERE seen_at < $1", before)

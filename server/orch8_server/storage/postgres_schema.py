@@ -1,0 +1,151 @@
+"""PostgreSQL schema as versioned migrations, applied at start-up.
+
+Every replica runs `migrate` when it starts; a session advisory lock serialises them, so
+replicas starting together apply each migration once, and a database already at the
+latest version is left alone (idempotent). A database newer than this server is refused.
+"""
+
+from __future__ import annotations
+
+import asyncpg
+
+# pg_advisory_lock key: any constant shared by every replica ("orch8" in ASCII).
+MIGRATION_LOCK = 0x6F72636838
+
+_V1 = """
+CREATE TABLE tasks (
+    seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    handler_name text NOT NULL,
+    queue_name text NOT NULL,
+    status text NOT NULL,
+    priority integer NOT NULL,
+    params json NOT NULL,
+    context json NOT NULL,
+    headers json NOT NULL,
+    attempt integer NOT NULL,
+    max_attempts integer NOT NULL,
+    retry json NOT NULL,
+    run_at bigint NOT NULL,
+    good_until bigint,
+    idempotency_key text,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    started_at bigint,
+    finished_at bigint,
+    worker_id text,
+    lease_id text,
+    lease_expires_at bigint,
+    lease_ms bigint,
+    lease_started_at bigint,
+    output json,
+    error json,
+    checkpoint json,
+    progress json,
+    cancel_reason text
+) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01,
+        autovacuum_vacuum_cost_delay = 0);
+
+-- The claim indexes are partial (pending rows only) and lead with the claim's equality
+-- filters followed by its ORDER BY (priority, seq): a claim reads only claimable rows in
+-- claim order however many finished rows pile up (P-ORDER-1).
+CREATE INDEX tasks_claim_handler ON tasks (queue_name, handler_name, priority, seq)
+    WHERE status = 'pending';
+CREATE INDEX tasks_claim_any ON tasks (queue_name, priority, seq) WHERE status = 'pending';
+CREATE INDEX tasks_scheduled ON tasks (run_at) WHERE status = 'scheduled';
+CREATE INDEX tasks_leases ON tasks (lease_expires_at) WHERE status = 'running';
+CREATE INDEX tasks_good_until ON tasks (good_until)
+    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled');
+CREATE INDEX tasks_status_seq ON tasks (status, seq);
+CREATE INDEX tasks_worker_seq ON tasks (worker_id, seq) WHERE worker_id IS NOT NULL;
+CREATE UNIQUE INDEX tasks_idempotency_key ON tasks (idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE attempts (
+    task_id text NOT NULL,
+    lease_id text NOT NULL,
+    attempt integer NOT NULL,
+    worker_id text,
+    started_at bigint NOT NULL,
+    ended_at bigint NOT NULL,
+    outcome text NOT NULL,
+    error json,
+    reply json,
+    PRIMARY KEY (task_id, lease_id)
+);
+
+CREATE TABLE workers (
+    worker_id text PRIMARY KEY,
+    state text NOT NULL,
+    directive text NOT NULL,
+    hostname text,
+    pid bigint,
+    handlers json NOT NULL,
+    queues json NOT NULL,
+    concurrency integer,
+    labels json NOT NULL,
+    sdk text,
+    registered_at bigint NOT NULL,
+    last_heartbeat_at bigint NOT NULL
+);
+
+-- Cross-replica wake-ups (P-POLL-3): whenever a task becomes pending (enqueue, retry,
+-- release, reclaim, scheduled time reached) the writing transaction NOTIFYs; PostgreSQL
+-- delivers on commit and folds duplicates within one transaction. The payload names the
+-- writing replica so it can skip its own wake-ups (it already woke its waiters in-process).
+CREATE FUNCTION orch8_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('orch8_wake', json_build_array(
+        current_setting('orch8.replica', true), NEW.queue_name, NEW.handler_name)::text);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tasks_pending_insert AFTER INSERT ON tasks
+    FOR EACH ROW WHEN (NEW.status = 'pending') EXECUTE FUNCTION orch8_notify_pending();
+CREATE TRIGGER tasks_pending_update AFTER UPDATE OF status ON tasks
+    FOR EACH ROW WHEN (NEW.status = 'pending' AND OLD.status <> 'pending')
+    EXECUTE FUNCTION orch8_notify_pending();
+"""
+
+_V2 = """
+-- Cluster-wide active pollers (P-OBS-1): each replica upserts what its pollers asked for
+-- at most once per second per poller, so GET /queues counts pollers on every replica.
+CREATE TABLE pollers (
+    queue_name text NOT NULL,
+    handler_name text NOT NULL,
+    poller text NOT NULL,
+    seen_at bigint NOT NULL,
+    PRIMARY KEY (queue_name, handler_name, poller)
+);
+CREATE INDEX pollers_seen ON pollers (seen_at);
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2)]
+LATEST = MIGRATIONS[-1][0]
+
+
+async def migrate(conn: asyncpg.Connection) -> int:
+    """Bring the database to LATEST; returns the number of migrations applied."""
+    await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+    try:
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS orch8_schema_migrations ("
+            "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        done = {r[0] for r in await conn.fetch("SELECT version FROM orch8_schema_migrations")}
+        if done and max(done) > LATEST:
+            raise RuntimeError(
+                f"database has schema version {max(done)}; this server knows {LATEST}"
+            )
+        applied = 0
+        for version, sql in MIGRATIONS:
+            if version in done:
+                continue
+            async with conn.transaction():
+                await conn.execute(sql)
+                await conn.execute(
+                    "INSERT INTO orch8_schema_migrations (version) VALUES ($1)", version
+                )
+            applied += 1
+        return applied
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)

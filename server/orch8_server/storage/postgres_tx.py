@@ -1,0 +1,240 @@
+"""One PostgreSQL transaction (the `Tx` of base.py) on a pooled asyncpg connection.
+
+Unlike SQLite (one connection, one asyncio lock), several replicas write at once, so
+every read that a rule acts on locks its rows: `get_task` and `tasks_by_ids` are
+FOR UPDATE, concurrent calls on one task serialise, and the loser sees the winner's
+commit. Sweeps that every replica runs (reaper, promotion, dead workers) lock with
+SKIP LOCKED, so replicas share the work instead of queueing on each other's rows, and a
+row one replica reclaims is invisible to the others until it commits.
+Lock order is workers before tasks, tasks in id order where we choose it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS, WORKER_COLUMNS, Row
+
+_TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
+_ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
+_WORKERS = "SELECT " + ", ".join(WORKER_COLUMNS) + " FROM workers"
+_NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
+_INSERT_TASK = (
+    f"INSERT INTO tasks ({', '.join(_NEW_TASK_COLS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_NEW_TASK_COLS)))}) "
+    "ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING RETURNING seq"
+)
+_UPSERT_ATTEMPT = (
+    f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(ATTEMPT_COLUMNS)))}) "
+    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
+)
+_UPSERT_WORKER = (
+    f"INSERT INTO workers ({', '.join(WORKER_COLUMNS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
+    "ON CONFLICT (worker_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:])
+)
+
+# A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
+_LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
+
+
+def _claim_sql(by_handler: bool) -> str:
+    """One statement per poll: pick up to $2 pending rows in claim order (priority, then
+    FIFO by seq; P-ORDER-1) with FOR UPDATE SKIP LOCKED, lease them, return them.
+
+    With handler names, one LATERAL index scan per handler on tasks_claim_handler
+    (queue, handler, priority, seq), each reading at most $2 rows in index order; the
+    best $2 of their union win. Without, one scan of tasks_claim_any."""
+    if by_handler:
+        pick = (
+            "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
+            "SELECT seq, priority FROM tasks WHERE status = 'pending' AND queue_name = $1 "
+            "AND handler_name = h.name ORDER BY priority, seq LIMIT $2 "
+            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        )
+    else:
+        pick = (
+            "SELECT seq, priority FROM tasks WHERE status = 'pending' AND queue_name = $1 "
+            "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+        )
+    live = _LIVE
+
+    def when(then: str, otherwise: str) -> str:
+        return f"CASE WHEN {live} THEN {then} ELSE {otherwise} END"
+
+    cols = ", ".join(f"t.{c}" for c in TASK_COLUMNS)
+    running, expired = "'running'", "'expired'"
+    return (
+        f"WITH pick AS ({pick}), "
+        "ranked AS (SELECT seq, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
+        "UPDATE tasks t SET "
+        f"status = {when(running, expired)}, "
+        f"attempt = {when('t.attempt + 1', 't.attempt')}, "
+        f"lease_id = {when('($6::text[])[r.rn]', 't.lease_id')}, "
+        f"lease_expires_at = {when('$3 + $4', 't.lease_expires_at')}, "
+        f"lease_ms = {when('$4', 't.lease_ms')}, "
+        f"lease_started_at = {when('$3', 't.lease_started_at')}, "
+        f"worker_id = {when('$5', 't.worker_id')}, "
+        f"started_at = {when('COALESCE(t.started_at, $3)', 't.started_at')}, "
+        f"finished_at = {when('t.finished_at', '$3')}, "
+        "updated_at = $3 "
+        f"FROM ranked r WHERE t.seq = r.seq RETURNING {cols}"
+    )
+
+
+CLAIM_BY_HANDLER = _claim_sql(True)
+CLAIM_ANY = _claim_sql(False)
+
+
+def _row(record: asyncpg.Record | None) -> Row | None:
+    return None if record is None else dict(record)
+
+
+def _sets(fields: Row, first: int) -> str:
+    return ", ".join(f"{k} = ${i}" for i, k in enumerate(fields, start=first))
+
+
+class PgTx:
+    """One transaction; JSON columns go through the connection's orjson codec."""
+
+    def __init__(self, conn: asyncpg.Connection) -> None:
+        self.c = conn
+
+    async def insert_task(self, row: Row) -> tuple[Row, bool]:
+        seq = await self.c.fetchval(_INSERT_TASK, *[row.get(c) for c in _NEW_TASK_COLS])
+        if seq is not None:
+            return {**row, "seq": seq}, True
+        # P-TASK-3: the key exists (ON CONFLICT waited for its writer to commit).
+        existing = await self.c.fetchrow(
+            _TASKS + " WHERE idempotency_key = $1", row["idempotency_key"]
+        )
+        return dict(existing), False
+
+    async def get_task(self, task_id: str) -> Row | None:
+        return _row(await self.c.fetchrow(_TASKS + " WHERE id = $1 FOR UPDATE", task_id))
+
+    async def tasks_by_ids(self, task_ids: list[str]) -> list[Row]:
+        if not task_ids:
+            return []
+        rows = await self.c.fetch(
+            _TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", task_ids
+        )
+        return [dict(r) for r in rows]
+
+    async def update_task(self, task_id: str, fields: Row) -> None:
+        await self.c.execute(
+            f"UPDATE tasks SET {_sets(fields, 2)} WHERE id = $1", task_id, *fields.values()
+        )
+
+    async def insert_attempt(self, row: Row) -> None:
+        await self.c.execute(_UPSERT_ATTEMPT, *[row.get(c) for c in ATTEMPT_COLUMNS])
+
+    async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
+        return _row(
+            await self.c.fetchrow(
+                _ATTEMPTS + " WHERE task_id = $1 AND lease_id = $2", task_id, lease_id
+            )
+        )
+
+    async def latest_attempt(self, task_id: str) -> Row | None:
+        return _row(
+            await self.c.fetchrow(
+                _ATTEMPTS + " WHERE task_id = $1 ORDER BY ended_at DESC, attempt DESC LIMIT 1",
+                task_id,
+            )
+        )
+
+    async def claim(
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
+    ) -> tuple[list[Row], int]:
+        claimed: list[Row] = []
+        expired = 0
+        while len(claimed) < limit:
+            want = limit - len(claimed)
+            args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
+            args.append([new_lease_id() for _ in range(want)])
+            if handler_names:
+                records = await self.c.fetch(CLAIM_BY_HANDLER, *args, handler_names)
+            else:
+                records = await self.c.fetch(CLAIM_ANY, *args)
+            rows = [dict(r) for r in records]
+            fresh = sorted(
+                (r for r in rows if r["status"] == "running"),
+                key=lambda r: (r["priority"], r["seq"]),
+            )
+            claimed += fresh
+            expired += len(rows) - len(fresh)
+            if len(fresh) == len(rows):  # nothing expired on the way: no need to look again
+                break
+        return claimed, expired
+
+    async def promote_due(self, now: int) -> list[tuple[str, str]]:
+        rows = await self.c.fetch(
+            "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE seq IN ("
+            "SELECT seq FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
+            "FOR UPDATE SKIP LOCKED) RETURNING queue_name, handler_name",
+            now,
+        )
+        return sorted({(r[0], r[1]) for r in rows})
+
+    async def expire_overdue(self, now: int) -> int:
+        status = await self.c.execute(
+            "UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
+            "WHERE seq IN (SELECT seq FROM tasks WHERE good_until IS NOT NULL "
+            "AND status IN ('pending', 'scheduled') AND good_until <= $1 "
+            "FOR UPDATE SKIP LOCKED)",
+            now,
+        )
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def expired_leases(self, now: int, limit: int) -> list[Row]:
+        rows = await self.c.fetch(
+            _TASKS + " WHERE status = 'running' AND lease_expires_at <= $1 "
+            "ORDER BY lease_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED",
+            now,
+            limit,
+        )
+        return [dict(r) for r in rows]
+
+    async def running_tasks_of(self, worker_id: str) -> list[Row]:
+        rows = await self.c.fetch(
+            _TASKS + " WHERE worker_id = $1 AND status = 'running' ORDER BY id FOR UPDATE",
+            worker_id,
+        )
+        return [dict(r) for r in rows]
+
+    async def get_worker(self, worker_id: str) -> Row | None:
+        return _row(await self.c.fetchrow(_WORKERS + " WHERE worker_id = $1 FOR UPDATE", worker_id))
+
+    async def upsert_worker(self, row: Row) -> None:
+        await self.c.execute(_UPSERT_WORKER, *[row.get(c) for c in WORKER_COLUMNS])
+
+    async def update_worker(self, worker_id: str, fields: Row) -> None:
+        await self.c.execute(
+            f"UPDATE workers SET {_sets(fields, 2)} WHERE worker_id = $1",
+            worker_id,
+            *fields.values(),
+        )
+
+    async def delete_worker(self, worker_id: str) -> None:
+        await self.c.execute("DELETE FROM workers WHERE worker_id = $1", worker_id)
+
+    async def silent_workers(self, before: int) -> list[Row]:
+        rows = await self.c.fetch(
+            _WORKERS + " WHERE state IN ('running', 'quiet', 'terminating') "
+            "AND last_heartbeat_at < $1 ORDER BY worker_id FOR UPDATE SKIP LOCKED",
+            before,
+        )
+        return [dict(r) for r in rows]

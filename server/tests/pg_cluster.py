@@ -1,0 +1,142 @@
+"""A throwaway PostgreSQL cluster for tests and benchmarks: `initdb` + `pg_ctl` in a temp dir.
+
+Debian keeps the binaries in /usr/lib/postgresql/<version>/bin, off PATH. PostgreSQL
+refuses to run as root, so when we are root every command goes through
+`runuser -u postgres --` and the temp dir belongs to postgres.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _bin_dir() -> Path:
+    found = shutil.which("pg_ctl")
+    if found:
+        return Path(found).resolve().parent
+    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), reverse=True)
+    if not candidates:
+        raise RuntimeError("PostgreSQL is not installed: run `make setup` (installs postgresql)")
+    return Path(candidates[0]).parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PgCluster:
+    """One postgres server on 127.0.0.1:<free port>, trust auth, user `postgres`."""
+
+    def __init__(self, fsync: bool = False) -> None:
+        self.bin = _bin_dir()
+        self.root = Path(tempfile.mkdtemp(prefix="orch8-pg-"))
+        self.data = self.root / "data"
+        self.log = self.root / "postgres.log"
+        self.port = _free_port()
+        self.fsync = fsync
+        self.as_postgres = os.geteuid() == 0
+        if self.as_postgres:
+            shutil.chown(self.root, "postgres", "postgres")
+            self.root.chmod(0o700)
+
+    def _run(self, *args: str, timeout: float = 60) -> None:
+        cmd = [str(self.bin / args[0]), *args[1:]]
+        if self.as_postgres:
+            cmd = ["runuser", "-u", "postgres", "--", *cmd]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=timeout)
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def init(self) -> PgCluster:
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+            "--no-instructions",
+        )
+        return self.start()
+
+    def start(self) -> PgCluster:
+        # Tests trade durability for speed (fsync off); a clean or immediate stop still
+        # keeps every committed row because the OS page cache survives.
+        opts = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
+            f"-c max_connections=300 -c fsync={'on' if self.fsync else 'off'} "
+            "-c full_page_writes=off -c shared_buffers=128MB"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            opts,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
+        return self
+
+    def stop(self, mode: str = "fast") -> None:
+        """mode: smart, fast (disconnect clients) or immediate (like a crash)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop")
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("postgres did not come back")
+
+    def create_database(self, name: str) -> str:
+        self.psql(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def psql(self, sql: str, dbname: str = "postgres") -> str:
+        out = subprocess.run(
+            [
+                str(self.bin / "psql"),
+                "-X",
+                "-q",
+                "-t",
+                "-A",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-d",
+                self.url(dbname),
+                "-c",
+                sql,
+            ],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return out.stdout.strip()
+
+    def destroy(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError, subprocess.TimeoutExpired):
+            self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
