@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orch8_server.config import Settings
-from orch8_server.http import routes_tasks, routes_workers
+from orch8_server.http import routes_tasks, routes_workers, ui
 from orch8_server.http.endpoint import internal_problem, problem_response
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
@@ -75,7 +75,7 @@ def create_app(settings: Settings) -> Starlette:
             await engine.stop()
 
     app = Starlette(
-        routes=_routes(),
+        routes=[*_routes(), *ui.routes()],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

@@ -1,0 +1,157 @@
+// The dashboard's only way to the server: the public API of openapi.yaml, with the same
+// bearer API key as any client (P-AUTH-1). Types come from the generated contract types.
+import type { components } from "./generated/api";
+
+type Schemas = components["schemas"];
+export type Task = Schemas["Task"];
+export type TaskPage = Schemas["TaskPage"];
+export type TaskStatus = Schemas["TaskStatus"];
+export type Attempt = Schemas["Attempt"];
+export type AttemptList = Schemas["AttemptList"];
+export type Worker = Schemas["Worker"];
+export type WorkerList = Schemas["WorkerList"];
+export type QueueStats = Schemas["QueueStats"];
+export type QueueStatsList = Schemas["QueueStatsList"];
+export type ServerInfo = Schemas["ServerInfo"];
+export type Problem = Schemas["Problem"];
+export type ManualCompletion = Schemas["ManualCompletion"];
+export type ManualFailure = Schemas["ManualFailure"];
+export type TaskCancellation = Schemas["TaskCancellation"];
+export type TaskRetry = Schemas["TaskRetry"];
+
+export const TASK_STATUSES: TaskStatus[] = [
+  "pending",
+  "scheduled",
+  "running",
+  "completed",
+  "failed",
+  "cancelled",
+  "expired",
+];
+
+const KEY_STORAGE = "orch8.apiKey";
+const TIMEOUT_MS = 10_000;
+
+/** A failed call: `status` 0 means the server could not be reached at all. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly problem: Problem | null,
+    message: string,
+  ) {
+    super(message);
+  }
+
+  get unreachable(): boolean {
+    return this.status === 0;
+  }
+}
+
+/** Asks the operator for an API key; resolves with it (the prompt stays until one is given). */
+export type KeyPrompt = (rejected: boolean) => Promise<string>;
+let keyPrompt: KeyPrompt | null = null;
+let pendingKey: Promise<string> | null = null;
+
+export function onUnauthorized(prompt: KeyPrompt): void {
+  keyPrompt = prompt;
+}
+
+export function apiKey(): string | null {
+  return sessionStorage.getItem(KEY_STORAGE);
+}
+
+// Several calls may get 401 at once (one refresh fetches queues, workers and tasks):
+// they share one prompt.
+function askForKey(rejected: boolean): Promise<string> {
+  if (!keyPrompt) return Promise.reject(new Error("no key prompt"));
+  pendingKey ??= keyPrompt(rejected).then((key) => {
+    sessionStorage.setItem(KEY_STORAGE, key);
+    pendingKey = null;
+    return key;
+  });
+  return pendingKey;
+}
+
+async function send(method: string, path: string, body: unknown): Promise<Response> {
+  const headers: Record<string, string> = { Accept: "application/json" };
+  const key = apiKey();
+  if (key) headers.Authorization = `Bearer ${key}`;
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  try {
+    return await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+      cache: "no-store",
+    });
+  } catch (err) {
+    const why = err instanceof DOMException && err.name === "TimeoutError" ? "timed out" : "connection failed";
+    throw new ApiError(0, null, `cannot reach the server (${why})`);
+  }
+}
+
+async function problemOf(res: Response): Promise<ApiError> {
+  const text = await res.text().catch(() => "");
+  let problem: Problem | null = null;
+  try {
+    const parsed = JSON.parse(text) as Partial<Problem>;
+    if (parsed && typeof parsed === "object" && typeof parsed.code === "string") {
+      problem = { type: "", title: "", detail: "", errors: [], status: res.status, ...parsed } as Problem;
+    }
+  } catch {
+    // Not problem+json (a proxy in between, say): fall back to the status line.
+  }
+  const message = problem ? `${problem.title}: ${problem.detail}` : `HTTP ${res.status} ${res.statusText}`;
+  return new ApiError(res.status, problem, message);
+}
+
+/** Call the API; a 401 asks for a key and repeats the call with it. */
+export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+  let rejected = false;
+  for (;;) {
+    const sentKey = apiKey();
+    const res = await send(method, path, body);
+    if (res.status === 401 && keyPrompt) {
+      // A key another call just stored may already be the right one: retry with it first.
+      if (apiKey() === sentKey) {
+        await askForKey(rejected);
+        rejected = true;
+      }
+      continue;
+    }
+    if (!res.ok) throw await problemOf(res);
+    if (res.status === 204) return undefined as T;
+    return (await res.json()) as T;
+  }
+}
+
+export function query(params: Record<string, string | string[] | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value === undefined || value === "") continue;
+    for (const v of Array.isArray(value) ? value : [value]) q.append(name, v);
+  }
+  const s = q.toString();
+  return s ? `?${s}` : "";
+}
+
+const enc = encodeURIComponent;
+
+export const api = {
+  info: () => call<ServerInfo>("GET", "/info"),
+  queues: () => call<QueueStatsList>("GET", "/queues"),
+  workers: () => call<WorkerList>("GET", "/workers"),
+  tasks: (params: Record<string, string | string[] | undefined>) =>
+    call<TaskPage>("GET", `/tasks${query(params)}`),
+  task: (id: string) => call<Task>("GET", `/tasks/${enc(id)}`),
+  attempts: (id: string) => call<AttemptList>("GET", `/tasks/${enc(id)}/attempts`),
+  // P-MANUAL-1: an operator resolves a task by hand.
+  complete: (id: string, body: ManualCompletion) => call<Task>("POST", `/tasks/${enc(id)}/complete`, body),
+  fail: (id: string, body: ManualFailure) => call<Task>("POST", `/tasks/${enc(id)}/fail`, body),
+  cancel: (id: string, body: TaskCancellation) => call<Task>("POST", `/tasks/${enc(id)}/cancel`, body),
+  retry: (id: string, body: TaskRetry) => call<Task>("POST", `/tasks/${enc(id)}/retry`, body),
+  // P-WORKER-4: operator directives reach the worker on its next heartbeat.
+  directive: (workerId: string, action: "quiet" | "resume" | "terminate") =>
+    call<Worker>("POST", `/workers/${enc(workerId)}/${action}`),
+};

@@ -1,0 +1,153 @@
+// Entry point: routing (#/ overview, #/tasks/<id> detail), the refresh loop and the
+// connection banner. Everything shown comes from the public API (openapi.yaml).
+import { api, ApiError, onUnauthorized, type QueueStats, type Worker } from "./api";
+import { promptForKey } from "./auth";
+import { TaskDetail } from "./detail";
+import { byId, fill, h } from "./dom";
+import { stamp } from "./format";
+import { renderQueues } from "./queues";
+import { NO_FILTERS, RANGES, TaskList, type Filters } from "./tasks";
+import { problemBox } from "./widgets";
+import { renderWorkers } from "./workers";
+
+const REFRESH_MS = 3000;
+
+let lastOk: string | null = null;
+let unreachableSince: ApiError | null = null;
+
+/** Any view reports here whether the server answered; the banner and header follow. */
+function reachability(err: ApiError | null): void {
+  if (err === null) {
+    lastOk = new Date().toISOString();
+    unreachableSince = null;
+  } else {
+    unreachableSince = err;
+  }
+  const banner = byId("banner");
+  banner.hidden = unreachableSince === null;
+  if (unreachableSince) {
+    fill(
+      banner,
+      h("strong", null, "Server unreachable. "),
+      `Cannot reach the Orch8 server at ${location.origin} (${unreachableSince.message.replace(/^cannot reach the server \((.*)\)$/, "$1")}). `,
+      lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
+      `retrying every ${REFRESH_MS / 1000} s.`,
+    );
+  }
+  const conn = byId("conn");
+  conn.dataset.state = unreachableSince ? "down" : "up";
+  fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+
+const list = new TaskList(
+  (f) => history.replaceState(null, "", overviewHash(f)),
+  reachability,
+);
+let detail: TaskDetail | null = null;
+
+function overviewHash(f: Filters): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(f)) if (v !== NO_FILTERS[k as keyof Filters]) q.set(k, v);
+  const s = q.toString();
+  return s ? `#/?${s}` : "#/";
+}
+
+function filtersFrom(hash: string): Filters {
+  const q = new URLSearchParams(hash.split("?")[1] ?? "");
+  const f: Filters = { ...NO_FILTERS };
+  for (const key of Object.keys(f) as (keyof Filters)[]) {
+    const v = q.get(key);
+    if (v !== null) (f as unknown as Record<string, string>)[key] = v;
+  }
+  if (!(f.range in RANGES)) f.range = NO_FILTERS.range;
+  return f;
+}
+
+async function loadOverview(withTasks: boolean): Promise<void> {
+  const [queues, workers] = await Promise.all([
+    api.queues().then((r) => r.queues).catch(report(byId("queues"), "queues")),
+    api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
+    withTasks ? list.load() : null,
+  ]);
+  if (queues) renderQueues(byId("queues"), queues, (pick) => list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" }));
+  if (workers) {
+    renderWorkers(byId("workers"), workers, {
+      refresh: () => void loadOverview(false),
+      error: (box) => fill(byId("worker-error"), box),
+      pickWorker: (id) => list.set({ worker: id, id: "" }),
+    });
+  }
+  suggest(queues ?? [], workers ?? []);
+  byId("queue-updated").textContent = queues ? `updated ${stamp(new Date().toISOString()).slice(11)}` : "";
+}
+
+function suggest(queues: QueueStats[], workers: Worker[]): void {
+  list.suggest(
+    [...queues.map((q) => q.handler_name), ...workers.flatMap((w) => w.handlers)],
+    [...queues.map((q) => q.queue_name), ...workers.flatMap((w) => w.queues)],
+    workers.map((w) => w.worker_id),
+  );
+}
+
+/** A panel's load failed: unreachable goes to the banner (keeping stale data), anything else into the panel. */
+function report(el: HTMLElement, what: string) {
+  return (err: unknown): null => {
+    if (err instanceof ApiError && err.unreachable) reachability(err);
+    else fill(el, problemBox(err, `Could not load ${what}: `));
+    return null;
+  };
+}
+
+function route(): void {
+  const m = /^#\/tasks\/([^?]+)/.exec(location.hash);
+  const overview = byId("overview");
+  const detailRoot = byId("detail");
+  if (m) {
+    overview.hidden = true;
+    detailRoot.hidden = false;
+    detail = new TaskDetail(decodeURIComponent(m[1]), reachability);
+    detail.mount(detailRoot);
+    document.title = `${detail.id} · Orch8`;
+    void detail.load();
+  } else {
+    detail = null;
+    fill(detailRoot);
+    detailRoot.hidden = true;
+    overview.hidden = false;
+    document.title = "Orch8 dashboard";
+    list.filters = filtersFrom(location.hash);
+    list.set({});
+    void loadOverview(false);
+  }
+}
+
+let busy = false;
+async function tick(): Promise<void> {
+  if (busy || !byId("auth").hidden) return;
+  busy = true;
+  try {
+    if (detail) {
+      if (detail.isLive() || unreachableSince) await detail.load();
+    } else {
+      await loadOverview(list.isLive() || unreachableSince !== null);
+    }
+  } finally {
+    busy = false;
+  }
+}
+
+async function showInfo(): Promise<void> {
+  try {
+    const info = await api.info();
+    fill(byId("server-info"), `${info.name} ${info.version} · contract ${info.spec_version} · ${info.storage}`);
+  } catch {
+    // The header is cosmetic; the panels report errors.
+  }
+}
+
+onUnauthorized(promptForKey);
+list.mount();
+window.addEventListener("hashchange", route);
+route();
+void showInfo();
+setInterval(() => void tick(), REFRESH_MS);

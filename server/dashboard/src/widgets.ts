@@ -1,0 +1,79 @@
+// Small building blocks shared by the views: status pills, problem boxes, JSON blocks.
+import { ApiError, type QueueStats } from "./api";
+import { h } from "./dom";
+import { isEmpty, json } from "./format";
+
+export function pill(status: string, extra = ""): HTMLElement {
+  return h("span", { class: `pill pill-${status} ${extra}`.trim(), "data-status": status }, status);
+}
+
+/** The stuck-queue signal of P-OBS-1: pending work that nobody polls for. */
+export type PollerState = "polling" | "idle" | "stuck";
+
+export function pollerState(row: QueueStats): PollerState {
+  if (row.active_pollers > 0) return "polling";
+  return row.pending > 0 ? "stuck" : "idle";
+}
+
+export function pollerBadge(row: QueueStats): HTMLElement {
+  const state = pollerState(row);
+  const label =
+    state === "polling"
+      ? `${row.active_pollers} polling`
+      : state === "stuck"
+        ? "no poller"
+        : "idle";
+  const why =
+    state === "stuck"
+      ? "Tasks are pending but no worker has polled for this handler recently: the queue is stuck."
+      : state === "polling"
+        ? `${row.active_pollers} worker(s) polled for this handler recently.`
+        : "No worker polls for this handler, and nothing is pending.";
+  return h("span", { class: `badge badge-${state}`, "data-badge": state, title: why }, h("span", { class: "dot" }), label);
+}
+
+/** An error, readable: a problem+json body shows its status, code, detail and field errors. */
+export function problemBox(err: unknown, context = ""): HTMLElement {
+  if (err instanceof ApiError && err.problem) {
+    const p = err.problem;
+    return h(
+      "div",
+      { class: "problem", role: "alert", "data-code": p.code },
+      h(
+        "div",
+        { class: "problem-head" },
+        h("strong", null, `${context}${p.title || "Request failed"}`),
+        h("span", { class: "problem-code" }, `${p.status} · ${p.code}`),
+      ),
+      p.detail ? h("div", { class: "problem-detail" }, p.detail) : null,
+      p.errors?.length
+        ? h(
+            "ul",
+            { class: "problem-errors" },
+            p.errors.map((e) => h("li", null, h("code", null, e.pointer || "(body)"), " ", e.detail)),
+          )
+        : null,
+    );
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return h(
+    "div",
+    { class: "problem", role: "alert", "data-code": err instanceof ApiError && err.unreachable ? "connection_error" : "error" },
+    h("div", { class: "problem-head" }, h("strong", null, `${context}${message}`)),
+  );
+}
+
+export function jsonBlock(title: string, value: unknown, testId: string): HTMLElement {
+  return h(
+    "section",
+    { class: "json-block", "data-testid": testId },
+    h("h3", null, title),
+    isEmpty(value)
+      ? h("div", { class: "muted empty" }, value === null || value === undefined ? "none" : "empty")
+      : h("pre", null, json(value)),
+  );
+}
+
+export function empty(text: string): HTMLElement {
+  return h("div", { class: "empty-state" }, text);
+}

@@ -1,0 +1,133 @@
+// The task list: every filter narrows what GET /tasks returns, a queue bar click filters,
+// cursor paging walks the pages, and the list refreshes itself while tasks are live.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { eventually, launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+
+let server, browser, page;
+const ids = {};
+
+before(async () => {
+  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
+  const bulk = Array.from({ length: 30 }, (_, i) => ({ handler_name: "bulk_import", queue_name: "batch", params: { row: i } }));
+  await server.enqueue(bulk);
+  const email = await server.enqueue([
+    { handler_name: "send_email", params: { to: "a@example.com" } },
+    { handler_name: "send_email", params: { to: "b@example.com" } },
+    { handler_name: "send_email", params: { to: "c@example.com" } },
+    { handler_name: "send_email", params: { to: "d@example.com" } },
+  ]);
+  const gpu = await server.enqueue([
+    { handler_name: "resize", queue_name: "gpu", params: { w: 800 } },
+    { handler_name: "resize", queue_name: "gpu", params: { w: 400 } },
+    { handler_name: "resize", queue_name: "gpu", params: { w: 200 } },
+  ]);
+  await server.enqueue([{ handler_name: "report", delay_ms: 3_600_000 }]);
+  // One email fails by hand, one runs on worker mail-1 and one is left for the refresh test.
+  assert.equal((await server.api("POST", `/tasks/${email[0].id}/fail`, { error: "mailbox closed" })).status, 200);
+  const claim = await server.api("POST", "/workers/tasks/poll", { handler_names: ["send_email"], worker_id: "mail-1", wait_ms: 0 });
+  assert.equal(claim.status, 200);
+  ids.failed = email[0].id;
+  ids.running = claim.body.id;
+  ids.gpu = gpu.map((t) => t.id);
+  page = await openPage(browser, `${server.url}/ui/`);
+  await page.waitForSelector("tr[data-task]");
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/** Wait until the list shows exactly `n` rows and every row satisfies `each`. */
+async function rowsSettle(what, n, each = () => true) {
+  return eventually(async () => {
+    const rows = await page.$$eval("tr[data-task]", (trs) =>
+      trs.map((tr) => ({ id: tr.dataset.task, status: tr.dataset.status, cells: [...tr.cells].map((c) => c.textContent.trim()) })),
+    );
+    return rows.length === n && rows.every(each) ? rows : false;
+  }, what, 8000);
+}
+
+const handlerOf = (r) => r.cells[1];
+const queueOf = (r) => r.cells[2];
+
+test("handler filter narrows the list", async () => {
+  await rowsSettle("first page unfiltered", 25);
+  await page.fill("#f-handler", "send_email");
+  const rows = await rowsSettle("only send_email", 4, (r) => handlerOf(r) === "send_email");
+  assert.deepEqual(rows.map((r) => r.status).sort(), ["failed", "pending", "pending", "running"]);
+  await screenshot(page, "tasks-filtered");
+});
+
+test("status filter, then worker filter", async () => {
+  await page.selectOption("#f-status", "failed");
+  const failed = await rowsSettle("failed send_email", 1, (r) => r.status === "failed");
+  assert.equal(failed[0].id, ids.failed);
+  await page.selectOption("#f-status", "");
+  await page.fill("#f-handler", "");
+  await page.fill("#f-worker", "mail-1");
+  const mine = await rowsSettle("tasks of mail-1", 1);
+  assert.equal(mine[0].id, ids.running);
+  assert.equal(mine[0].cells[5], "mail-1");
+  // Filters live in the URL: a reload keeps them.
+  assert.match(await page.evaluate(() => location.hash), /worker=mail-1/);
+  await page.reload();
+  await rowsSettle("tasks of mail-1 after reload", 1, (r) => r.id === ids.running);
+  assert.equal(await page.inputValue("#f-worker"), "mail-1");
+  await page.click("#f-clear");
+  await rowsSettle("cleared", 25);
+});
+
+test("clicking a queue bar filters by its queue, handler and status", async () => {
+  await page.click('.queue-row[data-queue="gpu"][data-handler="resize"] .queue-name');
+  const rows = await rowsSettle("gpu / resize", 3, (r) => queueOf(r) === "gpu" && handlerOf(r) === "resize");
+  assert.deepEqual(rows.map((r) => r.id).sort(), [...ids.gpu].sort());
+  assert.equal(await page.inputValue("#f-queue"), "gpu");
+  await page.click('.queue-row[data-queue="default"][data-handler="report"] [data-count="scheduled"]');
+  await rowsSettle("scheduled report", 1, (r) => r.status === "scheduled" && handlerOf(r) === "report");
+  assert.equal(await page.inputValue("#f-status"), "scheduled");
+  await page.click("#f-clear");
+});
+
+test("task id search finds exactly that task, and says so when there is none", async () => {
+  await page.fill("#f-id", ids.gpu[1]);
+  await rowsSettle("one task by id", 1, (r) => r.id === ids.gpu[1]);
+  await page.fill("#f-id", "task_doesnotexist");
+  await page.waitForSelector("text=No task with id");
+  assert.equal((await page.$$("tr[data-task]")).length, 0);
+  await page.click("#f-clear");
+});
+
+test("time range is sent as created_after", async () => {
+  await page.selectOption("#f-range", "1h");
+  const url = await eventually(() => page.requests.findLast((u) => u.includes("/tasks?") && u.includes("created_after")), "a /tasks request with created_after");
+  const after = Date.parse(new URL(url).searchParams.get("created_after"));
+  assert.ok(Math.abs(Date.now() - 3_600_000 - after) < 60_000, `created_after ${new Date(after).toISOString()} is about an hour ago`);
+  await rowsSettle("recent tasks still listed", 25);
+  await page.click("#f-clear");
+});
+
+test("cursor paging walks older and newer pages", async () => {
+  await page.fill("#f-handler", "bulk_import");
+  const first = await rowsSettle("page 1 of bulk_import", 25, (r) => handlerOf(r) === "bulk_import");
+  await page.click("#page-older");
+  const second = await rowsSettle("page 2 of bulk_import", 5, (r) => handlerOf(r) === "bulk_import");
+  assert.equal(new Set([...first, ...second].map((r) => r.id)).size, 30, "pages do not overlap");
+  assert.equal(await page.textContent('[data-testid="page-info"]'), "Page 2 · 5 tasks");
+  assert.equal(await page.isDisabled("#page-older"), true);
+  await page.click("#page-newer");
+  const again = await rowsSettle("back on page 1", 25);
+  assert.deepEqual(again.map((r) => r.id), first.map((r) => r.id));
+  await page.click("#f-clear");
+});
+
+test("the list refreshes itself while a visible task is pending or running", async () => {
+  await page.fill("#f-worker", "mail-1");
+  await rowsSettle("running task shown", 1, (r) => r.status === "running");
+  assert.equal((await texts(page, ".pager .live")).length, 1, "live indicator shown");
+  const done = await server.api("POST", `/workers/tasks/${ids.running}/complete`, { output: { sent: true } });
+  assert.equal(done.status, 200);
+  await rowsSettle("completed without a reload", 1, (r) => r.status === "completed");
+  assert.equal((await texts(page, ".pager .live")).length, 0, "nothing live: no more refreshing");
+  assert.deepEqual(page.errors, []);
+});
