@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PACKAGES := server $(patsubst %/Makefile,%,$(wildcard sdk-python/Makefile sdk-typescript/Makefile sdk-go/Makefile conformance/Makefile))
 
-.PHONY: help setup run test lint generate check-generated conformance bench
+.PHONY: help setup run test lint generate check-generated check-spec conformance bench
 
 help:
 	@echo "make run              start the reference server on SQLite at http://localhost:3001"
@@ -13,12 +13,14 @@ help:
 	@echo "make lint             validate and lint openapi.yaml, lint every package"
 	@echo "make generate         regenerate all code derived from openapi.yaml"
 	@echo "make check-generated  fail if any generated code is stale"
+	@echo "make check-spec       the spec gate: lint, drift, breaking changes, hashes, schemathesis"
 	@echo "make conformance      run every SDK's worker loop against the server (scenario matrix)"
 	@echo "make bench [QUICK=1]  measure throughput, latency and memory"
 	@echo "packages: $(PACKAGES)"
 
 setup:
 	@scripts/setup.sh
+	@scripts/install-tools.sh
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p setup || exit 1; done
 
 run: setup
@@ -34,7 +36,10 @@ generate: setup
 check-generated: setup
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p check-generated || exit 1; done
 
-test: setup lint check-generated
+check-spec: setup
+	@scripts/check-spec.sh
+
+test: setup lint check-spec
 	@scripts/run-tests.sh $(PACKAGES)
 
 conformance: setup

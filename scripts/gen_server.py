@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ def main(out: Path) -> None:
             "--custom-file-header", MARKER,
         ],
         check=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore::FutureWarning"},
     )
 
 
