@@ -37,8 +37,8 @@ def test_long_handler_keeps_its_lease_through_worker_heartbeats(
 def test_lease_lost_cancels_handler_and_sends_no_stale_result(
     server, client: Orch8Client, run_worker
 ) -> None:
-    # A 300 ms lease and worker heartbeats only every 1.5 s: the reaper takes attempt 1 away.
-    worker, transport = make_worker(server, lease_ms=300, heartbeat_interval=1.5)
+    # A 500 ms lease and worker heartbeats only every 1.5 s: the reaper takes attempt 1 away.
+    worker, transport = make_worker(server, lease_ms=500, heartbeat_interval=1.5)
     first: dict[str, object] = {}
 
     @worker.handler("slow")
@@ -51,7 +51,7 @@ def test_lease_lost_cancels_handler_and_sends_no_stale_result(
         return f"fresh {ctx.attempt}"
 
     rw = run_worker(worker)
-    task = client.enqueue("slow")
+    task = client.enqueue("slow", retry={"max_attempts": 5, "initial_backoff_ms": 10})
     done = wait_until(lambda: (t := client.get_task(task.id)).status == "completed" and t, 15)
     wait_until(lambda: "reason" in first, 10, "attempt 1 to observe cancellation")
     assert first["cancelled"] is True and first["reason"] == "lease_lost"

@@ -13,13 +13,17 @@ def test_concurrency_is_never_exceeded(server, client: Orch8Client, run_worker) 
     worker, transport = make_worker(server, concurrency=3)
     lock = threading.Lock()
     running = {"now": 0, "max": 0}
+    full = threading.Event()  # opens once 3 handlers ran at the same time
 
     @worker.handler("busy")
     def busy(ctx: TaskContext) -> int:
         with lock:
             running["now"] += 1
             running["max"] = max(running["max"], running["now"])
-        ctx.cancelled.wait(0.15)
+            if running["now"] == 3:
+                full.set()
+        full.wait(5)
+        ctx.cancelled.wait(0.02)
         with lock:
             running["now"] -= 1
         return ctx.params["i"]

@@ -21,7 +21,7 @@ def test_stop_aborts_the_in_flight_long_poll_at_once(server, run_worker) -> None
     wait_until(lambda: _polling(transport), 10, "the first long-poll")
     started = time.monotonic()
     rw.stop_and_join(10)
-    assert time.monotonic() - started < 2.0  # not the 30 s long-poll
+    assert time.monotonic() - started < 5.0  # not the 30 s long-poll
 
 
 def test_graceful_shutdown_finishes_and_reports_in_flight_task(
@@ -42,7 +42,7 @@ def test_graceful_shutdown_finishes_and_reports_in_flight_task(
     assert started.wait(10)
     t0 = time.monotonic()
     rw.stop_and_join(15)
-    assert time.monotonic() - t0 < 5.0
+    assert time.monotonic() - t0 < 8.0  # the 0.7 s handler, not the 30 s long-poll
     assert seen["cancelled"] is False
     done = client.get_task(task.id)
     assert done.status == "completed" and done.output == "finished during shutdown"
@@ -71,7 +71,7 @@ def test_grace_period_exceeded_fails_leftover_with_shutdown(
     assert started.wait(10)
     t0 = time.monotonic()
     rw.stop_and_join(10)
-    assert 0.5 <= time.monotonic() - t0 < 4.0
+    assert 0.5 <= time.monotonic() - t0 < 8.0  # grace 0.5 s, not the handler's 10 s
     wait_until(lambda: "reason" in seen, 5, "the handler to see the shutdown signal")
     assert seen == {"cancelled": True, "reason": "shutdown"}
     after = client.get_task(task.id)
