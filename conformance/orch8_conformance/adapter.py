@@ -1,0 +1,100 @@
+"""An adapter process: a worker built by one SDK, driven by environment settings.
+
+The adapter contract (conformance/README.md): ORCH8_* settings in, JSON-line events out on
+stdout (`ready`, `start`, `end`, `cancelled`), anything else on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+# Worker options of a scenario -> the adapter's environment variables.
+OPTION_ENV = {
+    "concurrency": "ORCH8_CONCURRENCY",
+    "grace_period_ms": "ORCH8_GRACE_PERIOD_MS",
+    "queue": "ORCH8_QUEUE",
+    "handlers": "ORCH8_HANDLERS",
+    "heartbeat_interval_ms": "ORCH8_HEARTBEAT_INTERVAL_MS",
+    "wait_ms": "ORCH8_WAIT_MS",
+    "lease_ms": "ORCH8_LEASE_MS",
+}
+SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}
+
+
+def adapter_env(url: str, worker_id: str, options: dict) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH8_")}
+    env["ORCH8_URL"] = url
+    env["ORCH8_WORKER_ID"] = worker_id
+    for key, value in options.items():
+        if value is None:
+            continue
+        env[OPTION_ENV[key]] = ",".join(value) if isinstance(value, list) else str(value)
+    return env
+
+
+class AdapterProcess:
+    """One running adapter; its stdout events are collected with the time they arrived."""
+
+    def __init__(self, name: str, worker_id: str, command: list[str], env: dict, workdir: Path):
+        self.name = name
+        self.worker_id = worker_id
+        self.events: list[dict] = []
+        self.ready = threading.Event()
+        self.exited_at: float | None = None
+        self.last_command_at: float | None = None  # last signal or operator directive
+        self.stderr_path = workdir / f"{name}.stderr.log"
+        self.stdout_path = workdir / f"{name}.stdout.log"
+        self._stderr = open(self.stderr_path, "wb")  # noqa: SIM115 - handed to the child
+        self.proc = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self._stderr, env=env
+        )
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        with open(self.stdout_path, "wb") as copy:
+            for line in self.proc.stdout:
+                copy.write(line)
+                copy.flush()
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                event["_recv"] = time.time() * 1000
+                self.events.append(event)
+                if event.get("event") == "ready":
+                    self.ready.set()
+        self.proc.wait()
+        self.exited_at = time.time() * 1000
+
+    @property
+    def exit_code(self) -> int | None:
+        return self.proc.returncode if self.exited_at is not None else None
+
+    def send(self, name: str) -> None:
+        self.last_command_at = time.time() * 1000
+        if self.proc.poll() is None:
+            self.proc.send_signal(SIGNALS[name])
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self._reader.join(5)
+        self._stderr.close()
+
+    def stderr_tail(self, lines: int = 8) -> str:
+        try:
+            text = self.stderr_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(text[-lines:])

@@ -1,0 +1,78 @@
+"""A tiny stdlib HTTP client for the runner's own calls (enqueue, read back, operator).
+
+The runner never uses an SDK under test to check that SDK's work.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+class ApiError(Exception):
+    """A non-2xx answer or a network failure."""
+
+    def __init__(self, status: int, body: Any, what: str) -> None:
+        super().__init__(f"{what}: HTTP {status} {body}")
+        self.status = status
+        self.body = body
+
+
+class Api:
+    """Direct calls to the server (never through the fault proxy)."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, timeout: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base_url + path, data=data, method=method)
+        if data is not None:
+            req.add_header("Content-Type", "application/json")
+        if self.api_key:
+            req.add_header("Authorization", f"Bearer {self.api_key}")
+        what = f"{method} {path}"
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as res:
+                raw = res.read()
+                return json.loads(raw) if raw else None
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            try:
+                parsed = json.loads(raw)
+            except ValueError:
+                parsed = raw.decode(errors="replace")
+            raise ApiError(err.code, parsed, what) from None
+        except (urllib.error.URLError, OSError) as err:
+            raise ApiError(0, str(err), what) from None
+
+    def enqueue(self, task: dict) -> dict:
+        return self.call("POST", "/tasks", task)
+
+    def enqueue_batch(self, tasks: list[dict]) -> list[dict]:
+        return self.call("POST", "/tasks/batch", {"tasks": tasks})["tasks"]
+
+    def task(self, task_id: str) -> dict:
+        return self.call("GET", f"/tasks/{task_id}")
+
+    def attempts(self, task_id: str) -> list[dict]:
+        return self.call("GET", f"/tasks/{task_id}/attempts")["attempts"]
+
+    def worker(self, worker_id: str) -> dict | None:
+        try:
+            return self.call("GET", f"/workers/{worker_id}")
+        except ApiError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def ready(self) -> bool:
+        try:
+            self.call("GET", "/health/ready")
+            return True
+        except ApiError:
+            return False

@@ -1,0 +1,233 @@
+"""End-state checks: read back through the API and compare with a scenario's `expect`.
+
+Each function returns human-readable reasons; an empty list means the check passed.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from .api import ApiError
+
+if TYPE_CHECKING:
+    from .run import ScenarioRun
+
+# An SDK may free a slot when a handler returns, a moment before the server has ended the
+# attempt (the result is still in flight): such an attempt does not count as held.
+RESULT_IN_FLIGHT_MS = 250
+
+
+def ms(stamp: str | None) -> float | None:
+    if stamp is None:
+        return None
+    return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def short(value: Any, limit: int = 160) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def as_set(value) -> list:
+    return value if isinstance(value, list) else [value]
+
+
+def converge(run: ScenarioRun, deadline: float) -> None:
+    """Wait (up to the deadline) until expected task statuses and worker exits are reached."""
+    expect = run.scenario["expect"]
+    statuses = {
+        ref: exp["status"]
+        for key, exp in expect.get("tasks", {}).items()
+        if "status" in exp
+        for ref in run.groups.get(key, [key])
+    }
+    exits = [
+        name for name, exp in expect.get("workers", {}).items() if exp.get("running") is False or "exit_code" in exp
+    ]
+    while time.time() * 1000 < deadline:
+        if all(run.status(ref) in as_set(want) for ref, want in statuses.items()) and all(
+            name in run.workers and run.workers[name].exited_at is not None for name in exits
+        ):
+            return
+        time.sleep(0.1)
+
+
+def end_state(run: ScenarioRun) -> list[str]:
+    expect = run.scenario["expect"]
+    reasons = tasks(run, expect.get("tasks", {}))
+    if "order" in expect:
+        reasons += order(run, expect["order"])
+    attempts = all_attempts(run) if ("max_concurrent" in expect or "batch_polls_within_free_slots" in expect) else {}
+    for name, bounds in expect.get("max_concurrent", {}).items():
+        reasons += max_concurrent(run, name, bounds, attempts)
+    for name, concurrency in expect.get("batch_polls_within_free_slots", {}).items():
+        reasons += batch_polls(run, name, concurrency, attempts)
+    for name, exp in expect.get("workers", {}).items():
+        reasons += worker(run, name, exp)
+    return reasons
+
+
+def tasks(run: ScenarioRun, expectations: dict) -> list[str]:
+    reasons = []
+    for key, exp in expectations.items():
+        for ref in run.groups.get(key, [key]):
+            reasons += [f"{ref}: {r}" for r in task(run, ref, exp)]
+    return reasons
+
+
+def task(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
+    task_id = run.task_id(ref)
+    try:
+        record = run.api.task(task_id)
+        attempts = run.api.attempts(task_id)
+    except ApiError as err:
+        return [f"cannot read it back: {err}"]
+    error = record.get("error") or {}
+    history = (
+        ", ".join(
+            f"#{a['attempt']} {a['outcome']}" + (f" ({a['error']['code']})" if a.get("error") else "") for a in attempts
+        )
+        or "no attempts"
+    )
+    where = f" [status {record['status']}, attempts: {history}]"
+    out = []
+    if "status" in exp and record["status"] not in as_set(exp["status"]):
+        out.append(f"status is {record['status']!r}, expected {exp['status']!r}" + where)
+    if "attempt" in exp and record["attempt"] != exp["attempt"]:
+        out.append(f"attempt is {record['attempt']}, expected {exp['attempt']}" + where)
+    if "output" in exp and not contains(record.get("output"), exp["output"]):
+        out.append(f"output is {short(record.get('output'))}, expected it to contain {short(exp['output'])}")
+    echo = (record.get("output") or {}).get("echo") if isinstance(record.get("output"), dict) else None
+    if exp.get("output_echoes_params") and echo != record["params"]:
+        out.append(f"output.echo is {short(echo)}, expected the params {short(record['params'])}")
+    if "error_code" in exp and error.get("code") != exp["error_code"]:
+        out.append(f"error code is {error.get('code')!r}, expected {exp['error_code']!r} (error: {short(error)})")
+    if "error_retryable" in exp and error.get("retryable") != exp["error_retryable"]:
+        out.append(f"error.retryable is {error.get('retryable')!r}, expected {exp['error_retryable']!r}")
+    if "attempt_outcomes" in exp:
+        got = [a["outcome"] for a in attempts]
+        want = exp["attempt_outcomes"]
+        if len(got) != len(want) or any(g not in as_set(w) for g, w in zip(got, want, strict=False)):
+            out.append(f"attempt outcomes are {got}, expected {want}" + where)
+    if "attempt_error_codes" in exp:
+        got = [(a.get("error") or {}).get("code") for a in attempts]
+        if got != exp["attempt_error_codes"]:
+            out.append(f"attempt error codes are {got}, expected {exp['attempt_error_codes']}")
+    if "completed_by" in exp:
+        want = run.worker(exp["completed_by"]).worker_id
+        done = [a.get("worker_id") for a in attempts if a["outcome"] == "completed"]
+        if done != [want]:
+            out.append(f"completed by {done or 'nobody'}, expected {want}" + where)
+    if "retry_gap_ms" in exp:
+        out += retry_gap(attempts, exp["retry_gap_ms"])
+    if "handler_runs" in exp:
+        runs = len(run.events("start", ref))
+        if runs != exp["handler_runs"]:
+            out.append(f"handler ran {runs} times (adapter `start` events), expected {exp['handler_runs']}")
+    return out
+
+
+def contains(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in wanted.items())
+    return actual == wanted
+
+
+def retry_gap(attempts: list[dict], bounds: dict) -> list[str]:
+    if len(attempts) < 2 or attempts[0].get("ended_at") is None:
+        return [f"needs two attempts to measure the retry gap, has {len(attempts)}"]
+    gap = ms(attempts[1]["started_at"]) - ms(attempts[0]["ended_at"])
+    if gap < bounds.get("min", 0) or gap > bounds.get("max", float("inf")):
+        return [f"attempt 2 started {gap:.0f} ms after attempt 1 ended, expected {bounds}"]
+    return []
+
+
+def order(run: ScenarioRun, refs: list[str]) -> list[str]:
+    started = {}
+    for ref in refs:
+        attempts = run.api.attempts(run.task_id(ref))
+        if not attempts:
+            return [f"order: {ref} was never claimed"]
+        started[ref] = ms(attempts[0]["started_at"])
+    got = sorted(refs, key=lambda r: started[r])
+    return [] if got == refs else [f"claim order was {got}, expected {refs}"]
+
+
+def all_attempts(run: ScenarioRun) -> dict[str, list[tuple[float, float]]]:
+    """worker id -> (claimed, ended) of every attempt of every task of the run."""
+    spans: dict[str, list[tuple[float, float]]] = {}
+    for task_id in run.ids.values():
+        for a in run.api.attempts(task_id):
+            end = ms(a.get("ended_at")) or float("inf")
+            spans.setdefault(a.get("worker_id") or "", []).append((ms(a["started_at"]), end))
+    return spans
+
+
+def max_concurrent(run: ScenarioRun, name: str, bounds: dict, attempts: dict) -> list[str]:
+    spans = attempts.get(run.worker(name).worker_id, [])
+    points = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda p: (p[0], p[1]))
+    held = peak = 0
+    for _, delta in points:
+        held += delta
+        peak = max(peak, held)
+    if peak > bounds.get("max", peak) or peak < bounds.get("min", peak):
+        return [f"{name} held {peak} tasks at once on the server (attempt spans), expected {bounds}"]
+    return []
+
+
+def batch_polls(run: ScenarioRun, name: str, concurrency: int, attempts: dict) -> list[str]:
+    proc = run.worker(name)
+    spans = attempts.get(proc.worker_id, [])
+    polls = [
+        r
+        for r in run.proxy.requests
+        if r["path"].startswith("/workers/tasks/poll")
+        and (r.get("body") or {}).get("worker_id") == proc.worker_id
+        and r["fault"] == "none"
+    ]
+    if not polls:
+        return [f"{name} sent no poll with its worker_id through the proxy"]
+    out = []
+    for r in polls:
+        size = (r.get("body") or {}).get("batch_size", 10) if r["path"].endswith("/batch") else 1
+        held = sum(1 for s, e in spans if s < r["t"] and e > r["t"] + RESULT_IN_FLIGHT_MS)
+        if not 1 <= size <= concurrency - held:
+            out.append(f"{name} polled for {size} while holding {held} of {concurrency} slots (P-SDK-3)")
+    return out[:3]
+
+
+def worker(run: ScenarioRun, name: str, exp: dict) -> list[str]:
+    proc = run.worker(name)
+    out = []
+    if "running" in exp and (proc.exited_at is None) != exp["running"]:
+        out.append(
+            f"{name} is {'running' if proc.exited_at is None else 'exited'}, expected "
+            f"{'running' if exp['running'] else 'exited'}"
+        )
+    if "exit_code" in exp and proc.exit_code != exp["exit_code"]:
+        state = "still running" if proc.exited_at is None else f"exit code {proc.exit_code}"
+        out.append(f"{name}: {state}, expected exit code {exp['exit_code']}; stderr: {proc.stderr_tail(3)!r}")
+    if "exit_within_ms" in exp and proc.exited_at is not None and proc.last_command_at is not None:
+        took = proc.exited_at - proc.last_command_at
+        if took > exp["exit_within_ms"]:
+            out.append(
+                f"{name} exited {took:.0f} ms after the last signal/directive, expected <= {exp['exit_within_ms']}"
+            )
+    if "registered" in exp:
+        try:
+            found = run.api.worker(proc.worker_id) is not None
+        except ApiError as err:
+            found = None
+            out.append(f"{name}: cannot read the worker record: {err}")
+        if found is not None and found != exp["registered"]:
+            out.append(
+                f"{name}: GET /workers/{{id}} {'finds' if found else 'does not find'} it, "
+                f"expected {'registered' if exp['registered'] else 'deregistered (404)'}"
+            )
+    for ref in exp.get("cancelled_seen", []):
+        if not run.events("cancelled", ref, worker=name):
+            out.append(f"{name}: the handler of {ref} never reported its cancellation signal")
+    return out

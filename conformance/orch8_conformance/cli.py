@@ -1,0 +1,161 @@
+"""`python -m orch8_conformance run|list|validate`: the scenario x SDK matrix."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from .report import print_matrix, summary
+from .run import ScenarioRun
+from .scenario import HERE, ScenarioError, load_all
+
+ADAPTERS = HERE / "adapters.json"
+
+
+def adapters_config() -> dict[str, list[str]]:
+    """adapters.json: SDK name -> command; relative paths are relative to conformance/."""
+    config = json.loads(ADAPTERS.read_text())
+    resolved = {}
+    for name, entry in config.items():
+        if name.startswith("$"):
+            continue
+        resolved[name] = [str(HERE / part) if (HERE / part).exists() else part for part in entry["command"]]
+    return resolved
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="orch8_conformance", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    run = sub.add_parser("run", help="run scenarios against adapters and print the matrix")
+    run.add_argument("--sdk", default="all", help="all, or comma-separated names from adapters.json")
+    run.add_argument(
+        "--adapter",
+        action="append",
+        default=[],
+        metavar="COMMAND",
+        help="a foreign adapter command (repeatable); replaces --sdk unless --sdk is given too",
+    )
+    run.add_argument(
+        "--adapter-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="column name for each --adapter (default: foreign, foreign2, ...)",
+    )
+    run.add_argument("--scenario", action="append", default=[], metavar="ID", help="only these scenarios")
+    run.add_argument(
+        "--server-url",
+        help="check this server instead of starting the reference one "
+        "(one scenario at a time; the server must be empty and use each scenario's settings)",
+    )
+    run.add_argument("--jobs", type=int, default=3, help="scenario runs in parallel (default 3)")
+    run.add_argument("--json", metavar="FILE", help="write every result as JSON")
+    run.add_argument("--workdir", help="where logs go (default: a new temp dir)")
+    run.add_argument("--quiet", action="store_true", help="no per-run progress lines")
+    sub.add_parser("list", help="list the scenarios")
+    sub.add_parser("validate", help="validate every scenario against the schema")
+    return parser.parse_args(argv)
+
+
+def pick_adapters(args: argparse.Namespace) -> dict[str, list[str]]:
+    known = adapters_config()
+    chosen: dict[str, list[str]] = {}
+    sdk_given = "--sdk" in sys.argv or not args.adapter
+    if sdk_given:
+        names = list(known) if args.sdk == "all" else [s.strip() for s in args.sdk.split(",") if s.strip()]
+        for name in names:
+            if name not in known:
+                raise SystemExit(f"unknown SDK {name!r}; adapters.json has {', '.join(known)}")
+            chosen[name] = known[name]
+    for i, command in enumerate(args.adapter):
+        name = args.adapter_name[i] if i < len(args.adapter_name) else ("foreign" if i == 0 else f"foreign{i + 1}")
+        chosen[name] = shlex.split(command)
+    return chosen
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    try:
+        scenarios = load_all()
+    except ScenarioError as err:
+        print(f"invalid scenario: {err}", file=sys.stderr)
+        return 2
+    if args.cmd == "validate":
+        print(f"{len(scenarios)} scenarios match schema/scenario.schema.json")
+        return 0
+    if args.cmd == "list":
+        for s in scenarios:
+            print(f"{s['id']:34} {' '.join(s['rules'])}\n{'':34} {s['purpose']}")
+        return 0
+    if args.scenario:
+        unknown = set(args.scenario) - {s["id"] for s in scenarios}
+        if unknown:
+            print(f"unknown scenario(s): {', '.join(sorted(unknown))}", file=sys.stderr)
+            return 2
+        scenarios = [s for s in scenarios if s["id"] in args.scenario]
+    adapters = pick_adapters(args)
+    return run_matrix(args, scenarios, adapters)
+
+
+def run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]]) -> int:
+    workdir = Path(args.workdir or tempfile.mkdtemp(prefix="orch8-conformance-"))
+    jobs = 1 if args.server_url else max(1, args.jobs)
+    runs = [(s, name) for s in scenarios for name in adapters]
+    total = len(runs)
+    results: list[dict] = []
+    lock = threading.Lock()
+    started = time.monotonic()
+    print(
+        f"conformance: {len(scenarios)} scenarios x {len(adapters)} adapters ({', '.join(adapters)}), "
+        f"{jobs} at a time; logs in {workdir}",
+        flush=True,
+    )
+
+    def one(item) -> None:
+        scenario, name = item
+        begin = time.monotonic()
+        result = {"scenario": scenario["id"], "sdk": name, "rules": scenario["rules"]}
+        if args.server_url and "reference_server" in scenario.get("needs", []):
+            result.update(status="skipped", reasons=["needs the reference server (restarts it); not with --server-url"])
+        else:
+            logs = workdir / scenario["id"] / name
+            reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url).execute()
+            result.update(status="failed" if reasons else "passed", reasons=reasons, logs=str(logs))
+        result["seconds"] = round(time.monotonic() - begin, 1)
+        with lock:
+            results.append(result)
+            if not args.quiet:
+                mark = {"passed": "ok  ", "failed": "FAIL", "skipped": "skip"}[result["status"]]
+                print(
+                    f"[{len(results):>3}/{total}] {mark} {name:<11} {scenario['id']:<34} {result['seconds']:>5.1f}s",
+                    flush=True,
+                )
+                for reason in result["reasons"][:2] if result["status"] == "failed" else []:
+                    print(f"           - {reason}", flush=True)
+
+    with ThreadPoolExecutor(jobs) as pool:
+        list(pool.map(one, runs))
+    elapsed = time.monotonic() - started
+    print_matrix(scenarios, list(adapters), results)
+    counts = summary(results)
+    print(
+        f"\n{counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped "
+        f"of {total} runs ({len(scenarios)} scenarios x {len(adapters)} adapters) in {elapsed:.0f} s"
+    )
+    if sum(counts.values()) != total:  # every run is accounted for, never silently dropped
+        print(f"internal error: {sum(counts.values())} results for {total} runs", file=sys.stderr)
+        return 3
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"elapsed_s": round(elapsed, 1), "counts": counts, "adapters": adapters, "results": results}, indent=2
+            )
+        )
+    return 0 if counts["failed"] == 0 else 1

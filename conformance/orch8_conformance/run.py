@@ -1,0 +1,234 @@
+"""Runs one scenario against one adapter: server, proxy, workers, timeline, end state."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from pathlib import Path
+
+from . import checks
+from .adapter import AdapterProcess, adapter_env
+from .api import Api, ApiError
+from .proxy import FaultProxy
+from .scenario import task_refs
+from .server import ReferenceServer
+
+READY_TIMEOUT_S = 20.0
+
+
+class Failure(Exception):
+    """The scenario cannot go on; the message is the reason shown in the matrix."""
+
+
+def now_ms() -> float:
+    return time.time() * 1000
+
+
+class ScenarioRun:
+    """State of one scenario x SDK run; `execute()` returns the failure reasons (empty: passed)."""
+
+    def __init__(
+        self,
+        scenario: dict,
+        sdk: str,
+        command: list[str],
+        workdir: Path,
+        server_url: str | None = None,
+        db: str | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.sdk = sdk
+        self.command = command
+        self.workdir = workdir
+        self.server_url = server_url
+        self.db = db
+        self.server: ReferenceServer | None = None
+        self.proxy: FaultProxy | None = None
+        self.api: Api | None = None
+        self.workers: dict[str, AdapterProcess] = {}
+        self.ids: dict[str, str] = {}  # task ref -> task id
+        self.groups: dict[str, list[str]] = {}  # ref or group ref -> member refs
+        self.t0 = 0.0
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def execute(self) -> list[str]:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        try:
+            self._setup()
+            self._enqueue(self.scenario["tasks"])
+            self._start_worker("w1", {})
+            self.t0 = now_ms()
+            deadline = self.t0 + self.scenario.get("timeout_ms", 20000)
+            reasons = []
+            for index, step in enumerate(self.scenario.get("timeline", []), 1):
+                reasons += self._step(index, step, deadline)
+            checks.converge(self, deadline)
+            time.sleep(self.scenario.get("settle_ms", 500) / 1000)
+            return reasons + checks.end_state(self)
+        except Failure as err:
+            return [str(err)]
+        finally:
+            self._teardown()
+
+    def _setup(self) -> None:
+        if self.server_url:
+            self.api = Api(self.server_url)
+            parsed = urllib.parse.urlsplit(self.server_url)
+            upstream = (parsed.hostname or "127.0.0.1", parsed.port or 80)
+        else:
+            self.server = ReferenceServer(self.workdir, self.scenario.get("server", {}), self.db)
+            try:
+                self.server.start()
+            except RuntimeError as err:
+                raise Failure(f"reference server: {err}") from None
+            self.api = self.server.api
+            upstream = ("127.0.0.1", self.server.port)
+        self.proxy = FaultProxy(*upstream)
+        self.proxy.start()
+
+    def _teardown(self) -> None:
+        for worker in self.workers.values():
+            worker.kill()
+        if self.proxy:
+            self.proxy.close()
+        if self.server:
+            self.server.stop()
+
+    # --- actions -----------------------------------------------------------------------
+
+    def _enqueue(self, specs: list[dict]) -> None:
+        self.groups.update(task_refs(specs))
+        for spec in specs:
+            body = {k: spec[k] for k in ("handler_name", "params", "queue_name", "priority", "retry") if k in spec}
+            members = task_refs([spec])[spec["ref"]]
+            try:
+                if spec.get("count"):
+                    created = self.api.enqueue_batch([dict(body) for _ in members])
+                else:
+                    created = [self.api.enqueue(body)]
+            except ApiError as err:
+                raise Failure(f"enqueue {spec['ref']}: {err}") from None
+            for ref, task in zip(members, created, strict=True):
+                self.ids[ref] = task["id"]
+                self.groups.setdefault(ref, [ref])
+
+    def _start_worker(self, name: str, overrides: dict) -> None:
+        options = {**self.scenario.get("worker", {}), **overrides}
+        worker_id = f"{self.sdk}-{self.scenario['id']}-{name}"
+        env = adapter_env(self.proxy.url, worker_id, options)
+        try:
+            worker = AdapterProcess(name, worker_id, self.command, env, self.workdir)
+        except OSError as err:
+            raise Failure(f"cannot start the adapter {self.command}: {err}") from None
+        self.workers[name] = worker
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not worker.ready.wait(0.05):
+            if worker.proc.poll() is not None or time.monotonic() > deadline:
+                raise Failure(
+                    f"{name} never printed its ready event (exit code {worker.proc.poll()}); "
+                    f"stderr: {worker.stderr_tail(4)!r}"
+                )
+
+    def _step(self, index: int, step: dict, deadline: float) -> list[str]:
+        what = f"timeline step {index} ({step['action']})"
+        if "at_ms" in step:
+            self._sleep_until(self.t0 + step["at_ms"], deadline, what)
+        if "after" in step:
+            self.wait_for(step["after"], deadline, what)
+        if step.get("delay_ms"):
+            time.sleep(step["delay_ms"] / 1000)
+        action = step["action"]
+        if action == "enqueue":
+            self._enqueue(step["tasks"])
+        elif action == "start_worker":
+            self._start_worker(step["worker"], step.get("options", {}))
+        elif action == "signal":
+            self.worker(step["worker"]).send(step["signal"])
+        elif action == "operator":
+            worker = self.worker(step["worker"])
+            worker.last_command_at = now_ms()
+            self._call("POST", f"/workers/{worker.worker_id}/{step['op']}", None, what)
+        elif action == "cancel":
+            self._call("POST", f"/tasks/{self.task_id(step['task'])}/cancel", {}, what)
+        elif action == "restart_server":
+            if self.server is None:
+                raise Failure(f"{what}: needs the reference server (not --server-url)")
+            self.server.restart(step.get("down_ms", 0) / 1000)
+        elif action == "fault":
+            self.proxy.set_fault(step["mode"])
+            if step.get("duration_ms"):
+                time.sleep(step["duration_ms"] / 1000)
+                self.proxy.set_fault("none")
+        elif action == "expect":
+            return [f"at {what}: {reason}" for reason in checks.tasks(self, step["tasks"])]
+        return []
+
+    def _call(self, method: str, path: str, body, what: str) -> None:
+        try:
+            self.api.call(method, path, body)
+        except ApiError as err:
+            raise Failure(f"{what}: {err}") from None
+
+    def _sleep_until(self, when_ms: float, deadline: float, what: str) -> None:
+        if when_ms > deadline:
+            raise Failure(f"{what}: at_ms is past the scenario's timeout_ms")
+        time.sleep(max(0.0, when_ms - now_ms()) / 1000)
+
+    # --- conditions --------------------------------------------------------------------
+
+    def wait_for(self, condition: dict, deadline: float, what: str) -> None:
+        while not self.met(condition):
+            if now_ms() > deadline:
+                raise Failure(f"{what}: waited for {condition} but it did not happen within timeout_ms")
+            time.sleep(0.05)
+
+    def met(self, condition: dict) -> bool:
+        if "handler_started" in condition and not self.events("start", condition["handler_started"]):
+            return False
+        if "handler_ended" in condition and not (
+            self.events("end", condition["handler_ended"]) or self.events("cancelled", condition["handler_ended"])
+        ):
+            return False
+        if "starts" in condition and len(self.events("start")) < condition["starts"]:
+            return False
+        if "worker_exited" in condition and self.worker(condition["worker_exited"]).exited_at is None:
+            return False
+        for ref, wanted in condition.get("task_status", {}).items():
+            status = self.status(ref)
+            if status not in (wanted if isinstance(wanted, list) else [wanted]):
+                return False
+        return True
+
+    # --- helpers for checks ------------------------------------------------------------
+
+    def worker(self, name: str) -> AdapterProcess:
+        if name not in self.workers:
+            raise Failure(f"worker {name} was never started")
+        return self.workers[name]
+
+    def task_id(self, ref: str) -> str:
+        if ref not in self.ids:
+            raise Failure(f"task {ref} was never enqueued")
+        return self.ids[ref]
+
+    def status(self, ref: str) -> str | None:
+        try:
+            return self.api.task(self.task_id(ref))["status"]
+        except ApiError:
+            return None
+
+    def events(self, kind: str, ref: str | None = None, worker: str | None = None) -> list[dict]:
+        task_id = self.ids.get(ref) if ref else None
+        if ref and task_id is None:
+            return []
+        found = []
+        for name, proc in list(self.workers.items()):
+            if worker and name != worker:
+                continue
+            found += [
+                e
+                for e in list(proc.events)
+                if e.get("event") == kind and (task_id is None or e.get("task_id") == task_id)
+            ]
+        return found
