@@ -116,9 +116,9 @@ async def run_handler(slot: Slot, executor: Executor) -> Outcome:
     await asyncio.wait({future})
     if future.cancelled():
         return Outcome(error=asyncio.CancelledError(), retryable=True, code=SHUTDOWN)
-    exc = future.exception()
-    if exc is not None:
-        return classify(exc)
+    failure = future.exception()
+    if failure is not None:
+        return classify(failure)
     result = future.result()
     if inspect.isawaitable(result):  # a sync callable that returned a coroutine
         try:

@@ -278,7 +278,7 @@ class Worker:
                 self.executor.shutdown(wait=False, cancel_futures=True)
             if own_client:
                 await self.client.aclose()
-            log.info("worker stopped", extra=self.observer.extra(**self.stats().as_dict()))
+            log.info("worker stopped", extra=self.observer.extra(None, **self.stats().as_dict()))
 
     async def _deregister(self) -> None:
         assert self.client is not None
