@@ -1,0 +1,197 @@
+// Command orch8-conformance-adapter is the conformance adapter for the Go SDK.
+//
+// It builds a Worker from the ORCH8_* environment (conformance/README.md, "Adapter
+// contract"), registers the fixed handler table and prints JSON-line events on stdout.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	orch8 "github.com/orch8/orch8-workers/sdk-go"
+)
+
+var (
+	workerID = os.Getenv("ORCH8_WORKER_ID")
+	outMu    sync.Mutex
+)
+
+func emit(event string, t *orch8.Task, fields map[string]any) {
+	record := map[string]any{"event": event, "t": time.Now().UnixMilli(), "worker_id": workerID}
+	if t != nil {
+		record["task_id"], record["handler"], record["attempt"] = t.ID, t.HandlerName, t.Attempt
+	}
+	for k, v := range fields {
+		record[k] = v
+	}
+	line, _ := json.Marshal(record)
+	outMu.Lock()
+	defer outMu.Unlock()
+	os.Stdout.Write(append(line, '\n'))
+}
+
+func output(t *orch8.Task, extra map[string]any) map[string]any {
+	out := map[string]any{"handler": t.HandlerName, "attempt": t.Attempt, "worker_id": workerID}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
+func param(t *orch8.Task, key string, def float64) float64 {
+	if v, ok := t.Params[key].(float64); ok {
+		return v
+	}
+	return def
+}
+
+func ms(v float64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// pause waits up to d unless ctx is cancelled; it reports the cancellation. True if cancelled.
+func pause(ctx context.Context, t *orch8.Task, d time.Duration) bool {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return false
+	case <-ctx.Done():
+		reason := "cancelled"
+		if cause := context.Cause(ctx); cause != nil {
+			reason = cause.Error()
+		}
+		emit("cancelled", t, map[string]any{"reason": reason})
+		return true
+	}
+}
+
+var handlers = map[string]orch8.Handler{
+	"echo": func(ctx context.Context, t *orch8.Task) (any, error) {
+		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
+		return output(t, map[string]any{"echo": t.Params}), nil
+	},
+	"fail_once": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if t.Attempt == 1 {
+			return nil, orch8.Retryable(errors.New("fail_once: the first attempt fails"), 0)
+		}
+		return output(t, nil), nil
+	},
+	"fail_always": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if permanent, _ := t.Params["permanent"].(bool); permanent {
+			return nil, orch8.Permanent(errors.New("fail_always: permanent failure"))
+		}
+		return nil, orch8.Retryable(errors.New("fail_always: retryable failure"), 0)
+	},
+	"unhandled": func(ctx context.Context, t *orch8.Task) (any, error) {
+		panic("unhandled: a panic the handler did not classify")
+	},
+	"slow": func(ctx context.Context, t *orch8.Task) (any, error) {
+		duration, every := param(t, "duration_ms", 2000), param(t, "heartbeat_ms", 200)
+		start := time.Now()
+		for elapsed := 0.0; elapsed < duration; elapsed = float64(time.Since(start).Milliseconds()) {
+			_ = t.Heartbeat(ctx, map[string]any{"elapsed_ms": elapsed}, nil) // lease loss cancels ctx
+			if pause(ctx, t, ms(min(every, duration-elapsed))) {
+				return output(t, map[string]any{"cancelled": true}), nil
+			}
+		}
+		return output(t, map[string]any{"slow_ms": duration}), nil
+	},
+	"stall": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if float64(t.Attempt) <= param(t, "stall_attempts", 1) {
+			time.Sleep(ms(param(t, "stall_ms", 5000))) // deaf to cancellation on purpose
+			return output(t, map[string]any{"stalled": true}), nil
+		}
+		pause(ctx, t, ms(param(t, "after_ms", 0)))
+		return output(t, map[string]any{"stalled": false}), nil
+	},
+	"crash": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if float64(t.Attempt) <= param(t, "crash_attempts", 1) {
+			os.Exit(3)
+		}
+		return output(t, nil), nil
+	},
+	"wait_for_cancel": func(ctx context.Context, t *orch8.Task) (any, error) {
+		return output(t, map[string]any{"cancelled": pause(ctx, t, ms(param(t, "timeout_ms", 30000)))}), nil
+	},
+	"checkpoint": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if t.Checkpoint == nil {
+			if err := t.Heartbeat(ctx, nil, map[string]any{"step": 1, "saved_by_attempt": t.Attempt}); err != nil {
+				return nil, err
+			}
+			return nil, orch8.Retryable(errors.New("checkpoint: saved one, failing so the next attempt gets it"), 0)
+		}
+		return output(t, map[string]any{"checkpoint": t.Checkpoint}), nil
+	},
+	"retry_after": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if t.Attempt == 1 {
+			return nil, orch8.Retryable(errors.New("retry_after"), ms(param(t, "retry_after_ms", 1000)))
+		}
+		return output(t, nil), nil
+	},
+}
+
+func observed(h orch8.Handler) orch8.Handler {
+	return func(ctx context.Context, t *orch8.Task) (out any, err error) {
+		emit("start", t, nil)
+		result := "error"
+		defer func() { emit("end", t, map[string]any{"result": result}) }()
+		out, err = h(ctx, t)
+		if err == nil {
+			result = "ok"
+		}
+		return out, err
+	}
+}
+
+func envMs(key string) time.Duration {
+	v, err := strconv.Atoi(os.Getenv(key))
+	if err != nil {
+		return 0
+	}
+	return ms(float64(v))
+}
+
+func main() {
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	client, err := orch8.NewClient(orch8.Config{BaseURL: os.Getenv("ORCH8_URL")})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	concurrency, _ := strconv.Atoi(os.Getenv("ORCH8_CONCURRENCY"))
+	grace := envMs("ORCH8_GRACE_PERIOD_MS")
+	if os.Getenv("ORCH8_GRACE_PERIOD_MS") == "0" {
+		grace = -1 // the SDK's "no grace period"
+	}
+	w := orch8.NewWorker(client, orch8.WorkerOptions{
+		WorkerID:          workerID,
+		Concurrency:       concurrency,
+		GracePeriod:       grace,
+		QueueName:         os.Getenv("ORCH8_QUEUE"),
+		PollWait:          envMs("ORCH8_WAIT_MS"),
+		LeaseDuration:     envMs("ORCH8_LEASE_MS"),
+		HeartbeatInterval: envMs("ORCH8_HEARTBEAT_INTERVAL_MS"),
+	})
+	names := strings.FieldsFunc(os.Getenv("ORCH8_HANDLERS"), func(r rune) bool { return r == ',' })
+	if len(names) == 0 {
+		for name := range handlers {
+			names = append(names, name)
+		}
+	}
+	for _, name := range names {
+		w.Handle(name, observed(handlers[name]))
+	}
+	emit("ready", nil, map[string]any{"sdk": "go"})
+	if err := w.RunWithSignals(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	emit("stopped", nil, nil)
+}

@@ -1,0 +1,130 @@
+// Conformance adapter for the TypeScript SDK (@orch8/sdk, built into sdk-typescript/dist).
+// Builds a Worker from the ORCH8_* environment (conformance/README.md, "Adapter contract"),
+// registers the fixed handler table and prints JSON-line events on stdout.
+import { writeSync } from "node:fs";
+import { Worker, RetryableError, PermanentError } from "../../../sdk-typescript/dist/index.js";
+
+const env = process.env;
+const WORKER_ID = env.ORCH8_WORKER_ID;
+const num = (key) => (env[key] ? Number(env[key]) : undefined);
+
+// Synchronous writes: a crash (process.exit) must not lose buffered events.
+function emit(event, ctx, fields = {}) {
+  const record = { event, t: Date.now(), worker_id: WORKER_ID };
+  if (ctx) Object.assign(record, { task_id: ctx.id, handler: ctx.handlerName, attempt: ctx.attempt });
+  writeSync(1, JSON.stringify({ ...record, ...fields }) + "\n");
+}
+
+const output = (ctx, extra = {}) => ({ handler: ctx.handlerName, attempt: ctx.attempt, worker_id: WORKER_ID, ...extra });
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const reported = new WeakSet();
+
+/** Wait up to `ms` unless the cancellation signal fires; report it once. Resolves true if cancelled. */
+function pause(ctx, ms) {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      if (!reported.has(ctx)) {
+        reported.add(ctx);
+        emit("cancelled", ctx, { reason: ctx.signal.reason?.code ?? ctx.signal.reason?.name ?? "cancelled" });
+      }
+      resolve(true);
+    };
+    if (ctx.signal.aborted) return done();
+    const timer = setTimeout(() => {
+      ctx.signal.removeEventListener("abort", done);
+      resolve(false);
+    }, ms);
+    ctx.signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+const handlers = {
+  async echo(ctx) {
+    await pause(ctx, ctx.params.sleep_ms ?? 0);
+    return output(ctx, { echo: ctx.params });
+  },
+  async fail_once(ctx) {
+    if (ctx.attempt === 1) throw new RetryableError("fail_once: the first attempt fails");
+    return output(ctx);
+  },
+  async fail_always(ctx) {
+    if (ctx.params.permanent) throw new PermanentError("fail_always: permanent failure");
+    throw new RetryableError("fail_always: retryable failure");
+  },
+  async unhandled() {
+    throw new Error("unhandled: an exception the handler did not classify");
+  },
+  async slow(ctx) {
+    const duration = ctx.params.duration_ms ?? 2000;
+    const every = ctx.params.heartbeat_ms ?? 200;
+    const start = Date.now();
+    for (let elapsed = 0; elapsed < duration; elapsed = Date.now() - start) {
+      try {
+        await ctx.heartbeat({ elapsed_ms: elapsed });
+      } catch {
+        // lease lost or cancelled: the signal has fired, pause() reports it
+      }
+      if (await pause(ctx, Math.min(every, duration - elapsed))) return output(ctx, { cancelled: true });
+    }
+    return output(ctx, { slow_ms: duration });
+  },
+  async stall(ctx) {
+    if (ctx.attempt <= (ctx.params.stall_attempts ?? 1)) {
+      await sleep(ctx.params.stall_ms ?? 5000); // deaf to cancellation on purpose
+      return output(ctx, { stalled: true });
+    }
+    await pause(ctx, ctx.params.after_ms ?? 0);
+    return output(ctx, { stalled: false });
+  },
+  async crash(ctx) {
+    if (ctx.attempt <= (ctx.params.crash_attempts ?? 1)) process.exit(3);
+    return output(ctx);
+  },
+  async wait_for_cancel(ctx) {
+    return output(ctx, { cancelled: await pause(ctx, ctx.params.timeout_ms ?? 30000) });
+  },
+  async checkpoint(ctx) {
+    if (ctx.checkpoint === null) {
+      await ctx.heartbeat(undefined, { step: 1, saved_by_attempt: ctx.attempt });
+      throw new RetryableError("checkpoint: saved one, failing so the next attempt gets it");
+    }
+    return output(ctx, { checkpoint: ctx.checkpoint });
+  },
+  async retry_after(ctx) {
+    if (ctx.attempt === 1) throw new RetryableError("retry_after", { retryAfterMs: ctx.params.retry_after_ms ?? 1000 });
+    return output(ctx);
+  },
+};
+
+function observed(fn) {
+  return async (ctx) => {
+    emit("start", ctx);
+    let result = "error";
+    try {
+      const value = await fn(ctx);
+      result = "ok";
+      return value;
+    } finally {
+      emit("end", ctx, { result });
+    }
+  };
+}
+
+const names = (env.ORCH8_HANDLERS || "").split(",").filter(Boolean);
+const table = {};
+for (const name of names.length ? names : Object.keys(handlers)) table[name] = observed(handlers[name]);
+
+const worker = new Worker({
+  handlers: table,
+  workerId: WORKER_ID,
+  concurrency: num("ORCH8_CONCURRENCY"),
+  queueName: env.ORCH8_QUEUE || undefined,
+  gracePeriodMs: num("ORCH8_GRACE_PERIOD_MS"),
+  heartbeatIntervalMs: num("ORCH8_HEARTBEAT_INTERVAL_MS"),
+  waitMs: num("ORCH8_WAIT_MS"),
+  leaseMs: num("ORCH8_LEASE_MS"),
+});
+emit("ready", null, { sdk: "typescript" });
+await worker.run();
+emit("stopped");
