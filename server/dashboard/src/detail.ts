@@ -60,7 +60,11 @@ export class TaskDetail {
       this.onUnreachable(null);
       this.render();
     } catch (err) {
-      if (err instanceof ApiError && err.unreachable) return this.onUnreachable(err);
+      if (err instanceof ApiError && err.unreachable) {
+        this.onUnreachable(err);
+        // Keep a task already shown (the banner marks it stale); never show an empty view.
+        if (this.task) return;
+      }
       this.task = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
       fill(this.actions);
@@ -112,6 +116,7 @@ export class TaskDetail {
       } catch (err) {
         go.removeAttribute("disabled");
         fill(problem, problemBox(err, `Could not ${action} the task: `));
+        await this.load(); // the task probably changed under us: show what it is now
       }
     });
     fill(

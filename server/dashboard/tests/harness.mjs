@@ -54,18 +54,29 @@ export async function startServer({ apiKey } = {}) {
     "--max-wait-ms", "20000", "--reaper-interval-ms", "200", "--worker-heartbeat-ms", "1000", "--worker-dead-after-ms", "60000"];
   if (apiKey) args.push("--api-key", apiKey);
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH8_")));
-  const proc = spawn(PYTHON, args, { env, stdio: ["ignore", "ignore", "pipe"] });
-  let log = "";
-  proc.stderr.on("data", (d) => (log = (log + d).slice(-4000)));
-  const exited = new Promise((r) => proc.once("exit", r));
-  await eventually(async () => {
-    if (proc.exitCode !== null) throw new Error(`server exited ${proc.exitCode}: ${log}`);
-    const res = await fetch(`${url}/health/ready`).catch(() => null);
-    return res?.status === 200;
-  }, "server ready", 20_000).catch((err) => {
-    proc.kill("SIGKILL");
-    throw err;
-  });
+  let proc = null;
+  let exited = null;
+  async function launch() {
+    proc = spawn(PYTHON, args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    let log = "";
+    proc.stderr.on("data", (d) => (log = (log + d).slice(-4000)));
+    exited = new Promise((r) => proc.once("exit", r));
+    await eventually(async () => {
+      if (proc.exitCode !== null) throw new Error(`server exited ${proc.exitCode}: ${log}`);
+      const res = await fetch(`${url}/health/ready`).catch(() => null);
+      return res?.status === 200;
+    }, "server ready", 20_000).catch((err) => {
+      proc.kill("SIGKILL");
+      throw err;
+    });
+  }
+  async function halt() {
+    if (proc.exitCode === null) proc.kill("SIGTERM");
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    if (proc.exitCode === null) proc.kill("SIGKILL");
+    await exited;
+  }
+  await launch();
   const server = {
     url,
     /** Call the API directly (the tests' own view of the truth). */
@@ -81,10 +92,12 @@ export async function startServer({ apiKey } = {}) {
       if (res.status !== 201) throw new Error(`enqueue: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.tasks;
     },
+    /** Stop the process but keep its database, for `restart`. */
+    halt,
+    /** Start again on the same port and database file. */
+    restart: launch,
     async stop() {
-      if (proc.exitCode === null) proc.kill("SIGTERM");
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      if (proc.exitCode === null) proc.kill("SIGKILL");
+      await halt();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -321,7 +321,10 @@ var TaskDetail = class {
       this.onUnreachable(null);
       this.render();
     } catch (err) {
-      if (err instanceof ApiError && err.unreachable) return this.onUnreachable(err);
+      if (err instanceof ApiError && err.unreachable) {
+        this.onUnreachable(err);
+        if (this.task) return;
+      }
       this.task = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
       fill(this.actions);
@@ -371,6 +374,7 @@ var TaskDetail = class {
       } catch (err) {
         go.removeAttribute("disabled");
         fill(problem, problemBox(err, `Could not ${action} the task: `));
+        await this.load();
       }
     });
     fill(
