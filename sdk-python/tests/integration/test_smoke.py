@@ -84,3 +84,34 @@ def test_unhandled_exception_is_retryable(server, client: Orch8Client, run_worke
     failed = wait_until(lambda: (t := client.get_task(task.id)).status == "failed" and t, 10)
     assert failed.attempt == 2 and failed.error.code == "unhandled_error"
     assert failed.error.retryable
+
+
+def test_seed_000_loop_with_the_plain_client(server, client: Orch8Client) -> None:
+    """The README's twin of seed 000's TypeScript loop, bounded to two tasks."""
+
+    def process_image(params: dict) -> dict:
+        if params["width"] <= 0:
+            raise ValueError("Out of memory")
+        return {"url": "https://cdn.example.com/processed.png", "width": params["width"]}
+
+    good = client.enqueue("process_image", params={"width": 800})
+    bad = client.enqueue("process_image", params={"width": 0}, retry={"max_attempts": 1})
+    handled = 0
+    while handled < 2:
+        task = client.poll_task(
+            handler_names=["process_image"], worker_id="img-worker-1", wait_ms=2000
+        )
+        assert task is not None, "a task was expected within wait_ms"
+        try:
+            result = process_image(task.params.to_dict())
+            client.complete_task(task.id, output=result)
+        except Exception as err:
+            client.fail_task(task.id, error=str(err), retryable=True)
+        handled += 1
+    assert client.poll_task(handler_names=["process_image"], wait_ms=0) is None  # 204
+    assert client.get_task(good.id).output == {
+        "url": "https://cdn.example.com/processed.png",
+        "width": 800,
+    }
+    failed = client.get_task(bad.id)
+    assert failed.status == "failed" and failed.error.message == "Out of memory"
