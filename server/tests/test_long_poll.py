@@ -14,7 +14,7 @@ def _waiting(api: httpx.Client) -> float:
 
 
 def test_abandoned_long_poll_claims_nothing(api: httpx.Client, server, name: str) -> None:
-    """A worker that aborts its long-poll (shutdown, quiet) must not be handed a task."""
+    """P-POLL-7: a worker that aborts its long-poll (shutdown, quiet) is handed nothing."""
     with httpx.Client(base_url=server.url, timeout=0.5) as impatient:
         try:
             impatient.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 8000})

@@ -35,7 +35,7 @@ class Leases:
         """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
 
         `abandoned` returns an awaitable that finishes when the caller went away; a poll
-        whose caller disconnected stops waiting and claims nothing.
+        whose caller disconnected stops waiting and claims nothing (P-POLL-7).
         """
         settings = self.engine.settings
         queue = body.get("queue_name", DEFAULT_QUEUE)
