@@ -210,24 +210,30 @@ def worker(run: ScenarioRun, name: str, exp: dict) -> list[str]:
     if "exit_code" in exp and proc.exit_code != exp["exit_code"]:
         state = "still running" if proc.exited_at is None else f"exit code {proc.exit_code}"
         out.append(f"{name}: {state}, expected exit code {exp['exit_code']}; stderr: {proc.stderr_tail(3)!r}")
-    if "exit_within_ms" in exp and proc.exited_at is not None and proc.last_command_at is not None:
+    if "exit_within_ms" in exp and proc.exited_at is None:
+        out.append(f"{name} is still running, expected it to exit within {exp['exit_within_ms']} ms")
+    elif "exit_within_ms" in exp and proc.last_command_at is not None:
         took = proc.exited_at - proc.last_command_at
         if took > exp["exit_within_ms"]:
             out.append(
                 f"{name} exited {took:.0f} ms after the last signal/directive, expected <= {exp['exit_within_ms']}"
             )
     if "registered" in exp:
-        try:
-            found = run.api.worker(proc.worker_id) is not None
-        except ApiError as err:
-            found = None
-            out.append(f"{name}: cannot read the worker record: {err}")
-        if found is not None and found != exp["registered"]:
-            out.append(
-                f"{name}: GET /workers/{{id}} {'finds' if found else 'does not find'} it, "
-                f"expected {'registered' if exp['registered'] else 'deregistered (404)'}"
-            )
+        out += registered(run, name, proc.worker_id, exp["registered"])
     for ref in exp.get("cancelled_seen", []):
         if not run.events("cancelled", ref, worker=name):
             out.append(f"{name}: the handler of {ref} never reported its cancellation signal")
     return out
+
+
+def registered(run: ScenarioRun, name: str, worker_id: str, wanted: bool) -> list[str]:
+    """Registered means a live record (not `dead` nor `deregistered`); a 404 means deregistered."""
+    try:
+        record = run.api.worker(worker_id)
+    except ApiError as err:
+        return [f"{name}: cannot read the worker record: {err}"]
+    live = record is not None and record.get("state") not in ("dead", "deregistered")
+    if live == wanted:
+        return []
+    state = "404" if record is None else f"state {record.get('state')!r}"
+    return [f"{name}: GET /workers/{{id}} gives {state}, expected {'a live worker' if wanted else 'deregistered'}"]

@@ -6,6 +6,7 @@ registers the fixed handler table and prints JSON-line events on stdout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -13,7 +14,7 @@ import sys
 import threading
 import time
 
-from orch8 import PermanentError, RetryableError, TaskContext, Worker
+from orch8 import Orch8Error, PermanentError, RetryableError, TaskContext, Worker
 
 WORKER_ID = os.environ["ORCH8_WORKER_ID"]
 _out = threading.Lock()
@@ -69,7 +70,9 @@ def slow(ctx: TaskContext) -> dict:
     every = ctx.params.get("heartbeat_ms", 200)
     start = time.monotonic()
     while (elapsed := (time.monotonic() - start) * 1000) < duration:
-        ctx.heartbeat(progress={"elapsed_ms": int(elapsed)})
+        # Lease lost or cancelled: ctx.cancelled is set and pause() reports it.
+        with contextlib.suppress(Orch8Error):
+            ctx.heartbeat(progress={"elapsed_ms": int(elapsed)})
         if pause(ctx, min(every, duration - elapsed)):
             return output(ctx, cancelled=True)
     return output(ctx, slow_ms=duration)

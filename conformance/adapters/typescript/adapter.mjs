@@ -21,21 +21,24 @@ const reported = new WeakSet();
 
 /** Wait up to `ms` unless the cancellation signal fires; report it once. Resolves true if cancelled. */
 function pause(ctx, ms) {
+  const report = () => {
+    if (!reported.has(ctx)) {
+      reported.add(ctx);
+      emit("cancelled", ctx, { reason: ctx.signal.reason?.code ?? ctx.signal.reason?.name ?? "cancelled" });
+    }
+    return true;
+  };
+  if (ctx.signal.aborted) return Promise.resolve(report());
   return new Promise((resolve) => {
-    const done = () => {
+    const onAbort = () => {
       clearTimeout(timer);
-      if (!reported.has(ctx)) {
-        reported.add(ctx);
-        emit("cancelled", ctx, { reason: ctx.signal.reason?.code ?? ctx.signal.reason?.name ?? "cancelled" });
-      }
-      resolve(true);
+      resolve(report());
     };
-    if (ctx.signal.aborted) return done();
     const timer = setTimeout(() => {
-      ctx.signal.removeEventListener("abort", done);
+      ctx.signal.removeEventListener("abort", onAbort);
       resolve(false);
     }, ms);
-    ctx.signal.addEventListener("abort", done, { once: true });
+    ctx.signal.addEventListener("abort", onAbort, { once: true });
   });
 }
 
