@@ -23,6 +23,8 @@ const EXPLAIN: Record<Action, string> = {
   retry: "Puts the task back in its queue as pending, with a fresh budget of attempts.",
 };
 
+const DONE: Record<Action, string> = { complete: "completed", fail: "failed", cancel: "cancelled", retry: "retried" };
+
 const LIVE: TaskStatus[] = ["pending", "scheduled", "running"];
 
 export class TaskDetail {
@@ -111,7 +113,7 @@ export class TaskDetail {
         await this.apply(action, fields.values());
         this.open = null;
         fill(this.confirm);
-        fill(this.notice, h("div", { class: "notice", role: "status" }, `Done: task ${action === "retry" ? "retried" : action === "cancel" ? "cancelled" : action + "d"} by hand.`));
+        fill(this.notice, h("div", { class: "notice", role: "status" }, `Done: task ${DONE[action]} by hand.`));
         await this.load();
       } catch (err) {
         go.removeAttribute("disabled");

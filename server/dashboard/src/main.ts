@@ -69,16 +69,29 @@ async function loadOverview(withTasks: boolean): Promise<void> {
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null,
   ]);
-  if (queues) renderQueues(byId("queues"), queues, (pick) => list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" }));
+  if (queues) {
+    renderQueues(byId("queues"), queues, (pick) => {
+      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" });
+      showTasks();
+    });
+  }
   if (workers) {
     renderWorkers(byId("workers"), workers, {
       refresh: () => void loadOverview(false),
       error: (box) => fill(byId("worker-error"), box),
-      pickWorker: (id) => list.set({ worker: id, id: "" }),
+      pickWorker: (id) => {
+        list.set({ worker: id, id: "" });
+        showTasks();
+      },
     });
   }
   suggest(queues ?? [], workers ?? []);
   byId("queue-updated").textContent = queues ? `updated ${stamp(new Date().toISOString()).slice(11)}` : "";
+}
+
+/** Bring the task list into view after a click elsewhere filtered it. */
+function showTasks(): void {
+  byId("tasks-card").scrollIntoView({ behavior: "smooth", block: "start" });
 }
 
 function suggest(queues: QueueStats[], workers: Worker[]): void {

@@ -179,6 +179,7 @@ export class TaskList {
       ),
       this.isLive() ? h("span", { class: "live", title: "Pending or running tasks are shown: refreshing every 3 s" }, h("span", { class: "dot" }), "live") : null,
       h("span", { class: "spacer" }),
+      h("button", { class: "btn", id: "page-refresh", title: "Load this page again", onclick: () => void this.load() }, "Refresh"),
       h("button", { class: "btn", id: "page-newer", disabled: page === 1 || !!f.id, onclick: () => this.page(-1) }, "← Newer"),
       h("button", { class: "btn", id: "page-older", disabled: !this.next || !!f.id, onclick: () => this.page(1) }, "Older →"),
     );

@@ -72,6 +72,7 @@ test("fail by hand, then retry; invalid JSON output is caught before sending", a
   await page.fill('input[name="code"]', "card_expired");
   await page.click('[data-confirm="fail"]');
   await page.waitForSelector('[data-testid="task-status"] [data-status="failed"]');
+  assert.equal(await page.textContent(".notice"), "Done: task failed by hand.");
   const failed = (await server.api("GET", `/tasks/${task.id}`)).body;
   assert.equal(failed.error.code, "card_expired");
   assert.match(await page.textContent('[data-testid="task-error"]'), /card_expired[\s\S]*card expired/);

@@ -287,6 +287,7 @@ var EXPLAIN = {
   cancel: "Cancels the task. A running worker learns it on its next heartbeat (cancel_requested).",
   retry: "Puts the task back in its queue as pending, with a fresh budget of attempts."
 };
+var DONE = { complete: "completed", fail: "failed", cancel: "cancelled", retry: "retried" };
 var LIVE = ["pending", "scheduled", "running"];
 var TaskDetail = class {
   constructor(id, onUnreachable) {
@@ -369,7 +370,7 @@ var TaskDetail = class {
         await this.apply(action, fields.values());
         this.open = null;
         fill(this.confirm);
-        fill(this.notice, h("div", { class: "notice", role: "status" }, `Done: task ${action === "retry" ? "retried" : action === "cancel" ? "cancelled" : action + "d"} by hand.`));
+        fill(this.notice, h("div", { class: "notice", role: "status" }, `Done: task ${DONE[action]} by hand.`));
         await this.load();
       } catch (err) {
         go.removeAttribute("disabled");
@@ -764,6 +765,7 @@ var TaskList = class {
       ),
       this.isLive() ? h("span", { class: "live", title: "Pending or running tasks are shown: refreshing every 3 s" }, h("span", { class: "dot" }), "live") : null,
       h("span", { class: "spacer" }),
+      h("button", { class: "btn", id: "page-refresh", title: "Load this page again", onclick: () => void this.load() }, "Refresh"),
       h("button", { class: "btn", id: "page-newer", disabled: page === 1 || !!f.id, onclick: () => this.page(-1) }, "← Newer"),
       h("button", { class: "btn", id: "page-older", disabled: !this.next || !!f.id, onclick: () => this.page(1) }, "Older →")
     );
@@ -938,16 +940,27 @@ async function loadOverview(withTasks) {
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null
   ]);
-  if (queues) renderQueues(byId("queues"), queues, (pick) => list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" }));
+  if (queues) {
+    renderQueues(byId("queues"), queues, (pick) => {
+      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" });
+      showTasks();
+    });
+  }
   if (workers) {
     renderWorkers(byId("workers"), workers, {
       refresh: () => void loadOverview(false),
       error: (box) => fill(byId("worker-error"), box),
-      pickWorker: (id) => list.set({ worker: id, id: "" })
+      pickWorker: (id) => {
+        list.set({ worker: id, id: "" });
+        showTasks();
+      }
     });
   }
   suggest(queues ?? [], workers ?? []);
   byId("queue-updated").textContent = queues ? `updated ${stamp((/* @__PURE__ */ new Date()).toISOString()).slice(11)}` : "";
+}
+function showTasks() {
+  byId("tasks-card").scrollIntoView({ behavior: "smooth", block: "start" });
 }
 function suggest(queues, workers) {
   list.suggest(
