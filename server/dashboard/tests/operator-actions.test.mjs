@@ -69,6 +69,14 @@ test("fail by hand, then retry; invalid JSON output is caught before sending", a
 
   await page.click('[data-action="fail"]');
   await page.fill('input[name="error"]', "card expired");
+  // A code over the contract's 200 characters: the 422 lists the field by its pointer.
+  await page.fill('input[name="code"]', "x".repeat(201));
+  await page.click('[data-confirm="fail"]');
+  const invalid = await page.waitForSelector('[data-testid="confirm"] .problem[data-code="validation_error"]');
+  assert.match(await invalid.textContent(), /Could not fail the task: Validation failed\s*422 · validation_error/);
+  assert.equal(await invalid.$eval(".problem-errors code", (c) => c.textContent), "/code");
+  assert.equal(await status(task.id), "pending");
+  await screenshot(page, "problem-validation");
   await page.fill('input[name="code"]', "card_expired");
   await page.click('[data-confirm="fail"]');
   await page.waitForSelector('[data-testid="task-status"] [data-status="failed"]');
