@@ -1,0 +1,3 @@
+module orch8bench/loadgen
+
+go 1.24

@@ -1,0 +1,391 @@
+// Command loadgen is the raw HTTP load client of `make bench`: net/http with keep-alive,
+// no SDK, so that what it measures is the server. Modes:
+//
+//	run      enqueue -> claim -> complete of -n tasks (after an uncounted warm-up)
+//	fill     enqueue -n tasks in batches of 100 (prefill for drain runs)
+//	drain    claim + complete until -n tasks are done (tasks already enqueued)
+//	latency  one worker waits in a long-poll; enqueue one task at a time, time to pickup
+//	stub     a canned-answer server: `run` against it measures the client's own ceiling
+//
+// Every mode prints one JSON object on stdout; progress goes to stderr.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+type opts struct {
+	url, pollURL     string
+	n, warmup, batch int
+	producers        int
+	consumers        int
+	handler          string
+	waitMs           int
+	completeEach     bool // batch claims, one complete call per task (what the SDK workers do)
+}
+
+var client = &http.Client{Transport: &http.Transport{
+	MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: 90 * time.Second,
+}}
+
+func post(ctx context.Context, url string, body any, out any) (int, error) {
+	var buf []byte
+	if body != nil {
+		buf, _ = json.Marshal(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(buf))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body) // read to the end: the connection is reused
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if resp.StatusCode >= 300 {
+		return resp.StatusCode, fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, data)
+	}
+	if out != nil && len(data) > 0 {
+		return resp.StatusCode, json.Unmarshal(data, out)
+	}
+	return resp.StatusCode, nil
+}
+
+type task struct {
+	ID     string         `json:"id"`
+	Params map[string]any `json:"params"`
+	Lease  struct {
+		ID string `json:"id"`
+	} `json:"lease"`
+}
+
+type newTask struct {
+	HandlerName string         `json:"handler_name"`
+	Params      map[string]any `json:"params"`
+}
+
+// enqueue sends `count` tasks, in one request (batch endpoint, or POST /tasks for 1).
+func enqueue(ctx context.Context, o opts, count int, params map[string]any) error {
+	if o.batch == 1 && count == 1 {
+		_, err := post(ctx, o.url+"/tasks", newTask{o.handler, params}, nil)
+		return err
+	}
+	tasks := make([]newTask, count)
+	for i := range tasks {
+		tasks[i] = newTask{o.handler, params}
+	}
+	_, err := post(ctx, o.url+"/tasks/batch", map[string]any{"tasks": tasks}, nil)
+	return err
+}
+
+// claim polls for up to o.batch tasks (single poll endpoint for batch 1).
+func claim(ctx context.Context, o opts, url string) ([]task, error) {
+	body := map[string]any{"handler_names": []string{o.handler}, "worker_id": "loadgen", "wait_ms": o.waitMs}
+	if o.batch == 1 {
+		var t task
+		code, err := post(ctx, url+"/workers/tasks/poll", body, &t)
+		if err != nil || code == 204 {
+			return nil, err
+		}
+		return []task{t}, nil
+	}
+	body["batch_size"] = o.batch
+	var res struct {
+		Tasks []task `json:"tasks"`
+	}
+	_, err := post(ctx, url+"/workers/tasks/poll/batch", body, &res)
+	return res.Tasks, err
+}
+
+func complete(ctx context.Context, url string, tasks []task, single bool) error {
+	if single && len(tasks) == 1 {
+		t := tasks[0]
+		_, err := post(ctx, url+"/workers/tasks/"+t.ID+"/complete", map[string]any{"lease_id": t.Lease.ID}, nil)
+		return err
+	}
+	items := make([]map[string]any, len(tasks))
+	for i, t := range tasks {
+		items[i] = map[string]any{"task_id": t.ID, "lease_id": t.Lease.ID}
+	}
+	_, err := post(ctx, url+"/workers/tasks/complete/batch", map[string]any{"items": items}, nil)
+	return err
+}
+
+// completeEach completes every task with its own concurrent call, as a worker running
+// the handlers of one claimed batch concurrently does.
+func completeEach(ctx context.Context, url string, tasks []task) error {
+	errs := make(chan error, len(tasks))
+	for _, t := range tasks {
+		go func() { errs <- complete(ctx, url, []task{t}, true) }()
+	}
+	var first error
+	for range tasks {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+type counters struct{ done, errors atomic.Int64 }
+
+// produce enqueues n tasks from o.producers goroutines, batch-sized requests.
+func produce(ctx context.Context, o opts, n int, c *counters) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for p := 0; p < o.producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				start := next.Add(int64(o.batch)) - int64(o.batch)
+				if start >= int64(n) {
+					return
+				}
+				count := min(o.batch, n-int(start))
+				if err := enqueue(ctx, o, count, map[string]any{}); err != nil && ctx.Err() == nil {
+					c.errors.Add(1)
+					next.Add(-int64(count)) // retry these
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// consume claims and completes until n completions are counted, then cancels the rest.
+func consume(ctx context.Context, o opts, n int, c *counters, progress string) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < o.consumers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				tasks, err := claim(ctx, o, o.pollURL)
+				if err == nil && len(tasks) > 0 {
+					if o.completeEach {
+						err = completeEach(ctx, o.pollURL, tasks)
+					} else {
+						err = complete(ctx, o.pollURL, tasks, o.batch == 1)
+					}
+				}
+				if err != nil {
+					if ctx.Err() == nil {
+						c.errors.Add(1)
+						time.Sleep(10 * time.Millisecond)
+					}
+					continue
+				}
+				if c.done.Add(int64(len(tasks))) >= int64(n) {
+					cancel()
+				}
+			}
+		}()
+	}
+	if progress != "" {
+		go report(ctx, progress, n, c)
+	}
+	wg.Wait()
+}
+
+func report(ctx context.Context, label string, n int, c *counters) {
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			d := c.done.Load()
+			fmt.Fprintf(os.Stderr, "    %s: %d/%d done, %.0f tasks/s\n", label, d, n,
+				float64(d)/time.Since(start).Seconds())
+		}
+	}
+}
+
+// pipeline runs producers and consumers together; returns seconds to the last completion.
+func pipeline(o opts, n int, label string) (float64, int64) {
+	c := &counters{}
+	ctx := context.Background()
+	start := time.Now()
+	done := make(chan struct{})
+	go func() { produce(ctx, o, n, c); close(done) }()
+	consume(ctx, o, n, c, label)
+	<-done
+	return time.Since(start).Seconds(), c.errors.Load()
+}
+
+func emit(v map[string]any) {
+	out, _ := json.Marshal(v)
+	fmt.Println(string(out))
+}
+
+func modeRun(o opts) {
+	if o.warmup > 0 {
+		pipeline(o, o.warmup, "")
+	}
+	cpu0 := cpuSeconds()
+	secs, errs := pipeline(o, o.n, fmt.Sprintf("batch %d", o.batch))
+	cpu := cpuSeconds() - cpu0
+	emit(map[string]any{"tasks": o.n, "seconds": secs, "tasks_per_s": float64(o.n) / secs,
+		"client_cpu_s": cpu, "errors": errs})
+}
+
+func modeFill(o opts) {
+	o.batch = 100
+	c := &counters{}
+	start := time.Now()
+	produce(context.Background(), o, o.n, c)
+	secs := time.Since(start).Seconds()
+	emit(map[string]any{"tasks": o.n, "seconds": secs, "tasks_per_s": float64(o.n) / secs,
+		"errors": c.errors.Load()})
+}
+
+func modeDrain(o opts) {
+	c := &counters{}
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	consume(context.Background(), o, o.n, c, fmt.Sprintf("drain batch %d", o.batch))
+	secs := time.Since(start).Seconds()
+	emit(map[string]any{"tasks": o.n, "seconds": secs, "tasks_per_s": float64(o.n) / secs,
+		"client_cpu_s": cpuSeconds() - cpu0, "errors": c.errors.Load()})
+}
+
+// modeLatency: the worker is parked in a long-poll (on pollURL) before each enqueue (on url).
+func modeLatency(o opts) {
+	o.batch = 1
+	o.waitMs = 30000
+	ready := make(chan struct{})
+	got := make(chan time.Time)
+	ctx := context.Background()
+	go func() {
+		for {
+			ready <- struct{}{}
+			tasks, err := claim(ctx, o, o.pollURL)
+			if err != nil || len(tasks) == 0 {
+				if err != nil {
+					fmt.Fprintln(os.Stderr, "poll:", err)
+					time.Sleep(50 * time.Millisecond)
+				}
+				<-ready // re-arm without a sample
+				continue
+			}
+			at := time.Now()
+			// Completed before the sample is handed over: the last task never stays running.
+			if err := complete(ctx, o.pollURL, tasks, true); err != nil {
+				fmt.Fprintln(os.Stderr, "complete:", err)
+			}
+			got <- at
+		}
+	}()
+	total := o.warmup + o.n
+	samples := make([]float64, 0, o.n)
+	for i := 0; i < total; i++ {
+		<-ready
+		time.Sleep(20 * time.Millisecond) // let the poll reach the server and park
+		sent := time.Now()
+		if err := enqueue(ctx, o, 1, map[string]any{"i": i}); err != nil {
+			fmt.Fprintln(os.Stderr, "enqueue:", err)
+			os.Exit(1)
+		}
+		at := <-got
+		if i >= o.warmup {
+			samples = append(samples, float64(at.Sub(sent).Microseconds())/1000)
+		}
+		if (i+1)%50 == 0 {
+			fmt.Fprintf(os.Stderr, "    latency: %d/%d samples\n", i+1, total)
+		}
+	}
+	sort.Float64s(samples)
+	q := func(p float64) float64 { return samples[min(len(samples)-1, int(p*float64(len(samples))))] }
+	emit(map[string]any{"samples": len(samples), "p50_ms": q(0.50), "p99_ms": q(0.99),
+		"max_ms": samples[len(samples)-1], "min_ms": samples[0]})
+}
+
+// modeStub answers like the server with canned bodies, doing no work: the ceiling of
+// `run` against it is the most this client can drive on this machine.
+func modeStub(addr string, batch int) {
+	one := `{"id":"task_x","handler_name":"noop","queue_name":"default","params":{},"context":{},"headers":{},"priority":0,"attempt":1,"max_attempts":3,"lease":{"id":"lease_x","worker_id":"w","attempt":1,"expires_at":"2026-01-01T00:00:00Z"},"checkpoint":null,"good_until":null,"created_at":"2026-01-01T00:00:00Z","metadata":{"attempt":1,"max_attempts":3,"created_at":"2026-01-01T00:00:00Z"}}`
+	tasks := strings.TrimSuffix(strings.Repeat(one+",", batch), ",")
+	batchBody := []byte(`{"tasks":[` + tasks + `],"next_poll_after_ms":0}`)
+	mux := http.NewServeMux()
+	reply := func(body []byte) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(body)
+		}
+	}
+	mux.HandleFunc("/workers/tasks/poll/batch", reply(batchBody))
+	mux.HandleFunc("/workers/tasks/poll", reply([]byte(one)))
+	mux.HandleFunc("/", reply([]byte(`{"tasks":[]}`)))
+	fmt.Fprintln(os.Stderr, "stub listening on", addr)
+	if err := http.ListenAndServe(addr, mux); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func main() {
+	var o opts
+	mode := flag.String("mode", "run", "run | fill | drain | latency | stub")
+	flag.StringVar(&o.url, "url", "http://127.0.0.1:3001", "server (enqueue side)")
+	flag.StringVar(&o.pollURL, "poll-url", "", "server the workers poll (default: -url)")
+	flag.IntVar(&o.n, "n", 10000, "tasks (or latency samples)")
+	flag.IntVar(&o.warmup, "warmup", 0, "uncounted warm-up tasks before the measurement")
+	flag.IntVar(&o.batch, "batch", 100, "enqueue/claim/complete batch size (1 = single endpoints)")
+	flag.IntVar(&o.producers, "producers", 2, "enqueueing goroutines")
+	flag.IntVar(&o.consumers, "consumers", 4, "claiming goroutines")
+	flag.StringVar(&o.handler, "handler", "noop", "handler name")
+	flag.IntVar(&o.waitMs, "wait-ms", 1000, "long-poll wait of the consumers")
+	flag.BoolVar(&o.completeEach, "complete-each", false, "one complete call per task")
+	addr := flag.String("listen", "127.0.0.1:0", "stub: listen address")
+	flag.Parse()
+	if o.pollURL == "" {
+		o.pollURL = o.url
+	}
+	switch *mode {
+	case "run":
+		modeRun(o)
+	case "fill":
+		modeFill(o)
+	case "drain":
+		modeDrain(o)
+	case "latency":
+		modeLatency(o)
+	case "stub":
+		modeStub(*addr, o.batch)
+	default:
+		fmt.Fprintln(os.Stderr, "unknown mode", *mode)
+		os.Exit(2)
+	}
+}

@@ -1,0 +1,43 @@
+// pg-boss peer, measured like orch8bench/peers.py: a running worker with a no-op job, a
+// producer inserting batches of 100 meanwhile, timed to the moment the database shows
+// every job completed. Usage: node pgboss.mjs URL TASKS WARMUP
+import { PgBoss } from "pg-boss";
+import pg from "pg";
+
+const [url, tasksArg, warmupArg] = process.argv.slice(2);
+const tasks = Number(tasksArg ?? 10000);
+const warmup = Number(warmupArg ?? 500);
+const QUEUE = "noop";
+const BATCH = 100;
+// pg-boss's documented knobs for throughput: fetch in batches, poll at the minimum interval.
+const WORK = { batchSize: 100, pollingIntervalSeconds: 0.5 };
+
+const boss = new PgBoss({ connectionString: url });
+boss.on("error", (err) => console.error(err));
+await boss.start();
+await boss.createQueue(QUEUE);
+await boss.work(QUEUE, WORK, async () => {});
+
+const db = new pg.Client({ connectionString: url });
+await db.connect();
+async function completed() {
+  const r = await db.query("SELECT count(*)::int AS n FROM pgboss.job WHERE name = $1 AND state = 'completed'", [QUEUE]);
+  return r.rows[0].n;
+}
+
+async function one(n, already) {
+  const start = performance.now();
+  for (let i = 0; i < n; i += BATCH) {
+    const count = Math.min(BATCH, n - i);
+    await boss.insert(QUEUE, Array.from({ length: count }, () => ({ data: {} })));
+  }
+  while ((await completed()) < already + n) await new Promise((r) => setTimeout(r, 5));
+  return (performance.now() - start) / 1000;
+}
+
+if (warmup > 0) await one(warmup, 0);
+const secs = await one(tasks, warmup);
+console.log(JSON.stringify({ tasks, tasks_per_s: tasks / secs, settings: `work(${JSON.stringify(WORK)})` }));
+await db.end();
+await boss.stop({ graceful: false, wait: true });
+process.exit(0);

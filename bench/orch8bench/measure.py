@@ -1,0 +1,54 @@
+"""One measured row: repetitions, median and spread, load average before and after,
+CPU seconds of the server and of the client during the timed part."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any
+
+from orch8bench.env import cpu_seconds, loadavg, log
+
+
+def summarize(values: list[float]) -> dict[str, Any]:
+    """Median and spread ((max - min) / median, in percent) of repetitions."""
+    med = statistics.median(values)
+    spread = (max(values) - min(values)) / med * 100 if med else 0.0
+    return {
+        "median": med,
+        "min": min(values),
+        "max": max(values),
+        "spread_pct": round(spread, 1),
+        "runs": values,
+    }
+
+
+def repeat(
+    label: str,
+    reps: int,
+    once: Callable[[], dict],
+    key: str = "tasks_per_s",
+    server_pid: int | None = None,
+) -> dict[str, Any]:
+    """Run `once` reps times; each returns a dict with `key` (and maybe seconds,
+    client_cpu_s). Adds the server's CPU use while it ran, as cores busy."""
+    values: list[float] = []
+    extra: list[dict] = []
+    load_before = loadavg()
+    for i in range(reps):
+        cpu0 = cpu_seconds(server_pid) if server_pid else 0.0
+        out = once()
+        if server_pid and out.get("seconds"):
+            out["server_cores"] = round((cpu_seconds(server_pid) - cpu0) / out["seconds"], 2)
+        if out.get("client_cpu_s") is not None and out.get("seconds"):
+            out["client_cores"] = round(out["client_cpu_s"] / out["seconds"], 2)
+        values.append(out[key])
+        extra.append(out)
+        log(f"  {label} run {i + 1}/{reps}: {out[key]:,.1f} {key}")
+    row = summarize(values)
+    row.update(label=label, load_before=load_before, load_after=loadavg(), details=extra)
+    for k in ("server_cores", "client_cores"):
+        got = [e[k] for e in extra if k in e]
+        if got:
+            row[k] = statistics.median(got)
+    return row

@@ -1,0 +1,147 @@
+"""Peer job queues on the same PostgreSQL, each end to end like our figure: a running
+worker with a no-op job, a producer enqueueing batches of 100 at the same time, timed
+from the first enqueue to the moment the database shows every job done (not merely
+handed to the handler). An uncounted warm-up goes first, in the same process.
+
+Usage: python -m orch8bench.peers pgqueuer|procrastinate URL --tasks N --warmup W
+pg-boss runs in Node: bench/node/pgboss.mjs, same arguments and the same JSON answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+
+ENQUEUE_BATCH = 100
+
+
+async def _wait_done(count_done: Callable[[], Awaitable[int]], target: int) -> None:
+    while await count_done() < target:
+        await asyncio.sleep(0.005)
+
+
+async def _drive(
+    enqueue: Callable[[int], Awaitable[None]],
+    count_done: Callable[[], Awaitable[int]],
+    warmup: int,
+    tasks: int,
+) -> float:
+    """Warm-up, then the timed run; count_done counts every finished job so far."""
+
+    async def one(n: int, already: int) -> float:
+        start = time.perf_counter()
+        for i in range(0, n, ENQUEUE_BATCH):
+            await enqueue(min(ENQUEUE_BATCH, n - i))
+        await _wait_done(count_done, already + n)
+        return time.perf_counter() - start
+
+    if warmup:
+        await one(warmup, 0)
+    return tasks / await one(tasks, warmup)
+
+
+async def pgqueuer(url: str, tasks: int, warmup: int) -> dict:
+    import asyncpg
+    from pgqueuer import PgQueuer
+    from pgqueuer.db import AsyncpgDriver
+    from pgqueuer.queries import Queries
+
+    setup = await asyncpg.connect(url)
+    await Queries(AsyncpgDriver(setup)).install()
+    worker_conn = await asyncpg.connect(url)
+    producer = Queries(AsyncpgDriver(await asyncpg.connect(url)))
+    qm = PgQueuer(AsyncpgDriver(worker_conn))
+
+    @qm.entrypoint("noop")
+    async def noop(job: object) -> None:
+        return None
+
+    # The README's consumer as is: PgQueuer(...).run() with its defaults (batch_size=10).
+    runner = asyncio.create_task(qm.run())
+    # pgqueuer deletes a finished job from its queue table and logs it in pgqueuer_log.
+    total = warmup + tasks
+
+    async def done() -> int:
+        left = await setup.fetchval("SELECT count(*) FROM pgqueuer")
+        return total - left if sent["n"] >= total else sent["n"] - left
+
+    sent = {"n": 0}
+
+    async def enqueue(n: int) -> None:
+        await producer.enqueue(["noop"] * n, [None] * n, [0] * n)
+        sent["n"] += n
+
+    rate = await _drive(enqueue, done, warmup, tasks)
+    qm.shutdown.set()
+    await asyncio.wait_for(runner, 30)
+    return {
+        "tasks": tasks,
+        "tasks_per_s": rate,
+        "settings": "PgQueuer.run() defaults (batch_size=10, LISTEN/NOTIFY)",
+    }
+
+
+async def procrastinate(url: str, tasks: int, warmup: int, concurrency: int) -> dict:
+    import procrastinate as pc
+
+    app = pc.App(connector=pc.PsycopgConnector(conninfo=url))
+
+    @app.task(name="noop", queue="bench")
+    async def noop() -> None:
+        return None
+
+    async with app.open_async():
+        await app.schema_manager.apply_schema_async()
+        runner = asyncio.create_task(
+            app.run_worker_async(queues=["bench"], concurrency=concurrency, wait=True)
+        )
+        conn = await _psycopg(url)
+
+        async def done() -> int:
+            cur = await conn.execute(
+                "SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'"
+            )
+            return (await cur.fetchone())[0]
+
+        async def enqueue(n: int) -> None:
+            await noop.batch_defer_async(*([{}] * n))
+
+        rate = await _drive(enqueue, done, warmup, tasks)
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(runner, 30)
+        await conn.close()
+    return {
+        "tasks": tasks,
+        "tasks_per_s": rate,
+        "settings": f"async task, run_worker_async(concurrency={concurrency}), LISTEN/NOTIFY on",
+    }
+
+
+async def _psycopg(url: str):
+    import psycopg
+
+    return await psycopg.AsyncConnection.connect(url, autocommit=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("peer", choices=["pgqueuer", "procrastinate"])
+    ap.add_argument("url")
+    ap.add_argument("--tasks", type=int, default=10000)
+    ap.add_argument("--warmup", type=int, default=500)
+    ap.add_argument("--concurrency", type=int, default=10)
+    a = ap.parse_args()
+    if a.peer == "pgqueuer":
+        out = asyncio.run(pgqueuer(a.url, a.tasks, a.warmup))
+    else:
+        out = asyncio.run(procrastinate(a.url, a.tasks, a.warmup, a.concurrency))
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,359 @@
+"""`make bench [QUICK=1]`: every measurement of bench/README.md, then the report.
+
+Each phase prints progress; results go to bench/results/<date>-<host>.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from orch8bench import report
+from orch8bench.env import (
+    BENCH,
+    REPO,
+    PgCluster,
+    Server,
+    Workdir,
+    loadavg,
+    loadgen,
+    log,
+    machine,
+    rss_mb,
+    wait_until,
+)
+from orch8bench.measure import repeat
+
+BATCHES = (1, 10, 50, 100)
+PY = str(BENCH / ".venv" / "bin" / "python")
+SDK_CONCURRENCY = 100
+
+QUICK = {
+    "reps": 3,
+    "tasks": {1: 600, 10: 2000, 50: 3000, 100: 3000},
+    "warmup": 300,
+    "latency_samples": 40,
+    "rss_tasks": 20_000,
+    "sdk_tasks": 1500,
+    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 200, "pg-boss": 500},
+    "peer_warmup": 100,
+    "stub_tasks": {1: 20_000, 100: 200_000},
+}
+FULL = {
+    "reps": 3,
+    "tasks": {1: 6000, 10: 20_000, 50: 40_000, 100: 50_000},
+    "warmup": 3000,
+    "latency_samples": 300,
+    "rss_tasks": 1_000_000,
+    "sdk_tasks": 20_000,
+    "peer_tasks": {"pgqueuer": 20_000, "procrastinate": 2000, "pg-boss": 10_000},
+    "peer_warmup": 500,
+    "stub_tasks": {1: 50_000, 100: 1_000_000},
+}
+# Load-client shape per batch size: producers, consumers (goroutines, keep-alive each).
+SHAPE = {1: (4, 8), 10: (2, 4), 50: (2, 4), 100: (2, 4)}
+
+
+def throughput(url: str, batch: int, cfg: dict, pid: int, label: str) -> dict:
+    prod, cons = SHAPE[batch]
+    args = [
+        "-mode=run", f"-url={url}", f"-batch={batch}", f"-n={cfg['tasks'][batch]}",
+        f"-warmup={cfg['warmup']}", f"-producers={prod}", f"-consumers={cons}",
+    ]  # fmt: skip
+    row = repeat(label, cfg["reps"], lambda: loadgen(*args), server_pid=pid)
+    row.update(batch=batch, tasks=cfg["tasks"][batch], producers=prod, consumers=cons)
+    return row
+
+
+def latency(enqueue_url: str, poll_url: str, cfg: dict, label: str) -> dict:
+    before = loadavg()
+    out = loadgen(
+        "-mode=latency", f"-url={enqueue_url}", f"-poll-url={poll_url}",
+        f"-n={cfg['latency_samples']}", "-warmup=5",
+    )  # fmt: skip
+    out.update(label=label, load_before=before, load_after=loadavg())
+    log(
+        f"  {label}: p50 {out['p50_ms']:.2f} ms, p99 {out['p99_ms']:.2f} ms, max {out['max_ms']:.2f} ms"
+    )
+    return out
+
+
+def client_ceiling(cfg: dict) -> list[dict]:
+    """The load client against a canned-answer stub: the most it can drive here."""
+    rows = []
+    for batch, n in cfg["stub_tasks"].items():
+        port = str(_free_port())
+        stub = subprocess.Popen(
+            [str(BENCH / ".bin" / "loadgen"), "-mode=stub", f"-listen=127.0.0.1:{port}",
+             f"-batch={batch}"],
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            wait_until(lambda p=port: _open(p), 10, "stub did not start")
+            prod, cons = SHAPE[batch]
+            args = ["-mode=run", f"-url=http://127.0.0.1:{port}", f"-batch={batch}", f"-n={n}",
+                    f"-producers={prod}", f"-consumers={cons}"]  # fmt: skip
+            row = repeat(f"client ceiling, batch {batch}", 1, lambda a=args: loadgen(*a))
+            row["batch"] = batch
+            rows.append(row)
+        finally:
+            stub.terminate()
+            stub.wait()
+    return rows
+
+
+def _free_port() -> int:
+    from orch8bench.env import free_port
+
+    return free_port()
+
+
+def _open(port: str) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", int(port))) == 0
+
+
+def queue_idle(url: str) -> bool:
+    with urllib.request.urlopen(url + "/queues", timeout=5) as r:
+        qs = json.loads(r.read())["queues"]
+    return all(q["pending"] == 0 and q["running"] == 0 for q in qs)
+
+
+def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
+    """Start the SDK worker, warm it up, then time fill + drain of sdk_tasks tasks to the
+    moment the server shows nothing pending or running."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+
+        def once(n: int) -> dict:
+            start = time.perf_counter()
+            fill = subprocess.Popen(
+                [str(BENCH / ".bin" / "loadgen"), "-mode=fill", f"-url={server.url}", f"-n={n}"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            deadline = start + 600
+            while fill.poll() is None or not queue_idle(server.url):
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{name} worker exited: {proc.stderr.read()[-2000:]}")
+                if time.perf_counter() > deadline:
+                    raise RuntimeError(f"{name} worker did not drain {n} tasks in 600 s")
+                time.sleep(0.01)
+            secs = time.perf_counter() - start
+            return {"tasks_per_s": n / secs, "seconds": secs}
+
+        once(max(200, cfg["sdk_tasks"] // 10))  # warm-up, not counted
+        row = repeat(f"{name} SDK Worker", cfg["reps"], lambda: once(cfg["sdk_tasks"]),
+                     server_pid=server.pid)  # fmt: skip
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    row.update(sdk=name, concurrency=SDK_CONCURRENCY, tasks=cfg["sdk_tasks"])
+    return row
+
+
+def sdks(server: Server, cfg: dict) -> list[dict]:
+    url, c = server.url, str(SDK_CONCURRENCY)
+    rows = []
+    args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']}",
+            f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
+    raw = repeat("raw client, SDK request pattern", cfg["reps"], lambda: loadgen(*args),
+                 server_pid=server.pid)  # fmt: skip
+    raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"])
+    rows.append(raw)
+    workers = {
+        "Python": [str(REPO / ".venv" / "bin" / "python"), str(BENCH / "sdk" / "py_worker.py"), url, c],
+        "TypeScript": ["node", str(BENCH / "sdk" / "ts_worker.mjs"), url, c],
+        "Go": [str(BENCH / ".bin" / "goworker"), url, c],
+    }  # fmt: skip
+    for name, cmd in workers.items():
+        log(f"SDK {name} Worker (concurrency {c})")
+        try:
+            rows.append(sdk_run(name, cmd, server, cfg))
+        except RuntimeError as exc:  # one broken SDK must not lose the whole run
+            log(f"  {name} FAILED: {exc}")
+            rows.append({"sdk": name, "label": f"{name} SDK Worker", "error": str(exc)})
+    return rows
+
+
+def rss_drain(work: Workdir, cfg: dict) -> dict:
+    """Fill rss_tasks, then drain them at batch 100, sampling the server's RSS."""
+    n = cfg["rss_tasks"]
+    server = Server(work.sqlite("rss"), work.path, "rss")
+    try:
+        log(f"RSS: enqueueing {n:,} tasks")
+        before = loadavg()
+        fill = loadgen("-mode=fill", f"-url={server.url}", f"-n={n}", "-producers=2",
+                       on_line=lambda _: None)  # fmt: skip
+        log(f"  filled at {fill['tasks_per_s']:,.0f} tasks/s; draining with RSS sampling")
+        rss_start, _ = rss_mb(server.pid)
+        samples: list[dict] = []
+        t0 = time.perf_counter()
+
+        def on_line(line: str) -> None:
+            print(line, flush=True)
+            if "done" in line:  # "drain batch 100: 1234/5000 done, 999 tasks/s"
+                done = int(line.split(":")[1].split("/")[0])
+                cur, peak = rss_mb(server.pid)
+                samples.append({"t": round(time.perf_counter() - t0, 1), "done": done,
+                                "rss_mb": round(cur, 1), "peak_mb": round(peak, 1)})  # fmt: skip
+
+        drain = loadgen("-mode=drain", f"-url={server.url}", f"-n={n}", "-batch=100",
+                        "-consumers=4", on_line=on_line)  # fmt: skip
+        rss_end, peak = rss_mb(server.pid)
+    finally:
+        server.stop()
+    return {
+        "tasks": n, "fill_tasks_per_s": fill["tasks_per_s"], "drain_tasks_per_s": drain["tasks_per_s"],
+        "rss_start_mb": round(rss_start, 1), "rss_end_mb": round(rss_end, 1), "peak_mb": round(peak, 1),
+        "samples": samples, "load_before": before, "load_after": loadavg(),
+    }  # fmt: skip
+
+
+def sqlref(kind: str, target_for: dict, cfg: dict) -> list[dict]:
+    rows = []
+    for b in BATCHES:
+        n = cfg["tasks"][b]
+
+        def once(b: int = b, n: int = n) -> dict:
+            out = subprocess.run(
+                [PY, "-m", "orch8bench.sqlref", kind, target_for[b], f"--batch={b}",
+                 f"--tasks={n}", f"--warmup={min(cfg['warmup'], n)}"],
+                capture_output=True, text=True, cwd=BENCH, check=True,
+            )  # fmt: skip
+            return json.loads(out.stdout)
+
+        row = repeat(f"direct SQL {kind}, batch {b}", cfg["reps"], once)
+        row.update(batch=b, tasks=n)
+        rows.append(row)
+    return rows
+
+
+def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
+    rows = []
+    for peer in ("pgqueuer", "procrastinate", "pg-boss"):
+        n, w = cfg["peer_tasks"][peer], cfg["peer_warmup"]
+        log(f"peer {peer}: {n:,} jobs per run")
+
+        def once(peer: str = peer, n: int = n, w: int = w) -> dict:
+            url = cluster.create_database(f"peer_{peer.replace('-', '')}_{time.time_ns()}")
+            if peer == "pg-boss":
+                cmd = ["node", str(BENCH / "node" / "pgboss.mjs"), url, str(n), str(w)]
+            else:
+                cmd = [PY, "-m", "orch8bench.peers", peer, url, f"--tasks={n}", f"--warmup={w}"]
+            out = subprocess.run(cmd, capture_output=True, text=True, cwd=BENCH, timeout=900)
+            if out.returncode != 0:
+                raise RuntimeError(out.stderr[-2000:])
+            return json.loads(out.stdout.strip().splitlines()[-1])
+
+        try:
+            row = repeat(f"peer {peer}", cfg["reps"], once)
+            row.update(peer=peer, tasks=n, settings=row["details"][0].get("settings"))
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            log(f"  {peer} FAILED: {exc}")
+            row = {"peer": peer, "label": f"peer {peer}", "error": str(exc)[-500:]}
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma list of phases (debugging)")
+    a = ap.parse_args()
+    cfg = QUICK if a.quick else FULL
+    phases = (
+        set(a.only.split(",")) if a.only else {"ceiling", "sqlite", "sdk", "pg", "peers", "rss"}
+    )
+    started = time.time()
+    res: dict = {"quick": a.quick, "settings": cfg | {"tasks": {str(k): v for k, v in cfg["tasks"].items()},
+                 "stub_tasks": {str(k): v for k, v in cfg["stub_tasks"].items()}},
+                 "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY}  # fmt: skip
+    res["machine"] = machine()
+    res["load_start"] = loadavg()
+    log(
+        f"bench ({'QUICK' if a.quick else 'full'}) on {res['machine']['host']}, load {res['load_start']}"
+    )
+    work = Workdir()
+    log(f"workdir {work.path}")
+
+    if "ceiling" in phases:
+        log("load client ceiling (canned-answer stub)")
+        res["client_ceiling"] = client_ceiling(cfg)
+
+    if phases & {"sqlite", "sdk"}:
+        server = Server(work.sqlite("main"), work.path, "sqlite")
+        try:
+            if "sqlite" in phases:
+                res["sqlite"] = []
+                for b in BATCHES:
+                    log(f"SQLite end to end, batch {b}")
+                    res["sqlite"].append(
+                        throughput(server.url, b, cfg, server.pid, f"SQLite batch {b}")
+                    )
+                log("SQLite pickup latency")
+                res["latency_sqlite"] = latency(server.url, server.url, cfg, "SQLite")
+            if "sdk" in phases:
+                res["sdk"] = sdks(server, cfg)
+        finally:
+            server.stop()
+        if "sqlite" in phases:
+            log("direct SQL reference, SQLite")
+            targets = {b: work.sqlite(f"ref{b}") for b in BATCHES}
+            res["sqlref_sqlite"] = sqlref("sqlite", targets, cfg)
+
+    if phases & {"pg", "peers"}:
+        log("starting a throwaway PostgreSQL cluster (fsync on)")
+        cluster = PgCluster(fsync=True).init()
+        try:
+            if "pg" in phases:
+                url = cluster.create_database("orch8")
+                a_srv = Server(url, work.path, "pg-a")
+                b_srv = Server(url, work.path, "pg-b")
+                try:
+                    res["pg"] = []
+                    for b in BATCHES:
+                        log(f"PostgreSQL end to end, batch {b}")
+                        res["pg"].append(
+                            throughput(a_srv.url, b, cfg, a_srv.pid, f"PostgreSQL batch {b}")
+                        )
+                    log("PostgreSQL pickup latency")
+                    res["latency_pg"] = latency(a_srv.url, a_srv.url, cfg, "PostgreSQL")
+                    res["latency_pg_cross"] = latency(
+                        a_srv.url, b_srv.url, cfg, "PostgreSQL, enqueue on A, poll on B"
+                    )
+                finally:
+                    a_srv.stop()
+                    b_srv.stop()
+                log("direct SQL reference, PostgreSQL")
+                targets = {b: cluster.create_database(f"ref{b}") for b in BATCHES}
+                res["sqlref_pg"] = sqlref("postgresql", targets, cfg)
+            if "peers" in phases:
+                res["peers"] = peers(cluster, cfg)
+        finally:
+            cluster.destroy()
+
+    if "rss" in phases:
+        res["rss"] = rss_drain(work, cfg)
+
+    res["load_end"] = loadavg()
+    res["duration_s"] = round(time.time() - started)
+    md, js = report.write(res, BENCH / "results")
+    log(f"done in {res['duration_s']} s: {md} and {js}")
+    print(Path(md).read_text().split("\n## ", 2)[1] if "\n## " in Path(md).read_text() else "")
+
+
+if __name__ == "__main__":
+    os.chdir(BENCH)
+    sys.exit(main())
