@@ -18,6 +18,9 @@ if TYPE_CHECKING:
 # An SDK may free a slot when a handler returns, a moment before the server has ended the
 # attempt (the result is still in flight): such an attempt does not count as held.
 RESULT_IN_FLIGHT_MS = 250
+# Server timestamps have millisecond resolution: a claim made by the very poll being checked
+# can carry a stamp just before the proxy logged that poll. Such an attempt is not held yet.
+CLAIM_STAMP_MS = 5
 
 
 def ms(stamp: str | None) -> float | None:
@@ -193,7 +196,7 @@ def batch_polls(run: ScenarioRun, name: str, concurrency: int, attempts: dict) -
     out = []
     for r in polls:
         size = (r.get("body") or {}).get("batch_size", 10) if r["path"].endswith("/batch") else 1
-        held = sum(1 for s, e in spans if s < r["t"] and e > r["t"] + RESULT_IN_FLIGHT_MS)
+        held = sum(1 for s, e in spans if s < r["t"] - CLAIM_STAMP_MS and e > r["t"] + RESULT_IN_FLIGHT_MS)
         if not 1 <= size <= concurrency - held:
             out.append(f"{name} polled for {size} while holding {held} of {concurrency} slots (P-SDK-3)")
     return out[:3]

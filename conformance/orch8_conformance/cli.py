@@ -126,7 +126,10 @@ def run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]]) -> i
             result.update(status="skipped", reasons=["needs the reference server (restarts it); not with --server-url"])
         else:
             logs = workdir / scenario["id"] / name
-            reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url).execute()
+            try:
+                reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url).execute()
+            except Exception as err:  # a runner bug must still show up as one failed cell
+                reasons = [f"runner error: {err!r}"]
             result.update(status="failed" if reasons else "passed", reasons=reasons, logs=str(logs))
         result["seconds"] = round(time.monotonic() - begin, 1)
         with lock:

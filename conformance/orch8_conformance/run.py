@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 import urllib.parse
 from pathlib import Path
@@ -92,6 +93,8 @@ class ScenarioRun:
             worker.kill()
         if self.proxy:
             self.proxy.close()
+            with open(self.workdir / "proxy.jsonl", "w") as log:  # what the adapter sent, for debugging
+                log.writelines(json.dumps(r) + "\n" for r in self.proxy.requests)
         if self.server:
             self.server.stop()
 
@@ -154,7 +157,10 @@ class ScenarioRun:
         elif action == "restart_server":
             if self.server is None:
                 raise Failure(f"{what}: needs the reference server (not --server-url)")
-            self.server.restart(step.get("down_ms", 0) / 1000)
+            try:
+                self.server.restart(step.get("down_ms", 0) / 1000)
+            except RuntimeError as err:
+                raise Failure(f"{what}: reference server: {err}") from None
         elif action == "fault":
             self.proxy.set_fault(step["mode"])
             if step.get("duration_ms"):

@@ -1,0 +1,65 @@
+"""`python -m selftest`: the suite must fail for broken adapters, and pass for the unbroken one.
+
+For each defect in broken.py the matching scenarios must FAIL; the same scenarios must PASS
+for the unbroken raw-HTTP adapter (the control), so a failure is due to the defect and
+nothing else. Exits non-zero when a broken adapter slips through or the control fails.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from orch8_conformance.run import ScenarioRun
+from orch8_conformance.scenario import load_all
+
+HERE = Path(__file__).resolve().parent
+PY = sys.executable
+CONTROL = [PY, str(HERE.parent / "adapters" / "raw-http" / "adapter.py")]
+
+# defect -> the scenarios that must catch it
+CATCHES = {
+    "never_heartbeats": ["heartbeat-keeps-lease", "worker-heartbeat-keeps-lease"],
+    "completes_after_lease_loss": ["stall-late-result-rejected"],
+    "ignores_sigterm": ["graceful-shutdown"],
+    "exceeds_concurrency": ["concurrency-limit", "batch-claims-free-slots"],
+}
+
+
+def main() -> int:
+    scenarios = {s["id"]: s for s in load_all()}
+    workdir = Path(tempfile.mkdtemp(prefix="orch8-selftest-"))
+    runs = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
+    runs += [
+        (defect, sid, [PY, str(HERE / "broken.py"), defect], "failed") for defect, ids in CATCHES.items() for sid in ids
+    ]
+    print(f"selftest: {len(runs)} runs (control + {len(CATCHES)} broken adapters); logs in {workdir}", flush=True)
+    started = time.monotonic()
+
+    def one(item):
+        name, sid, command, want = item
+        reasons = ScenarioRun(scenarios[sid], name, command, workdir / sid / name).execute()
+        got = "failed" if reasons else "passed"
+        ok = got == want
+        print(f"  {'ok  ' if ok else 'BAD '} {name:<27} {sid:<30} {got:<6} (expected {want})", flush=True)
+        if reasons and name != "control":
+            print(f"       caught by: {reasons[0]}", flush=True)
+        elif reasons:
+            for reason in reasons[:3]:
+                print(f"       - {reason}", flush=True)
+        return ok
+
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(one, runs))
+    bad = results.count(False)
+    print(f"selftest: {len(results) - bad} of {len(results)} as expected in {time.monotonic() - started:.0f} s")
+    if bad:
+        print("selftest FAILED: a broken adapter passed, or the unbroken control failed", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
