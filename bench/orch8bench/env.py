@@ -24,7 +24,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 # The PostgreSQL harness the server tests use (initdb + pg_ctl in a temp dir, runuser
 # when root); reused as is so both start the cluster the same way.
 sys.path.insert(0, str(REPO / "server" / "tests"))
-from pg_cluster import _bin_dir  # noqa: E402
+from pg_cluster import PgCluster, _bin_dir  # noqa: E402
+
+__all__ = ["PgCluster"]  # re-exported for run.py and profile.py
 
 
 def log(msg: str) -> None:
@@ -108,9 +110,10 @@ class Server:
         )
         try:
             wait_until(self._started, 60, f"server {name} did not start")
-        except RuntimeError:
+        except RuntimeError as exc:
             self.stop()
-            raise RuntimeError(f"server {name} did not start: {self.log_path.read_text()[-1500:]}")
+            tail = self.log_path.read_text()[-1500:]
+            raise RuntimeError(f"server {name} did not start: {exc}: {tail}") from exc
 
     def _started(self) -> bool:
         if self.proc.poll() is not None:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -37,14 +39,14 @@ SDK_CONCURRENCY = 100
 
 QUICK = {
     "reps": 3,
-    "tasks": {1: 600, 10: 2000, 50: 3000, 100: 3000},
-    "warmup": 300,
-    "latency_samples": 40,
+    "tasks": {1: 300, 10: 1000, 50: 2000, 100: 2000},
+    "warmup": 200,
+    "latency_samples": 30,
     "rss_tasks": 20_000,
-    "sdk_tasks": 1500,
-    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 200, "pg-boss": 500},
-    "peer_warmup": 100,
-    "stub_tasks": {1: 20_000, 100: 200_000},
+    "sdk_tasks": 500,
+    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 100, "pg-boss": 300},
+    "peer_warmup": 50,
+    "stub_tasks": {1: 10_000, 100: 100_000},
 }
 FULL = {
     "reps": 3,
@@ -199,18 +201,29 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
         log(f"  filled at {fill['tasks_per_s']:,.0f} tasks/s; draining with RSS sampling")
         rss_start, _ = rss_mb(server.pid)
         samples: list[dict] = []
+        progress = {"done": 0}
+        stop = threading.Event()
         t0 = time.perf_counter()
+
+        def sample() -> None:  # every 0.25 s, whatever the client prints
+            while not stop.wait(0.25):
+                cur, _ = rss_mb(server.pid)
+                samples.append({"t": round(time.perf_counter() - t0, 2),
+                                "done": progress["done"], "rss_mb": round(cur, 1)})  # fmt: skip
 
         def on_line(line: str) -> None:
             print(line, flush=True)
             if "done" in line:  # "drain batch 100: 1234/5000 done, 999 tasks/s"
-                done = int(line.split(":")[1].split("/")[0])
-                cur, peak = rss_mb(server.pid)
-                samples.append({"t": round(time.perf_counter() - t0, 1), "done": done,
-                                "rss_mb": round(cur, 1), "peak_mb": round(peak, 1)})  # fmt: skip
+                progress["done"] = int(line.split(":")[1].split("/")[0])
 
-        drain = loadgen("-mode=drain", f"-url={server.url}", f"-n={n}", "-batch=100",
-                        "-consumers=4", on_line=on_line)  # fmt: skip
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            drain = loadgen("-mode=drain", f"-url={server.url}", f"-n={n}", "-batch=100",
+                            "-consumers=4", on_line=on_line)  # fmt: skip
+        finally:
+            stop.set()
+            sampler.join()
         rss_end, peak = rss_mb(server.pid)
     finally:
         server.stop()
@@ -350,6 +363,7 @@ def main() -> None:
     res["load_end"] = loadavg()
     res["duration_s"] = round(time.time() - started)
     md, js = report.write(res, BENCH / "results")
+    shutil.rmtree(work.path, ignore_errors=True)  # databases and logs; kept when a run fails
     log(f"done in {res['duration_s']} s: {md} and {js}")
     print(Path(md).read_text().split("\n## ", 2)[1] if "\n## " in Path(md).read_text() else "")
 

@@ -1,0 +1,128 @@
+"""`make -C bench profile`: sample the server with py-spy while the load client drives it.
+
+For each scenario a fresh server is started, py-spy attaches to it (`record --pid`,
+native frames off, idle off: what the one event-loop thread spends CPU on), the Go client
+runs a fixed task count, py-spy is stopped with SIGINT and writes collapsed stacks. We
+then print the top functions by self and by inclusive samples, grouped by file so the
+hot paths show up as server layers (http/, lifecycle/, storage/) vs libraries.
+Output: bench/profiles/<scenario>.txt (collapsed stacks; feed to any flamegraph tool)
+and bench/profiles/<scenario>-top.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from orch8bench.env import BENCH, PgCluster, Server, Workdir, loadavg, loadgen, log
+
+PYSPY = BENCH / ".venv" / "bin" / "py-spy"
+OUT = BENCH / "profiles"
+
+
+def parse(path: Path) -> tuple[collections.Counter, collections.Counter, collections.Counter, int]:
+    """Collapsed stacks -> (self samples per function, inclusive per function, per file)."""
+    own: collections.Counter = collections.Counter()
+    incl: collections.Counter = collections.Counter()
+    files: collections.Counter = collections.Counter()
+    total = 0
+    for line in path.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack:
+            continue
+        n = int(count)
+        total += n
+        frames = stack.split(";")
+        own[frames[-1]] += n
+        for f in set(frames):
+            incl[f] += n
+        files[_file(frames[-1])] += n
+    return own, incl, files, total
+
+
+def _file(frame: str) -> str:
+    # "claim (orch8_server/storage/sqlite.py)" -> the path, shortened to the package part
+    inside = frame.rpartition("(")[2].rstrip(")")
+    for marker in ("site-packages/", "orch8_server/", "lib/python3"):
+        if marker in inside:
+            return (
+                marker + inside.split(marker, 1)[1]
+                if marker != "site-packages/"
+                else inside.split(marker, 1)[1]
+            )
+    return inside
+
+
+def summary(name: str, path: Path, rate: float, top: int = 25) -> str:
+    own, incl, files, total = parse(path)
+    pct = lambda n: f"{n / total * 100:.1f}%"  # noqa: E731
+    lines = [
+        f"# py-spy profile: {name}",
+        "",
+        f"{total} samples; {rate:,.0f} tasks/s while sampled.",
+        "",
+    ]
+    lines += ["## Self time by file", "", "| file | self |", "|---|---|"]
+    lines += [f"| `{f}` | {pct(n)} |" for f, n in files.most_common(top)]
+    lines += ["", "## Self time by function", "", "| function | self |", "|---|---|"]
+    lines += [f"| `{f}` | {pct(n)} |" for f, n in own.most_common(top)]
+    lines += ["", "## Inclusive time by function", "", "| function | inclusive |", "|---|---|"]
+    lines += [f"| `{f}` | {pct(n)} |" for f, n in incl.most_common(top + 15)]
+    return "\n".join(lines) + "\n"
+
+
+def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
+    server = Server(db, work.path, name)
+    raw = OUT / f"{name}.txt"
+    try:
+        loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks // 5}")  # warm
+        spy = subprocess.Popen(
+            [str(PYSPY), "record", "--pid", str(server.pid), "--format", "raw", "--nolineno",
+             "--rate", "250", "-o", str(raw)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(1.0)  # py-spy attaches
+        before = loadavg()
+        out = loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks}",
+                      "-producers=2", "-consumers=8" if batch == 1 else "-consumers=4")  # fmt: skip
+        spy.send_signal(signal.SIGINT)
+        _, err = spy.communicate(timeout=60)
+        if not raw.exists():
+            raise RuntimeError(f"py-spy wrote nothing: {err[-1500:]}")
+    finally:
+        server.stop()
+    text = summary(name, raw, out["tasks_per_s"])
+    text += f"\nLoad average before {before}, after {loadavg()}.\n"
+    (OUT / f"{name}-top.md").write_text(text)
+    log(f"{name}: {out['tasks_per_s']:,.0f} tasks/s; {OUT / (name + '-top.md')}")
+    print("\n".join(text.splitlines()[:22]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tasks", type=int, default=30_000)
+    ap.add_argument("--only", default="sqlite-b100,sqlite-b1,pg-b100")
+    a = ap.parse_args()
+    OUT.mkdir(exist_ok=True)
+    work = Workdir()
+    only = set(a.only.split(","))
+    if "sqlite-b100" in only:
+        profile("sqlite-b100", work.sqlite("p100"), work, 100, a.tasks)
+    if "sqlite-b1" in only:
+        profile("sqlite-b1", work.sqlite("p1"), work, 1, a.tasks // 5)
+    if "pg-b100" in only:
+        cluster = PgCluster(fsync=True).init()
+        try:
+            profile("pg-b100", cluster.create_database("prof"), work, 100, a.tasks)
+        finally:
+            cluster.destroy()
+    shutil.rmtree(work.path, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
