@@ -4,7 +4,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 PACKAGES := server $(patsubst %/Makefile,%,$(wildcard sdk-python/Makefile sdk-typescript/Makefile sdk-go/Makefile conformance/Makefile))
 
-.PHONY: help setup run test lint generate check-generated check-spec conformance bench
+.PHONY: help setup run serve test lint generate check-generated check-spec conformance bench
 
 help:
 	@echo "make run              start the reference server on SQLite at http://localhost:3001"
@@ -25,6 +25,8 @@ setup:
 
 run: setup
 	.venv/bin/orch8-server $(ARGS)
+
+serve: run
 
 lint: setup
 	@scripts/lint-spec.sh
