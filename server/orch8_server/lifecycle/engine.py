@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import random
 
@@ -10,6 +12,7 @@ from orch8_server.lifecycle.dispatcher import Dispatcher
 from orch8_server.lifecycle.pollers import PollerRegistry
 from orch8_server.metrics import Metrics
 from orch8_server.storage.base import Storage
+from orch8_server.timefmt import now_ms
 
 log = logging.getLogger("orch8.engine")
 
@@ -28,6 +31,7 @@ class Engine:
         self.metrics = Metrics()
         self.rng = random.Random()
         self.draining = False
+        self._sharing: asyncio.Task | None = None
         self.tasks = Tasks(self)
         self.leases = Leases(self)
         self.workers = Workers(self)
@@ -42,6 +46,8 @@ class Engine:
         if next_at is not None:
             self.dispatcher.schedule(next_at)
         self.reaper.start()
+        if self.storage.multi_replica:
+            self._sharing = asyncio.get_running_loop().create_task(self._share_pollers())
         log.info("engine started", extra={"storage": self.storage.kind})
 
     def begin_drain(self) -> None:
@@ -54,9 +60,29 @@ class Engine:
         """Stop claiming, release waiting polls, stop the reaper, close storage."""
         self.draining = True
         self.dispatcher.close()
+        if self._sharing is not None:
+            self._sharing.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sharing
         await self.reaper.stop()
         await self.storage.close()
         log.info("engine stopped")
+
+    async def _share_pollers(self) -> None:
+        """P-OBS-1 across replicas: once a second, publish the pollers seen here (one row
+        per poller at most) and merge those the other replicas saw."""
+        while True:
+            await asyncio.sleep(1)
+            mine = self.pollers.take_local()
+            try:
+                others = await self.storage.share_pollers(
+                    mine, now_ms() - self.settings.poller_window_ms
+                )
+            except Exception as exc:  # storage outage: keep them for the next round
+                self.pollers.put_back(mine)
+                log.warning("could not share pollers: %s", exc)
+                continue
+            self.pollers.merge(others)
 
     def made_claimable(self, queue: str, handler: str, run_at: int, now: int) -> None:
         """Wake waiting polls now, or arm the timer for a future run_at (P-POLL-3)."""

@@ -141,6 +141,7 @@ class Tx(Protocol):
 
 class Storage(Protocol):
     kind: str
+    multi_replica: bool  # several server processes may share this database
 
     def set_waker(self, wake: Callable[[str, str], None], wake_all: Callable[[], None]) -> None:
         """Before open: where tasks made claimable by *other* replicas are announced
@@ -174,3 +175,9 @@ class Storage(Protocol):
     async def list_workers(self, state: str | None) -> list[Row]: ...
 
     async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]: ...
+
+    async def share_pollers(
+        self, seen: list[tuple[str, str, str, int]], since: int
+    ) -> list[tuple[str, str, str, int]]:
+        """Multi-replica only: record (queue, handler, poller, seen_at) rows seen by this
+        replica; return every replica's rows seen at or after `since`."""

@@ -17,6 +17,7 @@ database is back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -43,8 +44,17 @@ _TRANSIENT = (
     asyncpg.OperatorInterventionError,
     asyncpg.InsufficientResourcesError,
     asyncpg.TransactionRollbackError,
+    # A connection left mid-protocol by a dropped socket ("another operation is in
+    # progress"): the connection is discarded below.
+    asyncpg.exceptions._base.InternalClientError,
 )
-_LOST = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError)
+_LOST = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.OperatorInterventionError,
+    asyncpg.exceptions._base.InternalClientError,
+)
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:
@@ -59,6 +69,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 class PgStorage:
     kind = "postgresql"
+    multi_replica = True
 
     def __init__(
         self,
@@ -78,10 +89,10 @@ class PgStorage:
         self._wake: Callable[[str, str], None] | None = None
         self._wake_all: Callable[[], None] | None = None
 
-    def _settings(self) -> dict[str, str]:
+    def _settings(self, app: str = "orch8-server") -> dict[str, str]:
         return {
             "orch8.replica": self.replica,
-            "application_name": "orch8-server",
+            "application_name": app,
             "statement_timeout": str(self.statement_timeout_ms),
             "idle_in_transaction_session_timeout": str(self.statement_timeout_ms),
         }
@@ -113,7 +124,7 @@ class PgStorage:
         )
         if self._wake is not None and self._wake_all is not None:
             self._listener = WakeListener(
-                lambda: asyncpg.connect(self.url, server_settings=self._settings()),
+                lambda: asyncpg.connect(self.url, server_settings=self._settings("orch8-listen")),
                 self.replica,
                 self._wake,
                 self._wake_all,
@@ -141,11 +152,23 @@ class PgStorage:
 
     @asynccontextmanager
     async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
+        pool = self.pool
         try:
-            async with self.pool.acquire(timeout=self.acquire_timeout) as conn:
-                yield conn
+            conn = await pool.acquire(timeout=self.acquire_timeout)
         except _TRANSIENT as exc:
             raise self._unavailable(exc) from exc
+        try:
+            yield conn
+        except _TRANSIENT as exc:
+            if isinstance(exc, _LOST):
+                # Never hand a half-broken connection to the next request (the pool may
+                # already have detached it, hence the suppress).
+                with contextlib.suppress(asyncpg.InterfaceError):
+                    conn.terminate()
+            raise self._unavailable(exc) from exc
+        finally:
+            with contextlib.suppress(*_TRANSIENT):
+                await pool.release(conn)
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgTx]:
@@ -233,24 +256,20 @@ class PgStorage:
 
     # Cluster-wide pollers (P-OBS-1) ------------------------------------------------------
 
-    async def record_pollers(self, seen: list[tuple[str, str, str, int]]) -> None:
-        """Upsert (queue, handler, poller, seen_at) rows; callers batch and throttle."""
-        if not seen:
-            return
-        async with self._conn() as conn:
-            await conn.executemany(
-                "INSERT INTO pollers (queue_name, handler_name, poller, seen_at) "
-                "VALUES ($1, $2, $3, $4) ON CONFLICT (queue_name, handler_name, poller) "
-                "DO UPDATE SET seen_at = greatest(pollers.seen_at, EXCLUDED.seen_at)",
-                seen,
+    async def share_pollers(
+        self, seen: list[tuple[str, str, str, int]], since: int
+    ) -> list[tuple[str, str, str, int]]:
+        async with self._conn() as conn, conn.transaction():
+            if seen:
+                await conn.executemany(
+                    "INSERT INTO pollers (queue_name, handler_name, poller, seen_at) "
+                    "VALUES ($1, $2, $3, $4) ON CONFLICT (queue_name, handler_name, poller) "
+                    "DO UPDATE SET seen_at = greatest(pollers.seen_at, EXCLUDED.seen_at)",
+                    sorted(seen),  # one lock order for every replica
+                )
+            await conn.execute("DELETE FROM pollers WHERE seen_at < $1", since)
+            rows = await conn.fetch(
+                "SELECT queue_name, handler_name, poller, seen_at FROM pollers WHERE seen_at >= $1",
+                since,
             )
-
-    async def active_pollers(self, since: int) -> list[tuple[str, str, str]]:
-        rows = await self._fetch(
-            "SELECT queue_name, handler_name, poller FROM pollers WHERE seen_at >= $1", since
-        )
-        return [(r["queue_name"], r["handler_name"], r["poller"]) for r in rows]
-
-    async def prune_pollers(self, before: int) -> None:
-        async with self._conn() as conn:
-            await conn.execute("DELETE FROM pollers WHERE seen_at < $1", before)
+        return [tuple(r) for r in rows]  # type: ignore[misc]

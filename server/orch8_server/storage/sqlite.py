@@ -352,6 +352,7 @@ class SqliteTx:
 
 class SqliteStorage:
     kind = "sqlite"
+    multi_replica = False
 
     def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
         self.path = path
@@ -367,6 +368,9 @@ class SqliteStorage:
 
     def set_waker(self, wake: Any, wake_all: Any) -> None:
         """One process owns the file: every wake-up is already in-process."""
+
+    async def share_pollers(self, seen: list, since: int) -> list:
+        return []  # one process: the in-memory registry is the whole truth
 
     async def open(self) -> None:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
