@@ -34,7 +34,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="orch8_conformance", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     run = sub.add_parser("run", help="run scenarios against adapters and print the matrix")
-    run.add_argument("--sdk", default="all", help="all, or comma-separated names from adapters.json")
+    run.add_argument("--sdk", help="all (the default without --adapter), or comma-separated names from adapters.json")
     run.add_argument(
         "--adapter",
         action="append",
@@ -67,9 +67,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def pick_adapters(args: argparse.Namespace) -> dict[str, list[str]]:
     known = adapters_config()
     chosen: dict[str, list[str]] = {}
-    sdk_given = "--sdk" in sys.argv or not args.adapter
-    if sdk_given:
-        names = list(known) if args.sdk == "all" else [s.strip() for s in args.sdk.split(",") if s.strip()]
+    sdk = args.sdk or ("" if args.adapter else "all")
+    if sdk:
+        names = list(known) if sdk == "all" else [s.strip() for s in sdk.split(",") if s.strip()]
         for name in names:
             if name not in known:
                 raise SystemExit(f"unknown SDK {name!r}; adapters.json has {', '.join(known)}")

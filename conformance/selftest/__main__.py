@@ -7,6 +7,7 @@ nothing else. Exits non-zero when a broken adapter slips through or the control 
 
 from __future__ import annotations
 
+import json
 import sys
 import tempfile
 import time
@@ -14,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from orch8_conformance.run import ScenarioRun
-from orch8_conformance.scenario import load_all
+from orch8_conformance.scenario import ScenarioError, load_all
 
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
@@ -29,9 +30,35 @@ CATCHES = {
 }
 
 
+def schema_rejects_broken_scenarios(workdir: Path) -> int:
+    """The loader must refuse scenarios that the schema or the cross-reference check forbids."""
+    good = load_all()[0]
+    broken = {
+        "unknown-handler": {**good, "tasks": [{"ref": "t1", "handler_name": "no_such_handler"}]},
+        "wrong-file-name": {**good, "id": "some-other-id"},
+        "unknown-task-ref": {**good, "expect": {"tasks": {"nope": {"status": "completed"}}}},
+        "missing-rules": {k: v for k, v in good.items() if k != "rules"},
+    }
+    bad = 0
+    for name, data in broken.items():
+        folder = workdir / "schema" / name
+        folder.mkdir(parents=True)
+        (folder / f"{data.get('id', good['id']) if name != 'wrong-file-name' else good['id']}.json").write_text(
+            json.dumps(data)
+        )
+        try:
+            load_all(folder)
+            print(f"  BAD  schema accepted a scenario with {name}")
+            bad += 1
+        except ScenarioError as err:
+            print(f"  ok   schema rejects {name}: {str(err).splitlines()[-1].strip()}")
+    return bad
+
+
 def main() -> int:
     scenarios = {s["id"]: s for s in load_all()}
     workdir = Path(tempfile.mkdtemp(prefix="orch8-selftest-"))
+    schema_bad = schema_rejects_broken_scenarios(workdir)
     runs = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
     runs += [
         (defect, sid, [PY, str(HERE / "broken.py"), defect], "failed") for defect, ids in CATCHES.items() for sid in ids
@@ -54,7 +81,7 @@ def main() -> int:
 
     with ThreadPoolExecutor(3) as pool:
         results = list(pool.map(one, runs))
-    bad = results.count(False)
+    bad = results.count(False) + schema_bad
     print(f"selftest: {len(results) - bad} of {len(results)} as expected in {time.monotonic() - started:.0f} s")
     if bad:
         print("selftest FAILED: a broken adapter passed, or the unbroken control failed", file=sys.stderr)
