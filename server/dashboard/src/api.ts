@@ -108,16 +108,13 @@ async function problemOf(res: Response): Promise<ApiError> {
 
 /** Call the API; a 401 asks for a key and repeats the call with it. */
 export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
-  let rejected = false;
   for (;;) {
     const sentKey = apiKey();
     const res = await send(method, path, body);
     if (res.status === 401 && keyPrompt) {
       // A key another call just stored may already be the right one: retry with it first.
-      if (apiKey() === sentKey) {
-        await askForKey(rejected);
-        rejected = true;
-      }
+      // Otherwise ask; a key was sent, so the server refused it, and the prompt says so.
+      if (apiKey() === sentKey) await askForKey(sentKey !== null);
       continue;
     }
     if (!res.ok) throw await problemOf(res);

@@ -11,8 +11,8 @@ before(async () => {
 });
 after(async () => {
   await browser?.close();
+  await server?.stop(); // draining answers the open long-poll at once
   await Promise.allSettled(polls);
-  await server?.stop();
 });
 
 test("the overview shows queues, workers and tasks together", async () => {

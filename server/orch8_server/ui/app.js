@@ -73,15 +73,11 @@ async function problemOf(res) {
   return new ApiError(res.status, problem, message);
 }
 async function call(method, path, body) {
-  let rejected = false;
   for (; ; ) {
     const sentKey = apiKey();
     const res = await send(method, path, body);
     if (res.status === 401 && keyPrompt) {
-      if (apiKey() === sentKey) {
-        await askForKey(rejected);
-        rejected = true;
-      }
+      if (apiKey() === sentKey) await askForKey(sentKey !== null);
       continue;
     }
     if (!res.ok) throw await problemOf(res);
