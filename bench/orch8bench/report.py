@@ -245,6 +245,8 @@ def write(res: dict[str, Any], outdir: Path) -> tuple[str, str]:
     stem = time.strftime("%Y-%m-%d", time.gmtime()) + "-" + res["machine"]["host"]
     if res["quick"]:
         stem += "-quick"
+    if res.get("partial"):  # --only: a debugging run, never the committed report
+        stem += "-partial"
     md, js = outdir / f"{stem}.md", outdir / f"{stem}.json"
     md.write_text(render(res))
     js.write_text(json.dumps(res, indent=1))

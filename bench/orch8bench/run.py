@@ -36,6 +36,7 @@ from orch8bench.measure import repeat
 BATCHES = (1, 10, 50, 100)
 PY = str(BENCH / ".venv" / "bin" / "python")
 SDK_CONCURRENCY = 100
+NODE_PEERS = {"pg-boss": "pgboss.mjs", "graphile-worker": "graphile.mjs"}
 
 QUICK = {
     "reps": 3,
@@ -43,8 +44,8 @@ QUICK = {
     "warmup": 200,
     "latency_samples": 30,
     "rss_tasks": 20_000,
-    "sdk_tasks": 500,
-    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 100, "pg-boss": 300},
+    "sdk_tasks": {"raw": 500, "Python": 300, "TypeScript": 500, "Go": 500},
+    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 100, "pg-boss": 300, "graphile-worker": 500},
     "peer_warmup": 50,
     "stub_tasks": {1: 10_000, 100: 100_000},
 }
@@ -54,8 +55,15 @@ FULL = {
     "warmup": 3000,
     "latency_samples": 300,
     "rss_tasks": 1_000_000,
-    "sdk_tasks": 20_000,
-    "peer_tasks": {"pgqueuer": 20_000, "procrastinate": 2000, "pg-boss": 10_000},
+    # The Python worker is ~10x slower than the others: fewer tasks keep the run short;
+    # figures are rates, so the fractions stay comparable.
+    "sdk_tasks": {"raw": 20_000, "Python": 3000, "TypeScript": 10_000, "Go": 20_000},
+    "peer_tasks": {
+        "pgqueuer": 20_000,
+        "procrastinate": 2000,
+        "pg-boss": 10_000,
+        "graphile-worker": 10_000,
+    },
     "peer_warmup": 500,
     "stub_tasks": {1: 50_000, 100: 1_000_000},
 }
@@ -152,8 +160,9 @@ def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
             secs = time.perf_counter() - start
             return {"tasks_per_s": n / secs, "seconds": secs}
 
-        once(max(200, cfg["sdk_tasks"] // 10))  # warm-up, not counted
-        row = repeat(f"{name} SDK Worker", cfg["reps"], lambda: once(cfg["sdk_tasks"]),
+        n = cfg["sdk_tasks"][name]
+        once(max(200, n // 10))  # warm-up, not counted
+        row = repeat(f"{name} SDK Worker", cfg["reps"], lambda: once(n),
                      server_pid=server.pid)  # fmt: skip
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -161,18 +170,18 @@ def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
-    row.update(sdk=name, concurrency=SDK_CONCURRENCY, tasks=cfg["sdk_tasks"])
+    row.update(sdk=name, concurrency=SDK_CONCURRENCY, tasks=n)
     return row
 
 
 def sdks(server: Server, cfg: dict) -> list[dict]:
     url, c = server.url, str(SDK_CONCURRENCY)
     rows = []
-    args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']}",
+    args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']['raw']}",
             f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
     raw = repeat("raw client, SDK request pattern", cfg["reps"], lambda: loadgen(*args),
                  server_pid=server.pid)  # fmt: skip
-    raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"])
+    raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"]["raw"])
     rows.append(raw)
     workers = {
         "Python": [str(REPO / ".venv" / "bin" / "python"), str(BENCH / "sdk" / "py_worker.py"), url, c],
@@ -255,14 +264,14 @@ def sqlref(kind: str, target_for: dict, cfg: dict) -> list[dict]:
 
 def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
     rows = []
-    for peer in ("pgqueuer", "procrastinate", "pg-boss"):
+    for peer in ("pgqueuer", "procrastinate", "pg-boss", "graphile-worker"):
         n, w = cfg["peer_tasks"][peer], cfg["peer_warmup"]
         log(f"peer {peer}: {n:,} jobs per run")
 
         def once(peer: str = peer, n: int = n, w: int = w) -> dict:
             url = cluster.create_database(f"peer_{peer.replace('-', '')}_{time.time_ns()}")
-            if peer == "pg-boss":
-                cmd = ["node", str(BENCH / "node" / "pgboss.mjs"), url, str(n), str(w)]
+            if peer in NODE_PEERS:
+                cmd = ["node", str(BENCH / "node" / NODE_PEERS[peer]), url, str(n), str(w)]
             else:
                 cmd = [PY, "-m", "orch8bench.peers", peer, url, f"--tasks={n}", f"--warmup={w}"]
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=BENCH, timeout=900)
@@ -293,6 +302,7 @@ def main() -> None:
     res: dict = {"quick": a.quick, "settings": cfg | {"tasks": {str(k): v for k, v in cfg["tasks"].items()},
                  "stub_tasks": {str(k): v for k, v in cfg["stub_tasks"].items()}},
                  "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY}  # fmt: skip
+    res["partial"] = bool(a.only)
     res["machine"] = machine()
     res["load_start"] = loadavg()
     log(
