@@ -2,7 +2,7 @@
 // running, scheduled and failed work. Its screenshot is the README's (make screenshot).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { eventually, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
 
 let server, browser;
 const polls = [];
@@ -53,4 +53,28 @@ test("the overview shows queues, workers and tasks together", async () => {
   await page.mouse.move(0, 0);
   await screenshot(page, "overview", false);
   assert.deepEqual(page.errors, []);
+});
+
+test("a task's attempt timeline: lease expired, failed and retried, running", async () => {
+  const [task] = await server.enqueue([{ handler_name: "render_pdf", params: { invoice: "INV-2026-0042" }, context: { customer: "acme" } }]);
+  const claim = (body) => server.api("POST", "/workers/tasks/poll", { handler_names: ["render_pdf"], wait_ms: 2000, ...body });
+  // Attempt 1: a lease of 100 ms that nobody extends is reaped (P-LEASE-6).
+  assert.equal((await claim({ worker_id: "pdf-1", lease_ms: 100 })).status, 200);
+  const reaped = () => server.api("GET", `/tasks/${task.id}/attempts`).then((r) => r.body.attempts[0]?.outcome === "lease_expired");
+  await eventually(reaped, "attempt 1 reaped");
+  // Attempt 2 fails retryable at once; attempt 3 is running with a checkpoint.
+  const second = await claim({ worker_id: "pdf-2" });
+  await server.api("POST", `/workers/tasks/${task.id}/fail`, { lease_id: second.body.lease.id, error: "font cache locked", retryable: true, retry_after_ms: 0, code: "retryable_error" });
+  const third = await claim({ worker_id: "pdf-2" });
+  assert.equal(third.body.attempt, 3);
+  await server.api("POST", `/workers/tasks/${task.id}/heartbeat`, { lease_id: third.body.lease.id, checkpoint: { pages_done: 12 }, progress: { percent: 60 } });
+
+  const page = await openPage(browser, `${server.url}/ui/#/tasks/${task.id}`);
+  await page.waitForSelector('[data-testid="attempts"] li[data-attempt="3"]');
+  const outcomes = await page.$$eval('[data-testid="attempts"] li', (lis) => lis.map((li) => li.querySelector("[data-status]").dataset.status));
+  assert.deepEqual(outcomes, ["lease_expired", "failed", "running"]);
+  assert.match(await page.textContent('[data-attempt="2"]'), /retryable_error\s*font cache locked/);
+  assert.match(await page.textContent('[data-testid="task-error"]'), /retryable_error/);
+  await page.mouse.move(0, 0);
+  await screenshot(page, "task-detail-timeline");
 });

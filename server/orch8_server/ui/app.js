@@ -470,7 +470,7 @@ function errorCard(t) {
   return h(
     "section",
     { class: "error-card", "data-testid": "task-error" },
-    h("div", { class: "problem-head" }, h("strong", null, "Error"), h("span", { class: "problem-code" }, e.code), e.retryable ? h("span", { class: "chip" }, "retryable") : null),
+    h("div", { class: "problem-head" }, h("strong", null, t.status === "failed" ? "Error" : "Latest error"), h("span", { class: "problem-code" }, e.code), e.retryable ? h("span", { class: "chip" }, "retryable") : null),
     h("pre", { class: "wrap" }, e.message),
     e.details ? h("pre", null, JSON.stringify(e.details, null, 2)) : null
   );
