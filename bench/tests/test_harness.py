@@ -137,3 +137,19 @@ def test_loadgen_drives_the_real_server(tmp_path: Path) -> None:
         assert all(q["pending"] == 0 and q["running"] == 0 for q in queues)
     finally:
         server.stop()
+
+
+def test_direct_sql_reference_completes_every_task(tmp_path: Path) -> None:
+    db = tmp_path / "ref.db"
+    out = subprocess.run(
+        [sys.executable, "-m", "orch8bench.sqlref", "sqlite", str(db), "--batch=50", "--tasks=300"],
+        capture_output=True, text=True, cwd=BENCH, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["tasks_per_s"] > 0
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        statuses = dict(c.execute("SELECT status, count(*) FROM tasks GROUP BY status"))
+        attempts = c.execute("SELECT count(*) FROM attempts WHERE outcome = 'completed'")
+        assert statuses == {"completed": 300} and attempts.fetchone()[0] == 300
