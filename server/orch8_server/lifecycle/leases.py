@@ -268,6 +268,7 @@ class Leases:
         now = timefmt.now_ms()
         out = []
         async with self.engine.storage.transaction() as tx:
+            await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
             for item in items:
                 try:
                     reply, _ = await self._complete(tx, item["task_id"], item, now)
@@ -280,6 +281,7 @@ class Leases:
         now = timefmt.now_ms()
         out, rows = [], []
         async with self.engine.storage.transaction() as tx:
+            await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
             for item in items:
                 try:
                     reply, row = await self._fail(tx, item["task_id"], item, now)

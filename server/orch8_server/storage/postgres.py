@@ -173,7 +173,9 @@ class PgStorage:
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgTx]:
         async with self._conn() as conn, conn.transaction():
-            yield PgTx(conn)
+            tx = PgTx(conn)
+            yield tx
+            await tx.flush()
 
     async def _fetch(self, sql: str, *args: Any) -> list[Row]:
         async with self._conn() as conn:
