@@ -78,8 +78,8 @@ function queueRow(row: QueueStats, widest: number, onPick: (f: QueueFilter) => v
     h(
       "div",
       { class: "queue-name" },
-      h("span", { class: "handler" }, row.handler_name),
-      h("span", { class: "queue muted" }, row.queue_name),
+      h("span", { class: "handler", title: row.handler_name }, row.handler_name),
+      h("span", { class: "queue muted", title: `queue ${row.queue_name}` }, row.queue_name),
     ),
     h(
       "div",

@@ -159,15 +159,11 @@ export class TaskList {
     if (this.tasks.length === 0) {
       fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : "No tasks match these filters."));
     } else {
-      fill(
-        byId("task-list"),
-        h(
-          "table",
-          { class: "grid tasks" },
-          h("thead", null, h("tr", null, ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map((t) => h("th", { class: t === "Attempt" ? "num" : null }, t)))),
-          h("tbody", null, this.tasks.map(taskRow)),
-        ),
+      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map((t) =>
+        h("th", { class: t === "Attempt" ? "num" : null }, t),
       );
+      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(taskRow)));
+      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
     fill(

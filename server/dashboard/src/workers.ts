@@ -25,25 +25,16 @@ export function renderWorkers(el: HTMLElement, workers: Worker[], hooks: WorkerH
     fill(el, empty("No registered workers. Workers that only poll (curl, say) show up as pollers on the queues above."));
     return;
   }
-  fill(
-    el,
-    h(
-      "table",
-      { class: "grid workers" },
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map((t) =>
-            h("th", { class: t === "In flight" ? "num" : null }, t),
-          ),
-        ),
-      ),
-      h("tbody", null, workers.map((w) => workerRow(w, hooks))),
-    ),
+  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map((t) =>
+    h("th", { class: t === "In flight" ? "num" : null }, t),
   );
+  const table = h(
+    "table",
+    { class: "grid workers" },
+    h("thead", null, h("tr", null, head)),
+    h("tbody", null, workers.map((w) => workerRow(w, hooks))),
+  );
+  fill(el, h("div", { class: "table-wrap" }, table));
 }
 
 function workerRow(w: Worker, hooks: WorkerHooks): HTMLElement {

@@ -576,8 +576,8 @@ function queueRow(row, widest, onPick) {
     h(
       "div",
       { class: "queue-name" },
-      h("span", { class: "handler" }, row.handler_name),
-      h("span", { class: "queue muted" }, row.queue_name)
+      h("span", { class: "handler", title: row.handler_name }, row.handler_name),
+      h("span", { class: "queue muted", title: `queue ${row.queue_name}` }, row.queue_name)
     ),
     h(
       "div",
@@ -741,15 +741,11 @@ var TaskList = class {
     if (this.tasks.length === 0) {
       fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : "No tasks match these filters."));
     } else {
-      fill(
-        byId("task-list"),
-        h(
-          "table",
-          { class: "grid tasks" },
-          h("thead", null, h("tr", null, ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map((t) => h("th", { class: t === "Attempt" ? "num" : null }, t)))),
-          h("tbody", null, this.tasks.map(taskRow))
-        )
+      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map(
+        (t) => h("th", { class: t === "Attempt" ? "num" : null }, t)
       );
+      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(taskRow)));
+      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
     fill(
@@ -809,25 +805,16 @@ function renderWorkers(el, workers, hooks) {
     fill(el, empty("No registered workers. Workers that only poll (curl, say) show up as pollers on the queues above."));
     return;
   }
-  fill(
-    el,
-    h(
-      "table",
-      { class: "grid workers" },
-      h(
-        "thead",
-        null,
-        h(
-          "tr",
-          null,
-          ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map(
-            (t) => h("th", { class: t === "In flight" ? "num" : null }, t)
-          )
-        )
-      ),
-      h("tbody", null, workers.map((w) => workerRow(w, hooks)))
-    )
+  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map(
+    (t) => h("th", { class: t === "In flight" ? "num" : null }, t)
   );
+  const table = h(
+    "table",
+    { class: "grid workers" },
+    h("thead", null, h("tr", null, head)),
+    h("tbody", null, workers.map((w) => workerRow(w, hooks)))
+  );
+  fill(el, h("div", { class: "table-wrap" }, table));
 }
 function workerRow(w, hooks) {
   const live = w.state !== "dead" && w.state !== "deregistered";
