@@ -60,6 +60,10 @@ export function apiKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
 }
 
+export function forgetKey(): void {
+  sessionStorage.removeItem(KEY_STORAGE);
+}
+
 // Several calls may get 401 at once (one refresh fetches queues, workers and tasks):
 // they share one prompt.
 function askForKey(rejected: boolean): Promise<string> {

@@ -1,6 +1,6 @@
 // Entry point: routing (#/ overview, #/tasks/<id> detail), the refresh loop and the
 // connection banner. Everything shown comes from the public API (openapi.yaml).
-import { api, ApiError, onUnauthorized, type QueueStats, type Worker } from "./api";
+import { api, ApiError, apiKey, forgetKey, onUnauthorized, type QueueStats, type Worker } from "./api";
 import { promptForKey } from "./auth";
 import { TaskDetail } from "./detail";
 import { byId, fill, h } from "./dom";
@@ -34,6 +34,7 @@ function reachability(err: ApiError | null): void {
       `retrying every ${REFRESH_MS / 1000} s.`,
     );
   }
+  byId("forget-key").hidden = apiKey() === null;
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
   fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
@@ -136,7 +137,8 @@ function route(): void {
 
 let busy = false;
 async function tick(): Promise<void> {
-  if (busy || !byId("auth").hidden) return;
+  // Nobody looks at a hidden tab: do not poll the server for it.
+  if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
     if (detail) {
@@ -159,6 +161,10 @@ async function showInfo(): Promise<void> {
 }
 
 onUnauthorized(promptForKey);
+byId("forget-key").addEventListener("click", () => {
+  forgetKey();
+  location.reload();
+});
 list.mount();
 window.addEventListener("hashchange", route);
 route();

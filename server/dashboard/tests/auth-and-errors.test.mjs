@@ -46,6 +46,11 @@ test("the page is served without a key; the API asks for one and the UI keeps it
     await page.reload();
     await page.waitForSelector('.queue-row[data-handler="nightly_export"]');
     assert.equal(await page.isVisible("#api-key"), false);
+    await screenshot(page, "with-api-key", false);
+    // Forgetting the key brings the prompt back.
+    await page.click("#forget-key");
+    await page.waitForSelector("#api-key");
+    assert.equal(await page.evaluate(() => sessionStorage.getItem("orch8.apiKey")), null);
     assert.deepEqual(page.errors, []);
   } finally {
     await server.stop();

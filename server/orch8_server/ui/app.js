@@ -32,6 +32,9 @@ function onUnauthorized(prompt) {
 function apiKey() {
   return sessionStorage.getItem(KEY_STORAGE);
 }
+function forgetKey() {
+  sessionStorage.removeItem(KEY_STORAGE);
+}
 function askForKey(rejected) {
   if (!keyPrompt) return Promise.reject(new Error("no key prompt"));
   pendingKey ??= keyPrompt(rejected).then((key) => {
@@ -892,6 +895,7 @@ function reachability(err) {
       `retrying every ${REFRESH_MS / 1e3} s.`
     );
   }
+  byId("forget-key").hidden = apiKey() === null;
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
   fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
@@ -983,7 +987,7 @@ function route() {
 }
 var busy = false;
 async function tick() {
-  if (busy || !byId("auth").hidden) return;
+  if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
     if (detail) {
@@ -1003,6 +1007,10 @@ async function showInfo() {
   }
 }
 onUnauthorized(promptForKey);
+byId("forget-key").addEventListener("click", () => {
+  forgetKey();
+  location.reload();
+});
 list.mount();
 window.addEventListener("hashchange", route);
 route();
