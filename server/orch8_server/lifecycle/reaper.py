@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
-from orch8_server.storage.base import Row, Tx
+from orch8_server.storage.base import Row, StorageUnavailable, Tx
 
 if TYPE_CHECKING:
     from orch8_server.lifecycle.engine import Engine
@@ -38,6 +38,8 @@ class Reaper:
         while not self._stop.is_set():
             try:
                 await self.tick()
+            except StorageUnavailable as exc:  # database outage: the next tick catches up
+                log.warning("reaper tick skipped: %s", exc)
             except Exception:  # keep reaping: one bad tick must not stop reclamation
                 log.exception("reaper tick failed")
             with contextlib.suppress(TimeoutError):

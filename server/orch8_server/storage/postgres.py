@@ -121,6 +121,10 @@ class PgStorage:
             init=_init_connection,
             server_settings=self._settings(),
             max_inactive_connection_lifetime=300,
+            # Client-side bounds too: a database host that vanishes (no RST) must turn
+            # into a 503, not a request hanging until TCP gives up.
+            timeout=self.acquire_timeout,
+            command_timeout=self.statement_timeout_ms / 1000 + 5,
         )
         if self._wake is not None and self._wake_all is not None:
             self._listener = WakeListener(
