@@ -153,3 +153,16 @@ def test_direct_sql_reference_completes_every_task(tmp_path: Path) -> None:
         statuses = dict(c.execute("SELECT status, count(*) FROM tasks GROUP BY status"))
         attempts = c.execute("SELECT count(*) FROM attempts WHERE outcome = 'completed'")
         assert statuses == {"completed": 300} and attempts.fetchone()[0] == 300
+
+
+def test_compare_calls_only_changes_beyond_the_spread() -> None:
+    from orch8bench.compare import compare
+
+    def run(median: float, spread: float) -> dict:
+        row = {"label": "SQLite batch 100", "median": median, "spread_pct": spread}
+        return {"sqlite": [row]}
+
+    assert compare(run(1000, 5), run(1030, 5))[-1].endswith("noise")
+    assert compare(run(1000, 5), run(1200, 5))[-1].endswith("better")
+    assert compare(run(1000, 5), run(800, 30))[-1].endswith("noise")
+    assert compare(run(1000, 5), run(800, 10))[-1].endswith("worse")
