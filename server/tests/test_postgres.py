@@ -185,3 +185,32 @@ def test_active_pollers_are_counted_across_replicas(
             return sum(r["active_pollers"] for r in rows if r["handler_name"] == name)
 
         assert eventually(pollers_on_a, timeout=5) == 1
+
+
+def test_scheduled_task_promoted_on_one_replica_wakes_a_poll_on_another(
+    replicas: list[ServerProcess], name: str
+) -> None:
+    """P-STATE-2 + P-POLL-3: A's timer promotes the task; B's waiting poll gets it at once."""
+    a, b = replicas
+    with (
+        httpx.Client(base_url=a.url, timeout=15) as api_a,
+        httpx.Client(base_url=b.url, timeout=15) as api_b,
+    ):
+        got: list[tuple[float, httpx.Response]] = []
+
+        def wait_on_b() -> None:
+            r = api_b.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 8000})
+            got.append((time.monotonic(), r))
+
+        waiter = threading.Thread(target=wait_on_b)
+        waiter.start()
+        eventually(lambda: "orch8_polls_waiting 1.0" in api_b.get("/metrics").text, timeout=5)
+        sent = time.monotonic()
+        task = api_a.post("/tasks", json={"handler_name": name, "delay_ms": 600}).json()
+        assert task["status"] == "scheduled"
+        waiter.join(10)
+    ((arrived, response),) = got
+    assert response.status_code == 200 and response.json()["id"] == task["id"]
+    # Due at 0.6 s; the reaper's fallback sweep (FAST: 50 ms) would also be quick, so
+    # allow it, but not a long-poll timeout or a poll interval.
+    assert 0.55 < arrived - sent < 1.1
