@@ -16,8 +16,6 @@ import json
 import threading
 import time
 
-from .server import free_port
-
 UNAVAILABLE = json.dumps(
     {
         "type": "about:blank",
@@ -36,8 +34,8 @@ class FaultProxy:
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port = 0  # the first listen picks a free port; a `refuse` fault reopens the same one
+        self.url = ""
         self.mode = "none"
         self.requests: list[dict] = []
         self._conns: set[asyncio.StreamWriter] = set()
@@ -48,6 +46,8 @@ class FaultProxy:
     def start(self) -> None:
         self._thread.start()
         self._run(self._listen())
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
         self._run(self._unlisten())

@@ -80,7 +80,7 @@ class ScenarioRun:
         else:
             self.server = ReferenceServer(self.workdir, self.scenario.get("server", {}), self.db)
             try:
-                self.server.start()
+                self.server.first_start()
             except RuntimeError as err:
                 raise Failure(f"reference server: {err}") from None
             self.api = self.server.api

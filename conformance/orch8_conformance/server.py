@@ -35,16 +35,31 @@ class ReferenceServer:
     """One orch8-server process; `restart()` keeps its port and database."""
 
     def __init__(self, workdir: Path, settings: dict, db: str | None = None) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         self.db = db or str(workdir / "orch8.db")
         self.log_path = workdir / "server.log"
-        self.args = [str(DEFAULT_SERVER), "--host", "127.0.0.1", "--port", str(self.port)]
-        self.args += ["--db", self.db, "--log-level", "warning"]
-        for key, value in settings.items():
-            self.args += [FLAGS[key], str(value)]
+        self.settings = settings
         self.proc: subprocess.Popen | None = None
+        self._use_port(free_port())
+
+    def _use_port(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
         self.api = Api(self.url)
+        self.args = [str(DEFAULT_SERVER), "--host", "127.0.0.1", "--port", str(port)]
+        self.args += ["--db", self.db, "--log-level", "warning"]
+        for key, value in self.settings.items():
+            self.args += [FLAGS[key], str(value)]
+
+    def first_start(self) -> None:
+        """Start on a free port; another run may grab the same port first, so retry on a new one."""
+        for _ in range(3):
+            try:
+                return self.start()
+            except RuntimeError:
+                if "address already in use" not in self.tail(20):
+                    raise
+                self._use_port(free_port())
+        return self.start()
 
     def start(self, timeout: float = 20.0) -> None:
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
