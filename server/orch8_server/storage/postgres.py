@@ -7,9 +7,9 @@ LISTEN/NOTIFY (postgres_listen.py); the schema is migrated at start-up under an 
 lock (postgres_schema.py).
 
 asyncpg rather than psycopg 3 (async, pooled): on the claim+complete loop with 300,000
-finished rows kept (tests/bench_pg_driver.py) it was 1.1-1.3x faster for one-task claims,
-where driver overhead shows, and as fast to 1.7x faster for batches of 50, depending on
-machine load; never slower by more than noise.
+finished rows kept (tests/bench_pg_driver.py) it was 1.1-1.3x faster in every run for
+one-task claims, where driver overhead shows; for batches of 50, where commits dominate,
+runs ranged from 0.86x to 1.7x (four runs, fsync on and off, on a loaded 2-core machine).
 
 A lost or refused connection surfaces as StorageUnavailable (HTTP 503 with Retry-After);
 stale pooled connections are then expired, so the server recovers by itself when the
