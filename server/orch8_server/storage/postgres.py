@@ -41,6 +41,7 @@ log = logging.getLogger("orch8.storage.postgres")
 _TRANSIENT = (
     OSError,
     TimeoutError,
+    asyncio.TimeoutError,  # a distinct class before Python 3.11
     asyncpg.PostgresConnectionError,
     asyncpg.InterfaceError,
     asyncpg.OperatorInterventionError,
@@ -145,7 +146,7 @@ class PgStorage:
             pool, self._pool = self._pool, None
             try:
                 await asyncio.wait_for(pool.close(), timeout=5)
-            except (TimeoutError, *_TRANSIENT):
+            except _TRANSIENT:
                 pool.terminate()
 
     def _unavailable(self, exc: BaseException) -> StorageUnavailable:

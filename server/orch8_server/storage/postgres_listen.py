@@ -82,7 +82,7 @@ class WakeListener:
                 log.info("listening for wake-ups")
                 self.on_gap()
                 while not conn.is_closed():
-                    with contextlib.suppress(TimeoutError):
+                    with contextlib.suppress(asyncio.TimeoutError):  # 3.10: not TimeoutError
                         await asyncio.wait_for(self._lost.wait(), timeout=self.check_s)
                     if self._lost.is_set():
                         break
