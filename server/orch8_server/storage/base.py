@@ -91,7 +91,8 @@ class TaskFilter:
 
 class Tx(Protocol):
     async def insert_task(self, row: Row) -> tuple[Row, bool]:
-        """Insert; with an existing idempotency_key return (existing row, False)."""
+        """Insert; with an existing idempotency_key return (existing row, False). A new
+        row's `seq` may be None until commit (PostgreSQL sends the insert then)."""
 
     async def get_task(self, task_id: str) -> Row | None: ...
 

@@ -58,7 +58,8 @@ def _claim_sql(by_handler: bool) -> str:
 
     With handler names, one LATERAL index scan per handler on tasks_claim_handler
     (queue, handler, priority, seq), each reading at most $2 rows in index order; the
-    best $2 of their union win. Without, one scan of tasks_claim_any."""
+    best $2 of their union win (the losers stay locked until this one-statement
+    transaction commits). Without, one scan of tasks_claim_any."""
     if by_handler:
         pick = (
             "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
