@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
 import json
 import shlex
 import sys
@@ -55,6 +57,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="check this server instead of starting the reference one "
         "(one scenario at a time; the server must be empty and use each scenario's settings)",
     )
+    run.add_argument(
+        "--backend",
+        choices=("sqlite", "postgresql"),
+        default="sqlite",
+        help="reference server storage: a fresh SQLite file (default) or a fresh database "
+        "per run in a throwaway PostgreSQL cluster (server/tests/pg_cluster.py)",
+    )
     run.add_argument("--jobs", type=int, default=3, help="scenario runs in parallel (default 3)")
     run.add_argument("--json", metavar="FILE", help="write every result as JSON")
     run.add_argument("--workdir", help="where logs go (default: a new temp dir)")
@@ -104,8 +113,27 @@ def main(argv: list[str] | None = None) -> int:
     return run_matrix(args, scenarios, adapters)
 
 
+def pg_cluster():
+    """The server tests' throwaway cluster harness (initdb + pg_ctl in a temp dir)."""
+    path = HERE.parent / "server" / "tests" / "pg_cluster.py"
+    spec = importlib.util.spec_from_file_location("orch8_pg_cluster", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PgCluster().init()
+
+
 def run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]]) -> int:
+    cluster = pg_cluster() if args.backend == "postgresql" and not args.server_url else None
+    try:
+        return _run_matrix(args, scenarios, adapters, cluster)
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+
+
+def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], cluster) -> int:
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="orch8-conformance-"))
+    databases = itertools.count(1)
     jobs = 1 if args.server_url else max(1, args.jobs)
     runs = [(s, name) for s in scenarios for name in adapters]
     total = len(runs)
@@ -127,7 +155,8 @@ def run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]]) -> i
         else:
             logs = workdir / scenario["id"] / name
             try:
-                reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url).execute()
+                db = cluster.create_database(f"conformance_{next(databases)}") if cluster else None
+                reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url, db).execute()
             except Exception as err:  # a runner bug must still show up as one failed cell
                 reasons = [f"runner error: {err!r}"]
             result.update(status="failed" if reasons else "passed", reasons=reasons, logs=str(logs))
