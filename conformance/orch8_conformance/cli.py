@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import itertools
 import json
 import shlex
+import shutil
 import sys
 import tempfile
 import threading
@@ -67,6 +69,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     run.add_argument("--jobs", type=int, default=3, help="scenario runs in parallel (default 3)")
     run.add_argument("--json", metavar="FILE", help="write every result as JSON")
     run.add_argument("--workdir", help="where logs go (default: a new temp dir)")
+    run.add_argument("--keep-logs", action="store_true", help="keep the logs of passed runs too")
     run.add_argument("--quiet", action="store_true", help="no per-run progress lines")
     sub.add_parser("list", help="list the scenarios")
     sub.add_parser("validate", help="validate every scenario against the schema")
@@ -159,7 +162,13 @@ def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], clu
                 reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url, db).execute()
             except Exception as err:  # a runner bug must still show up as one failed cell
                 reasons = [f"runner error: {err!r}"]
-            result.update(status="failed" if reasons else "passed", reasons=reasons, logs=str(logs))
+            result.update(status="failed" if reasons else "passed", reasons=reasons)
+            if reasons or args.keep_logs:
+                result["logs"] = str(logs)
+            else:
+                shutil.rmtree(logs, ignore_errors=True)  # only failures keep their logs
+                with contextlib.suppress(OSError):
+                    logs.parent.rmdir()  # the scenario's folder, once no adapter's logs are left
         result["seconds"] = round(time.monotonic() - begin, 1)
         with lock:
             results.append(result)
@@ -175,6 +184,8 @@ def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], clu
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, runs))
     elapsed = time.monotonic() - started
+    with contextlib.suppress(OSError):
+        workdir.rmdir()  # nothing failed, nothing kept
     print_matrix(scenarios, list(adapters), results)
     counts = summary(results)
     print(
