@@ -80,6 +80,16 @@ def headline(res: dict) -> list[list[str]]:
             name, _fmt(ours) + _loaded(row), peer_txt, _ratio(ours, peer), _fmt(ref),
             _pct(ours, ref), f">= {TARGETS[key]:,}", _verdict(ours, TARGETS[key], True),
         ])  # fmt: skip
+    rep = res.get("pg_replicas")
+    if rep and "median" in rep:
+        ours = rep["median"]
+        peer = _med(best_peer)
+        out.append([
+            f"PostgreSQL, batch 100, {rep['replicas']} replicas, tasks/s", _fmt(ours) + _loaded(rep),
+            f"{_fmt(peer)} ({best_peer['peer']})" if peer is not None else "n/a",
+            _ratio(ours, peer), "n/a", "n/a", f">= {TARGETS['pg_b100']:,}",
+            _verdict(ours, TARGETS["pg_b100"], True),
+        ])  # fmt: skip
     for key, label in (("latency_sqlite", "SQLite"), ("latency_pg", "PostgreSQL"),
                        ("latency_pg_cross", "PostgreSQL across replicas")):  # fmt: skip
         lat = res.get(key)
@@ -164,6 +174,11 @@ def render(res: dict) -> str:
     ):
         if res.get(key):
             L += [f"### {name}", "", *throughput_table(res[key], ceiling, res.get(ref, []))]
+            if key == "pg" and res.get("pg_replicas"):
+                r = res["pg_replicas"]
+                L += [f"Two replicas on the same database, one load client each (half the tasks "
+                      f"each, batch 100): {_fmt(r['median'])} tasks/s (spread {r['spread_pct']}%, "
+                      f"runs {_runs(r)}; load {_load(r)}).", ""]  # fmt: skip
     if res.get("client_ceiling"):
         L += ["### Load client ceiling", ""]
         L += _table(["batch", "tasks/s against the stub", "client cores"],

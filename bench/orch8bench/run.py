@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from orch8bench import report
@@ -79,6 +80,33 @@ def throughput(url: str, batch: int, cfg: dict, pid: int, label: str) -> dict:
     ]  # fmt: skip
     row = repeat(label, cfg["reps"], lambda: loadgen(*args), server_pid=pid)
     row.update(batch=batch, tasks=cfg["tasks"][batch], producers=prod, consumers=cons)
+    return row
+
+
+def two_replicas(servers: list[Server], batch: int, cfg: dict) -> dict:
+    """Scale-out: one load client per replica at once, half the tasks each; the rate is
+    all tasks over the slower client's time."""
+    n = cfg["tasks"][batch] // len(servers)
+    prod, cons = SHAPE[batch]
+
+    def client(i: int) -> dict:
+        # Its own handler name: each client claims only the tasks it enqueued, so each
+        # one's count of completions reaches its own n (replicas share one database).
+        s = servers[i]
+        return loadgen(
+            "-mode=run", f"-url={s.url}", f"-batch={batch}", f"-n={n}", f"-handler=noop_{i}",
+            f"-warmup={cfg['warmup'] // len(servers)}", f"-producers={prod}",
+            f"-consumers={cons}", on_line=lambda _: None,
+        )  # fmt: skip
+
+    def once() -> dict:
+        with ThreadPoolExecutor(len(servers)) as pool:
+            outs = list(pool.map(client, range(len(servers))))
+        secs = max(o["seconds"] for o in outs)
+        return {"tasks_per_s": n * len(servers) / secs, "seconds": secs}
+
+    row = repeat(f"PostgreSQL batch {batch}, {len(servers)} replicas", cfg["reps"], once)
+    row.update(batch=batch, tasks=n * len(servers), replicas=len(servers))
     return row
 
 
@@ -351,6 +379,8 @@ def main() -> None:
                         res["pg"].append(
                             throughput(a_srv.url, b, cfg, a_srv.pid, f"PostgreSQL batch {b}")
                         )
+                    log("PostgreSQL end to end, batch 100, two replicas (one client each)")
+                    res["pg_replicas"] = two_replicas([a_srv, b_srv], 100, cfg)
                     log("PostgreSQL pickup latency")
                     res["latency_pg"] = latency(a_srv.url, a_srv.url, cfg, "PostgreSQL")
                     res["latency_pg_cross"] = latency(
