@@ -8,6 +8,7 @@ nothing else. Exits non-zero when a broken adapter slips through or the control 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -85,6 +86,8 @@ def main() -> int:
     print(f"selftest: {len(results) - bad} of {len(results)} as expected in {time.monotonic() - started:.0f} s")
     if bad:
         print("selftest FAILED: a broken adapter passed, or the unbroken control failed", file=sys.stderr)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)  # logs are only worth keeping when something is wrong
     return 1 if bad else 0
 
 
