@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
+from orch8_server.lifecycle.attempts import end_attempt
 from orch8_server.lifecycle.retry import backoff_ms
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
@@ -118,23 +119,6 @@ class Leases:
                 raise task_cancelled(task_id)
         raise lease_lost(task_id, lease_id)
 
-    async def _end_attempt(
-        self, tx: Tx, row: Row, now: int, outcome: str, error: Any, reply: Any
-    ) -> None:
-        await tx.insert_attempt(
-            {
-                "task_id": row["id"],
-                "lease_id": row["lease_id"],
-                "attempt": row["attempt"],
-                "worker_id": row["worker_id"],
-                "started_at": row["lease_started_at"],
-                "ended_at": now,
-                "outcome": outcome,
-                "error": error,
-                "reply": reply,
-            }
-        )
-
     # Complete / fail ---------------------------------------------------------------------
 
     async def complete(self, task_id: str, body: dict[str, Any]) -> dict:
@@ -157,7 +141,7 @@ class Leases:
         await tx.update_task(task_id, fields)
         row.update(fields)
         reply = views.outcome(row)
-        await self._end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
+        await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
         self.engine.metrics.completed.labels(row["queue_name"], row["handler_name"]).inc()
         return reply, True
 
@@ -196,7 +180,7 @@ class Leases:
         await tx.update_task(task_id, fields)
         row.update(fields)
         reply = views.outcome(row, code)
-        await self._end_attempt(tx, row, now, "failed", error, reply)
+        await end_attempt(tx, row, now, "failed", error, reply)
         return reply, row
 
     def _after_fail(self, row: Row | None, now: int) -> None:
@@ -258,7 +242,7 @@ class Leases:
             await tx.update_task(task_id, fields)
             row.update(fields)
             reply = views.outcome(row)
-            await self._end_attempt(tx, ended, now, "released", None, reply)
+            await end_attempt(tx, ended, now, "released", None, reply)
         self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
         return reply
 

@@ -8,6 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
+from orch8_server.lifecycle.attempts import end_attempt
 from orch8_server.storage.base import Row, StorageUnavailable, Tx
 
 if TYPE_CHECKING:
@@ -73,19 +74,7 @@ class Reaper:
         """End each running attempt as `code`; it counts as an attempt (P-LEASE-6)."""
         error = {"message": message, "code": code, "retryable": True, "details": None}
         for row in rows:
-            await tx.insert_attempt(
-                {
-                    "task_id": row["id"],
-                    "lease_id": row["lease_id"],
-                    "attempt": row["attempt"],
-                    "worker_id": row["worker_id"],
-                    "started_at": row["lease_started_at"],
-                    "ended_at": now,
-                    "outcome": code,
-                    "error": error,
-                    "reply": None,
-                }
-            )
+            await end_attempt(tx, row, now, code, error, None)
             if row["attempt"] < row["max_attempts"]:
                 fields = {"status": "pending", "run_at": now, "error": error, "updated_at": now}
             else:

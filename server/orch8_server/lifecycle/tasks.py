@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
+from orch8_server.lifecycle.attempts import end_attempt
 from orch8_server.lifecycle.retry import effective_policy
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, TaskFilter
@@ -161,19 +162,7 @@ class Tasks:
             if status == "running":
                 # The lease holder hears of it through heartbeats; its lease id stays on the
                 # row so complete/fail answer task_cancelled, not lease_lost (P-CANCEL-2).
-                await tx.insert_attempt(
-                    {
-                        "task_id": task_id,
-                        "lease_id": row["lease_id"],
-                        "attempt": row["attempt"],
-                        "worker_id": row["worker_id"],
-                        "started_at": row["lease_started_at"],
-                        "ended_at": now,
-                        "outcome": "cancelled",
-                        "error": None,
-                        "reply": None,
-                    }
-                )
+                await end_attempt(tx, row, now, "cancelled", None, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
         self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
@@ -203,19 +192,7 @@ class Tasks:
                 }
             if row["status"] == "running":
                 # The worker's attempt is over: it sees lease_lost, its complete gets 409.
-                await tx.insert_attempt(
-                    {
-                        "task_id": task_id,
-                        "lease_id": row["lease_id"],
-                        "attempt": row["attempt"],
-                        "worker_id": row["worker_id"],
-                        "started_at": row["lease_started_at"],
-                        "ended_at": now,
-                        "outcome": "cancelled",
-                        "error": None,
-                        "reply": None,
-                    }
-                )
+                await end_attempt(tx, row, now, "cancelled", None, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
         counter = (
