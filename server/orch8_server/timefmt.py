@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import lru_cache
 
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
@@ -67,6 +68,7 @@ def parse(value: str) -> int | None:
     return seconds * 1000 + millis
 
 
+@lru_cache(maxsize=4096)  # one batch renders the same few instants hundreds of times
 def iso(ms: int) -> str:
     """Epoch ms to `YYYY-MM-DDTHH:MM:SS.mmmZ`."""
     days, rem = divmod(ms, 86_400_000)

@@ -352,3 +352,20 @@ def _iso_in(seconds: float) -> str:
     from orch8_server.timefmt import iso, now_ms
 
     return iso(now_ms() + int(seconds * 1000))
+
+
+def test_batch_with_pending_and_scheduled_tasks_of_one_handler(start_server, name: str) -> None:
+    """P-STATE-2 / P-POLL-3 in one batch: the pending task is claimable now, and the
+    scheduled one of the same handler is promoted by the timer (the reaper's fallback
+    promotion is slowed to 10 s here so only the timer can do it in time)."""
+    server = start_server(**{"reaper-interval-ms": 10000})
+    with httpx.Client(base_url=server.url, timeout=20) as api:
+        tasks = [{"handler_name": name}, {"handler_name": name, "delay_ms": 300}]
+        now_id, later_id = (
+            t["id"] for t in api.post("/tasks/batch", json={"tasks": tasks}).json()["tasks"]
+        )
+        assert claim(api, name)["id"] == now_id
+        started = time.monotonic()
+        later = api.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 5000})
+        assert later.status_code == 200 and later.json()["id"] == later_id
+        assert time.monotonic() - started < 2.5

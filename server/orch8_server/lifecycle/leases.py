@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -91,8 +92,8 @@ class Leases:
         metrics = self.engine.metrics
         if expired:
             metrics.expired.inc(expired)
-        for row in rows:
-            metrics.claimed.labels(row["queue_name"], row["handler_name"]).inc()
+        for pair, n in Counter((r["queue_name"], r["handler_name"]) for r in rows).items():
+            metrics.claimed.labels(*pair).inc(n)
         return [views.claimed_task(row) for row in rows]
 
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------

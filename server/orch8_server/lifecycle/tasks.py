@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
@@ -100,16 +101,29 @@ class Tasks:
         async with self.engine.storage.transaction() as tx:
             for row in rows:
                 results.append(await tx.insert_task(row))
-        metrics = self.engine.metrics
+        # Count and wake once per (queue, handler), not per row: batches share them.
+        enqueued: Counter[tuple[str, str]] = Counter()
+        due: dict[tuple[str, str, bool], int] = {}
+        expired = 0
         for row, created in results:
-            if created:
-                metrics.enqueued.labels(row["queue_name"], row["handler_name"]).inc()
-                if row["status"] in ("pending", "scheduled"):
-                    self.engine.made_claimable(
-                        row["queue_name"], row["handler_name"], row["run_at"], now
-                    )
-                elif row["status"] == "expired":
-                    metrics.expired.inc()
+            if not created:
+                continue
+            pair = (row["queue_name"], row["handler_name"])
+            enqueued[pair] += 1
+            if row["status"] in ("pending", "scheduled"):
+                # One wake per pair for what is claimable now; the earliest future
+                # run_at per pair arms the timer (it keeps only the earliest anyway).
+                key = (*pair, row["run_at"] <= now)
+                due[key] = min(due.get(key, row["run_at"]), row["run_at"])
+            elif row["status"] == "expired":
+                expired += 1
+        metrics = self.engine.metrics
+        for pair, n in enqueued.items():
+            metrics.enqueued.labels(*pair).inc(n)
+        for (queue, handler, _), run_at in due.items():
+            self.engine.made_claimable(queue, handler, run_at, now)
+        if expired:
+            metrics.expired.inc(expired)
         return [views.task(row) for row, _ in results], any(created for _, created in results)
 
     async def get(self, task_id: str) -> dict:

@@ -211,6 +211,10 @@ class PgTx:
     ) -> tuple[list[Row], int]:
         await self.flush()
         self._locked.clear()  # rows written below bypass update_task
+        # P-LEASE-8: a claim need not wait for its WAL flush. Lost in a crash, the task is
+        # still pending and is delivered again (at-least-once); enqueues and results stay
+        # fully durable. Saves one fsync per poll, which is most of the pickup latency.
+        await self.c.execute("SET LOCAL synchronous_commit = off")
         claimed: list[Row] = []
         expired = 0
         while len(claimed) < limit:

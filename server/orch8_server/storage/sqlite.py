@@ -139,6 +139,9 @@ class SqliteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.c = conn
+        # Rows read by tasks_by_ids, handed out once by get_task so a batch complete/fail
+        # reads each row once (dropped when the row is written).
+        self._read: dict[str, Row] = {}
 
     async def insert_task(self, row: Row) -> tuple[Row, bool]:
         key = row.get("idempotency_key")
@@ -157,6 +160,9 @@ class SqliteTx:
         return {**row, "seq": cur.lastrowid}, True
 
     async def get_task(self, task_id: str) -> Row | None:
+        cached = self._read.pop(task_id, None)
+        if cached is not None:
+            return cached
         raw = self.c.execute(_TASK_SELECT + " WHERE id = ?", (task_id,)).fetchone()
         return None if raw is None else _task(raw)
 
@@ -164,11 +170,14 @@ class SqliteTx:
         if not task_ids:
             return []
         marks = ",".join("?" * len(task_ids))
-        return [
+        rows = [
             _task(r) for r in self.c.execute(_TASK_SELECT + f" WHERE id IN ({marks})", task_ids)
         ]
+        self._read.update((row["id"], dict(row)) for row in rows)
+        return rows
 
     async def update_task(self, task_id: str, fields: Row) -> None:
+        self._read.pop(task_id, None)
         values = _encode(fields, _TASK_JSON)
         sets = ", ".join(f"{k} = ?" for k in values)
         self.c.execute(f"UPDATE tasks SET {sets} WHERE id = ?", [*values.values(), task_id])
