@@ -4,8 +4,10 @@ run straight against the database, with no HTTP, no lifecycle rules, no JSON vie
 Schema and statements are imported from the server's storage modules (storage/sqlite.py,
 storage/postgres_tx.py, storage/postgres_schema.py), so they cannot drift: per task, an
 INSERT; a claim (SQLite: ordered SELECT + UPDATE per row; PostgreSQL: the one
-SKIP LOCKED UPDATE ... RETURNING); per completed task a SELECT of the row, an UPDATE and
-an attempt upsert, each of the three steps in its own transaction like the server does.
+SKIP LOCKED UPDATE ... RETURNING); per completed task a read of the row, an UPDATE and
+an attempt upsert (PostgreSQL: one locking read per batch and pipelined executemany
+writes, as PgTx buffers them), each of the three steps in its own transaction like the
+server does.
 Usage: python -m orch8bench.sqlref sqlite PATH|postgresql URL --batch B --tasks N
 """
 
@@ -154,25 +156,31 @@ async def run_pg(url: str, batch: int, tasks: int, conns: int) -> float:
     done = {"n": 0}
 
     async def loop() -> None:
-        while todo["left"] > 0:
+        # Connections race for rows (SKIP LOCKED): one may claim another's tasks, so each
+        # keeps claiming after its enqueues are done until a claim comes back empty.
+        while True:
             n = min(batch, todo["left"])
             todo["left"] -= n
             now = now_ms()
             async with pool.acquire() as c:
-                async with c.transaction():
-                    await c.executemany(
-                        pgtx._INSERT_TASK,
-                        [[r.get(k) for k in NEW_COLS] for r in (new_row(now) for _ in range(n))],
-                    )
+                if n:
+                    async with c.transaction():
+                        await c.executemany(
+                            pgtx._INSERT_TASK_PLAIN,
+                            [
+                                [r.get(k) for k in NEW_COLS]
+                                for r in (new_row(now) for _ in range(n))
+                            ],
+                        )
                 async with c.transaction():
                     rows = await c.fetch(
                         pgtx.CLAIM_BY_HANDLER,
                         "default",
-                        n,
+                        batch,
                         now,
                         60000,
                         "w",
-                        [lease_id() for _ in range(n)],
+                        [lease_id() for _ in range(batch)],
                         ["noop"],
                     )
                 async with c.transaction():
@@ -180,29 +188,20 @@ async def run_pg(url: str, batch: int, tasks: int, conns: int) -> float:
                     await c.fetch(
                         pgtx._TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", ids
                     )
-                    for r in rows:
-                        await c.execute(
-                            "UPDATE tasks SET status = $2, output = $3, finished_at = $4, "
-                            "updated_at = $5 WHERE id = $1",
-                            r["id"],
-                            "completed",
-                            None,
-                            now,
-                            now,
-                        )
-                        await c.execute(
-                            pgtx._UPSERT_ATTEMPT,
-                            r["id"],
-                            r["lease_id"],
-                            r["attempt"],
-                            "w",
-                            now,
-                            now,
-                            "completed",
-                            None,
-                            {"status": "completed"},
-                        )
+                    # Buffered writes sent as pipelined executemany, as PgTx.flush does.
+                    await c.executemany(
+                        "UPDATE tasks SET status = $2, output = $3, finished_at = $4, "
+                        "updated_at = $5 WHERE id = $1",
+                        [(r["id"], "completed", None, now, now) for r in rows],
+                    )
+                    await c.executemany(
+                        pgtx._UPSERT_ATTEMPT,
+                        [(r["id"], r["lease_id"], r["attempt"], "w", now, now, "completed",
+                          None, {"status": "completed"}) for r in rows],
+                    )  # fmt: skip
             done["n"] += len(rows)
+            if not rows and todo["left"] == 0:
+                return
 
     start = time.perf_counter()
     await asyncio.gather(*(loop() for _ in range(conns)))
