@@ -252,6 +252,8 @@ def render(res: dict) -> str:
         L += _table(
             ["s", "done (client's 2 s progress)", "tasks/s since previous row", "RSS MiB"], body
         )
+    if res.get("notes"):  # added by hand to the JSON after a run, then re-rendered
+        L += ["## Notes", "", *[f"- {n}" for n in res["notes"]], ""]
     L += ["## Machine and settings", ""]
     L += [f"- {k}: {v}" for k, v in m.items()]
     L += [f"- settings: `{json.dumps(res['settings'])}`",
