@@ -181,7 +181,13 @@ async def run_slot(worker: Worker, slot: Slot) -> None:
         if ctx.is_cancelled:
             worker.observer.lost(ctx, ctx.cancel_reason or "lease_lost")
             return
-        if await deliver(worker.client, slot, outcome, worker.observer, worker.new_backoff):
+        if outcome.ok and worker.completer is not None:  # P-SDK-12: batched completions
+            delivered = await worker.completer.complete(slot, outcome)
+        else:  # fails stay single calls
+            delivered = await deliver(
+                worker.client, slot, outcome, worker.observer, worker.new_backoff
+            )
+        if delivered:
             if outcome.ok:
                 worker.observer.completed(ctx, outcome.output)
             else:

@@ -16,7 +16,7 @@ from .._http import DEFAULT_WAIT_MS
 from ..async_client import AsyncOrch8Client
 from ..errors import PermanentError
 from ..models import ClaimedTask
-from ._execute import Handler, Slot
+from ._execute import Completer, Handler, Slot
 from ._loops import drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from .backoff import Backoff
 from .context import TaskContext
@@ -80,6 +80,7 @@ class Worker:
         # Runtime state, valid while running (all touched on the loop thread only).
         self.client: AsyncOrch8Client | None = None
         self.executor: Executor | None = None
+        self.completer: Completer | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.held: dict[str, Slot] = {}
         self.superseded: set[Slot] = set()
@@ -256,6 +257,7 @@ class Worker:
         self.executor = self._executor_arg or ThreadPoolExecutor(
             max_workers=self.concurrency, thread_name_prefix=f"orch8-{self.worker_id}"
         )
+        self.completer = Completer(self.client, self.observer, self.new_backoff)
         installed = self._install_signals() if self.handle_signals else []
         heartbeats: asyncio.Task[None] | None = None
         registered = False
@@ -270,6 +272,7 @@ class Worker:
             if heartbeats is not None:
                 heartbeats.cancel()
                 await asyncio.gather(heartbeats, return_exceptions=True)
+            await self.completer.aclose()  # results in flight land before deregistering
             if registered:
                 await self._deregister()
             for sig in installed:

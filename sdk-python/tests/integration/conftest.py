@@ -179,13 +179,36 @@ class RecordingTransport(httpx.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 
     def results_for(self, task_id: str) -> list[tuple[str, object]]:
-        """complete/fail requests sent for one task: (kind, body)."""
+        """complete/fail requests sent for one task: (kind, body); batch items count too."""
         out = []
         for method, path, body in self.sent:
+            if method != "POST":
+                continue
             for kind in ("complete", "fail"):
-                if method == "POST" and path == f"/workers/tasks/{task_id}/{kind}":
+                if path == f"/workers/tasks/{task_id}/{kind}":
                     out.append((kind, body))
+                elif path == f"/workers/tasks/{kind}/batch" and isinstance(body, dict):
+                    out += [(kind, i) for i in body["items"] if i.get("task_id") == task_id]
         return out
+
+    def result_index(self, task_id: str) -> int:
+        """Position in `sent` of the first complete/fail request carrying this task."""
+        for n, (method, path, body) in enumerate(self.sent):
+            single = path in (
+                f"/workers/tasks/{task_id}/complete",
+                f"/workers/tasks/{task_id}/fail",
+            )
+            batch = (
+                path.endswith("/batch")
+                and path.startswith("/workers/tasks/")
+                and (
+                    isinstance(body, dict)
+                    and any(i.get("task_id") == task_id for i in body.get("items", []))
+                )
+            )
+            if method == "POST" and (single or batch) and not path.endswith("/poll/batch"):
+                return n
+        raise ValueError(f"no result sent for {task_id}")
 
 
 def make_worker(server: Server, **kw: object) -> tuple[Worker, RecordingTransport]:

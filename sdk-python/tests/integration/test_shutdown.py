@@ -47,7 +47,8 @@ def test_graceful_shutdown_finishes_and_reports_in_flight_task(
     done = client.get_task(task.id)
     assert done.status == "completed" and done.output == "finished during shutdown"
     paths = [p for _, p, _ in transport.sent]
-    assert paths.index(f"/workers/tasks/{task.id}/complete") < paths.index(
+    assert paths[transport.result_index(task.id)] == "/workers/tasks/complete/batch"
+    assert transport.result_index(task.id) < paths.index(
         f"/workers/{worker.worker_id}"
     )  # reported before deregistering
 

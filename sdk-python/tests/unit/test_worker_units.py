@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import datetime
+import json
 import threading
+from typing import Any
 
 import httpx
 import pytest
@@ -17,9 +21,10 @@ from orch8 import (
     TaskContext,
     Worker,
 )
-from orch8.worker._execute import classify
+from orch8.worker._execute import Completer, Outcome, Slot, classify
+from orch8.worker.observe import Observer
 
-from .conftest import BASE, claimed_task, outcome, problem
+from .conftest import BASE, claimed_task, problem
 
 
 def test_classify_follows_p_sdk_6() -> None:
@@ -108,9 +113,11 @@ def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> No
 
     respx.post(f"{BASE}/workers/tasks/poll/batch").mock(side_effect=poll)
     unavailable = httpx.Response(503, json=problem(503, "unavailable"))
-    complete = respx.post(f"{BASE}/workers/tasks/t1/complete")
+    complete = respx.post(f"{BASE}/workers/tasks/complete/batch")  # P-SDK-12
     # 2 client calls of 4 tries each fail, then the third call succeeds.
-    complete.side_effect = [unavailable] * 8 + [httpx.Response(200, json=outcome("t1"))]
+    complete.side_effect = [unavailable] * 8 + [
+        httpx.Response(200, json={"items": [batch_item("t1")]})
+    ]
     done = threading.Event()
     client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
     worker = Worker(
@@ -130,6 +137,217 @@ def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> No
         worker.stop()
         thread.join(10)
     assert complete.call_count == 9
+    assert all(
+        json.loads(c.request.content)["items"]
+        == [{"task_id": "t1", "lease_id": "lease_1", "output": "https://example.com/cat.png"}]
+        for c in complete.calls
+    )
     assert sizes[0] == 2 and all(1 <= s <= 2 for s in sizes)
     stats = worker.stats()
     assert (stats.tasks_claimed, stats.tasks_completed, stats.in_flight) == (1, 1, 0)
+
+
+# --- P-SDK-12: completions go out group-commit style through complete/batch ----------------
+
+
+def batch_item(task_id: str, status: str = "completed", problem: Any = None) -> dict:
+    return {
+        "task_id": task_id,
+        "status": status,
+        "attempt": 1 if problem is None else None,
+        "attempts_left": 2 if problem is None else None,
+        "next_attempt_at": None,
+        "problem": problem,
+    }
+
+
+def _slot(task_id: str) -> Slot:
+    ctx = TaskContext(
+        id=task_id,
+        handler_name="noop",
+        queue_name="default",
+        params={},
+        context={},
+        headers={},
+        attempt=1,
+        max_attempts=3,
+        lease_id=f"lease_{task_id}",
+        lease_expires_at=datetime.datetime(2999, 1, 1, tzinfo=datetime.timezone.utc),
+        checkpoint=None,
+        worker_id="w",
+    )
+    return Slot(ctx=ctx, handler=lambda ctx: None)
+
+
+class _Server:
+    """An httpx mock transport for complete/batch recording each request's items."""
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer  # async (items, call number) -> httpx.Response
+        self.requests: list[tuple[str, list[dict]]] = []
+
+    async def handle(self, request: httpx.Request) -> httpx.Response:
+        items = json.loads(request.content)["items"] if request.content else []
+        self.requests.append((request.url.path, items))
+        return await self.answer(items, len(self.requests))
+
+    def completer(self) -> Completer:
+        client = AsyncOrch8Client(
+            BASE, transport=httpx.MockTransport(self.handle), retry=RetryPolicy(max_retries=0)
+        )
+        return Completer(client, Observer("w"), lambda: Backoff(0.001, 0.002))
+
+
+async def _all_completed(items: list[dict], n: int) -> httpx.Response:
+    return httpx.Response(200, json={"items": [batch_item(i["task_id"]) for i in items]})
+
+
+def test_a_lone_result_goes_out_at_once_as_a_batch_of_one() -> None:
+    server = _Server(_all_completed)
+
+    async def main() -> bool:
+        return await server.completer().complete(_slot("t1"), Outcome(output={"ok": True}))
+
+    assert asyncio.run(main()) is True
+    assert server.requests == [
+        (
+            "/workers/tasks/complete/batch",
+            [{"task_id": "t1", "lease_id": "lease_t1", "output": {"ok": True}}],
+        )
+    ]
+
+
+def test_results_ready_while_a_request_is_in_flight_go_together_next() -> None:
+    async def main() -> tuple[_Server, list[bool]]:
+        first_in_flight = asyncio.Event()
+        release = asyncio.Event()
+
+        async def answer(items: list[dict], n: int) -> httpx.Response:
+            if n == 1:
+                first_in_flight.set()
+                await release.wait()
+            return await _all_completed(items, n)
+
+        server = _Server(answer)
+        completer = server.completer()
+        first = asyncio.ensure_future(completer.complete(_slot("t1"), Outcome(output=1)))
+        await first_in_flight.wait()
+        later = [
+            asyncio.ensure_future(completer.complete(_slot(f"t{i}"), Outcome(output=i)))
+            for i in (2, 3, 4)
+        ]
+        await asyncio.sleep(0.01)
+        assert len(server.requests) == 1  # they wait: no timer, no second request yet
+        release.set()
+        return server, list(await asyncio.gather(first, *later))
+
+    server, results = asyncio.run(main())
+    assert results == [True, True, True, True]
+    assert [[i["task_id"] for i in items] for _, items in server.requests] == [
+        ["t1"],
+        ["t2", "t3", "t4"],
+    ]
+
+
+def test_no_more_than_100_items_per_request() -> None:
+    async def main() -> _Server:
+        release = asyncio.Event()
+
+        async def answer(items: list[dict], n: int) -> httpx.Response:
+            if n == 1:
+                await release.wait()
+            return await _all_completed(items, n)
+
+        server = _Server(answer)
+        completer = server.completer()
+        runs = [
+            asyncio.ensure_future(completer.complete(_slot(f"t{i}"), Outcome(output=i)))
+            for i in range(151)
+        ]
+        await asyncio.sleep(0.01)
+        release.set()
+        assert all(await asyncio.gather(*runs))
+        return server
+
+    server = asyncio.run(main())
+    assert [len(items) for _, items in server.requests] == [1, 100, 50]
+
+
+def test_503_on_the_batch_resends_the_same_items() -> None:
+    async def answer(items: list[dict], n: int) -> httpx.Response:
+        if n <= 2:
+            return httpx.Response(503, json=problem(503, "unavailable"))
+        return await _all_completed(items, n)
+
+    server = _Server(answer)
+
+    async def main() -> list[bool]:
+        completer = server.completer()
+        release = [
+            asyncio.ensure_future(completer.complete(_slot(t), Outcome(output=t)))
+            for t in ("t1", "t2")
+        ]
+        return list(await asyncio.gather(*release))
+
+    assert asyncio.run(main()) == [True, True]
+    sent = [[i["task_id"] for i in items] for _, items in server.requests]
+    assert sent == [["t1"], ["t1", "t2"], ["t1", "t2"]]
+
+
+def test_lease_lost_item_is_not_resent_and_counts_as_lease_lost() -> None:
+    lost = {"code": "lease_lost", "status": 409, "detail": "lease is no longer current"}
+
+    async def answer(items: list[dict], n: int) -> httpx.Response:
+        return httpx.Response(200, json={"items": [batch_item("t1", "error", lost)]})
+
+    server = _Server(answer)
+    slot = _slot("t1")
+
+    async def main() -> bool:
+        return await server.completer().complete(slot, Outcome(output="stale"))
+
+    assert asyncio.run(main()) is False
+    assert (slot.ctx.is_cancelled, slot.ctx.cancel_reason) == (True, "lease_lost")
+    assert len(server.requests) == 1  # neither re-sent nor turned into a fail
+
+
+@respx.mock
+def test_worker_counts_a_lease_lost_batch_item_and_sends_nothing_more() -> None:
+    far_lease = claimed_task("t1")
+    far_lease["lease"]["expires_at"] = "2999-01-01T00:00:00.000Z"
+    respx.post(f"{BASE}/workers").respond(200, json=_worker_record("w"))
+    respx.post(f"{BASE}/workers/w/heartbeat").respond(
+        200, json={"directive": "running", "heartbeat_interval_ms": 50, "tasks": []}
+    )
+    respx.delete(f"{BASE}/workers/w").respond(200, json=_worker_record("w"))
+    polls = iter([[far_lease]])
+    respx.post(f"{BASE}/workers/tasks/poll/batch").mock(
+        side_effect=lambda request: httpx.Response(
+            200, json={"tasks": next(polls, []), "next_poll_after_ms": 20}
+        )
+    )
+    lost = {"code": "lease_lost", "status": 409, "detail": "lease is no longer current"}
+    batch = respx.post(f"{BASE}/workers/tasks/complete/batch").respond(
+        200, json={"items": [batch_item("t1", "error", lost)]}
+    )
+    fail = respx.post(f"{BASE}/workers/tasks/t1/fail").respond(500)
+    single = respx.post(f"{BASE}/workers/tasks/t1/complete").respond(500)
+    client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
+    worker = Worker(client, worker_id="w", handle_signals=False, outage_backoff=(0.01, 0.05))
+    completed: list[object] = []
+    worker.register("process_image", lambda ctx: "stale")
+    worker.on_task_completed(lambda ctx, output: completed.append(output))
+    thread = threading.Thread(target=worker.run)
+    thread.start()
+    try:
+        for _ in range(500):
+            if worker.stats().tasks_lease_lost:
+                break
+            threading.Event().wait(0.01)
+    finally:
+        worker.stop()
+        thread.join(10)
+    stats = worker.stats()
+    assert (stats.tasks_lease_lost, stats.tasks_completed, stats.tasks_failed) == (1, 0, 0)
+    assert (batch.call_count, fail.call_count, single.call_count) == (1, 0, 0)
+    assert completed == []
