@@ -2,8 +2,9 @@
 // the lease is gone (P-SDK-5, P-SDK-6, P-SDK-9).
 import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { LeaseLostError, Orch8Error, RateLimitedError, TaskCancelledError, UnavailableError, ValidationError } from "../errors.js";
+import { LeaseLostError, TaskCancelledError, ValidationError } from "../errors.js";
 import type { TaskFailureReport, TaskOutcome } from "../types.js";
+import { CompletionBatcher, isOutage, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./batcher.js";
 import { TaskContext } from "./context.js";
 import { failureReport } from "./report.js";
 import type { Counter, ErrorSite, WorkerHooks } from "./stats.js";
@@ -12,8 +13,7 @@ import type { LossReason, TaskRun } from "./task-run.js";
 /** A handler: gets the task context, returns the task's output (any JSON value). */
 export type Handler = (ctx: TaskContext) => unknown | Promise<unknown>;
 
-export const OUTAGE_INITIAL_MS = 500; // P-SDK-9
-export const OUTAGE_MAX_MS = 30_000;
+export { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS };
 
 export interface ExecutorDeps {
   client: Orch8Client;
@@ -25,13 +25,13 @@ export interface ExecutorDeps {
   report(site: ErrorSite, error: unknown, taskId?: string): void;
 }
 
-// Worth re-sending later: the server (or the path to it) is down, not the request wrong.
-function isOutage(err: unknown): boolean {
-  return err instanceof UnavailableError || err instanceof RateLimitedError || (err instanceof Orch8Error && err.status >= 500);
-}
-
 export class TaskExecutor {
-  constructor(private readonly d: ExecutorDeps) {}
+  /** Completions go out group-commit style through the batch endpoint (P-SDK-12). */
+  private readonly completions: CompletionBatcher;
+
+  constructor(private readonly d: ExecutorDeps) {
+    this.completions = new CompletionBatcher(d.client);
+  }
 
   /** Marks `run` lost (lease_lost / cancelled), fires its signal, counts it once. */
   lose = (run: TaskRun, by: Exclude<LossReason, "shutdown">, error: Error): void => {
@@ -63,7 +63,7 @@ export class TaskExecutor {
 
   private async complete(run: TaskRun, output: unknown): Promise<void> {
     try {
-      const sent = await this.deliver(run, () => this.d.client.completeTask(run.task.id, { lease_id: run.leaseId, output }));
+      const sent = await this.deliverCompletion(run, output);
       if (!sent) return;
       this.d.count("tasks_completed");
       this.d.hook("onTaskComplete", { task: run.task, output, durationMs: Date.now() - run.claimedAt });
@@ -90,6 +90,28 @@ export class TaskExecutor {
       });
     } catch (err) {
       this.d.report("deliver", err, run.task.id);
+    }
+  }
+
+  /**
+   * Queues the completion for the next batch request (P-SDK-12) and handles its item's
+   * answer as `deliver` handles a single call's. Resolves true when delivered, false when
+   * dropped; rejects on a refusal that no retry can fix.
+   */
+  private async deliverCompletion(run: TaskRun, output: unknown): Promise<boolean> {
+    const d = await this.completions.submit(run, output);
+    switch (d.kind) {
+      case "sent":
+        return true;
+      case "lost":
+        return this.dropped(run, d.by, d.error);
+      case "given_up":
+        this.d.report("deliver", d.error, run.task.id);
+        return false;
+      case "unsent":
+        return false;
+      case "refused":
+        throw d.error;
     }
   }
 

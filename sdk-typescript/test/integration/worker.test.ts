@@ -44,8 +44,10 @@ test("happy path: the worker completes an enqueued task; stats and hooks report 
     assert.equal(s.in_flight, 0);
     assert.ok(s.polls >= 1);
     assert.deepEqual(events, ["poll", "start", "complete"]);
-    const complete = w.calls.find((c) => c.path.endsWith("/complete"));
-    assert.deepEqual(complete?.body, { lease_id: (complete?.body as { lease_id: string }).lease_id, output: done.output });
+    // P-SDK-12: a lone result goes out at once as a batch of one.
+    const complete = w.calls.find((c) => c.path === "/workers/tasks/complete/batch");
+    const items = (complete?.body as { items: Array<{ lease_id: string }> }).items;
+    assert.deepEqual(complete?.body, { items: [{ task_id: done.id, lease_id: items[0]?.lease_id, output: done.output }] });
   } finally {
     await w.close();
   }
@@ -153,7 +155,7 @@ test("lease loss: the handler's signal fires and no stale result is sent", async
     assert.ok(reason instanceof LeaseLostError, String(reason));
     await waitFor(() => w.worker.stats().in_flight === 0, "the worker to drop the task");
     assert.equal(w.worker.stats().tasks_lease_lost, 1);
-    assert.equal(w.calls.filter((c) => /\/(complete|fail)$/.test(c.path)).length, 0, "no complete or fail was sent");
+    assert.equal(w.calls.filter((c) => /\/(complete|fail)(\/batch)?$/.test(c.path)).length, 0, "no complete or fail was sent");
     await client.completeTask(second.id, { lease_id: second.lease.id, output: "from the thief" });
     const done = await finished(t.id);
     assert.equal(done.output, "from the thief");
@@ -183,7 +185,7 @@ test("operator cancel of a running task reaches the handler; nothing is reported
     await waitFor(() => reason !== undefined, "the cancellation to reach the handler");
     assert.ok(reason instanceof TaskCancelledError, String(reason));
     await waitFor(() => w.worker.stats().tasks_cancelled === 1, "tasks_cancelled to be 1");
-    assert.equal(w.calls.filter((c) => /\/(complete|fail)$/.test(c.path)).length, 0);
+    assert.equal(w.calls.filter((c) => /\/(complete|fail)(\/batch)?$/.test(c.path)).length, 0);
     const got = await client.getTask(t.id);
     assert.equal(got.status, "cancelled");
     assert.equal(got.error, null);
@@ -265,7 +267,7 @@ test("an operator completing a running task by hand takes the lease away from th
     await waitFor(() => reason !== undefined, "the handler to see its lease go");
     assert.ok(reason instanceof LeaseLostError, String(reason));
     await waitFor(() => w.worker.stats().in_flight === 0, "the worker to drop the task");
-    assert.equal(w.calls.filter((c) => /\/(complete|fail)$/.test(c.path)).length, 0, "no stale result was sent");
+    assert.equal(w.calls.filter((c) => /\/(complete|fail)(\/batch)?$/.test(c.path)).length, 0, "no stale result was sent");
     assert.deepEqual((await client.getTask(t.id)).output, { approved: true });
   } finally {
     await w.close();

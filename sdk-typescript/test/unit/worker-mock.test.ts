@@ -3,7 +3,7 @@
 // routing mock; the real-server behaviour is covered by test/integration.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorSite } from "../../src/index.js";
+import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorSite, type Handler, type WorkerHooks } from "../../src/index.js";
 import { json, problem, type Recorded } from "../helpers/mock-fetch.js";
 
 type Route = (req: Recorded, n: number) => Response | Promise<Response>;
@@ -40,6 +40,13 @@ const claimed = (id: string, leaseMs: number) => ({
   metadata: { attempt: 1, max_attempts: 3, created_at: "2026-01-01T00:00:00.000Z" },
 });
 
+/** One item of a batch answer (P-BATCH-1): `completed`, or `error` with a problem code. */
+const item = (id: string, code?: string) => ({
+  task_id: id, status: code ? "error" : "completed", attempt: code ? null : 1, attempts_left: code ? null : 2, next_attempt_at: null,
+  problem: code ? { code, status: 409, detail: `detail of ${code}` } : null,
+});
+const batchAnswer = (items: unknown[]) => ({ items });
+
 /** A long-poll that waits until the worker aborts it. */
 const hangUntilAborted: Route = (req) => new Promise<Response>((_, reject) => {
   req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true });
@@ -58,7 +65,7 @@ test("a result is re-sent through an outage until the server takes it (P-SDK-9)"
     "POST /workers": () => json(200, worker("w")),
     "POST /workers/w/heartbeat": () => json(200, { directive: "running", heartbeat_interval_ms: 50, tasks: [] }),
     "POST /workers/tasks/poll/batch": (req, n) => (n === 1 ? json(200, { tasks: [claimed("t1", 60_000)], next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
-    "POST /workers/tasks/t1/complete": (_req, n) => (n <= 2 ? problem(503, "unavailable") : json(200, { task_id: "t1", status: "completed", attempt: 1, attempts_left: 2, next_attempt_at: null, error_code: null })),
+    "POST /workers/tasks/complete/batch": (_req, n) => (n <= 2 ? problem(503, "unavailable") : json(200, batchAnswer([item("t1")]))),
     "DELETE /workers/w": () => json(200, worker("w")),
   });
   const w = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch, maxRetries: 0 }), workerId: "w", handleSignals: false, handlers: { h: () => ({ ok: 1 }) } });
@@ -66,9 +73,9 @@ test("a result is re-sent through an outage until the server takes it (P-SDK-9)"
   await until(() => w.stats().tasks_completed === 1, "the completion");
   await w.stop();
   await run;
-  const completes = m.calls.filter((c) => c.key === "POST /workers/tasks/t1/complete");
+  const completes = m.calls.filter((c) => c.key === "POST /workers/tasks/complete/batch");
   assert.equal(completes.length, 3);
-  for (const c of completes) assert.deepEqual(c.body, { lease_id: "lease_t1", output: { ok: 1 } });
+  for (const c of completes) assert.deepEqual(c.body, { items: [{ task_id: "t1", lease_id: "lease_t1", output: { ok: 1 } }] });
   assert.equal(m.count("DELETE /workers/w"), 1);
 });
 
@@ -79,7 +86,7 @@ test("an undeliverable result is dropped once its lease deadline passes", async 
     // Heartbeats fail too, so nothing extends the lease.
     "POST /workers/w/heartbeat": () => problem(503, "unavailable"),
     "POST /workers/tasks/poll/batch": (req, n) => (n === 1 ? json(200, { tasks: [claimed("t2", 400)], next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
-    "POST /workers/tasks/t2/complete": () => problem(503, "unavailable"),
+    "POST /workers/tasks/complete/batch": () => problem(503, "unavailable"),
     "DELETE /workers/w": () => json(200, worker("w")),
   });
   const w = new Worker({
@@ -90,7 +97,7 @@ test("an undeliverable result is dropped once its lease deadline passes", async 
   await until(() => errors.includes("deliver"), "the delivery to be given up");
   assert.equal(w.stats().in_flight, 0, "the slot was freed");
   assert.equal(w.stats().tasks_completed, 0);
-  assert.ok(m.count("POST /workers/tasks/t2/complete") >= 2, "re-sent at least once before the deadline");
+  assert.ok(m.count("POST /workers/tasks/complete/batch") >= 2, "re-sent at least once before the deadline");
   await w.stop();
   await run;
 });
@@ -176,7 +183,7 @@ test("the worker heartbeat lists held tasks and a lease_lost answer fires the ha
   assert.ok(reason instanceof LeaseLostError);
   const beat = m.calls.find((c) => c.key === "POST /workers/w/heartbeat" && (c.body as { active_task_ids: string[] }).active_task_ids.length > 0);
   assert.deepEqual(beat?.body, { state: "running", active_task_ids: ["t3"] });
-  assert.equal(m.calls.filter((c) => c.url.pathname.endsWith("/complete")).length, 0, "no stale complete");
+  assert.equal(m.calls.filter((c) => /\/complete(\/batch)?$/.test(c.url.pathname)).length, 0, "no stale complete");
   await w.stop();
   await run;
 });
@@ -219,4 +226,118 @@ test("signals: SIGTSTP/SIGCONT toggle quiet; a second SIGTERM cuts the 25 s grac
   const fail = m.calls.find((c) => c.key === "POST /workers/tasks/t4/fail");
   assert.deepEqual({ ...(fail?.body as object), error: "" }, { lease_id: "lease_t4", error: "", retryable: true, code: "shutdown" });
   assert.equal(process.listenerCount("SIGTERM"), before, "listeners removed when run() resolves");
+});
+
+// --- P-SDK-12: completions go out group-commit style through the batch endpoint ----------
+
+const gate = () => {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => { open = r; });
+  return { open, opened };
+};
+const itemsOf = (c: Recorded | undefined) => (c?.body as { items: Array<{ task_id: string }> }).items;
+const batchWorker = (m: ReturnType<typeof routed>, handlers: Record<string, Handler>, hooks: WorkerHooks = {}) =>
+  new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch, maxRetries: 0 }), workerId: "w", handleSignals: false, concurrency: 10, handlers, hooks });
+const basics = (tasks: string[]) => ({
+  "POST /workers": () => json(200, worker("w")),
+  "POST /workers/w/heartbeat": () => json(200, { directive: "running", heartbeat_interval_ms: 1000, tasks: [] }),
+  "POST /workers/tasks/poll/batch": (req: Recorded, n: number) => (n === 1 ? json(200, { tasks: tasks.map((id) => claimed(id, 60_000)), next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
+  "DELETE /workers/w": () => json(200, worker("w")),
+});
+
+test("P-SDK-12: a lone result goes out at once as a batch of one", async () => {
+  let doneAt = 0;
+  let sentAt = 0;
+  const m = routed({
+    ...basics(["b1"]),
+    "POST /workers/tasks/complete/batch": (req) => { sentAt = Date.now(); return json(200, batchAnswer(itemsOf(req).map((i) => item(i.task_id)))); },
+  });
+  const w = batchWorker(m, { h: () => { doneAt = Date.now(); return { v: 1 }; } });
+  const run = w.run();
+  await until(() => w.stats().tasks_completed === 1, "the completion");
+  await w.stop();
+  await run;
+  const batches = m.calls.filter((c) => c.key === "POST /workers/tasks/complete/batch");
+  assert.equal(batches.length, 1);
+  assert.deepEqual(batches[0]?.body, { items: [{ task_id: "b1", lease_id: "lease_b1", output: { v: 1 } }] });
+  assert.ok(sentAt - doneAt < 100, `sent at once, not after a timer (${sentAt - doneAt} ms)`);
+  assert.equal(m.calls.filter((c) => /\/tasks\/b1\/complete$/.test(c.url.pathname)).length, 0, "no single complete");
+});
+
+test("P-SDK-12: results finishing while a request is in flight go together in the next request", async () => {
+  const first = gate(); // holds the first batch request open
+  const rest = gate(); // holds the handlers of b3..b5
+  let finished = 0;
+  const m = routed({
+    ...basics(["b2", "b3", "b4", "b5"]),
+    "POST /workers/tasks/complete/batch": async (req, n) => {
+      if (n === 1) await first.opened;
+      return json(200, batchAnswer(itemsOf(req).map((i) => item(i.task_id))));
+    },
+  });
+  const w = batchWorker(m, {
+    h: async (ctx) => {
+      if (ctx.task.id !== "b2") await rest.opened;
+      finished++;
+      return ctx.task.id;
+    },
+  });
+  const run = w.run();
+  await until(() => m.count("POST /workers/tasks/complete/batch") === 1 && finished === 1, "the first request to be in flight");
+  rest.open();
+  await until(() => finished === 4, "the other handlers");
+  await new Promise((r) => setTimeout(r, 50));
+  assert.equal(m.count("POST /workers/tasks/complete/batch"), 1, "nothing sent while a request is in flight");
+  first.open();
+  await until(() => w.stats().tasks_completed === 4, "all completions");
+  await w.stop();
+  await run;
+  const batches = m.calls.filter((c) => c.key === "POST /workers/tasks/complete/batch");
+  assert.deepEqual(batches.map((b) => itemsOf(b).map((i) => i.task_id)), [["b2"], ["b3", "b4", "b5"]]);
+});
+
+test("P-SDK-12: an error item with lease_lost is not re-sent and counts as lease lost", async () => {
+  const abandoned: string[] = [];
+  const m = routed({
+    ...basics(["b6"]),
+    "POST /workers/tasks/complete/batch": () => json(200, batchAnswer([item("b6", "lease_lost")])),
+  });
+  const w = batchWorker(m, { h: () => "stale" }, { onTaskAbandoned: (e) => abandoned.push(`${e.task.id}:${e.reason}`) });
+  const run = w.run();
+  await until(() => w.stats().tasks_lease_lost === 1 && w.stats().in_flight === 0, "the lease loss");
+  await new Promise((r) => setTimeout(r, 100));
+  await w.stop();
+  await run;
+  assert.equal(m.count("POST /workers/tasks/complete/batch"), 1, "not re-sent");
+  assert.equal(w.stats().tasks_completed, 0);
+  assert.deepEqual(abandoned, ["b6:lease_lost"]);
+});
+
+test("P-SDK-12: a 503 on the batch re-sends the same items", async () => {
+  const first = gate();
+  const m = routed({
+    ...basics(["b7", "b8"]),
+    "POST /workers/tasks/complete/batch": async (req, n) => {
+      if (n === 1) await first.opened;
+      return n <= 2 ? problem(503, "unavailable", { "Retry-After": "0" }) : json(200, batchAnswer(itemsOf(req).map((i) => item(i.task_id))));
+    },
+  });
+  const later = gate();
+  let b8done = false;
+  const w = batchWorker(m, { h: async (ctx) => { if (ctx.task.id === "b8") { await later.opened; b8done = true; } return { id: ctx.task.id }; } });
+  const run = w.run();
+  await until(() => m.count("POST /workers/tasks/complete/batch") === 1, "the first request");
+  later.open();
+  await until(() => b8done, "b8 to finish");
+  await new Promise((r) => setTimeout(r, 30));
+  first.open(); // answers 503: b7 goes again, with b8 that became ready meanwhile
+  await until(() => w.stats().tasks_completed === 2, "both completions");
+  await w.stop();
+  await run;
+  const batches = m.calls.filter((c) => c.key === "POST /workers/tasks/complete/batch");
+  assert.equal(batches.length, 3);
+  assert.deepEqual(itemsOf(batches[0]), [{ task_id: "b7", lease_id: "lease_b7", output: { id: "b7" } }]);
+  assert.deepEqual(batches[1]?.body, { items: [{ task_id: "b7", lease_id: "lease_b7", output: { id: "b7" } }, { task_id: "b8", lease_id: "lease_b8", output: { id: "b8" } }] });
+  assert.deepEqual(batches[2]?.body, batches[1]?.body, "the same items re-sent after the 503");
+  assert.equal(w.stats().tasks_lease_lost, 0);
 });
