@@ -19,6 +19,8 @@ type Worker struct {
 	log      *slog.Logger
 	handlers map[string]Handler
 
+	completions *completer // batched completion reports (P-SDK-12)
+
 	mu          sync.Mutex
 	held        map[string]*run // every claimed task until its result is delivered (P-WORKER-2)
 	changed     chan struct{}   // closed and replaced whenever held or quiet changes
@@ -40,7 +42,7 @@ type Worker struct {
 // NewWorker builds a Worker that talks to the server through client.
 func NewWorker(client *Client, opts WorkerOptions) *Worker {
 	opts = opts.withDefaults()
-	return &Worker{
+	w := &Worker{
 		client:   client,
 		opts:     opts,
 		log:      opts.Logger.With("worker_id", opts.WorkerID),
@@ -50,6 +52,8 @@ func NewWorker(client *Client, opts WorkerOptions) *Worker {
 		stopCh:   make(chan struct{}),
 		interval: DefaultHeartbeat,
 	}
+	w.completions = &completer{w: w}
+	return w
 }
 
 // Handle registers fn for tasks whose handler_name is name. Call it before Run.

@@ -129,15 +129,7 @@ func (w *Worker) execute(r *run) {
 	r.mu.Unlock()
 
 	if err == nil {
-		w.deliver(r, "complete", func(ctx context.Context) error {
-			_, e := w.client.CompleteTask(ctx, t.ID, TaskCompletion{LeaseId: Ptr(t.LeaseID), Output: output})
-			return e
-		}, func() {
-			w.stats.completed.Add(1)
-			if h := w.opts.Hooks.OnTaskComplete; h != nil {
-				h(t, output)
-			}
-		})
+		w.complete(r, output) // batched with other completions (P-SDK-12)
 		return
 	}
 	rep := failureFor(err)
@@ -196,8 +188,9 @@ func (w *Worker) failForShutdown(r *run) {
 	w.release(r)
 }
 
-// deliver sends a result until the server takes it, the lease is lost, or the lease
-// deadline passes during an outage (P-SDK-9). It never uses the Run context.
+// deliver sends a fail (fails stay single calls, P-SDK-12) until the server takes it, the
+// lease is lost, or the lease deadline passes during an outage (P-SDK-9). It never uses
+// the Run context.
 func (w *Worker) deliver(r *run, what string, send func(context.Context) error, onDone func()) {
 	b := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
 	log := w.log.With("task_id", r.task.ID)

@@ -23,8 +23,12 @@ type scripted struct {
 	handler  map[string]string
 	reqs     []recorded
 	hbAnswer func(taskID string) (leaseLost, cancelRequested bool)
-	result   func(path string, n int) int // status for complete/fail; 200 when nil
+	result   func(path string, n int) int // status for complete/fail (single or batch); 200 when nil
 	results  int
+	// batchHook runs before the n-th complete/batch request is answered (it may block);
+	// itemProblem names the problem code of an item's answer ("" = completed).
+	batchHook   func(n int)
+	itemProblem func(taskID string) string
 }
 
 func newScripted(t *testing.T) (*scripted, *Client) {
@@ -73,6 +77,8 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 				"cancel_requested": cancelled, "lease_lost": lost})
 		}
 		writeJSON(w, 200, map[string]any{"directive": "running", "heartbeat_interval_ms": 40, "tasks": tasks})
+	case r.URL.Path == "/workers/tasks/complete/batch":
+		s.completeBatch(w, rec)
 	case strings.HasSuffix(r.URL.Path, "/complete") || strings.HasSuffix(r.URL.Path, "/fail"):
 		s.mu.Lock()
 		s.results++
@@ -221,7 +227,7 @@ func TestWorkerRegistersHeartbeatsAndDeregisters(t *testing.T) {
 		return false
 	})
 	close(release)
-	waitUntil(t, "two completions", func() bool { return len(s.sent("POST", "/complete")) == 2 })
+	waitUntil(t, "two completions", func() bool { return w.Stats().TasksCompleted == 2 })
 	stop()
 	reg := s.sent("POST", "/workers")[0].Body
 	if reg["worker_id"] != "w1" || reg["concurrency"] != float64(4) || reg["sdk"] != "orch8-go/"+Version ||
@@ -252,7 +258,7 @@ func TestWorkerLeaseLostFromHeartbeatSendsNothing(t *testing.T) {
 	if !got[ErrLeaseLost] || !got[ErrTaskCancelled] {
 		t.Fatalf("causes %v", got)
 	}
-	if n := len(s.sent("POST", "/complete")) + len(s.sent("POST", "/fail")); n != 0 {
+	if n := len(s.sent("POST", "/complete")) + len(s.sent("POST", "/fail")) + len(s.batches()); n != 0 {
 		t.Fatalf("%d results sent for lost tasks", n)
 	}
 	if st := w.Stats(); st.TasksLeaseLost != 1 || st.TasksCancelled != 1 {
@@ -274,8 +280,8 @@ func TestWorkerRedeliversResultThroughOutage(t *testing.T) {
 	stop := runWorker(t, w)
 	waitUntil(t, "the completion to land", func() bool { return w.Stats().TasksCompleted == 1 })
 	stop()
-	if n := len(s.sent("POST", "/complete")); n != 6 {
-		t.Fatalf("complete sent %d times, want 6", n)
+	if n := len(s.sent("POST", "/workers/tasks/complete/batch")); n != 6 {
+		t.Fatalf("complete/batch sent %d times, want 6", n)
 	}
 }
 

@@ -169,6 +169,21 @@ func (rec *recorder) sent(method, path string) []sentRequest {
 	return out
 }
 
+// completionsFor lists the items for taskID that the worker reported through
+// POST /workers/tasks/complete/batch (P-SDK-12), in the order they were sent.
+func (rec *recorder) completionsFor(taskID string) []map[string]any {
+	var out []map[string]any
+	for _, r := range rec.sent("POST", "/workers/tasks/complete/batch") {
+		items, _ := r.Body["items"].([]any)
+		for _, it := range items {
+			if m, ok := it.(map[string]any); ok && m["task_id"] == taskID {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
 func newClient(t *testing.T, s *refServer, rec *recorder) *orch8.Client {
 	t.Helper()
 	cfg := orch8.Config{BaseURL: s.URL}
