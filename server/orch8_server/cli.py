@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import socket
 import sys
 
 from orch8_server import __version__
@@ -127,6 +129,22 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
             parser.error("PostgreSQL needs the asyncpg package: pip install asyncpg")
 
 
+def listening_line(host: str, port: int) -> str:
+    """The one stdout line a harness reads to learn the bound address (`--port 0`)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"orch8-server listening on http://{shown}:{port}"
+
+
+def announce_listening(sockname: tuple) -> None:
+    """Print (flushed) and log the bound address once the server accepts requests."""
+    host, port = sockname[0], sockname[1]
+    line = listening_line(host, port)
+    # Printed only after startup (storage open, socket listening), so a harness that
+    # reads this line may send requests at once.
+    print(line, flush=True)
+    logging.getLogger("orch8.server").info(line, extra={"host": host, "port": port})
+
+
 def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
@@ -151,6 +169,11 @@ def main(argv: list[str] | None = None) -> None:
     )
 
     class DrainingServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                announce_listening(self.servers[0].sockets[0].getsockname())
+
         def handle_exit(self, sig: int, frame: object) -> None:
             # Release long-polls first, or uvicorn would wait for each to time out.
             app.state.engine.begin_drain()
