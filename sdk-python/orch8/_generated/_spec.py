@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.0.0"
-SPEC_SHA256 = "f851c51e85ed83e30c6e95609a04f87549f0bfd5022eec6e5f6b599a2b464a13"
+SPEC_SHA256 = "a49a179463bc67360e15a436b6f967c0ddf032ab06d59834e1dd604902804f1e"

@@ -6,6 +6,7 @@ from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 T = TypeVar("T", bound="ActiveTaskStatus")
@@ -64,7 +65,7 @@ class ActiveTaskStatus:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                lease_expires_at_type_0 = datetime.datetime.fromisoformat(data)
+                lease_expires_at_type_0 = isoparse(data)
 
                 return lease_expires_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):

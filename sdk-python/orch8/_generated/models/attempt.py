@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..models.attempt_outcome import AttemptOutcome, check_attempt_outcome
@@ -97,7 +98,7 @@ class Attempt:
 
         worker_id = _parse_worker_id(d.pop("worker_id"))
 
-        started_at = datetime.datetime.fromisoformat(d.pop("started_at"))
+        started_at = isoparse(d.pop("started_at"))
 
         def _parse_ended_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -105,7 +106,7 @@ class Attempt:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                ended_at_type_0 = datetime.datetime.fromisoformat(data)
+                ended_at_type_0 = isoparse(data)
 
                 return ended_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):

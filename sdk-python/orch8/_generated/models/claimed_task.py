@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 if TYPE_CHECKING:
@@ -167,7 +168,7 @@ class ClaimedTask:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                good_until_type_0 = datetime.datetime.fromisoformat(data)
+                good_until_type_0 = isoparse(data)
 
                 return good_until_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
@@ -176,7 +177,7 @@ class ClaimedTask:
 
         good_until = _parse_good_until(d.pop("good_until"))
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
         metadata = TaskMetadata.from_dict(d.pop("metadata"))
 

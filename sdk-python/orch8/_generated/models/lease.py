@@ -6,6 +6,7 @@ from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 T = TypeVar("T", bound="Lease")
@@ -65,7 +66,7 @@ class Lease:
 
         attempt = d.pop("attempt")
 
-        expires_at = datetime.datetime.fromisoformat(d.pop("expires_at"))
+        expires_at = isoparse(d.pop("expires_at"))
 
         lease = cls(
             id=id,

@@ -5,6 +5,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..types import UNSET, Unset
@@ -152,7 +153,7 @@ class NewTask:
         if isinstance(_run_at, Unset):
             run_at = UNSET
         else:
-            run_at = datetime.datetime.fromisoformat(_run_at)
+            run_at = isoparse(_run_at)
 
         delay_ms = d.pop("delay_ms", UNSET)
 
@@ -161,7 +162,7 @@ class NewTask:
         if isinstance(_good_until, Unset):
             good_until = UNSET
         else:
-            good_until = datetime.datetime.fromisoformat(_good_until)
+            good_until = isoparse(_good_until)
 
         idempotency_key = d.pop("idempotency_key", UNSET)
 

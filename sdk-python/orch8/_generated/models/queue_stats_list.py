@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ class QueueStatsList:
 
             queues.append(queues_item)
 
-        generated_at = datetime.datetime.fromisoformat(d.pop("generated_at"))
+        generated_at = isoparse(d.pop("generated_at"))
 
         queue_stats_list = cls(
             queues=queues,

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..models.task_status import TaskStatus, check_task_status
@@ -237,7 +238,7 @@ class Task:
 
         retry = RetryPolicySettings.from_dict(d.pop("retry"))
 
-        run_at = datetime.datetime.fromisoformat(d.pop("run_at"))
+        run_at = isoparse(d.pop("run_at"))
 
         def _parse_good_until(data: object) -> datetime.datetime | None:
             if data is None:
@@ -245,7 +246,7 @@ class Task:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                good_until_type_0 = datetime.datetime.fromisoformat(data)
+                good_until_type_0 = isoparse(data)
 
                 return good_until_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
@@ -261,9 +262,9 @@ class Task:
 
         idempotency_key = _parse_idempotency_key(d.pop("idempotency_key"))
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
-        updated_at = datetime.datetime.fromisoformat(d.pop("updated_at"))
+        updated_at = isoparse(d.pop("updated_at"))
 
         def _parse_started_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -271,7 +272,7 @@ class Task:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                started_at_type_0 = datetime.datetime.fromisoformat(data)
+                started_at_type_0 = isoparse(data)
 
                 return started_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
@@ -286,7 +287,7 @@ class Task:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                finished_at_type_0 = datetime.datetime.fromisoformat(data)
+                finished_at_type_0 = isoparse(data)
 
                 return finished_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):
@@ -301,7 +302,7 @@ class Task:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                next_attempt_at_type_0 = datetime.datetime.fromisoformat(data)
+                next_attempt_at_type_0 = isoparse(data)
 
                 return next_attempt_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):

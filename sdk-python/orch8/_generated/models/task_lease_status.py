@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 T = TypeVar("T", bound="TaskLeaseStatus")
@@ -56,7 +57,7 @@ class TaskLeaseStatus:
 
         lease_id = d.pop("lease_id")
 
-        lease_expires_at = datetime.datetime.fromisoformat(d.pop("lease_expires_at"))
+        lease_expires_at = isoparse(d.pop("lease_expires_at"))
 
         cancel_requested = d.pop("cancel_requested")
 

@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 T = TypeVar("T", bound="TaskMetadata")
@@ -52,7 +53,7 @@ class TaskMetadata:
 
         max_attempts = d.pop("max_attempts")
 
-        created_at = datetime.datetime.fromisoformat(d.pop("created_at"))
+        created_at = isoparse(d.pop("created_at"))
 
         task_metadata = cls(
             attempt=attempt,

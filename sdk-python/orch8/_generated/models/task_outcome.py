@@ -6,6 +6,7 @@ from typing import Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..models.task_status import TaskStatus, check_task_status
@@ -83,7 +84,7 @@ class TaskOutcome:
             try:
                 if not isinstance(data, str):
                     raise TypeError()
-                next_attempt_at_type_0 = datetime.datetime.fromisoformat(data)
+                next_attempt_at_type_0 = isoparse(data)
 
                 return next_attempt_at_type_0
             except (TypeError, ValueError, AttributeError, KeyError):

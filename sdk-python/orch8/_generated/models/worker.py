@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
+from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..models.worker_directive import WorkerDirective, check_worker_directive
@@ -162,9 +163,9 @@ class Worker:
 
         active_tasks = d.pop("active_tasks")
 
-        registered_at = datetime.datetime.fromisoformat(d.pop("registered_at"))
+        registered_at = isoparse(d.pop("registered_at"))
 
-        last_heartbeat_at = datetime.datetime.fromisoformat(d.pop("last_heartbeat_at"))
+        last_heartbeat_at = isoparse(d.pop("last_heartbeat_at"))
 
         heartbeat_interval_ms = d.pop("heartbeat_interval_ms")
 
