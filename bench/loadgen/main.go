@@ -7,7 +7,9 @@
 //	latency  one worker waits in a long-poll; enqueue one task at a time, time to pickup
 //	stub     a canned-answer server: `run` against it measures the client's own ceiling
 //
-// Every mode prints one JSON object on stdout; progress goes to stderr.
+// Every mode but stub prints one JSON object on stdout; stub prints one line,
+// `loadgen stub listening on http://HOST:PORT` (-listen defaults to port 0). Progress
+// goes to stderr.
 package main
 
 import (
@@ -17,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"sort"
@@ -353,8 +356,15 @@ func modeStub(addr string, batch int) {
 	mux.HandleFunc("/workers/tasks/poll/batch", reply(batchBody))
 	mux.HandleFunc("/workers/tasks/poll", reply([]byte(one)))
 	mux.HandleFunc("/", reply([]byte(`{"tasks":[]}`)))
-	fmt.Fprintln(os.Stderr, "stub listening on", addr)
-	if err := http.ListenAndServe(addr, mux); err != nil {
+	// Bound before it is announced, so a caller reading the line (port 0 included) never
+	// races the bind; the line is the only thing the stub writes to stdout.
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fmt.Println("loadgen stub listening on http://" + ln.Addr().String())
+	if err := http.Serve(ln, mux); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

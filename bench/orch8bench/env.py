@@ -1,5 +1,6 @@
-"""Processes the benchmark drives: the reference server, a throwaway PostgreSQL cluster,
-the Go load client; and what we read about them (CPU seconds, RSS, load average)."""
+"""Processes the benchmark drives: the reference server (through the shared launcher
+`orch8_server.testing`), a throwaway PostgreSQL cluster, the Go load client and its
+canned-answer stub; and what we read about them (CPU seconds, RSS, load average)."""
 
 from __future__ import annotations
 
@@ -11,22 +12,26 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
 REPO = BENCH.parent
-SERVER_BIN = REPO / ".venv" / "bin" / "orch8-server"
+SERVER_PYTHON = REPO / ".venv" / "bin" / "python"
 LOADGEN = BENCH / ".bin" / "loadgen"
 TICK = os.sysconf("SC_CLK_TCK")
 
+# The one server launcher of the repo (issue 19): bench's own venv does not install the
+# server, and the launcher module is stdlib-only, so it is imported from the source tree
+# and starts the server with the root venv's interpreter (SERVER_PYTHON).
+sys.path.insert(0, str(REPO / "server"))
 # The PostgreSQL harness the server tests use (initdb + pg_ctl in a temp dir, runuser
 # when root); reused as is so both start the cluster the same way.
 sys.path.insert(0, str(REPO / "server" / "tests"))
+from orch8_server.testing import RunningServer, start_server  # noqa: E402
 from pg_cluster import PgCluster, _bin_dir  # noqa: E402
 
-__all__ = ["PgCluster"]  # re-exported for run.py and profile.py
+__all__ = ["PgCluster", "RunningServer"]  # re-exported for run.py and profile.py
 
 
 def log(msg: str) -> None:
@@ -35,12 +40,6 @@ def log(msg: str) -> None:
 
 def loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -90,66 +89,39 @@ def machine() -> dict:
         "go": version(["go", "version"]),
         "node": version(["node", "--version"]),
         "postgresql": pg_version,
-        "server_version": version([str(SERVER_BIN), "--version"]),
+        "server_version": version([str(SERVER_PYTHON), "-m", "orch8_server", "--version"]),
         "git_commit": git + (" (server/ modified)" if dirty else ""),
     }
 
 
-class Server:
-    """One orch8-server process on a free port; stopped with SIGTERM (its drain path)."""
-
-    def __init__(self, db: str, logdir: Path, name: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = logdir / f"server-{name}-{self.port}.log"
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [str(SERVER_BIN), "--db", db, "--port", str(self.port), "--log-level", "warning"],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            wait_until(self._started, 60, f"server {name} did not start")
-        except RuntimeError as exc:
-            self.stop()
-            tail = self.log_path.read_text()[-1500:]
-            raise RuntimeError(f"server {name} did not start: {exc}: {tail}") from exc
-
-    def _started(self) -> bool:
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"server exited with {self.proc.returncode}")
-        return _ready(self.url)
-
-    @property
-    def pid(self) -> int:
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
+def launch_server(db: str, logdir: Path, name: str) -> RunningServer:
+    """One orch8-server on a port it picks itself (`--port 0`, read from its listening
+    line); `stop()` sends SIGTERM (its drain path), `.process.pid` is what we measure."""
+    return start_server(
+        "--log-level",
+        "warning",
+        db=db,
+        log=logdir / f"server-{name}.log",
+        python=str(SERVER_PYTHON),
+        timeout=60,
+    )
 
 
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/health/ready", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-def wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise RuntimeError(what)
+def start_stub(batch: int) -> tuple[subprocess.Popen[str], str]:
+    """The load client's canned-answer stub on a port it picks itself; returns once it
+    printed its address (`loadgen stub listening on http://HOST:PORT`)."""
+    proc = subprocess.Popen(
+        [str(LOADGEN), "-mode=stub", "-listen=127.0.0.1:0", f"-batch={batch}"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()  # EOF (exit) gives "", caught below
+    prefix = "loadgen stub listening on "
+    if not line.startswith(prefix):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"loadgen stub did not start (exit {proc.returncode}): {line!r}")
+    return proc, line.removeprefix(prefix)
 
 
 def loadgen(*args: str, on_line: Callable[[str], None] | None = None) -> dict:

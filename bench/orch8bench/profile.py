@@ -19,7 +19,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from orch8bench.env import BENCH, PgCluster, Server, Workdir, loadavg, loadgen, log
+from orch8bench.env import BENCH, PgCluster, Workdir, launch_server, loadavg, loadgen, log
 
 PYSPY = BENCH / ".venv" / "bin" / "py-spy"
 OUT = BENCH / "profiles"
@@ -77,12 +77,12 @@ def summary(name: str, path: Path, rate: float, top: int = 25) -> str:
 
 
 def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
-    server = Server(db, work.path, name)
+    server = launch_server(db, work.path, name)
     raw = OUT / f"{name}.txt"
     try:
         loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks // 5}")  # warm
         spy = subprocess.Popen(
-            [str(PYSPY), "record", "--pid", str(server.pid), "--format", "raw", "--nolineno",
+            [str(PYSPY), "record", "--pid", str(server.process.pid), "--format", "raw", "--nolineno",
              "--rate", "250", "-o", str(raw)],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip

@@ -23,14 +23,15 @@ from orch8bench.env import (
     BENCH,
     REPO,
     PgCluster,
-    Server,
+    RunningServer,
     Workdir,
+    launch_server,
     loadavg,
     loadgen,
     log,
     machine,
     rss_mb,
-    wait_until,
+    start_stub,
 )
 from orch8bench.measure import repeat
 
@@ -83,7 +84,7 @@ def throughput(url: str, batch: int, cfg: dict, pid: int, label: str) -> dict:
     return row
 
 
-def two_replicas(servers: list[Server], batch: int, cfg: dict) -> dict:
+def two_replicas(servers: list[RunningServer], batch: int, cfg: dict) -> dict:
     """Scale-out: one load client per replica at once, half the tasks each; the rate is
     all tasks over the slower client's time."""
     n = cfg["tasks"][batch] // len(servers)
@@ -127,16 +128,10 @@ def client_ceiling(cfg: dict) -> list[dict]:
     """The load client against a canned-answer stub: the most it can drive here."""
     rows = []
     for batch, n in cfg["stub_tasks"].items():
-        port = str(_free_port())
-        stub = subprocess.Popen(
-            [str(BENCH / ".bin" / "loadgen"), "-mode=stub", f"-listen=127.0.0.1:{port}",
-             f"-batch={batch}"],
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+        stub, stub_url = start_stub(batch)
         try:
-            wait_until(lambda p=port: _open(p), 10, "stub did not start")
             prod, cons = SHAPE[batch]
-            args = ["-mode=run", f"-url=http://127.0.0.1:{port}", f"-batch={batch}", f"-n={n}",
+            args = ["-mode=run", f"-url={stub_url}", f"-batch={batch}", f"-n={n}",
                     f"-producers={prod}", f"-consumers={cons}"]  # fmt: skip
             row = repeat(f"client ceiling, batch {batch}", 1, lambda a=args: loadgen(*a))
             row["batch"] = batch
@@ -147,26 +142,13 @@ def client_ceiling(cfg: dict) -> list[dict]:
     return rows
 
 
-def _free_port() -> int:
-    from orch8bench.env import free_port
-
-    return free_port()
-
-
-def _open(port: str) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", int(port))) == 0
-
-
 def queue_idle(url: str) -> bool:
     with urllib.request.urlopen(url + "/queues", timeout=5) as r:
         qs = json.loads(r.read())["queues"]
     return all(q["pending"] == 0 and q["running"] == 0 for q in qs)
 
 
-def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
+def sdk_run(name: str, cmd: list[str], server: RunningServer, cfg: dict) -> dict:
     """Start the SDK worker, warm it up, then time fill + drain of sdk_tasks tasks to the
     moment the server shows nothing pending or running."""
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -191,7 +173,7 @@ def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
         n = cfg["sdk_tasks"][name]
         once(max(200, n // 10))  # warm-up, not counted
         row = repeat(f"{name} SDK Worker", cfg["reps"], lambda: once(n),
-                     server_pid=server.pid)  # fmt: skip
+                     server_pid=server.process.pid)  # fmt: skip
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -202,13 +184,13 @@ def sdk_run(name: str, cmd: list[str], server: Server, cfg: dict) -> dict:
     return row
 
 
-def sdks(server: Server, cfg: dict) -> list[dict]:
+def sdks(server: RunningServer, cfg: dict) -> list[dict]:
     url, c = server.url, str(SDK_CONCURRENCY)
     rows = []
     args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']['raw']}",
             f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
     raw = repeat("raw client, SDK request pattern", cfg["reps"], lambda: loadgen(*args),
-                 server_pid=server.pid)  # fmt: skip
+                 server_pid=server.process.pid)  # fmt: skip
     raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"]["raw"])
     rows.append(raw)
     workers = {
@@ -229,14 +211,14 @@ def sdks(server: Server, cfg: dict) -> list[dict]:
 def rss_drain(work: Workdir, cfg: dict) -> dict:
     """Fill rss_tasks, then drain them at batch 100, sampling the server's RSS."""
     n = cfg["rss_tasks"]
-    server = Server(work.sqlite("rss"), work.path, "rss")
+    server = launch_server(work.sqlite("rss"), work.path, "rss")
     try:
         log(f"RSS: enqueueing {n:,} tasks")
         before = loadavg()
         fill = loadgen("-mode=fill", f"-url={server.url}", f"-n={n}", "-producers=2",
                        on_line=lambda _: None)  # fmt: skip
         log(f"  filled at {fill['tasks_per_s']:,.0f} tasks/s; draining with RSS sampling")
-        rss_start, _ = rss_mb(server.pid)
+        rss_start, _ = rss_mb(server.process.pid)
         samples: list[dict] = []
         progress = {"done": 0}
         stop = threading.Event()
@@ -244,7 +226,7 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
 
         def sample() -> None:  # every 0.25 s, whatever the client prints
             while not stop.wait(0.25):
-                cur, _ = rss_mb(server.pid)
+                cur, _ = rss_mb(server.process.pid)
                 samples.append({"t": round(time.perf_counter() - t0, 2),
                                 "done": progress["done"], "rss_mb": round(cur, 1)})  # fmt: skip
 
@@ -261,7 +243,7 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
         finally:
             stop.set()
             sampler.join()
-        rss_end, peak = rss_mb(server.pid)
+        rss_end, peak = rss_mb(server.process.pid)
     finally:
         server.stop()
     return {
@@ -344,14 +326,14 @@ def main() -> None:
         res["client_ceiling"] = client_ceiling(cfg)
 
     if phases & {"sqlite", "sdk"}:
-        server = Server(work.sqlite("main"), work.path, "sqlite")
+        server = launch_server(work.sqlite("main"), work.path, "sqlite")
         try:
             if "sqlite" in phases:
                 res["sqlite"] = []
                 for b in BATCHES:
                     log(f"SQLite end to end, batch {b}")
                     res["sqlite"].append(
-                        throughput(server.url, b, cfg, server.pid, f"SQLite batch {b}")
+                        throughput(server.url, b, cfg, server.process.pid, f"SQLite batch {b}")
                     )
                 log("SQLite pickup latency")
                 res["latency_sqlite"] = latency(server.url, server.url, cfg, "SQLite")
@@ -370,14 +352,16 @@ def main() -> None:
         try:
             if "pg" in phases:
                 url = cluster.create_database("orch8")
-                a_srv = Server(url, work.path, "pg-a")
-                b_srv = Server(url, work.path, "pg-b")
+                a_srv = launch_server(url, work.path, "pg-a")
+                b_srv = launch_server(url, work.path, "pg-b")
                 try:
                     res["pg"] = []
                     for b in BATCHES:
                         log(f"PostgreSQL end to end, batch {b}")
                         res["pg"].append(
-                            throughput(a_srv.url, b, cfg, a_srv.pid, f"PostgreSQL batch {b}")
+                            throughput(
+                                a_srv.url, b, cfg, a_srv.process.pid, f"PostgreSQL batch {b}"
+                            )
                         )
                     log("PostgreSQL end to end, batch 100, two replicas (one client each)")
                     res["pg_replicas"] = two_replicas([a_srv, b_srv], 100, cfg)

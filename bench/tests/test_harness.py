@@ -14,7 +14,7 @@ BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
 from orch8bench import report  # noqa: E402
-from orch8bench.env import LOADGEN, Server, free_port, wait_until  # noqa: E402
+from orch8bench.env import LOADGEN, launch_server, start_stub  # noqa: E402
 from orch8bench.measure import summarize  # noqa: E402
 
 
@@ -101,22 +101,10 @@ def _loadgen(*args: str) -> dict:
 
 @pytest.fixture
 def stub():
-    port = free_port()
-    proc = subprocess.Popen(
-        [str(LOADGEN), "-mode=stub", f"-listen=127.0.0.1:{port}", "-batch=100"],
-        stderr=subprocess.DEVNULL,
-    )
-    wait_until(lambda: proc.poll() is None and _listening(port), 10, "stub did not start")
-    yield f"http://127.0.0.1:{port}"
+    proc, url = start_stub(100)
+    yield url
     proc.terminate()
     proc.wait()
-
-
-def _listening(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
 
 
 def test_loadgen_counts_every_task_against_the_stub(stub: str) -> None:
@@ -125,8 +113,9 @@ def test_loadgen_counts_every_task_against_the_stub(stub: str) -> None:
 
 
 def test_loadgen_drives_the_real_server(tmp_path: Path) -> None:
-    server = Server(str(tmp_path / "t.db"), tmp_path, "selftest")
+    server = launch_server(str(tmp_path / "t.db"), tmp_path, "selftest")
     try:
+        assert server.process is not None and server.process.pid > 0  # what repeat() samples
         for batch in ("1", "100"):
             out = _loadgen("-mode=run", f"-url={server.url}", "-n=300", f"-batch={batch}")
             assert out["errors"] == 0 and out["tasks"] == 300
