@@ -29,20 +29,24 @@ export class Backoff {
   }
 }
 
-/** Resolves after `ms`, or at once (without throwing) when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+/**
+ * Resolves after `ms`, or at once (without throwing) when any of `signals` aborts. Takes
+ * several signals itself rather than AbortSignal.any (Node 20.3+), and frees its listeners.
+ */
+export function sleep(ms: number, signals?: AbortSignal | readonly AbortSignal[]): Promise<void> {
+  const list = signals === undefined ? [] : Array.isArray(signals) ? signals : [signals as AbortSignal];
   return new Promise((resolve) => {
-    if (signal?.aborted || ms <= 0) {
+    if (ms <= 0 || list.some((s) => s.aborted)) {
       resolve();
       return;
     }
     const done = () => {
       clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
+      for (const s of list) s.removeEventListener("abort", done);
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
+    for (const s of list) s.addEventListener("abort", done, { once: true });
   });
 }
 

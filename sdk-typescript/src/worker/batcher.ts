@@ -141,7 +141,7 @@ export class CompletionBatcher {
     }
     if (keep.length === 0) return;
     const delay = Math.min(this.backoff.next(), left);
-    await sleep(delay, AbortSignal.any(keep.map((p) => p.run.stopDelivery.signal)));
+    await sleep(delay, keep.map((p) => p.run.stopDelivery.signal));
     this.queue.unshift(...keep);
   }
 }

@@ -261,7 +261,7 @@ export class Worker {
     const all = () => Promise.all([...this.runs.values()].map((r) => r.done));
     const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
     const timer = new AbortController();
-    const graceOver = sleep(grace, AbortSignal.any([timer.signal, this.graceCtl.signal])).then(() => "grace" as const);
+    const graceOver = sleep(grace, [timer.signal, this.graceCtl.signal]).then(() => "grace" as const);
     const outcome = await Promise.race([all().then(() => "drained" as const), graceOver]);
     timer.abort();
     if (outcome === "drained") return;
