@@ -1,10 +1,14 @@
 # Thin entry points; the logic lives in scripts/ and in each package's own Makefile.
-# Every package (server, sdk-*, conformance) answers: setup, generate, check-generated, lint, test.
+# Every package (server, sdk-*, conformance, bench) answers: setup, generate, check-generated,
+# lint, test. bench's `setup` only builds its load client; the peers it measures against
+# are installed by `make bench` alone.
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
-PACKAGES := server $(patsubst %/Makefile,%,$(wildcard sdk-python/Makefile sdk-typescript/Makefile sdk-go/Makefile conformance/Makefile))
+PACKAGES := server $(patsubst %/Makefile,%,$(wildcard sdk-python/Makefile sdk-typescript/Makefile sdk-go/Makefile conformance/Makefile bench/Makefile))
+# What a release publishes: each builds its artefact into <pkg>/dist/ with `make -C <pkg> dist`.
+DIST_PACKAGES := server sdk-python sdk-typescript sdk-go
 
-.PHONY: help setup run serve test lint generate check-generated check-spec conformance bench
+.PHONY: help setup run serve test lint generate check-generated check-spec conformance bench dist
 
 help:
 	@echo "make run              start the reference server on SQLite at http://localhost:3001"
@@ -15,6 +19,7 @@ help:
 	@echo "make check-generated  fail if any generated code is stale"
 	@echo "make check-spec       the spec gate: lint, drift, breaking changes, hashes, schemathesis"
 	@echo "make conformance      run every SDK's worker loop against the server (scenario matrix)"
+	@echo "make dist             build every release artefact into <pkg>/dist/ ($(DIST_PACKAGES))"
 	@echo "make bench [QUICK=1]  measure throughput, latency and memory"
 	@echo "packages: $(PACKAGES)"
 
@@ -49,3 +54,19 @@ conformance: setup
 
 bench: setup
 	@$(MAKE) --no-print-directory -C bench bench QUICK=$(QUICK)
+
+# Every package named in DIST_PACKAGES must have a `dist` target: a missing one fails here,
+# named, before anything is built (never skipped).
+dist: setup
+	@missing=(); for p in $(DIST_PACKAGES); do \
+		{ $(MAKE) --no-print-directory -C $$p -pRrq : 2>/dev/null || true; } | grep -q '^dist:' || missing+=($$p); \
+	done; \
+	if [ $${#missing[@]} -gt 0 ]; then \
+		for p in "$${missing[@]}"; do echo "make dist: $$p/Makefile has no 'dist' target" >&2; done; \
+		exit 1; \
+	fi
+	@for p in $(DIST_PACKAGES); do \
+		echo "=== dist: $$p"; \
+		$(MAKE) --no-print-directory -C $$p dist || { echo "make dist: $$p failed" >&2; exit 1; }; \
+	done
+	@echo; echo "release artefacts:"; ls -1d $(addsuffix /dist/*,$(DIST_PACKAGES)) 2>/dev/null | sed 's/^/  /'
