@@ -23,7 +23,7 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
     ("--host", "ORCH8_HOST", "host", str, "bind address (default 127.0.0.1)"),
     ("--port", "ORCH8_PORT", "port", int, "port (default 3001; 0 picks a free one)"),
     ("--lease-ms", "ORCH8_LEASE_MS", "lease_ms", int, "default lease length"),
-    ("--wait-ms", "ORCH8_WAIT_MS", "default_wait_ms", int, "default long-poll wait"),
+    ("--wait-ms", "ORCH8_WAIT_MS", "wait_ms", int, "default long-poll wait"),
     ("--max-wait-ms", "ORCH8_MAX_WAIT_MS", "max_wait_ms", int, "long-poll wait cap"),
     (
         "--reaper-interval-ms",
@@ -33,16 +33,16 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         "how often expired leases and dead workers are reclaimed",
     ),
     (
-        "--worker-heartbeat-ms",
-        "ORCH8_WORKER_HEARTBEAT_MS",
-        "worker_heartbeat_ms",
+        "--heartbeat-interval-ms",
+        "ORCH8_HEARTBEAT_INTERVAL_MS",
+        "heartbeat_interval_ms",
         int,
         "worker heartbeat cadence the server asks for",
     ),
     (
-        "--worker-dead-after-ms",
-        "ORCH8_WORKER_DEAD_AFTER_MS",
-        "worker_dead_after_ms",
+        "--dead-after-ms",
+        "ORCH8_DEAD_AFTER_MS",
+        "dead_after_ms",
         int,
         "silence after which a registered worker is declared dead",
     ),
@@ -72,7 +72,31 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
 ]
 
 
+# Old names (before spec 1.1.0, issue 19) -> new flag, env var. Still accepted for one minor
+# version; each use logs one deprecation warning naming the replacement.
+_DEPRECATED: list[tuple[str, str, str, str]] = [
+    (
+        "--worker-heartbeat-ms",
+        "ORCH8_WORKER_HEARTBEAT_MS",
+        "--heartbeat-interval-ms",
+        "ORCH8_HEARTBEAT_INTERVAL_MS",
+    ),
+    (
+        "--worker-dead-after-ms",
+        "ORCH8_WORKER_DEAD_AFTER_MS",
+        "--dead-after-ms",
+        "ORCH8_DEAD_AFTER_MS",
+    ),
+]
+
+
 def parse_settings(argv: list[str] | None = None) -> Settings:
+    """Flags, then ORCH8_* environment, then the defaults of Settings."""
+    return parse_settings_and_warnings(argv)[0]
+
+
+def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
+    """Like parse_settings, plus the deprecation warnings to log once logging is set up."""
     parser = argparse.ArgumentParser(
         prog="orch8-server",
         description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
@@ -81,6 +105,14 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
     for flag, env, _, kind, help_text in _OPTIONS:
         parser.add_argument(flag, type=kind, default=None, help=f"{help_text} [{env}]")
+    for old_flag, _, new_flag, _ in _DEPRECATED:
+        parser.add_argument(
+            old_flag,
+            type=int,
+            default=None,
+            dest="old_" + old_flag[2:].replace("-", "_"),
+            help=f"deprecated: use {new_flag}",
+        )
     parser.add_argument(
         "--api-key",
         action="append",
@@ -89,6 +121,7 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     )
     parser.add_argument("--access-log", action="store_true", help="log every request")
     args = parser.parse_args(argv)
+    warnings = _apply_deprecated(parser, args)
 
     values: dict[str, object] = {}
     for flag, env, name, kind, _ in _OPTIONS:
@@ -105,7 +138,28 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
     values["access_log"] = args.access_log
     settings = Settings(**values)  # type: ignore[arg-type]
     _check(parser, settings)
-    return settings
+    return settings, warnings
+
+
+def _apply_deprecated(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """Map old flags/env onto the new names (the new name wins when both are given)."""
+    warnings = []
+    for old_flag, old_env, new_flag, new_env in _DEPRECATED:
+        new_dest = new_flag[2:].replace("-", "_")
+        old_value = getattr(args, "old_" + old_flag[2:].replace("-", "_"))
+        used = old_flag
+        if old_value is None and os.environ.get(old_env):
+            used = old_env
+            try:
+                old_value = int(os.environ[old_env])
+            except ValueError:
+                parser.error(f"{old_env}={os.environ[old_env]!r} is not a valid int")
+        if old_value is None:
+            continue
+        warnings.append(f"{used} is deprecated and will be removed; use {new_flag} / {new_env}")
+        if getattr(args, new_dest) is None and not os.environ.get(new_env):
+            setattr(args, new_dest, old_value)
+    return warnings
 
 
 def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
@@ -114,8 +168,8 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
     for name in (
         "lease_ms",
         "reaper_interval_ms",
-        "worker_heartbeat_ms",
-        "worker_dead_after_ms",
+        "heartbeat_interval_ms",
+        "dead_after_ms",
         "max_body_bytes",
         "pg_pool_size",
         "pg_acquire_timeout_ms",
@@ -151,8 +205,10 @@ def main(argv: list[str] | None = None) -> None:
     from orch8_server.http.app import create_app
     from orch8_server.logs import configure_logging
 
-    settings = parse_settings(argv)
+    settings, warnings = parse_settings_and_warnings(argv)
     configure_logging(settings.log_level)
+    for warning in warnings:
+        logging.getLogger("orch8.server").warning(warning, extra={"cause": "deprecated_option"})
     app = create_app(settings)
     config = uvicorn.Config(
         app,

@@ -11,11 +11,11 @@ class Settings:
     host: str = "127.0.0.1"
     port: int = 3001
     lease_ms: int = 60_000  # P-LEASE-2
-    default_wait_ms: int = 30_000  # P-POLL-2
+    wait_ms: int = 30_000  # P-POLL-2
     max_wait_ms: int = 60_000  # P-POLL-2
     reaper_interval_ms: int = 1_000  # P-LEASE-6
-    worker_heartbeat_ms: int = 5_000  # P-WORKER-1
-    worker_dead_after_ms: int = 30_000  # P-WORKER-5
+    heartbeat_interval_ms: int = 5_000  # P-WORKER-1
+    dead_after_ms: int = 30_000  # P-WORKER-5
     max_body_bytes: int = 1_048_576  # P-ERR-3
     api_keys: frozenset[str] = field(default_factory=frozenset)  # P-AUTH-1
     sqlite_synchronous: str = "NORMAL"

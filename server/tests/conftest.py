@@ -9,10 +9,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import signal
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +19,9 @@ import httpx
 import pytest
 from pg_cluster import PgCluster
 
+from orch8_server.testing import RunningServer
+from orch8_server.testing import start_server as start_server_process
+
 REPO = Path(__file__).resolve().parents[2]
 BACKENDS = ("sqlite", "postgresql")
 # Schemathesis explores the HTTP contract, which does not depend on the backend.
@@ -31,16 +30,10 @@ SQLITE_ONLY = {"test_contract"}
 # Short timings so lease expiry, reaping and dead workers happen within a test.
 FAST = {
     "reaper-interval-ms": 50,
-    "worker-heartbeat-ms": 200,
-    "worker-dead-after-ms": 1500,
+    "heartbeat-interval-ms": 200,
+    "dead-after-ms": 1500,
     "max-wait-ms": 10000,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def eventually(check: Callable[[], Any], timeout: float = 5.0, interval: float = 0.02) -> Any:
@@ -55,57 +48,18 @@ def eventually(check: Callable[[], Any], timeout: float = 5.0, interval: float =
         time.sleep(interval)
 
 
-class ServerProcess:
-    """One orch8-server subprocess; restartable on the same database."""
+def flag_args(flags: dict[str, Any]) -> list[str]:
+    """{"max-wait-ms": 20, "api-key": ["a", "b"]} -> ["--max-wait-ms", "20", "--api-key", ...]."""
+    args: list[str] = []
+    for key, value in flags.items():
+        for v in value if isinstance(value, list) else [value]:
+            args += [f"--{key}", str(v)]
+    return args
 
-    def __init__(self, db: str | Path, log: Path, **flags: Any) -> None:
-        self.db = db
-        self.flags = flags
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen | None = None
-        self.log = log
 
-    def start(self) -> ServerProcess:
-        args = [
-            sys.executable,
-            "-m",
-            "orch8_server",
-            "--db",
-            str(self.db),
-            "--port",
-            str(self.port),
-        ]
-        for key, value in self.flags.items():
-            if isinstance(value, list):
-                for v in value:
-                    args += [f"--{key}", str(v)]
-            else:
-                args += [f"--{key}", str(value)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH8_")}
-        self.proc = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=self.log.open("ab"), env=env
-        )
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log.read_text()[-2000:]}")
-            try:
-                if httpx.get(self.url + "/health/ready", timeout=0.5).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError("server did not become ready")
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=15)
-        self.proc = None
-
-    def kill(self) -> None:
-        self.stop(signal.SIGKILL)
+def launch(db: str | Path, log: Path, **flags: Any) -> RunningServer:
+    """An orch8-server on `db` with the FAST timings (overridable), stderr to `log`."""
+    return start_server_process(*flag_args({**FAST, **flags}), db=db, log=log)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -140,15 +94,15 @@ def start_server(
     backend: str,
     tmp_path_factory: pytest.TempPathFactory,
     new_database: Callable[[], str],
-) -> Iterator[Callable[..., ServerProcess]]:
-    started: list[ServerProcess] = []
+) -> Iterator[Callable[..., RunningServer]]:
+    started: list[RunningServer] = []
     counter = itertools.count()
 
-    def start(**flags: Any) -> ServerProcess:
+    def start(**flags: Any) -> RunningServer:
         folder = tmp_path_factory.mktemp("srv")
         n = next(counter)
         db: str | Path = folder / f"orch8-{n}.db" if backend == "sqlite" else new_database()
-        server = ServerProcess(db, folder / f"orch8-{n}.log", **{**FAST, **flags}).start()
+        server = launch(db, folder / f"orch8-{n}.log", **flags)
         started.append(server)
         return server
 
@@ -158,12 +112,12 @@ def start_server(
 
 
 @pytest.fixture(scope="session")
-def server(start_server: Callable[..., ServerProcess]) -> ServerProcess:
+def server(start_server: Callable[..., RunningServer]) -> RunningServer:
     return start_server()
 
 
 @pytest.fixture
-def api(server: ServerProcess) -> Iterator[httpx.Client]:
+def api(server: RunningServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=20) as client:
         yield client
 

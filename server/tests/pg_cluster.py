@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from orch8_server.testing import free_port
+
 
 def _bin_dir() -> Path:
     found = shutil.which("pg_ctl")
@@ -28,12 +30,6 @@ def _bin_dir() -> Path:
     return Path(candidates[0]).parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class PgCluster:
     """One postgres server on 127.0.0.1:<free port>, trust auth, user `postgres`."""
 
@@ -42,7 +38,7 @@ class PgCluster:
         self.root = Path(tempfile.mkdtemp(prefix="orch8-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "postgres.log"
-        self.port = _free_port()
+        self.port = free_port()  # postgres cannot bind port 0 and report it
         self.fsync = fsync
         self.as_postgres = os.geteuid() == 0
         if self.as_postgres:

@@ -57,7 +57,7 @@ def test_kill_9_under_load_keeps_every_acknowledged_write(start_server) -> None:
         t.join(10)
     assert len(acked_enqueues) > 200
 
-    server.start()  # same SQLite file
+    server.restart()  # same database, same port
     with httpx.Client(base_url=server.url, timeout=10) as c:
         for task_id in acked_enqueues:
             assert c.get(f"/tasks/{task_id}").status_code == 200, task_id

@@ -11,11 +11,12 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from conftest import FAST, ServerProcess, assert_problem, eventually
+from conftest import assert_problem, eventually, launch
 from pg_cluster import PgCluster
 
 from orch8_server.storage.postgres_schema import LATEST, migrate
 from orch8_server.storage.postgres_tx import CLAIM_BY_HANDLER
+from orch8_server.testing import RunningServer
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +28,9 @@ def own_pg() -> Iterator[PgCluster]:
 
 
 @pytest.fixture
-def replicas(own_pg: PgCluster, tmp_path: Path, name: str) -> Iterator[list[ServerProcess]]:
+def replicas(own_pg: PgCluster, tmp_path: Path, name: str) -> Iterator[list[RunningServer]]:
     url = own_pg.create_database(name)
-    servers = [ServerProcess(url, tmp_path / f"r{i}.log", **FAST) for i in range(2)]
-    for s in servers:
-        s.start()
+    servers = [launch(url, tmp_path / f"r{i}.log") for i in range(2)]
     yield servers
     for s in servers:
         s.stop()
@@ -110,7 +109,7 @@ def test_claim_reads_only_claimable_rows_when_finished_rows_pile_up(
 
 
 def test_database_restart_answers_503_then_recovers_with_nothing_lost(
-    own_pg: PgCluster, replicas: list[ServerProcess], name: str
+    own_pg: PgCluster, replicas: list[RunningServer], name: str
 ) -> None:
     a, b = replicas
     with httpx.Client(base_url=a.url, timeout=10) as api:
@@ -136,7 +135,7 @@ def test_database_restart_answers_503_then_recovers_with_nothing_lost(
 
 
 def test_dropped_listener_is_re_established_and_wake_ups_cross_replicas_again(
-    own_pg: PgCluster, replicas: list[ServerProcess], name: str
+    own_pg: PgCluster, replicas: list[RunningServer], name: str
 ) -> None:
     a, b = replicas
     listeners = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'orch8-listen'"
@@ -169,7 +168,7 @@ def test_dropped_listener_is_re_established_and_wake_ups_cross_replicas_again(
 
 
 def test_active_pollers_are_counted_across_replicas(
-    replicas: list[ServerProcess], name: str
+    replicas: list[RunningServer], name: str
 ) -> None:
     """P-OBS-1: a worker polling replica B counts on replica A's GET /queues."""
     a, b = replicas
@@ -188,7 +187,7 @@ def test_active_pollers_are_counted_across_replicas(
 
 
 def test_scheduled_task_promoted_on_one_replica_wakes_a_poll_on_another(
-    replicas: list[ServerProcess], name: str
+    replicas: list[RunningServer], name: str
 ) -> None:
     """P-STATE-2 + P-POLL-3: A's timer promotes the task; B's waiting poll gets it at once."""
     a, b = replicas

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import FAST, ServerProcess, eventually
+from conftest import eventually, launch
 from pg_cluster import PgCluster
+
+from orch8_server.testing import RunningServer
 
 TASKS = 20_000
 BATCH = 100
@@ -28,16 +30,13 @@ VANISHING_CLAIMS = 30  # batches of 5 claimed and abandoned, 150 tasks reclaimed
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServerProcess]]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RunningServer]]:
     pg = PgCluster().init()
     url = pg.create_database("orch8_replicas")
     logs = tmp_path_factory.mktemp("replicas")
     servers = [
-        ServerProcess(url, Path(logs) / f"replica{i}.log", **{**FAST, "reaper-interval-ms": 200})
-        for i in range(3)
+        launch(url, Path(logs) / f"replica{i}.log", **{"reaper-interval-ms": 200}) for i in range(3)
     ]
-    for s in servers:
-        s.start()
     servers[0].pg = pg  # type: ignore[attr-defined]
     yield servers
     for s in servers:
@@ -60,7 +59,7 @@ def _post(c: httpx.Client, path: str, body: dict, stop: threading.Event) -> http
         time.sleep(0.05)
 
 
-def wake_up_latencies(servers: list[ServerProcess], handler: str, rounds: int) -> list[float]:
+def wake_up_latencies(servers: list[RunningServer], handler: str, rounds: int) -> list[float]:
     """Enqueue on replica i, with a long-poll parked on replica i+1; seconds to hand-over."""
     out = []
     for n in range(rounds):
@@ -90,7 +89,7 @@ def wake_up_latencies(servers: list[ServerProcess], handler: str, rounds: int) -
 
 
 def test_three_replicas_lose_nothing_and_complete_nothing_twice(
-    cluster: list[ServerProcess],
+    cluster: list[RunningServer],
 ) -> None:
     pg: PgCluster = cluster[0].pg  # type: ignore[attr-defined]
     before = wake_up_latencies(cluster, "wake", 15)

@@ -1,29 +1,13 @@
 // Shared by the browser tests: a real orch8-server on loopback (temp SQLite file), a real
 // headless Chromium (Debian's package) driven by playwright-core, and small helpers.
-import { spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { chromium } from "playwright-core";
+import { launchServer, REPO } from "../../../scripts/testing/launch-server.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-export const REPO = resolve(here, "../../..");
+export { REPO };
 export const ARTIFACTS = join(REPO, "test-artifacts/dashboard");
-const PYTHON = join(REPO, ".venv/bin/python");
 const CHROMIUM = "/usr/bin/chromium";
-
-function freePort() {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once("error", fail);
-    srv.listen(0, "127.0.0.1", () => {
-      const { port } = srv.address();
-      srv.close(() => ok(port));
-    });
-  });
-}
 
 /** Poll `check` until it returns a truthy value; fail with `what` after `timeoutMs`. */
 export async function eventually(check, what, timeoutMs = 10_000, intervalMs = 100) {
@@ -42,48 +26,20 @@ export async function eventually(check, what, timeoutMs = 10_000, intervalMs = 1
 }
 
 /**
- * Start `python -m orch8_server` on a free port and a temp SQLite file; resolves once
- * /health/ready answers 200.
+ * Start a real orch8-server (shared launcher, temp SQLite file) with the timings the
+ * dashboard tests need, plus API helpers.
  */
 export async function startServer({ apiKey } = {}) {
-  if (!existsSync(PYTHON)) throw new Error(`${PYTHON} is missing: run \`make setup\` at the repo root`);
-  const dir = mkdtempSync(join(tmpdir(), "orch8-dashboard-"));
-  const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  const args = ["-m", "orch8_server", "--db", join(dir, "orch8.db"), "--host", "127.0.0.1", "--port", String(port),
-    "--max-wait-ms", "20000", "--reaper-interval-ms", "200", "--worker-heartbeat-ms", "1000", "--worker-dead-after-ms", "60000"];
+  const args = ["--max-wait-ms", "20000", "--reaper-interval-ms", "200",
+    "--heartbeat-interval-ms", "1000", "--dead-after-ms", "60000"];
   if (apiKey) args.push("--api-key", apiKey);
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH8_")));
-  let proc = null;
-  let exited = null;
-  async function launch() {
-    proc = spawn(PYTHON, args, { env, stdio: ["ignore", "ignore", "pipe"] });
-    let log = "";
-    proc.stderr.on("data", (d) => (log = (log + d).slice(-4000)));
-    exited = new Promise((r) => proc.once("exit", r));
-    await eventually(async () => {
-      if (proc.exitCode !== null) throw new Error(`server exited ${proc.exitCode}: ${log}`);
-      const res = await fetch(`${url}/health/ready`).catch(() => null);
-      return res?.status === 200;
-    }, "server ready", 20_000).catch((err) => {
-      proc.kill("SIGKILL");
-      throw err;
-    });
-  }
-  async function halt() {
-    if (proc.exitCode === null) proc.kill("SIGTERM");
-    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-    if (proc.exitCode === null) proc.kill("SIGKILL");
-    await exited;
-  }
-  await launch();
-  const server = {
-    url,
+  const server = await launchServer({ args });
+  return Object.assign(server, {
     /** Call the API directly (the tests' own view of the truth). */
     async api(method, path, body) {
       const headers = { "Content-Type": "application/json" };
       if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
-      const res = await fetch(url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+      const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : null };
     },
@@ -92,16 +48,8 @@ export async function startServer({ apiKey } = {}) {
       if (res.status !== 201) throw new Error(`enqueue: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.tasks;
     },
-    /** Stop the process but keep its database, for `restart`. */
-    halt,
-    /** Start again on the same port and database file. */
-    restart: launch,
-    async stop() {
-      await halt();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  return server;
+    // halt() keeps the database; restart() starts again on the same port and database.
+  });
 }
 
 /** Headless Chromium from Debian (never a downloaded browser build). */

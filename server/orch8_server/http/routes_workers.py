@@ -123,11 +123,14 @@ async def get_server_info(call: Call) -> Response:
             "storage": _engine(call).storage.kind,
             "defaults": {
                 "lease_ms": s.lease_ms,
-                "wait_ms": s.default_wait_ms,
+                "wait_ms": s.wait_ms,
                 "max_wait_ms": s.max_wait_ms,
                 "reaper_interval_ms": s.reaper_interval_ms,
-                "worker_heartbeat_interval_ms": s.worker_heartbeat_ms,
-                "worker_dead_after_ms": s.worker_dead_after_ms,
+                "heartbeat_interval_ms": s.heartbeat_interval_ms,
+                "dead_after_ms": s.dead_after_ms,
+                # Deprecated aliases (spec 1.1.0), emitted until the next major version.
+                "worker_heartbeat_interval_ms": s.heartbeat_interval_ms,
+                "worker_dead_after_ms": s.dead_after_ms,
                 "max_attempts": 3,
                 "max_batch_size": 100,
             },

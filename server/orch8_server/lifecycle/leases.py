@@ -44,7 +44,7 @@ class Leases:
         handlers = body.get("handler_names") or None
         worker_id = body.get("worker_id")
         lease_ms = int(body.get("lease_ms", settings.lease_ms))
-        wait_ms = min(int(body.get("wait_ms", settings.default_wait_ms)), settings.max_wait_ms)
+        wait_ms = min(int(body.get("wait_ms", settings.wait_ms)), settings.max_wait_ms)
         start = timefmt.now_ms()
         self.engine.pollers.seen(worker_id, queue, handlers, start)
         deadline = start + wait_ms

@@ -22,7 +22,7 @@ class Workers:
 
     def _view(self, row: Row, active: int) -> dict:
         s = self.engine.settings
-        return views.worker(row, active, s.worker_heartbeat_ms, s.worker_dead_after_ms)
+        return views.worker(row, active, s.heartbeat_interval_ms, s.dead_after_ms)
 
     async def _active(self, worker_id: str) -> int:
         counts = await self.engine.storage.active_task_counts([worker_id])
@@ -86,7 +86,7 @@ class Workers:
                 )
         return {
             "directive": row["directive"],
-            "heartbeat_interval_ms": self.engine.settings.worker_heartbeat_ms,
+            "heartbeat_interval_ms": self.engine.settings.heartbeat_interval_ms,
             "tasks": answers,
         }
 
@@ -155,7 +155,7 @@ class Workers:
 
     async def sweep_dead(self, now: int) -> int:
         """P-WORKER-5: workers silent for dead_after_ms are dead; their tasks come back."""
-        before = now - self.engine.settings.worker_dead_after_ms
+        before = now - self.engine.settings.dead_after_ms
         async with self.engine.storage.transaction() as tx:
             dead = await tx.silent_workers(before)
             reclaimed: list[Row] = []

@@ -1,0 +1,45 @@
+"""`--port 0` announces the bound address on stdout; the shared launcher reads it."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from orch8_server.cli import listening_line
+from orch8_server.testing import LISTENING_LINE, ServerStartError, start_server
+
+
+def test_listening_line_is_the_only_stdout_and_is_logged() -> None:
+    with start_server() as server:
+        assert server.port > 0 and server.url == f"http://127.0.0.1:{server.port}"
+        assert httpx.get(server.url + "/health/ready").status_code == 200
+        server.stop()
+        assert server.stdout_lines == []  # nothing but the one line on stdout
+        logged = [json.loads(line) for line in server.log.read_text().splitlines()]
+        assert any(
+            e["msg"] == f"orch8-server listening on {server.url}" and e["port"] == server.port
+            for e in logged
+        )
+
+
+def test_line_format_matches_what_launchers_parse() -> None:
+    assert LISTENING_LINE.match(listening_line("127.0.0.1", 8080))[1] == "http://127.0.0.1:8080"
+    assert listening_line("::1", 8080) == "orch8-server listening on http://[::1]:8080"
+
+
+def test_restart_keeps_database_and_url() -> None:
+    with start_server() as server:
+        task = httpx.post(server.url + "/tasks", json={"handler_name": "h"}).json()
+        url = server.url
+        server.kill()
+        assert not server.running
+        server.restart()
+        assert server.url == url
+        assert httpx.get(f"{url}/tasks/{task['id']}").json()["status"] == "pending"
+
+
+def test_early_exit_raises_with_the_servers_stderr() -> None:
+    with pytest.raises(ServerStartError, match="lease_ms must be positive"):
+        start_server("--lease-ms", "-1")
