@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Regenerates src/generated/ (or the folder given as argv[2]) from ../openapi.yaml.
-// Two outputs, both produced here and nowhere else, both drift-checked:
+// Three outputs, all produced here and nowhere else, all drift-checked:
 //   schema.ts  openapi-typescript's types for every path and schema (pinned in package-lock.json)
 //   spec.ts    the contract's info.version and the SHA-256 of the exact openapi.yaml bytes
+//   client.ts  the call policy and one client method per operation (scripts/gen-client.mjs)
 // Hand-written code imports these files; nothing ever edits them afterwards.
 import { createHash } from "node:crypto";
 import { execFileSync } from "node:child_process";
@@ -10,6 +11,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
+import { generateClient } from "./gen-client.mjs";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const spec = resolve(root, "..", "openapi.yaml");
@@ -27,7 +29,8 @@ execFileSync(
 
 const bytes = readFileSync(spec);
 const sha256 = createHash("sha256").update(bytes).digest("hex");
-const version = String(parse(bytes.toString("utf8")).info.version);
+const doc = parse(bytes.toString("utf8"));
+const version = String(doc.info.version);
 writeFileSync(
   join(out, "spec.ts"),
   [
@@ -42,3 +45,6 @@ writeFileSync(
     "",
   ].join("\n"),
 );
+
+const shapes = JSON.parse(readFileSync(join(root, "scripts", "client-shapes.json"), "utf8"));
+writeFileSync(join(out, "client.ts"), generateClient(doc, shapes));

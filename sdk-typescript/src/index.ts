@@ -1,6 +1,7 @@
 // Public surface of @orch8/sdk.
-export { Orch8Client, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_WAIT_MS } from "./client.js";
-export type { Orch8ClientOptions, CallOptions } from "./client.js";
+export { Orch8Client, OPERATIONS, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_WAIT_MS } from "./client.js";
+export type { Orch8ClientOptions, CallOptions, OperationName, OperationPolicy, CallRetry } from "./client.js";
+export { isOutage } from "./outage.js";
 export {
   Orch8Error, ValidationError, AuthError, NotFoundError, ConflictError, LeaseLostError,
   TaskCancelledError, RateLimitedError, UnavailableError,

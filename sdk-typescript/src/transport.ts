@@ -4,6 +4,7 @@ import createClient, { type Client } from "openapi-fetch";
 import type { paths } from "./generated/schema.js";
 import { Backoff, parseRetryAfter, sleep } from "./backoff.js";
 import { connectionError, errorFromResponse, type Orch8Error } from "./errors.js";
+import { CLIENT_RETRY_AFTER_LIMIT_MS, isOutage, jitterRetryAfter } from "./outage.js";
 import { USER_AGENT } from "./version.js";
 
 /** Per-call options accepted by every client method. */
@@ -29,14 +30,19 @@ interface RawResult<T> {
   response: Response;
 }
 
-// P-SDK-2: only network failures, timeouts and these statuses are worth a second try.
-const RETRY_STATUSES = new Set([429, 502, 503, 504]);
-const RETRY_INITIAL_MS = 200;
+const RETRY_INITIAL_MS = 200; // P-SDK-2
 const RETRY_MAX_MS = 5000;
 
-function isTransient(err: Orch8Error): boolean {
-  return err.code === "connection_error" || RETRY_STATUSES.has(err.status);
+/** What send() needs of one request; the generated table supplies method, path and parseAs. */
+export interface SendInit {
+  path?: Record<string, string>;
+  query?: object;
+  body?: unknown;
+  parseAs: "json" | "text";
+  signal: AbortSignal;
 }
+
+type LooseRequest = (method: string, url: string, init: object) => Promise<RawResult<unknown>>;
 
 class TimeoutError extends Error {
   constructor(ms: number) {
@@ -80,6 +86,20 @@ export class Transport {
     });
   }
 
+  /** One request through openapi-fetch (path templating, query and body serialisation). */
+  send(method: string, path: string, init: SendInit): Promise<RawResult<unknown>> {
+    const params: Record<string, unknown> = {};
+    if (init.path) params.path = init.path;
+    if (init.query) params.query = init.query;
+    const request = this.api.request as unknown as LooseRequest;
+    return request(method, path, {
+      params,
+      ...(init.body !== undefined ? { body: init.body } : {}),
+      parseAs: init.parseAs,
+      signal: init.signal,
+    });
+  }
+
   /**
    * Runs `send` until it answers 2xx, retrying transient failures only when `safe`.
    * Resolves to the parsed body (undefined for 204) and the status.
@@ -110,9 +130,12 @@ export class Transport {
       } finally {
         done();
       }
-      // P-SDK-2: poll, keyless enqueue, cancel and retry are never repeated by the client.
-      if (!safe || retry >= this.opts.maxRetries || !isTransient(err)) throw err;
-      await sleep(err.retryAfterMs ?? backoff.next(), outer);
+      // P-SDK-2: operations marked `never` (poll, keyless enqueue, ...) are not repeated.
+      if (!safe || retry >= this.opts.maxRetries || !isOutage(err)) throw err;
+      const computed = backoff.next();
+      // P-SDK-16: a long Retry-After surfaces (carrying retryAfterMs) instead of blocking.
+      if (err.retryAfterMs !== undefined && err.retryAfterMs > CLIENT_RETRY_AFTER_LIMIT_MS) throw err;
+      await sleep(err.retryAfterMs === undefined ? computed : jitterRetryAfter(err.retryAfterMs), outer);
     }
   }
 }

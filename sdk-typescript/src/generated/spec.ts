@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.0.0";
+export const SPEC_VERSION = "1.1.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "f851c51e85ed83e30c6e95609a04f87549f0bfd5022eec6e5f6b599a2b464a13";
+export const SPEC_SHA256 = "d1b12e10c068075962c1c64af5e7ef61350f22000c13a6f43d8af00733e0c8fe";

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { Orch8Client, SDK_VERSION, SPEC_SHA256, SPEC_VERSION, USER_AGENT } from "../../src/index.js";
+import { OPERATIONS, Orch8Client, SDK_VERSION, SPEC_SHA256, SPEC_VERSION, USER_AGENT } from "../../src/index.js";
 import { json, mockFetch, noContent } from "../helpers/mock-fetch.js";
 
 const claimed = {
@@ -150,4 +150,36 @@ test("SDK_VERSION and the user agent follow package.json", () => {
   const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8"));
   assert.equal(SDK_VERSION, pkg.version);
   assert.equal(USER_AGENT, `orch8-typescript/${pkg.version}`);
+});
+
+test("one client method per operation, with the spec's call policy (P-SDK-2)", async () => {
+  const { parse } = await import("yaml");
+  const spec = parse(readFileSync(new URL("../../../openapi.yaml", import.meta.url), "utf8"));
+  const fromSpec: Record<string, unknown> = {};
+  for (const [path, item] of Object.entries<Record<string, Record<string, unknown>>>(spec.paths)) {
+    for (const [method, op] of Object.entries(item)) {
+      if (!["get", "post", "put", "patch", "delete"].includes(method)) continue;
+      fromSpec[op["x-orch8-method"] as string] = {
+        method: method.toUpperCase(), path, retry: op["x-orch8-retry"], longPoll: op["x-orch8-long-poll"] === true,
+      };
+    }
+  }
+  const table = Object.fromEntries(Object.entries(OPERATIONS).map(([name, op]) => [name, { method: op.method, path: op.path, retry: op.retry, longPoll: op.longPoll }]));
+  assert.deepEqual(table, fromSpec);
+  const c = new Orch8Client({ baseUrl: "http://h:1" }) as unknown as Record<string, unknown>;
+  for (const name of Object.keys(fromSpec)) assert.equal(typeof c[name], "function", `client.${name}`);
+  // Names kept from before the generator, for existing callers.
+  for (const alias of ["heartbeat", "ready"]) assert.equal(typeof c[alias], "function", `client.${alias}`);
+});
+
+test("health, readiness, metrics and server info each have their call", async () => {
+  const m = mockFetch((req) => req.url.pathname === "/metrics"
+    ? new Response("# TYPE orch8_up gauge\norch8_up 1\n", { status: 200, headers: { "Content-Type": "text/plain" } })
+    : json(200, { status: "ok", checks: {} }));
+  const c = new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch });
+  assert.deepEqual(await c.healthLive(), { status: "ok", checks: {} });
+  assert.deepEqual(await c.healthReady(), { status: "ok", checks: {} });
+  assert.deepEqual(await c.ready(), { status: "ok", checks: {} });
+  assert.match(await c.metrics(), /^orch8_up 1$/m);
+  assert.deepEqual(m.calls.map((r) => `${r.method} ${r.url.pathname}`), ["GET /health/live", "GET /health/ready", "GET /health/ready", "GET /metrics"]);
 });

@@ -6,6 +6,8 @@ import {
   TaskCancelledError, UnavailableError, ValidationError,
 } from "../../src/index.js";
 import { Backoff, parseRetryAfter } from "../../src/backoff.js";
+import { errorFromResponse } from "../../src/errors.js";
+import { isOutage, jitterRetryAfter, outageWait } from "../../src/outage.js";
 import { json, mockFetch, problem, refused } from "../helpers/mock-fetch.js";
 
 const client = (fetch: (r: Request) => Promise<Response>, extra = {}) =>
@@ -24,20 +26,51 @@ const TABLE: Array<[number, string, new (...a: never[]) => Orch8Error]> = [
   [422, "validation_error", ValidationError],
   [500, "internal", Orch8Error],
 ];
+// P-SDK-16: these statuses are outages, so a safe call is retried before they surface.
+const OUTAGES = new Set([408, 429, 500, 502, 503, 504]);
 
 for (const [status, code, cls] of TABLE) {
   test(`${status} ${code} rejects with ${cls.name}`, async () => {
     const m = mockFetch(() => problem(status, code));
     const err = await client(m.fetch).getTask("task_1").then(() => null, (e: unknown) => e);
     assert.ok(err instanceof cls, `got ${String(err)}`);
+    const expectedCalls = OUTAGES.has(status) ? 4 : 1;
     assert.equal((err as Error).constructor, cls, "the most specific class, not a parent");
     assert.ok(err instanceof Orch8Error);
     assert.equal((err as Orch8Error).code, code);
     assert.equal((err as Orch8Error).status, status);
     assert.equal((err as Orch8Error).problem?.detail, `detail of ${code}`);
-    assert.equal(m.calls.length, 1, "not a transient status: no retry");
+    assert.equal(m.calls.length, expectedCalls, "outages are retried (1 + 3), other answers are not");
   });
 }
+
+test("one outage classifier: connection errors, 408, 429, 500, 502, 503, 504 and nothing else (P-SDK-16)", () => {
+  for (let status = 400; status < 600; status++) {
+    const err = errorFromResponse(status, { type: "x", title: "x", status, code: "c", errors: [] });
+    assert.equal(isOutage(err), OUTAGES.has(status), `status ${status}`);
+  }
+  assert.equal(isOutage(new UnavailableError("refused", { status: 0, code: "connection_error" })), true);
+  assert.equal(isOutage(new Error("plain")), false);
+});
+
+test("Retry-After replaces the computed wait, plus 0-10% jitter; the worker caps it at 60 s (P-SDK-16)", () => {
+  assert.equal(jitterRetryAfter(1000, () => 0), 1000);
+  assert.equal(jitterRetryAfter(1000, () => 0.999), 1100);
+  const ra = (ms: number) => new RateLimitedError("slow down", { status: 429, code: "rate_limited", retryAfterMs: ms });
+  assert.equal(outageWait(ra(2000), 123, () => 0.5), 2100);
+  assert.equal(outageWait(ra(600_000), 123, () => 0), 60_000);
+  assert.equal(outageWait(new UnavailableError("x", { status: 503, code: "unavailable" }), 123), 123);
+});
+
+test("a Retry-After over 30 s is not waited out by the client: the error surfaces with it (P-SDK-16)", async () => {
+  const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "31" }), () => json(200, { id: "t" }));
+  const started = Date.now();
+  const err = await client(m.fetch).getTask("t").catch((e: unknown) => e);
+  assert.ok(err instanceof UnavailableError);
+  assert.equal(err.retryAfterMs, 31_000);
+  assert.equal(m.calls.length, 1);
+  assert.ok(Date.now() - started < 1000);
+});
 
 test("lease_lost and task_cancelled are not ConflictError (same as the other SDKs' table)", async () => {
   const m = mockFetch(() => problem(409, "lease_lost"));
