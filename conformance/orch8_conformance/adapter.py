@@ -23,16 +23,22 @@ OPTION_ENV = {
     "heartbeat_interval_ms": "ORCH8_HEARTBEAT_INTERVAL_MS",
     "wait_ms": "ORCH8_WAIT_MS",
     "lease_ms": "ORCH8_LEASE_MS",
+    "extra_handlers": "ORCH8_EXTRA_HANDLERS",
 }
+NOT_ENV = ("worker_id",)  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}
 
 
-def adapter_env(url: str, worker_id: str, options: dict) -> dict[str, str]:
+def adapter_env(url: str, worker_id: str | None, options: dict, api_key: str | None = None) -> dict[str, str]:
+    """The adapter's environment; no ORCH8_WORKER_ID means the SDK's default id (P-SDK-21)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH8_")}
     env["ORCH8_URL"] = url
-    env["ORCH8_WORKER_ID"] = worker_id
+    if worker_id is not None:
+        env["ORCH8_WORKER_ID"] = worker_id
+    if api_key is not None:
+        env["ORCH8_API_KEY"] = api_key  # read by the SDK itself (P-SDK-1)
     for key, value in options.items():
-        if value is None:
+        if value is None or key in NOT_ENV:
             continue
         env[OPTION_ENV[key]] = ",".join(value) if isinstance(value, list) else str(value)
     return env
@@ -41,7 +47,7 @@ def adapter_env(url: str, worker_id: str, options: dict) -> dict[str, str]:
 class AdapterProcess:
     """One running adapter; its stdout events are collected with the time they arrived."""
 
-    def __init__(self, name: str, worker_id: str, command: list[str], env: dict, workdir: Path):
+    def __init__(self, name: str, worker_id: str | None, command: list[str], env: dict, workdir: Path):
         self.name = name
         self.worker_id = worker_id
         self.events: list[dict] = []
@@ -72,6 +78,8 @@ class AdapterProcess:
                 event["_recv"] = time.time() * 1000
                 self.events.append(event)
                 if event.get("event") == "ready":
+                    if self.worker_id is None:  # the SDK chose it (P-SDK-21)
+                        self.worker_id = event.get("worker_id")
                     self.ready.set()
         self.proc.wait()
         self.exited_at = time.time() * 1000

@@ -10,6 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import checks_sdk as sdk_checks
 from .api import ApiError
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def end_state(run: ScenarioRun) -> list[str]:
         reasons += batch_polls(run, name, concurrency, attempts)
     for name, exp in expect.get("workers", {}).items():
         reasons += worker(run, name, exp)
-    return reasons
+    return reasons + sdk_checks.end_state(run, expect)
 
 
 def tasks(run: ScenarioRun, expectations: dict) -> list[str]:
@@ -110,6 +111,13 @@ def task(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
         out.append(f"error code is {error.get('code')!r}, expected {exp['error_code']!r} (error: {short(error)})")
     if "error_retryable" in exp and error.get("retryable") != exp["error_retryable"]:
         out.append(f"error.retryable is {error.get('retryable')!r}, expected {exp['error_retryable']!r}")
+    details = error.get("details")
+    if "error_details" in exp and not contains(details, exp["error_details"]):
+        out.append(f"error.details is {short(details)}, expected it to contain {short(exp['error_details'])}")
+    if "error_details_keys" in exp and sorted(details or {}) != sorted(exp["error_details_keys"]):
+        out.append(
+            f"error.details has keys {sorted(details or {})}, expected exactly {sorted(exp['error_details_keys'])}"
+        )
     if "attempt_outcomes" in exp:
         got = [a["outcome"] for a in attempts]
         want = exp["attempt_outcomes"]
@@ -126,6 +134,8 @@ def task(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
             out.append(f"completed by {done or 'nobody'}, expected {want}" + where)
     if "retry_gap_ms" in exp:
         out += retry_gap(attempts, exp["retry_gap_ms"])
+    if "results_sent" in exp:
+        out += sdk_checks.results_sent(run, task_id, exp["results_sent"])
     if "handler_runs" in exp:
         runs = len(run.events("start", ref))
         if runs != exp["handler_runs"]:
@@ -223,6 +233,10 @@ def worker(run: ScenarioRun, name: str, exp: dict) -> list[str]:
             )
     if "registered" in exp:
         out += registered(run, name, proc.worker_id, exp["registered"])
+    if "registration" in exp:
+        out += sdk_checks.registration(run, name, exp["registration"])
+    if exp.get("default_worker_id"):
+        out += sdk_checks.default_worker_id(run, name)
     for ref in exp.get("cancelled_seen", []):
         if not run.events("cancelled", ref, worker=name):
             out.append(f"{name}: the handler of {ref} never reported its cancellation signal")

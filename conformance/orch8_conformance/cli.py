@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .parity import coverage, parity_page
 from .report import print_matrix, summary
 from .run import ScenarioRun
 from .scenario import HERE, ScenarioError, load_all
@@ -68,11 +69,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     )
     run.add_argument("--jobs", type=int, default=3, help="scenario runs in parallel (default 3)")
     run.add_argument("--json", metavar="FILE", help="write every result as JSON")
+    run.add_argument("--parity", metavar="FILE", help="write the parity page (markdown: rules and scenarios x SDK)")
     run.add_argument("--workdir", help="where logs go (default: a new temp dir)")
     run.add_argument("--keep-logs", action="store_true", help="keep the logs of passed runs too")
     run.add_argument("--quiet", action="store_true", help="no per-run progress lines")
     sub.add_parser("list", help="list the scenarios")
     sub.add_parser("validate", help="validate every scenario against the schema")
+    sub.add_parser("coverage", help="fail when a P-SDK rule of docs/protocol.md is cited by no scenario")
     return parser.parse_args(argv)
 
 
@@ -102,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "validate":
         print(f"{len(scenarios)} scenarios match schema/scenario.schema.json")
         return 0
+    if args.cmd == "coverage":
+        return coverage(scenarios)
     if args.cmd == "list":
         for s in scenarios:
             print(f"{s['id']:34} {' '.join(s['rules'])}\n{'':34} {s['purpose']}")
@@ -195,7 +200,14 @@ def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], clu
     if sum(counts.values()) != total:  # every run is accounted for, never silently dropped
         print(f"internal error: {sum(counts.values())} results for {total} runs", file=sys.stderr)
         return 3
+    if args.parity:
+        meta = {**counts, "elapsed_s": round(elapsed), "backend": "external" if args.server_url else args.backend}
+        meta["command"] = "python -m orch8_conformance " + " ".join(sys.argv[1:])
+        Path(args.parity).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.parity).write_text(parity_page(scenarios, list(adapters), results, meta))
+        print(f"parity page: {args.parity}")
     if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(
             json.dumps(
                 {"elapsed_s": round(elapsed, 1), "counts": counts, "adapters": adapters, "results": results}, indent=2

@@ -3,10 +3,18 @@
 Each client connection carries one request, forwarded upstream with `Connection: close`;
 long-polls are forwarded as they are, and a client that hangs up mid-poll makes the
 proxy hang up upstream too, so the server's poll claims nothing (the server relies on
-the disconnect). Faults: `503` (answer 503 unavailable without forwarding), `drop`
-(read the request, close without answering and without forwarding), `refuse` (stop
-listening and cut open connections). Every request is logged for the checks (batch
-sizes of polls, P-SDK-3).
+the disconnect).
+
+Faults are rules (see `Fault`); several can be active at once, the first that matches a
+request wins. Modes: `503`, `429`, `408`, `413` (answer that status with a problem body and
+the rule's `Retry-After`, without forwarding), `drop` (read the request, close without
+answering and without forwarding), `refuse` (stop listening and cut open connections),
+`delay` (hold the request `hold_ms`, then forward it) and `any_handler` (forward polls
+without `handler_names`, so the worker is handed tasks it has no handler for).
+
+Every request is logged for the checks: method, path, the fault applied, user agent and
+authorization, the answer's status, and a summary of worker bodies (poll options, the
+task ids of a completion batch, a fail's code and details).
 """
 
 from __future__ import annotations
@@ -15,39 +23,71 @@ import asyncio
 import json
 import threading
 import time
+from dataclasses import dataclass
 
-UNAVAILABLE = json.dumps(
-    {
-        "type": "about:blank",
-        "title": "Service Unavailable",
-        "status": 503,
-        "detail": "conformance proxy fault",
-        "code": "unavailable",
-        "errors": [],
-    }
-).encode()
-FAULTS = ("none", "503", "drop", "refuse")
+from orch8_server.testing import free_port
+
+ANSWERS = {
+    "503": (503, "Service Unavailable", "unavailable"),
+    "429": (429, "Too Many Requests", "rate_limited"),
+    "408": (408, "Request Timeout", "request_timeout"),
+    "413": (413, "Content Too Large", "payload_too_large"),
+}
+MODES = ("none", "drop", "refuse", "delay", "any_handler", *ANSWERS)
+
+
+@dataclass
+class Fault:
+    """One rule: `mode` applies to requests whose path starts with `path` (all when empty)
+    and whose body has at least `min_body_bytes`, at most `count` times (unlimited: None)."""
+
+    mode: str
+    path: str = ""
+    min_body_bytes: int = 0
+    count: int | None = None
+    retry_after: str | None = None  # the Retry-After header of an injected answer
+    hold_ms: int = 0
+
+    def matches(self, path: str, body: bytes) -> bool:
+        if self.count is not None and self.count <= 0:
+            return False
+        return path.startswith(self.path) and len(body) >= self.min_body_bytes
+
+
+def fault_from_step(step: dict) -> Fault:
+    """A scenario's fault (a `fault` step or an item of `faults`) as a rule."""
+    retry_after = step.get("retry_after")
+    return Fault(
+        mode=step["mode"],
+        path=step.get("path", ""),
+        min_body_bytes=step.get("min_body_bytes", 0),
+        count=step.get("count"),
+        retry_after=None if retry_after is None else str(retry_after),
+        hold_ms=step.get("hold_ms", 0),
+    )
 
 
 class FaultProxy:
-    """Runs on its own event-loop thread; `set_fault` is safe from any thread."""
+    """Runs on its own event-loop thread; `add_fault` / `clear_faults` are safe from any thread."""
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.port = 0  # the first listen picks a free port; a `refuse` fault reopens the same one
-        self.url = ""
-        self.mode = "none"
+        self.port = free_port()  # kept for the whole run: a `refuse` fault reopens the same one
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.faults: list[Fault] = []
         self.requests: list[dict] = []
         self._conns: set[asyncio.StreamWriter] = set()
         self._server: asyncio.base_events.Server | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
+    @property
+    def mode(self) -> str:
+        return self.faults[0].mode if self.faults else "none"
+
     def start(self) -> None:
         self._thread.start()
         self._run(self._listen())
-        self.port = self._server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
 
     def close(self) -> None:
         self._run(self._unlisten())
@@ -55,19 +95,41 @@ class FaultProxy:
         self._thread.join(5)
 
     def set_fault(self, mode: str) -> None:
-        if mode not in FAULTS:
-            raise ValueError(f"unknown fault {mode!r}")
-        self._run(self._set(mode))
+        """Replace every rule by one that applies `mode` to all requests (`none`: no fault)."""
+        self.clear_faults()
+        if mode != "none":
+            self.add_fault(Fault(mode))
+
+    def add_fault(self, fault: Fault) -> None:
+        if fault.mode not in MODES:
+            raise ValueError(f"unknown fault {fault.mode!r}")
+        self._run(self._add(fault))
+
+    def remove_fault(self, fault: Fault) -> None:
+        self._run(self._remove(fault))
+
+    def clear_faults(self) -> None:
+        for fault in list(self.faults):
+            self.remove_fault(fault)
 
     def _run(self, coro) -> None:
         asyncio.run_coroutine_threadsafe(coro, self._loop).result(10)
 
-    async def _set(self, mode: str) -> None:
-        if mode == "refuse" and self._server is not None:
+    async def _add(self, fault: Fault) -> None:
+        self.faults.append(fault)
+        await self._sync_listening()
+
+    async def _remove(self, fault: Fault) -> None:
+        if fault in self.faults:
+            self.faults.remove(fault)
+        await self._sync_listening()
+
+    async def _sync_listening(self) -> None:
+        refusing = any(f.mode == "refuse" for f in self.faults)
+        if refusing and self._server is not None:
             await self._unlisten()
-        elif mode != "refuse" and self._server is None:
+        elif not refusing and self._server is None:
             await self._listen()
-        self.mode = mode
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
@@ -79,35 +141,54 @@ class FaultProxy:
         for writer in list(self._conns):
             writer.transport.abort()
 
+    def _pick(self, path: str, body: bytes) -> Fault | None:
+        for fault in self.faults:
+            if fault.matches(path, body):
+                if fault.count is not None:
+                    fault.count -= 1
+                return fault
+        return None
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._conns.add(writer)
         try:
             request = await _read_request(reader)
             if request is None:
                 return
-            head, body = request
+            head, headers, body = request
             method, path = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")[:2]
-            entry = {"t": time.time() * 1000, "method": method, "path": path, "fault": self.mode}
-            if path.startswith("/workers/tasks/poll"):
-                try:
-                    entry["body"] = json.loads(body) if body else {}
-                except ValueError:
-                    entry["body"] = None
+            fault = self._pick(path, body)
+            mode = fault.mode if fault else "none"
+            entry = {
+                "t": time.time() * 1000,
+                "method": method,
+                "path": path,
+                "fault": mode if mode not in ("delay", "any_handler") else "none",
+                "rewrite": mode if mode in ("delay", "any_handler") else None,
+                "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
+                "authorization": headers.get(b"authorization", b"").decode("latin-1"),
+                "bytes": len(body),
+                "status": None,
+                "retry_after": fault.retry_after if mode in ANSWERS else None,
+            }
+            entry.update(summarize(method, path, body))
             self.requests.append(entry)
-            if self.mode == "503":
-                writer.write(
-                    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/problem+json\r\n"
-                    b"Retry-After: 1\r\nConnection: close\r\nContent-Length: "
-                    + str(len(UNAVAILABLE)).encode()
-                    + b"\r\n\r\n"
-                    + UNAVAILABLE
-                )
+            if mode in ANSWERS:
+                status, title, code = ANSWERS[mode]
+                entry["status"] = status
+                writer.write(_problem(status, title, code, fault.retry_after))
                 await writer.drain()
                 return
-            if self.mode != "none":
-                return  # drop: hang up without answering
+            if mode in ("drop", "refuse"):
+                return  # hang up without answering
+            if mode == "delay":
+                await asyncio.sleep(fault.hold_ms / 1000)
+            if mode == "any_handler" and path.startswith("/workers/tasks/poll"):
+                body = _without_handler_names(body)
             answer = await self._forward(reader, head, body)
             if answer is not None:
+                entry["status"] = _status(answer)
+                entry["answered"] = time.time() * 1000
                 writer.write(answer)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
@@ -124,9 +205,10 @@ class FaultProxy:
         lines = [
             line
             for line in head.rstrip(b"\r\n").split(b"\r\n")
-            if not line.lower().startswith((b"connection:", b"keep-alive:"))
+            if not line.lower().startswith((b"connection:", b"keep-alive:", b"content-length:", b"transfer-encoding:"))
         ]
-        up_writer.write(b"\r\n".join([*lines, b"Connection: close", b"", b""]) + body)
+        extra = [b"Connection: close", b"Content-Length: " + str(len(body)).encode()]
+        up_writer.write(b"\r\n".join([*lines, *extra, b"", b""]) + body)
         self._conns.add(up_writer)
         try:
             answer = asyncio.ensure_future(up_reader.read())  # until upstream closes
@@ -142,7 +224,61 @@ class FaultProxy:
             up_writer.transport.abort()
 
 
-async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | None:
+def summarize(method: str, path: str, body: bytes) -> dict:
+    """What the checks need from a worker request's body (never whole outputs)."""
+    if method != "POST" or not path.startswith("/workers/"):
+        return {}
+    try:
+        data = json.loads(body) if body else {}
+    except ValueError:
+        return {"body": None}
+    if not isinstance(data, dict):
+        return {"body": None}
+    if path.startswith("/workers/tasks/poll"):
+        return {"body": data}
+    if path == "/workers/tasks/complete/batch":
+        items = data.get("items") or []
+        return {"task_ids": [i.get("task_id") for i in items if isinstance(i, dict)]}
+    if path.endswith("/fail") or path.endswith("/complete"):
+        keep = ("code", "retryable", "details", "checkpoint", "retry_after_ms")
+        return {"task_ids": [path.split("/")[3]], "body": {k: data[k] for k in keep if k in data}}
+    if path == "/workers/tasks/fail/batch":
+        items = data.get("items") or []
+        return {"task_ids": [i.get("task_id") for i in items if isinstance(i, dict)]}
+    if path == "/workers":
+        return {"body": data}
+    return {}
+
+
+def _problem(status: int, title: str, code: str, retry_after: str | None) -> bytes:
+    body = json.dumps(
+        {"type": "about:blank", "title": title, "status": status, "detail": "conformance proxy fault", "code": code}
+    ).encode()
+    head = f"HTTP/1.1 {status} {title}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
+    if retry_after is not None:
+        head += f"Retry-After: {retry_after}\r\n"
+    return (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _status(answer: bytes) -> int | None:
+    try:
+        return int(answer.split(b" ", 2)[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def _without_handler_names(body: bytes) -> bytes:
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    if isinstance(data, dict):
+        data.pop("handler_names", None)
+    return json.dumps(data).encode()
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, dict, bytes] | None:
+    """(head, lower-cased headers, body); a chunked body is decoded (it is re-sent with a length)."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError:
@@ -153,13 +289,12 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes] | N
             key, value = line.split(b":", 1)
             headers[key.strip().lower()] = value.strip()
     if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
-        raw = b""
+        body = b""
         while True:
-            size_line = await reader.readuntil(b"\r\n")
-            size = int(size_line.split(b";")[0], 16)
+            size = int((await reader.readuntil(b"\r\n")).split(b";")[0], 16)
             chunk = await reader.readexactly(size + 2)
-            raw += size_line + chunk
+            body += chunk[:-2]
             if size == 0:
-                return head, raw
+                return head, headers, body
     length = int(headers.get(b"content-length", b"0"))
-    return head, (await reader.readexactly(length) if length else b"")
+    return head, headers, (await reader.readexactly(length) if length else b"")

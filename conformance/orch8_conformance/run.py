@@ -10,7 +10,7 @@ from pathlib import Path
 from . import checks
 from .adapter import AdapterProcess, adapter_env
 from .api import Api, ApiError
-from .proxy import FaultProxy
+from .proxy import FaultProxy, fault_from_step
 from .scenario import task_refs
 from .server import ReferenceServer
 
@@ -58,6 +58,8 @@ class ScenarioRun:
         try:
             self._setup()
             self._enqueue(self.scenario["tasks"])
+            for fault in self.scenario.get("faults", []):  # in force from the first request on
+                self.proxy.add_fault(fault_from_step(fault))
             self._start_worker("w1", {})
             self.t0 = now_ms()
             deadline = self.t0 + self.scenario.get("timeout_ms", 20000)
@@ -84,7 +86,7 @@ class ScenarioRun:
             except RuntimeError as err:
                 raise Failure(f"reference server: {err}") from None
             self.api = self.server.api
-            upstream = ("127.0.0.1", self.server.port)
+            upstream = (self.server.running.host, self.server.port)
         self.proxy = FaultProxy(*upstream)
         self.proxy.start()
 
@@ -107,7 +109,9 @@ class ScenarioRun:
             members = task_refs([spec])[spec["ref"]]
             try:
                 if spec.get("count"):
-                    created = self.api.enqueue_batch([dict(body) for _ in members])
+                    created = []
+                    for start in range(0, len(members), 100):  # the contract's batch limit
+                        created += self.api.enqueue_batch([dict(body) for _ in members[start : start + 100]])
                 else:
                     created = [self.api.enqueue(body)]
             except ApiError as err:
@@ -118,8 +122,10 @@ class ScenarioRun:
 
     def _start_worker(self, name: str, overrides: dict) -> None:
         options = {**self.scenario.get("worker", {}), **overrides}
-        worker_id = f"{self.sdk}-{self.scenario['id']}-{name}"
-        env = adapter_env(self.proxy.url, worker_id, options)
+        # `worker_id: "default"` leaves the id to the SDK (P-SDK-21); the `ready` event names it.
+        worker_id = None if options.get("worker_id") == "default" else f"{self.sdk}-{self.scenario['id']}-{name}"
+        api_keys = self.scenario.get("server", {}).get("api_keys") or []
+        env = adapter_env(self.proxy.url, worker_id, options, api_keys[0] if api_keys else None)
         try:
             worker = AdapterProcess(name, worker_id, self.command, env, self.workdir)
         except OSError as err:
@@ -162,10 +168,14 @@ class ScenarioRun:
             except RuntimeError as err:
                 raise Failure(f"{what}: reference server: {err}") from None
         elif action == "fault":
-            self.proxy.set_fault(step["mode"])
-            if step.get("duration_ms"):
-                time.sleep(step["duration_ms"] / 1000)
-                self.proxy.set_fault("none")
+            if step["mode"] == "none":
+                self.proxy.clear_faults()
+            else:
+                fault = fault_from_step(step)
+                self.proxy.add_fault(fault)
+                if step.get("duration_ms"):
+                    time.sleep(step["duration_ms"] / 1000)
+                    self.proxy.remove_fault(fault)
         elif action == "expect":
             return [f"at {what}: {reason}" for reason in checks.tasks(self, step["tasks"])]
         return []

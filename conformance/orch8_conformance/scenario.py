@@ -59,6 +59,7 @@ def check_refs(data: dict, name: str) -> None:
     if len(groups) != len(specs):
         raise ScenarioError(f"{name}: duplicate task ref")
     mentioned = set(data["expect"].get("tasks", {})) | set(data["expect"].get("order", []))
+    mentioned |= {e["task"] for e in data["expect"].get("adapter_events", []) if "task" in e}
     for step in data.get("timeline", []):
         after = step.get("after", {})
         mentioned |= {after[k] for k in ("handler_started", "handler_ended") if k in after}
@@ -69,7 +70,15 @@ def check_refs(data: dict, name: str) -> None:
             mentioned |= set(step["tasks"])
     for ref in sorted(mentioned - known):
         raise ScenarioError(f"{name}: unknown task ref {ref!r}")
-    named = set(data["expect"].get("workers", {})) | set(data["expect"].get("max_concurrent", {}))
+    expect = data["expect"]
+    named = (
+        set(expect.get("workers", {})) | set(expect.get("max_concurrent", {})) | set(expect.get("observability", []))
+    )
+    for key in ("poll_limits", "polls_during_faults", "stderr_mentions", "batch_polls_within_free_slots"):
+        named |= set(expect.get(key, {}))
+    named |= {
+        e["worker"] for e in expect.get("retry_after_waits", []) + expect.get("adapter_events", []) if "worker" in e
+    }
     named |= {s["worker"] for s in data.get("timeline", []) if "worker" in s}
     for ref in data["expect"].get("tasks", {}).values():
         if "completed_by" in ref:

@@ -1,0 +1,389 @@
+"""Checks of the SDK runtime rules (docs/protocol.md section 14) read from the proxy's log,
+the server's records and the adapter's events.
+
+Each function returns human-readable reasons; an empty list means the check passed.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from typing import TYPE_CHECKING, Any
+
+from .api import ApiError
+
+if TYPE_CHECKING:
+    from .run import ScenarioRun
+
+POLL = "/workers/tasks/poll"
+COMPLETE_BATCH = "/workers/tasks/complete/batch"
+FAIL_BATCH = "/workers/tasks/fail/batch"
+SINGLE_RESULT = re.compile(r"^/workers/tasks/([^/]+)/(complete|fail)$")
+STAT_NAMES = (
+    "tasks_claimed",
+    "tasks_completed",
+    "tasks_failed",
+    "tasks_lease_lost",
+    "tasks_cancelled",
+    "in_flight",
+    "polls",
+    "poll_errors",
+)
+
+
+def end_state(run: ScenarioRun, expect: dict) -> list[str]:
+    """The expect-level checks of this module, in a fixed order."""
+    out = []
+    for name, limits in expect.get("poll_limits", {}).items():
+        out += poll_limits(run, name, limits)
+    if "server_rejections" in expect:
+        out += server_rejections(run, expect["server_rejections"])
+    if expect.get("completions_via_batch"):
+        out += completions_via_batch(run)
+    if expect.get("refused_batches_resent"):
+        out += refused_batches_resent(run)
+    for spec in expect.get("retry_after_waits", []):
+        out += retry_after_waits(run, spec)
+    for name, bounds in expect.get("polls_during_faults", {}).items():
+        out += polls_during_faults(run, name, bounds)
+    if "requests_identify" in expect:
+        out += requests_identify(run, expect["requests_identify"])
+    for spec in expect.get("adapter_events", []):
+        out += adapter_event(run, spec)
+    for name in expect.get("observability", []):
+        out += observability(run, name)
+    for name, texts in expect.get("stderr_mentions", {}).items():
+        out += stderr_mentions(run, name, texts)
+    return out
+
+
+def _body(r: dict) -> dict:
+    return r.get("body") if isinstance(r.get("body"), dict) else {}
+
+
+def requests_of(run: ScenarioRun, name: str, prefix: str) -> list[dict]:
+    """Requests under `prefix` sent by worker `name`: its worker_id in the body, or any when it
+    is the only worker of the run (result calls carry no worker id)."""
+    worker_id = run.worker(name).worker_id
+    alone = len(run.workers) == 1
+    found = []
+    for r in list(run.proxy.requests):
+        if not r["path"].startswith(prefix):
+            continue
+        sender = _body(r).get("worker_id")
+        if sender == worker_id or (sender is None and alone):
+            found.append(r)
+    return found
+
+
+def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
+    """P-SDK-13: batch_size <= 100, handler_names <= 50, and every handler is polled for."""
+    polls = requests_of(run, name, POLL)
+    if not polls:
+        return [f"{name} sent no poll through the proxy"]
+    out = []
+    max_size, max_names = limits.get("max_batch_size", 100), limits.get("max_handler_names", 50)
+    polled: set[str] = set()
+    for r in polls:
+        body = _body(r)
+        size = body.get("batch_size", 10 if r["path"].endswith("/batch") else 1)
+        names = body.get("handler_names") or []
+        polled |= set(names)
+        if not isinstance(size, int) or not 1 <= size <= max_size:
+            out.append(f"{name} polled with batch_size {size!r}, expected 1..{max_size} (P-SDK-13)")
+        if len(names) > max_names:
+            out.append(f"{name} polled with {len(names)} handler_names, expected at most {max_names} (P-SDK-13)")
+    registered = next(
+        (_body(r).get("handlers") for r in requests_of(run, name, "/workers") if r["path"] == "/workers"), None
+    )
+    missing = sorted(set(registered or []) - polled)
+    if missing and all(_body(r).get("handler_names") for r in polls):
+        out.append(f"{name} never polled for {len(missing)} registered handlers, e.g. {missing[:3]} (P-SDK-13)")
+    return sorted(set(out), key=out.index)[:4]
+
+
+def server_rejections(run: ScenarioRun, allowed: int) -> list[str]:
+    """Requests the server itself refused for their shape or size (400, 413, 422)."""
+    refused = [r for r in list(run.proxy.requests) if r["fault"] == "none" and r.get("status") in (400, 413, 422)]
+    if len(refused) <= allowed:
+        return []
+    shown = ", ".join(f"{r['method']} {r['path']} -> {r['status']}" for r in refused[:3])
+    return [f"the server refused {len(refused)} requests as malformed or too large ({shown}), expected <= {allowed}"]
+
+
+def completions_via_batch(run: ScenarioRun) -> list[str]:
+    """P-SDK-12: completions go through POST /workers/tasks/complete/batch."""
+    requests = list(run.proxy.requests)
+    singles = [r for r in requests if (m := SINGLE_RESULT.match(r["path"])) and m[2] == "complete"]
+    batches = [r for r in requests if r["path"] == COMPLETE_BATCH]
+    out = []
+    if singles:
+        out.append(f"{len(singles)} completions were sent one by one ({singles[0]['path']}), expected complete/batch")
+    if not batches:
+        out.append("no POST /workers/tasks/complete/batch was sent (P-SDK-12)")
+    return out
+
+
+def refused_batches_resent(run: ScenarioRun) -> list[str]:
+    """P-SDK-15: a completion batch refused as a whole is split; no item of it is dropped."""
+    requests = list(run.proxy.requests)
+    refused = [r for r in requests if r["path"] == COMPLETE_BATCH and r.get("status") == 413]
+    multi = [r for r in refused if len(r.get("task_ids") or []) > 1]
+    if not multi:
+        return [f"no completion batch of more than one item was refused ({len(refused)} refused): nothing to split"]
+    out = []
+    for r in multi:
+        later = [x for x in requests if x["t"] > r["t"]]
+        for task_id in r["task_ids"]:
+            if not any(task_id in (x.get("task_ids") or []) for x in later):
+                ref = next((k for k, v in run.ids.items() if v == task_id), task_id)
+                out.append(f"{ref}: its result was in a refused batch of {len(r['task_ids'])} and never re-sent")
+    return out[:4]
+
+
+def retry_after_waits(run: ScenarioRun, spec: dict) -> list[str]:
+    """P-SDK-16: after an answer with `Retry-After: N` (seconds), the worker's next request to
+    the same path comes N s to N s + 10% later (plus `slack_ms` for scheduling)."""
+    name, path = spec["worker"], spec["path"]
+    requests = requests_of(run, name, path)
+    out, seen = [], 0
+    for i, r in enumerate(requests):
+        if r.get("retry_after") is None:
+            continue
+        seen += 1
+        if i + 1 == len(requests):
+            out.append(f"{name}: no request to {path} after the {r['fault']} with Retry-After: {r['retry_after']}")
+            continue
+        wait = float(r["retry_after"]) * 1000
+        low, high = wait - 50, wait * 1.1 + spec.get("slack_ms", 500)  # 50 ms: clock granularity
+        gap = requests[i + 1]["t"] - r["t"]
+        if not low <= gap <= high:
+            out.append(
+                f"{name}: next request to {path} came {gap:.0f} ms after a {r['fault']} with "
+                f"Retry-After: {r['retry_after']}, expected {low:.0f}..{high:.0f} ms (P-SDK-16)"
+            )
+    if not seen:
+        out.append(f"{name}: no answer with Retry-After was injected on {path}")
+    return out[:3]
+
+
+def polls_during_faults(run: ScenarioRun, name: str, bounds: dict) -> list[str]:
+    """P-SDK-9/16: during an injected outage the worker backs off instead of hammering."""
+    faulted = [r for r in requests_of(run, name, POLL) if r["fault"] != "none"]
+    if len(faulted) < bounds.get("min", 0) or len(faulted) > bounds.get("max", len(faulted)):
+        return [f"{name} sent {len(faulted)} polls into the injected outage, expected {bounds}"]
+    return []
+
+
+def stderr_mentions(run: ScenarioRun, name: str, texts: list[str]) -> list[str]:
+    """P-SDK-22: the worker's own log (stderr) names the cause of what went wrong."""
+    try:
+        log = run.worker(name).stderr_path.read_text(errors="replace")
+    except OSError:
+        log = ""
+    return [
+        f"{name}: its stderr never mentions {text!r} (P-SDK-22: warnings name their cause)"
+        for text in texts
+        if text not in log
+    ]
+
+
+def requests_identify(run: ScenarioRun, spec: dict) -> list[str]:
+    """P-SDK-1: every request names the SDK in its user agent and carries the API key."""
+    pattern = re.compile(spec["user_agent"].replace("{sdk}", re.escape(run.sdk))) if "user_agent" in spec else None
+    out = []
+    for r in list(run.proxy.requests):
+        if pattern and not pattern.search(r.get("user_agent") or ""):
+            out.append(
+                f"{r['method']} {r['path']} has User-Agent {r.get('user_agent')!r}, expected /{pattern.pattern}/"
+            )
+        if "authorization" in spec and r.get("authorization") != spec["authorization"]:
+            out.append(f"{r['method']} {r['path']} has Authorization {r.get('authorization')!r}")
+    if not run.proxy.requests:
+        out.append("no request went through the proxy")
+    return sorted(set(out), key=out.index)[:3]
+
+
+def results_sent(run: ScenarioRun, task_id: str, want: dict) -> list[str]:
+    """How many complete / fail requests carried this task's result (batch items included)."""
+    counts = {"complete": 0, "fail": 0}
+    for r in list(run.proxy.requests):
+        if task_id not in (r.get("task_ids") or []):
+            continue
+        m = SINGLE_RESULT.match(r["path"])
+        kind = m[2] if m else ("complete" if r["path"] == COMPLETE_BATCH else "fail")
+        counts[kind] += 1
+    return [
+        f"{kind} requests carrying its result: {counts[kind]}, expected {n}"
+        for kind, n in want.items()
+        if counts[kind] != n
+    ]
+
+
+def registration(run: ScenarioRun, name: str, want: dict) -> list[str]:
+    """P-SDK-21: the worker record as registered. `$hostname`, `$pid` and `$sdk` are placeholders."""
+    proc = run.worker(name)
+    try:
+        record = run.api.worker(proc.worker_id)
+    except ApiError as err:
+        return [f"{name}: cannot read the worker record: {err}"]
+    if record is None:
+        return [f"{name}: GET /workers/{proc.worker_id} is 404"]
+    out = []
+    for key, value in want.items():
+        got = record.get(key)
+        if value == "$hostname":
+            ok, value = got == socket.gethostname(), socket.gethostname()
+        elif value == "$pid":
+            ok, value = got == proc.proc.pid, proc.proc.pid
+        elif value == "$sdk":
+            ok = isinstance(got, str) and re.fullmatch(rf"orch8-{re.escape(run.sdk)}/[0-9][\w.+-]*", got) is not None
+            value = f"orch8-{run.sdk}/<version>"
+        elif key == "handlers" and isinstance(got, list):
+            ok = sorted(got) == sorted(value)
+        else:
+            ok = got == value
+        if not ok:
+            out.append(f"{name}: registered {key} is {got!r}, expected {value!r} (P-SDK-21)")
+    return out
+
+
+def default_worker_id(run: ScenarioRun, name: str) -> list[str]:
+    """P-SDK-21: `<hostname>-<pid>-<8 lowercase hex>`."""
+    proc = run.worker(name)
+    pattern = rf"{re.escape(socket.gethostname())}-{proc.proc.pid}-[0-9a-f]{{8}}"
+    if proc.worker_id and re.fullmatch(pattern, proc.worker_id):
+        return []
+    return [f"{name}: default worker id is {proc.worker_id!r}, expected <hostname>-<pid>-<8 hex> ({pattern})"]
+
+
+def adapter_event(run: ScenarioRun, spec: dict) -> list[str]:
+    """An adapter event (e.g. `heartbeat_error`) with these fields was reported."""
+    events = run.events(spec["event"], spec.get("task"), spec.get("worker"))
+    if any(all(e.get(k) == v for k, v in spec.get("fields", {}).items()) for e in events):
+        return []
+    seen = [{k: e.get(k) for k in spec.get("fields", {})} for e in events][:3]
+    where = f" for {spec['task']}" if "task" in spec else ""
+    return [f"no `{spec['event']}` event{where} with {spec.get('fields', {})} (saw {seen or 'none'})"]
+
+
+def _hooks(run: ScenarioRun, name: str, hook: str) -> list[dict]:
+    return [e for e in run.events("hook", worker=name) if e.get("hook") == hook]
+
+
+def observability(run: ScenarioRun, name: str) -> list[str]:
+    """P-SDK-11: stats() counters and hook events agree with each other, the server and the proxy."""
+    proc = run.worker(name)
+    snapshots = [e.get("stats") for e in proc.events if isinstance(e.get("stats"), dict)]
+    if not snapshots:
+        return [f"{name}: the adapter reported no stats (a `stats` field on `stats`/`stopped` events)"]
+    out = []
+    for s in snapshots:
+        missing = [k for k in STAT_NAMES if not isinstance(s.get(k), int)]
+        if missing:
+            return [f"{name}: stats() lacks counters {missing} (P-SDK-11)"]
+        held = s["tasks_completed"] + s["tasks_failed"] + s["tasks_lease_lost"] + s["tasks_cancelled"] + s["in_flight"]
+        if s["tasks_claimed"] != held:
+            out.append(
+                f"{name}: stats {_fmt(s)} break claimed = completed + failed + lease_lost + cancelled + in_flight"
+            )
+            break
+    final = next((e["stats"] for e in reversed(proc.events) if e.get("event") == "stopped" and "stats" in e), None)
+    if final is None:
+        return [*out, f"{name}: no `stopped` event with stats (the scenario must stop the worker)"]
+    out += _against_server(run, name, final)
+    out += _against_proxy(run, name, final)
+    out += _against_hooks(run, name, final)
+    return out
+
+
+def _fmt(s: dict) -> str:
+    return ", ".join(f"{k.removeprefix('tasks_')}={s[k]}" for k in STAT_NAMES)
+
+
+def _against_server(run: ScenarioRun, name: str, final: dict) -> list[str]:
+    worker_id = run.worker(name).worker_id
+    outcomes: dict[str, int] = {}
+    for task_id in run.ids.values():
+        for a in run.api.attempts(task_id):
+            if a.get("worker_id") == worker_id:
+                outcomes[a["outcome"]] = outcomes.get(a["outcome"], 0) + 1
+    server = {
+        "tasks_claimed": sum(outcomes.values()),
+        "tasks_completed": outcomes.get("completed", 0),
+        "tasks_failed": outcomes.get("failed", 0),
+        "tasks_cancelled": outcomes.get("cancelled", 0),
+        "tasks_lease_lost": outcomes.get("lease_expired", 0) + outcomes.get("worker_lost", 0),
+        "in_flight": 0,
+    }
+    return [
+        f"{name}: final stats {key} = {final[key]}, the server's attempts of this worker say {want} (P-SDK-11)"
+        for key, want in server.items()
+        if final[key] != want
+    ]
+
+
+def _against_proxy(run: ScenarioRun, name: str, final: dict) -> list[str]:
+    polls = requests_of(run, name, POLL)
+    failed = [r for r in polls if r["fault"] != "none" or (r.get("status") or 500) >= 400]
+    out = []
+    # An aborted long-poll at shutdown may or may not count as failed, so allow one either way.
+    if not len(polls) <= final["polls"] <= len(polls) + 1:
+        out.append(f"{name}: stats polls = {final['polls']}, the proxy saw {len(polls)} polls (P-SDK-11)")
+    if not len(failed) - 1 <= final["poll_errors"] <= len(failed) + 1:
+        out.append(f"{name}: stats poll_errors = {final['poll_errors']}, the proxy saw {len(failed)} failed polls")
+    return out
+
+
+def _against_hooks(run: ScenarioRun, name: str, final: dict) -> list[str]:
+    out = []
+    pairs = {
+        "task_complete": final["tasks_completed"],
+        "task_fail": final["tasks_failed"],
+        "task_abandoned": final["tasks_lease_lost"] + final["tasks_cancelled"],
+    }
+    for hook, want in pairs.items():
+        got = len(_hooks(run, name, hook))
+        if got != want:
+            out.append(f"{name}: {got} `{hook}` hook events, the stats say {want} (P-SDK-11)")
+    claimed = sum(e.get("claimed") or 0 for e in _hooks(run, name, "poll"))
+    if claimed != final["tasks_claimed"]:
+        out.append(
+            f"{name}: `poll` hooks claimed {claimed} tasks in all, stats tasks_claimed = {final['tasks_claimed']}"
+        )
+    starts = len(run.events("start", worker=name))
+    if len(_hooks(run, name, "task_start")) < starts:
+        out.append(f"{name}: {len(_hooks(run, name, 'task_start'))} `task_start` hook events for {starts} handler runs")
+    if final["poll_errors"] and not [e for e in _hooks(run, name, "error") if e.get("operation") == "poll"]:
+        out.append(f"{name}: {final['poll_errors']} poll errors but no `error` hook with operation `poll`")
+    out += _payloads(run, name)
+    return out
+
+
+REQUIRED: dict[str, dict[str, Any]] = {
+    "poll": {"claimed": int, "duration_ms": (int, float)},
+    "task_start": {"task_id": str},
+    "task_complete": {"task_id": str, "duration_ms": (int, float)},
+    "task_fail": {"task_id": str, "code": str, "retryable": bool, "duration_ms": (int, float)},
+    "task_abandoned": {"task_id": str, "reason": str},
+    "error": {"operation": str, "error": str},
+}
+
+
+def _payloads(run: ScenarioRun, name: str) -> list[str]:
+    out = []
+    for hook, fields in REQUIRED.items():
+        for e in _hooks(run, name, hook):
+            bad = [
+                k
+                for k, kind in fields.items()
+                if not isinstance(e.get(k), kind) or isinstance(e.get(k), bool) != (kind is bool)
+            ]
+            if bad:
+                out.append(f"{name}: `{hook}` hook payload lacks or mistypes {bad}: {e}")
+                break
+    for e in _hooks(run, name, "task_abandoned"):
+        if e.get("reason") not in ("lease_lost", "cancelled"):
+            out.append(f"{name}: `task_abandoned` reason {e.get('reason')!r}, expected lease_lost or cancelled")
+            break
+    return out
