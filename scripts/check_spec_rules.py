@@ -5,6 +5,7 @@ Usage: check_spec_rules.py [SPEC]. Exits 1 listing every violation.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -12,6 +13,8 @@ import yaml
 
 METHODS = ("get", "post", "put", "patch", "delete")
 FORBIDDEN_SCHEMA_NAMES = ("Client", "Response", "Error", "Request")
+RETRY_POLICIES = ("safe", "idempotency-key", "never")
+METHOD_NAME = re.compile(r"^[a-z][A-Za-z0-9]*$")  # camelCase; each SDK applies its idiom
 
 
 def _deref(spec: dict, node: dict) -> dict:
@@ -21,9 +24,40 @@ def _deref(spec: dict, node: dict) -> dict:
     return node
 
 
+def _has_wait_ms(spec: dict, op: dict) -> bool:
+    body = op.get("requestBody")
+    if body is None:
+        return False
+    for media in _deref(spec, body).get("content", {}).values():
+        if "wait_ms" in _deref(spec, media.get("schema", {})).get("properties", {}):
+            return True
+    return False
+
+
+def call_policy_violations(spec: dict, op: dict, where: str, seen_methods: set[str]) -> list[str]:
+    """Every operation carries the SDK call policy the clients are generated from (P-SDK-1)."""
+    found: list[str] = []
+    method = op.get("x-orch8-method")
+    if not isinstance(method, str) or not METHOD_NAME.match(method):
+        found.append(f"{where}: x-orch8-method missing or not a camelCase name ({method!r})")
+    elif method in seen_methods:
+        found.append(f"{where}: duplicate x-orch8-method {method}")
+    else:
+        seen_methods.add(method)
+    if op.get("x-orch8-retry") not in RETRY_POLICIES:
+        found.append(f"{where}: x-orch8-retry missing or not one of {RETRY_POLICIES}")
+    long_poll = op.get("x-orch8-long-poll")
+    if long_poll is not None and long_poll is not True:
+        found.append(f"{where}: x-orch8-long-poll must be true or absent")
+    if _has_wait_ms(spec, op) and long_poll is not True:
+        found.append(f"{where}: takes wait_ms but lacks x-orch8-long-poll: true")
+    return found
+
+
 def violations(spec: dict) -> list[str]:
     found: list[str] = []
     seen_ids: set[str] = set()
+    seen_methods: set[str] = set()
     for path, item in spec["paths"].items():
         for method in (m for m in METHODS if m in item):
             op = item[method]
@@ -34,6 +68,7 @@ def violations(spec: dict) -> list[str]:
             elif op_id in seen_ids:
                 found.append(f"{where}: duplicate operationId {op_id}")
             seen_ids.add(op_id or "")
+            found += call_policy_violations(spec, op, where, seen_methods)
             responses = op.get("responses", {})
             if not path.startswith("/health/") and not any(str(c).startswith("4") for c in responses):
                 found.append(f"{where}: documents no 4xx problem response")

@@ -23,6 +23,19 @@ def test_contract_follows_house_rules() -> None:
     assert rules.violations(_contract()) == []
 
 
+def test_new_operation_without_call_policy_fails() -> None:
+    spec = _contract()
+    spec["paths"]["/tasks/{task_id}/pause"] = {
+        "post": {
+            "operationId": "pauseTask",
+            "responses": copy.deepcopy(spec["paths"]["/tasks/{task_id}/cancel"]["post"]["responses"]),
+        }
+    }
+    found = rules.violations(spec)
+    assert any("POST /tasks/{task_id}/pause: x-orch8-method missing" in v for v in found), found
+    assert any("POST /tasks/{task_id}/pause: x-orch8-retry missing" in v for v in found), found
+
+
 def test_each_rule_catches_its_fault() -> None:
     base = _contract()
     cases = []
@@ -47,6 +60,18 @@ def test_each_rule_catches_its_fault() -> None:
     spec = copy.deepcopy(base)
     spec["components"]["schemas"]["TaskResponse"] = {"type": "object"}
     cases.append((spec, "collide in generators"))
+    spec = copy.deepcopy(base)
+    del spec["paths"]["/queues"]["get"]["x-orch8-method"]
+    cases.append((spec, "x-orch8-method missing"))
+    spec = copy.deepcopy(base)
+    spec["paths"]["/tasks"]["get"]["x-orch8-method"] = "enqueue"
+    cases.append((spec, "duplicate x-orch8-method"))
+    spec = copy.deepcopy(base)
+    spec["paths"]["/tasks"]["get"]["x-orch8-retry"] = "sometimes"
+    cases.append((spec, "x-orch8-retry missing or not one of"))
+    spec = copy.deepcopy(base)
+    del spec["paths"]["/workers/tasks/poll/batch"]["post"]["x-orch8-long-poll"]
+    cases.append((spec, "lacks x-orch8-long-poll"))
     for broken, expected in cases:
         found = rules.violations(broken)
         assert any(expected in v for v in found), (expected, found)

@@ -43,3 +43,29 @@ def test_restart_keeps_database_and_url() -> None:
 def test_early_exit_raises_with_the_servers_stderr() -> None:
     with pytest.raises(ServerStartError, match="lease_ms must be positive"):
         start_server("--lease-ms", "-1")
+
+
+def test_deprecated_flags_still_work_and_warn_once() -> None:
+    with start_server("--worker-heartbeat-ms", "700", "--worker-dead-after-ms", "9000") as server:
+        defaults = httpx.get(server.url + "/info").json()["defaults"]
+        assert defaults["heartbeat_interval_ms"] == 700 and defaults["dead_after_ms"] == 9000
+        server.stop()
+        warnings = [
+            e["msg"]
+            for e in map(json.loads, server.log.read_text().splitlines())
+            if e["level"] == "warning"
+        ]
+    assert warnings == [
+        "--worker-heartbeat-ms is deprecated and will be removed; "
+        "use --heartbeat-interval-ms / ORCH8_HEARTBEAT_INTERVAL_MS",
+        "--worker-dead-after-ms is deprecated and will be removed; "
+        "use --dead-after-ms / ORCH8_DEAD_AFTER_MS",
+    ]
+
+
+def test_deprecated_env_is_accepted_and_the_new_name_wins() -> None:
+    env = {"ORCH8_WORKER_HEARTBEAT_MS": "700", "ORCH8_HEARTBEAT_INTERVAL_MS": "800"}
+    with start_server(env=env) as server:
+        assert httpx.get(server.url + "/info").json()["defaults"]["heartbeat_interval_ms"] == 800
+        server.stop()
+        assert "ORCH8_WORKER_HEARTBEAT_MS is deprecated" in server.log.read_text()

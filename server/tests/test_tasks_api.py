@@ -190,7 +190,32 @@ def test_operator_resolves_pending_and_running_tasks_by_hand(api: httpx.Client, 
     assert r.json()["status"] == "failed" and r.json()["error"]["code"] == "manual"
     beat = api.post(f"/workers/{name}/heartbeat", json={"active_task_ids": [running["id"]]}).json()
     assert beat["tasks"][0]["lease_lost"] is True
+    lease = {"lease_id": running["lease"]["id"]}
+    # The worker hears lease_lost everywhere, never task_cancelled (P-MANUAL-1).
+    for path, body in [
+        ("complete", lease),
+        ("complete", {}),
+        ("fail", {**lease, "error": "late"}),
+        ("heartbeat", lease),
+    ]:
+        assert_problem(
+            api.post(f"/workers/tasks/{running['id']}/{path}", json=body), 409, "lease_lost"
+        )
+    history = api.get(f"/tasks/{running['id']}/attempts").json()["attempts"]
+    assert history[-1]["outcome"] == "cancelled" and history[-1]["error"]["code"] == "manual"
+
+    enqueue(api, name)
+    running = claim(api, name, worker_id=name)
+    api.post(f"/tasks/{running['id']}/complete", json={"output": 1}).raise_for_status()
     late = api.post(
         f"/workers/tasks/{running['id']}/complete", json={"lease_id": running["lease"]["id"]}
     )
-    assert_problem(late, 409, "task_cancelled")
+    assert_problem(late, 409, "lease_lost")
+
+
+def test_fail_without_code_is_stored_as_worker_error(api: httpx.Client, name: str) -> None:
+    enqueue(api, name)
+    task = claim(api, name)
+    r = api.post(f"/workers/tasks/{task['id']}/fail", json={"error": "boom"})
+    assert r.json()["error_code"] == "worker_error"
+    assert api.get(f"/tasks/{task['id']}").json()["error"]["code"] == "worker_error"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from datetime import datetime, timezone
 
 import httpx
 from conftest import assert_problem, claim, enqueue, eventually
@@ -369,3 +370,49 @@ def test_batch_with_pending_and_scheduled_tasks_of_one_handler(start_server, nam
         later = api.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 5000})
         assert later.status_code == 200 and later.json()["id"] == later_id
         assert time.monotonic() - started < 2.5
+
+
+def test_single_poll_accepts_batch_size_and_still_claims_one(api: httpx.Client, name: str) -> None:
+    """P-POLL-8: seed 000's batch_size is accepted; the answer is one task or 204."""
+    for i in range(3):
+        enqueue(api, name, params={"i": i})
+    body = {"handler_names": [name], "wait_ms": 0, "batch_size": 5}
+    first = api.post("/workers/tasks/poll", json=body)
+    assert first.status_code == 200 and first.json()["params"] == {"i": 0}
+    counts = api.get("/queues").json()["queues"]
+    row = next(q for q in counts if q["handler_name"] == name)
+    assert row["running"] == 1 and row["pending"] == 2
+    assert api.post("/workers/tasks/poll", json={**body, "batch_size": 1}).status_code == 200
+    assert api.post("/workers/tasks/poll", json={**body, "batch_size": 50}).status_code == 200
+    assert api.post("/workers/tasks/poll", json=body).status_code == 204
+    for bad in (0, 51, "2"):
+        problem = assert_problem(
+            api.post("/workers/tasks/poll", json={**body, "batch_size": bad}),
+            422,
+            "validation_error",
+        )
+        assert problem["errors"][0]["pointer"] == "/batch_size"
+
+
+def test_task_heartbeat_lease_ms_and_deprecated_extend_ms(api: httpx.Client, name: str) -> None:
+    """TaskHeartbeat.lease_ms (spec 1.1.0); extend_ms stays a deprecated alias."""
+    task = enqueue(api, name)
+    lease = {"lease_id": claim(api, name, lease_ms=1000)["lease"]["id"]}
+    url = f"/workers/tasks/{task['id']}/heartbeat"
+
+    def expires_in_ms(body: dict) -> float:
+        r = api.post(url, json={**lease, **body})
+        assert r.status_code == 200, r.text
+        expires = datetime.fromisoformat(r.json()["lease_expires_at"].replace("Z", "+00:00"))
+        return (expires - datetime.now(timezone.utc)).total_seconds() * 1000
+
+    assert 590_000 < expires_in_ms({"lease_ms": 600_000}) <= 600_000
+    assert 290_000 < expires_in_ms({"extend_ms": 300_000}) <= 300_000
+    assert 190_000 < expires_in_ms({"lease_ms": 200_000, "extend_ms": 200_000}) <= 200_000
+    assert 0 < expires_in_ms({}) <= 1000  # the lease's own length
+    problem = assert_problem(
+        api.post(url, json={**lease, "lease_ms": 5000, "extend_ms": 6000}), 422, "validation_error"
+    )
+    assert problem["errors"] == [
+        {"pointer": "/extend_ms", "detail": "differs from lease_ms; send lease_ms only"}
+    ]

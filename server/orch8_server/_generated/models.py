@@ -182,6 +182,7 @@ class PollOptions(TypedDict, closed=True):
     worker_id: NotRequired[WorkerId]
     wait_ms: NotRequired[int]
     lease_ms: NotRequired[int]
+    batch_size: NotRequired[int]
 
 
 class PollBatchOptions(TypedDict, closed=True):
@@ -251,6 +252,7 @@ class TaskOutcome(TypedDict):
 
 class TaskHeartbeat(TypedDict, closed=True):
     lease_id: NotRequired[LeaseId]
+    lease_ms: NotRequired[int]
     extend_ms: NotRequired[int]
     progress: NotRequired[Any]
     checkpoint: NotRequired[JsonObject]
@@ -401,6 +403,8 @@ class ServerDefaults(TypedDict):
     wait_ms: int
     max_wait_ms: int
     reaper_interval_ms: int
+    heartbeat_interval_ms: int
+    dead_after_ms: int
     worker_heartbeat_interval_ms: int
     worker_dead_after_ms: int
     max_attempts: int

@@ -6,6 +6,10 @@ from typing import Any
 
 from orch8_server.storage.base import Row, Tx
 
+# Failure codes the server itself stores (openapi.yaml x-orch8-failure-codes).
+DEFAULT_FAILURE_CODE = "worker_error"  # a fail reported without `code`
+MANUAL_CODE = "manual"  # an operator resolved the task (P-MANUAL-1)
+
 
 async def end_attempt(
     tx: Tx, row: Row, now: int, outcome: str, error: Any = None, reply: Any = None

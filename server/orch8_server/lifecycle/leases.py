@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
-from orch8_server.lifecycle.attempts import end_attempt
+from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, MANUAL_CODE, end_attempt
 from orch8_server.lifecycle.retry import backoff_ms
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
@@ -18,7 +18,6 @@ from orch8_server.storage.base import Row, Tx
 if TYPE_CHECKING:
     from orch8_server.lifecycle.engine import Engine
 
-DEFAULT_FAILURE_CODE = "worker_error"
 _ACT = object()
 
 
@@ -116,7 +115,7 @@ class Leases:
         if attempt is not None:
             if attempt["outcome"] == op and attempt["reply"] is not None:
                 return row, attempt["reply"]
-            if attempt["outcome"] == "cancelled":
+            if attempt["outcome"] == "cancelled" and not _resolved_manually(attempt):
                 raise task_cancelled(task_id)
         raise lease_lost(task_id, lease_id)
 
@@ -210,7 +209,7 @@ class Leases:
             if row["status"] != "running" or not mine:
                 raise lease_lost(task_id, lease)
             fields: Row = {
-                "lease_expires_at": now + int(body.get("extend_ms", row["lease_ms"])),
+                "lease_expires_at": now + _heartbeat_lease_ms(body, row["lease_ms"]),
                 "updated_at": now,
             }
             if "progress" in body:
@@ -279,6 +278,28 @@ class Leases:
         for row in rows:
             self._after_fail(row, now)
         return {"items": out}
+
+
+def _heartbeat_lease_ms(body: dict[str, Any], default: int) -> int:
+    """`lease_ms`, or its deprecated alias `extend_ms` (spec 1.1.0); never two values."""
+    lease_ms, extend_ms = body.get("lease_ms"), body.get("extend_ms")
+    if lease_ms is not None and extend_ms is not None and lease_ms != extend_ms:
+        raise Problem(
+            "validation_error",
+            "lease_ms and its deprecated alias extend_ms disagree",
+            errors=[
+                {"pointer": "/extend_ms", "detail": "differs from lease_ms; send lease_ms only"}
+            ],
+        )
+    chosen = lease_ms if lease_ms is not None else extend_ms
+    return int(chosen) if chosen is not None else default
+
+
+def _resolved_manually(attempt: Row) -> bool:
+    """An attempt an operator ended by resolving the task (P-MANUAL-1): its worker gets
+    lease_lost, not task_cancelled."""
+    error = attempt["error"]
+    return isinstance(error, dict) and error.get("code") == MANUAL_CODE
 
 
 def _item(reply: dict, status: str) -> dict:

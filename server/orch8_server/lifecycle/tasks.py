@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
-from orch8_server.lifecycle.attempts import end_attempt
+from orch8_server.lifecycle.attempts import MANUAL_CODE, end_attempt
 from orch8_server.lifecycle.retry import effective_policy
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, TaskFilter
@@ -200,13 +200,20 @@ class Tasks:
             else:
                 fields["error"] = {
                     "message": body["error"],
-                    "code": body.get("code", "manual"),
+                    "code": body.get("code", MANUAL_CODE),
                     "retryable": False,
                     "details": body.get("details"),
                 }
             if row["status"] == "running":
-                # The worker's attempt is over: it sees lease_lost, its complete gets 409.
-                await end_attempt(tx, row, now, "cancelled", None, None)
+                # The worker's attempt is over: the `manual` code on it makes the worker's
+                # heartbeat, complete and fail answer 409 lease_lost (P-MANUAL-1).
+                ended = {
+                    "message": f"task {outcome} manually by an operator",
+                    "code": MANUAL_CODE,
+                    "retryable": False,
+                    "details": None,
+                }
+                await end_attempt(tx, row, now, "cancelled", ended, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
         counter = (

@@ -80,7 +80,8 @@ export interface paths {
         /**
          * Cancel a task
          * @description A pending or scheduled task is cancelled at once. A running task is cancelled too;
-         *     its worker learns it through its next heartbeat (`cancel_requested`) and a later
+         *     its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+         *     409 `task_cancelled` on its task heartbeat, and a later
          *     complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
          *     cancelled task is a no-op; a finished task gives 409 `invalid_state`.
          */
@@ -128,8 +129,9 @@ export interface paths {
         /**
          * Operator completes a task by hand
          * @description For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-         *     completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-         *     its worker sees `lease_lost` and its own complete gets 409.
+         *     completes a pending, scheduled or running task. A running attempt ends `cancelled`
+         *     with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+         *     `lease_lost` on its own complete or fail.
          */
         post: operations["completeTaskManually"];
         delete?: never;
@@ -152,7 +154,8 @@ export interface paths {
         /**
          * Operator fails a task by hand
          * @description Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-         *     attempt ends `cancelled`; its worker sees `lease_lost`.
+         *     attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+         *     its heartbeats and 409 `lease_lost` on its own complete or fail.
          */
         post: operations["failTaskManually"];
         delete?: never;
@@ -195,6 +198,9 @@ export interface paths {
          *     with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
          *     204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
          *     once (P-POLL-3). An empty body polls every handler on the default queue.
+         *     `batch_size` is accepted as seed 000 documents it, but this call claims at most
+         *     one task whatever its value and always answers one task or 204; claim several
+         *     with `POST /workers/tasks/poll/batch` (P-POLL-8).
          */
         post: operations["pollTask"];
         delete?: never;
@@ -285,8 +291,11 @@ export interface paths {
         put?: never;
         /**
          * Extend a task's lease; optionally save progress and a checkpoint
-         * @description The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-         *     attempt (P-CKPT-1).
+         * @description The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+         *     (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+         *     attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+         *     lease that is no longer current (expired, reclaimed, or the task resolved manually)
+         *     answers 409 `lease_lost`.
          */
         post: operations["heartbeatTask"];
         delete?: never;
@@ -678,7 +687,11 @@ export interface components {
         /** @description Why an attempt (or the task) failed. */
         TaskFailure: {
             message: string;
-            /** @description Worker-supplied code, or a protocol code such as `lease_expired`, `worker_lost`, `unhandled_error`, `shutdown`. */
+            /**
+             * @description Machine code of the failure: one the server sets, one an SDK sends, or the
+             *     worker's own. A fail reported without `code` is stored as `worker_error`.
+             *     Known codes are listed in `x-orch8-failure-codes`; the list is open.
+             */
             code: string;
             retryable: boolean;
             details: {
@@ -798,6 +811,13 @@ export interface components {
             wait_ms?: number;
             /** @description Lease length for the claimed task; the server default when omitted (P-LEASE-2). */
             lease_ms?: number;
+            /**
+             * @description Accepted for seed 000 compatibility. The answer shape never depends on it:
+             *     this call claims at most one task (P-POLL-8); use `/workers/tasks/poll/batch`
+             *     to claim several.
+             * @default 1
+             */
+            batch_size?: number;
         };
         PollBatchOptions: {
             handler_names?: components["schemas"]["HandlerName"][];
@@ -877,7 +897,13 @@ export interface components {
         };
         TaskHeartbeat: {
             lease_id?: components["schemas"]["LeaseId"];
-            /** @description New lease length from now; the lease's own length when omitted. */
+            /** @description New lease length from now; the lease's own length when omitted (P-LEASE-5). */
+            lease_ms?: number;
+            /**
+             * @deprecated
+             * @description Deprecated alias of `lease_ms` (spec 1.0 name). When both are given with
+             *     different values the answer is 422 `validation_error` pointing at `/extend_ms`.
+             */
             extend_ms?: number;
             /** @description Progress report, any JSON value. */
             progress?: unknown;
@@ -888,6 +914,12 @@ export interface components {
             lease_id: components["schemas"]["LeaseId"];
             /** Format: date-time */
             lease_expires_at: string;
+            /**
+             * @deprecated
+             * @description Always false: a heartbeat on a cancelled task answers 409 `task_cancelled`
+             *     instead (P-CANCEL-1). Kept for spec 1.0 clients; ignore it. The worker
+             *     heartbeat's per-task `cancel_requested` keeps its meaning.
+             */
             cancel_requested: boolean;
         };
         TaskRelease: {
@@ -1040,7 +1072,19 @@ export interface components {
             wait_ms: number;
             max_wait_ms: number;
             reaper_interval_ms: number;
+            /** @description Worker heartbeat cadence the server asks for (P-WORKER-1). */
+            heartbeat_interval_ms: number;
+            /** @description Silence after which a registered worker is declared dead (P-WORKER-5). */
+            dead_after_ms: number;
+            /**
+             * @deprecated
+             * @description Deprecated alias of `heartbeat_interval_ms`.
+             */
             worker_heartbeat_interval_ms: number;
+            /**
+             * @deprecated
+             * @description Deprecated alias of `dead_after_ms`.
+             */
             worker_dead_after_ms: number;
             max_attempts: number;
             max_batch_size: number;
@@ -1069,9 +1113,8 @@ export interface components {
             detail: string;
             instance?: string;
             /**
-             * @description Stable machine code: malformed_json, validation_error, unsupported_media_type,
-             *     payload_too_large, unauthorized, not_found, method_not_allowed, lease_lost,
-             *     task_cancelled, invalid_state, rate_limited, unavailable, internal.
+             * @description Stable machine code (P-ERR-1). Every code the server can emit is a key of
+             *     `x-orch8-codes` (not an enum: a client must accept codes it does not know).
              */
             code: string;
             errors: components["schemas"]["FieldProblem"][];
@@ -1137,8 +1180,9 @@ export interface components {
         };
         /**
          * @description The call does not fit the task's state: `lease_lost` (the lease is no longer
-         *     current), `task_cancelled` (the task was cancelled), `invalid_state` (e.g. retrying
-         *     a completed task).
+         *     current, including a task an operator resolved manually, P-MANUAL-1),
+         *     `task_cancelled` (the task was cancelled), `invalid_state` (e.g. retrying a
+         *     completed task).
          */
         Conflict: {
             headers: {
@@ -2300,6 +2344,7 @@ export interface operations {
             content: {
                 /**
                  * @example {
+                 *       "lease_ms": 60000,
                  *       "progress": {
                  *         "percent": 40
                  *       },
@@ -3109,7 +3154,7 @@ export interface operations {
                      * @example {
                      *       "name": "orch8-server",
                      *       "version": "0.1.0",
-                     *       "spec_version": "1.0.0",
+                     *       "spec_version": "1.1.0",
                      *       "spec_sha256": "3f2a9c0d5e1b7a4c8d6e2f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c7d9e1f2a4b6c",
                      *       "storage": "sqlite",
                      *       "defaults": {
@@ -3117,6 +3162,8 @@ export interface operations {
                      *         "wait_ms": 30000,
                      *         "max_wait_ms": 60000,
                      *         "reaper_interval_ms": 1000,
+                     *         "heartbeat_interval_ms": 5000,
+                     *         "dead_after_ms": 30000,
                      *         "worker_heartbeat_interval_ms": 5000,
                      *         "worker_dead_after_ms": 30000,
                      *         "max_attempts": 3,
