@@ -1,5 +1,7 @@
 """Orch8 Python SDK: `Orch8Client` / `AsyncOrch8Client` and the `Worker` runtime."""
 
+import logging as _logging
+
 from ._generated import SPEC_SHA256, SPEC_VERSION
 from ._http import RetryPolicy
 from ._version import USER_AGENT, __version__
@@ -18,9 +20,28 @@ from .errors import (
     UnavailableError,
     ValidationError,
     error_for_status,
+    is_outage,
     is_retryable_status,
 )
-from .worker import Backoff, TaskContext, Worker, WorkerStats
+from .worker import (
+    Backoff,
+    ErrorEvent,
+    PollEvent,
+    TaskAbandonedEvent,
+    TaskCompleteEvent,
+    TaskContext,
+    TaskFailEvent,
+    TaskStartEvent,
+    Worker,
+    WorkerStats,
+)
+
+# P-SDK-22: a library logs through `orch8.*` and leaves output to the application.
+_logging.getLogger("orch8").addHandler(_logging.NullHandler())
+# httpx logs every request (every long-poll) at INFO; quiet it unless the app configured it.
+_httpx = _logging.getLogger("httpx")
+if _httpx.level == _logging.NOTSET and not _httpx.handlers:
+    _httpx.setLevel(_logging.WARNING)
 
 __all__ = [
     "SPEC_SHA256",
@@ -30,21 +51,28 @@ __all__ = [
     "AuthError",
     "Backoff",
     "ConflictError",
+    "ErrorEvent",
     "LeaseLostError",
     "NotFoundError",
     "Orch8Client",
     "Orch8Error",
     "PermanentError",
+    "PollEvent",
     "RateLimitedError",
     "RetryPolicy",
     "RetryableError",
+    "TaskAbandonedEvent",
     "TaskCancelledError",
+    "TaskCompleteEvent",
     "TaskContext",
+    "TaskFailEvent",
+    "TaskStartEvent",
     "UnavailableError",
     "ValidationError",
     "Worker",
     "WorkerStats",
     "__version__",
     "error_for_status",
+    "is_outage",
     "is_retryable_status",
 ]

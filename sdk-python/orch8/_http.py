@@ -1,16 +1,20 @@
 """What the sync and async clients share: configuration, safe retries and error mapping.
 
 Requests are built and parsed by the generated endpoint modules (`_get_kwargs` /
-`_parse_response` of orch8/_generated/api/...); this module only decides timeouts, retries
-(P-SDK-2) and how an error answer becomes an exception (protocol section 12).
+`_parse_response` of orch8/_generated/api/...), called by the generated client methods
+(orch8/_generated/_methods.py); this module decides timeouts, retries (P-SDK-2, P-SDK-16)
+and how an error answer becomes an exception (protocol section 12).
 """
 
 from __future__ import annotations
 
+import datetime
 import email.utils
 import os
 import random
 import time
+import warnings
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -18,28 +22,59 @@ from typing import Any
 import httpx
 
 from ._generated import Client as GeneratedClient
+from ._generated.types import UNSET
+from ._units import ms_option
 from ._version import USER_AGENT
-from .errors import Orch8Error, UnavailableError, error_class
+from .errors import Orch8Error, UnavailableError, error_class, is_outage
 
 DEFAULT_URL = "http://localhost:3001"
-DEFAULT_TIMEOUT = 10.0  # P-SDK-1: seconds per request
-LONG_POLL_MARGIN = 10.0  # P-SDK-1: a long-poll's timeout is its wait_ms + 10 s
-DEFAULT_WAIT_MS = 30000  # P-POLL-2
-RETRY_STATUSES = frozenset({429, 502, 503, 504})  # P-SDK-2
+DEFAULT_TIMEOUT_MS = 10_000  # P-SDK-1 per request
+LONG_POLL_MARGIN_MS = 10_000  # P-SDK-1: a long-poll's timeout is its wait_ms + 10 s
+DEFAULT_WAIT_MS = 30_000  # P-POLL-2
+MAX_CLIENT_RETRY_AFTER_MS = 30_000  # P-SDK-16: a longer Retry-After surfaces the error
+
+# Marks an argument the caller did not give, where None would be a real JSON null.
+OMIT: Any = UNSET
 
 
-@dataclass(frozen=True)
+def jittered(delay_ms: float) -> float:
+    """P-SDK-16: a server-given delay plus a random 0-10% of it."""
+    return delay_ms + random.uniform(0, delay_ms * 0.1)
+
+
 class RetryPolicy:
     """Client retries for calls safe to repeat (P-SDK-2): 3 retries, 200 ms doubling, cap 5 s."""
 
-    max_retries: int = 3
-    base_delay: float = 0.2
-    max_delay: float = 5.0
+    __slots__ = ("base_delay_ms", "max_delay_ms", "max_retries")
 
-    def delay(self, retry: int, retry_after: float | None = None) -> float:
-        """Full-jitter delay before retry number `retry` (0-based), never below Retry-After."""
-        jittered = random.uniform(0, min(self.max_delay, self.base_delay * 2**retry))
-        return max(jittered, retry_after or 0.0)
+    def __init__(
+        self,
+        max_retries: int = 3,
+        base_delay_ms: int | None = None,
+        max_delay_ms: int | None = None,
+        *,
+        base_delay: float | None = None,
+        max_delay: float | None = None,
+    ) -> None:
+        self.max_retries = max_retries
+        self.base_delay_ms = ms_option(
+            "RetryPolicy", "base_delay_ms", base_delay_ms, "base_delay", base_delay, 200
+        )
+        self.max_delay_ms = ms_option(
+            "RetryPolicy", "max_delay_ms", max_delay_ms, "max_delay", max_delay, 5000
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"RetryPolicy(max_retries={self.max_retries}, base_delay_ms={self.base_delay_ms},"
+            f" max_delay_ms={self.max_delay_ms})"
+        )
+
+    def delay_ms(self, retry: int, retry_after_ms: float | None = None) -> float:
+        """Milliseconds before retry number `retry` (0-based): Retry-After (+0-10%) or jitter."""
+        if retry_after_ms is not None:
+            return jittered(retry_after_ms)
+        return random.uniform(0, min(self.max_delay_ms, self.base_delay_ms * 2**retry))
 
 
 @dataclass(frozen=True)
@@ -48,7 +83,7 @@ class ClientConfig:
 
     base_url: str
     api_key: str | None
-    timeout: float
+    timeout_ms: int
     retry: RetryPolicy
     headers: dict[str, str] = field(default_factory=dict)
 
@@ -57,9 +92,10 @@ class ClientConfig:
         cls,
         base_url: str | None,
         api_key: str | None,
-        timeout: float | None,
+        timeout_ms: int | None,
         retry: RetryPolicy | None,
-        headers: dict[str, str] | None,
+        headers: Mapping[str, str] | None,
+        timeout: float | None = None,
     ) -> ClientConfig:
         """Arguments first, then ORCH8_URL / ORCH8_API_KEY, then defaults (P-SDK-1)."""
         url = base_url or os.environ.get("ORCH8_URL") or DEFAULT_URL
@@ -67,7 +103,9 @@ class ClientConfig:
         return cls(
             base_url=url.rstrip("/"),
             api_key=key,
-            timeout=DEFAULT_TIMEOUT if timeout is None else timeout,
+            timeout_ms=ms_option(
+                "Orch8Client", "timeout_ms", timeout_ms, "timeout", timeout, DEFAULT_TIMEOUT_MS
+            ),
             retry=retry or RetryPolicy(),
             headers=dict(headers or {}),
         )
@@ -91,13 +129,14 @@ class Call:
 
     endpoint: ModuleType
     args: dict[str, Any]
-    safe: bool  # P-SDK-2: may be repeated automatically
-    timeout: float | None = None  # overrides the client's timeout (long-polls)
+    safe: bool  # P-SDK-2: may be repeated automatically (x-orch8-retry)
+    timeout_ms: int | None = None  # overrides the client's timeout (long-polls)
 
     def request(self, config: ClientConfig) -> dict[str, Any]:
         """httpx.request keyword arguments, built by the generated module."""
         kwargs: dict[str, Any] = self.endpoint._get_kwargs(**self.args)
-        kwargs["timeout"] = self.timeout if self.timeout is not None else config.timeout
+        timeout_ms = self.timeout_ms if self.timeout_ms is not None else config.timeout_ms
+        kwargs["timeout"] = timeout_ms / 1000
         return kwargs
 
     def parse(self, client: GeneratedClient, response: httpx.Response) -> Any:
@@ -107,37 +146,37 @@ class Call:
         return self.endpoint._parse_response(client=client, response=response)
 
 
-def retry_delay(
+def retry_delay_ms(
     call: Call, retry: int, policy: RetryPolicy, response: httpx.Response | None
 ) -> float | None:
-    """Seconds to wait before repeating `call`, or None to stop (P-SDK-2).
+    """Milliseconds to wait before repeating `call`, or None to stop (P-SDK-2, P-SDK-16).
 
     `response` None means a connection error or timeout. Only calls safe to repeat are
-    retried, on connection errors and 429/502/503/504, honouring Retry-After.
+    retried, on outages; a Retry-After over 30 s is not waited for (the error surfaces).
     """
-    if response is not None and response.status_code not in RETRY_STATUSES:
+    if response is not None and not is_outage(response.status_code):
         return None
     if not call.safe or retry >= policy.max_retries:
         return None
-    retry_after = (
-        None if response is None else parse_retry_after(response.headers.get("retry-after"))
-    )
-    return policy.delay(retry, retry_after)
+    after = None if response is None else parse_retry_after_ms(response.headers.get("retry-after"))
+    if after is not None and after > MAX_CLIENT_RETRY_AFTER_MS:
+        return None
+    return policy.delay_ms(retry, after)
 
 
-def parse_retry_after(value: str | None) -> float | None:
-    """Seconds from a Retry-After header (delta-seconds or an HTTP date)."""
+def parse_retry_after_ms(value: str | None) -> float | None:
+    """Milliseconds from a Retry-After header (delta-seconds or an HTTP date)."""
     if not value:
         return None
     try:
-        return max(0.0, float(value))
+        return max(0.0, float(value) * 1000)
     except ValueError:
         pass
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return max(0.0, (when.timestamp() - time.time()) * 1000)
 
 
 def error_from_response(response: httpx.Response) -> Orch8Error:
@@ -160,7 +199,7 @@ def error_from_response(response: httpx.Response) -> Orch8Error:
         code=code,
         title=problem.get("title"),
         errors=errors,
-        retry_after=parse_retry_after(response.headers.get("retry-after")),
+        retry_after_ms=parse_retry_after_ms(response.headers.get("retry-after")),
         problem=problem or None,
     )
 
@@ -170,6 +209,41 @@ def connection_error(exc: httpx.HTTPError) -> UnavailableError:
     return UnavailableError(f"{type(exc).__name__}: {exc}", code="connection_error")
 
 
-def long_poll_timeout(wait_ms: int | None) -> float:
-    """P-SDK-1: the long-poll's own budget plus 10 s."""
-    return (DEFAULT_WAIT_MS if wait_ms is None else wait_ms) / 1000 + LONG_POLL_MARGIN
+def long_poll_timeout(wait_ms: int | None) -> int:
+    """P-SDK-1: the long-poll's own budget plus 10 s, in milliseconds."""
+    return (DEFAULT_WAIT_MS if wait_ms is None else wait_ms) + LONG_POLL_MARGIN_MS
+
+
+# --- helpers of the generated client methods (orch8/_generated/_methods.py) --------------
+
+
+def iso(value: datetime.datetime | str) -> str:
+    """A timestamp argument as RFC 3339 text."""
+    return value.isoformat() if isinstance(value, datetime.datetime) else value
+
+
+def check_items(
+    method: str, items: Iterable[Mapping[str, Any]], allowed: Sequence[str], required: Sequence[str]
+) -> list[dict[str, Any]]:
+    """Batch items as JSON objects; unknown or missing keys raise TypeError (issue 14)."""
+    out: list[dict[str, Any]] = []
+    known = set(allowed)
+    for n, item in enumerate(items):
+        unknown = sorted(set(item) - known)
+        if unknown:
+            raise TypeError(
+                f"{method}() item {n}: unexpected key(s) {', '.join(map(repr, unknown))};"
+                f" allowed: {', '.join(allowed)}"
+            )
+        missing = [k for k in required if item.get(k) is None]
+        if missing:
+            raise TypeError(f"{method}() item {n}: missing required key(s) {', '.join(missing)}")
+        out.append({k: iso(v) if isinstance(v, datetime.datetime) else v for k, v in item.items()})
+    return out
+
+
+def warn_deprecated(method: str, name: str) -> None:
+    """A deprecated wire field given to a client method (decisions A: one name per concept)."""
+    warnings.warn(
+        f"{method}(): {name} is deprecated in the contract", DeprecationWarning, stacklevel=3
+    )

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
+
+import httpx
+
+# P-SDK-16: the answers that mean "the server is out, try again later".
+OUTAGE_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
 class Orch8Error(Exception):
@@ -16,7 +22,7 @@ class Orch8Error(Exception):
         code: str | None = None,
         title: str | None = None,
         errors: list[dict[str, Any]] | None = None,
-        retry_after: float | None = None,
+        retry_after_ms: float | None = None,
         problem: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(detail)
@@ -25,12 +31,18 @@ class Orch8Error(Exception):
         self.code = code
         self.title = title
         self.errors = errors or []
-        self.retry_after = retry_after
+        self.retry_after_ms = retry_after_ms  # the answer's Retry-After, when it had one
         self.problem = problem
 
+    @property
+    def retry_after(self) -> float | None:
+        """Deprecated: Retry-After in seconds; use `retry_after_ms`."""
+        return None if self.retry_after_ms is None else self.retry_after_ms / 1000
+
     def __str__(self) -> str:
-        where = f" ({self.status} {self.code})" if self.status else f" ({self.code})"
-        return f"{self.detail}{where if self.code or self.status else ''}"
+        # P-SDK-22: the text names its cause, HTTP status and problem code.
+        cause = " ".join(str(p) for p in (self.status, self.code) if p)
+        return f"{self.detail} ({cause})" if cause else self.detail
 
 
 class NotFoundError(Orch8Error):
@@ -95,6 +107,23 @@ _BY_STATUS: dict[int, type[Orch8Error]] = {
 }
 
 
+def is_outage(cause: BaseException | int) -> bool:
+    """P-SDK-16, the ONE outage classifier: refused/reset connection, timeout, 408, 429, 5xx.
+
+    It decides the client's automatic retries (P-SDK-2), the worker's poll and register
+    backoff (P-SDK-9) and result re-sends (P-SDK-12). `cause` is a status or an exception.
+    """
+    if isinstance(cause, int):
+        return cause in OUTAGE_STATUSES
+    if isinstance(cause, httpx.TransportError):
+        return True
+    if isinstance(cause, Orch8Error):
+        if cause.status is None:
+            return cause.code == "connection_error"
+        return cause.status in OUTAGE_STATUSES
+    return False
+
+
 def error_class(status: int, code: str | None) -> type[Orch8Error]:
     """The exception type for a problem `code` (section 12), falling back on the status."""
     if code in _BY_CODE:
@@ -106,26 +135,40 @@ def error_class(status: int, code: str | None) -> type[Orch8Error]:
 
 
 class RetryableError(Exception):
-    """Fail the attempt retryably; `retry_after` (seconds) replaces the server's backoff."""
+    """Fail the attempt retryably (P-SDK-20); `retry_after_ms` replaces the server's backoff."""
 
     def __init__(
         self,
         message: str = "retryable error",
         *,
-        retry_after: float | None = None,
+        retry_after_ms: int | None = None,
         code: str = "retryable_error",
         details: dict[str, Any] | None = None,
         checkpoint: dict[str, Any] | None = None,
+        retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
-        self.retry_after = retry_after
+        if retry_after is not None:
+            warnings.warn(
+                "RetryableError: retry_after (seconds) is deprecated; use retry_after_ms",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            if retry_after_ms is None:
+                retry_after_ms = round(retry_after * 1000)
+        self.retry_after_ms = retry_after_ms
         self.code = code
         self.details = details
         self.checkpoint = checkpoint
 
+    @property
+    def retry_after(self) -> float | None:
+        """Deprecated: the delay in seconds; use `retry_after_ms`."""
+        return None if self.retry_after_ms is None else self.retry_after_ms / 1000
+
 
 class PermanentError(Exception):
-    """Fail the task permanently at once, whatever attempts remain (P-RETRY-5)."""
+    """Fail the task permanently at once, whatever attempts remain (P-RETRY-5, P-SDK-20)."""
 
     def __init__(
         self,
@@ -133,23 +176,36 @@ class PermanentError(Exception):
         *,
         code: str = "permanent_error",
         details: dict[str, Any] | None = None,
+        checkpoint: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.details = details
+        self.checkpoint = checkpoint
 
 
 def is_retryable_status(status: int) -> bool:
-    """P-SDK-6 classifier: 408, 429 and 5xx are retryable; any other 4xx is permanent."""
+    """P-SDK-6 classifier for a handler's downstream calls: 408, 429, 5xx retryable."""
     return status in (408, 429) or 500 <= status <= 599
 
 
 def error_for_status(
-    status: int, message: str | None = None, *, retry_after: float | None = None
+    status: int,
+    message: str | None = None,
+    *,
+    retry_after_ms: int | None = None,
+    retry_after: float | None = None,
 ) -> RetryableError | PermanentError:
     """The handler error to raise for a failed downstream HTTP call with this status."""
     text = message or f"upstream answered HTTP {status}"
     details = {"http_status": status}
+    if retry_after is not None and retry_after_ms is None:
+        warnings.warn(
+            "error_for_status: retry_after (seconds) is deprecated; use retry_after_ms",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        retry_after_ms = round(retry_after * 1000)
     if is_retryable_status(status):
-        return RetryableError(text, retry_after=retry_after, details=details)
+        return RetryableError(text, retry_after_ms=retry_after_ms, details=details)
     return PermanentError(text, details=details)

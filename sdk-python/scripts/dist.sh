@@ -9,5 +9,6 @@ rm -rf dist build
 log=$(mktemp)
 "$venv/python" -m build --sdist --wheel --outdir dist . >"$log" 2>&1 || { cat "$log" >&2; rm -f "$log"; exit 1; }
 rm -f "$log"
+rm -rf build
 "$venv/twine" check --strict dist/*
 ls -1 dist | sed "s|^|dist: sdk-python/dist/|"

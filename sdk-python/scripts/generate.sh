@@ -7,7 +7,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 venv=$here/../.venv/bin
 out=$1
 export PATH="$venv:$PATH"   # the generator's ruff post-hooks need ruff on PATH
-export ORCH8_SPEC="$here/../openapi.yaml" ORCH8_SPEC_STAMP="$here/codegen/spec_stamp.py"
+export ORCH8_SPEC="$here/../openapi.yaml" ORCH8_SPEC_STAMP="$here/codegen/spec_stamp.py" \
+  ORCH8_GEN_CLIENT="$here/codegen/gen_client.py"
 want="0.29.1"
 have=$("$venv/openapi-python-client" --version | awk '{print $NF}')
 [ "$have" = "$want" ] || { echo "generate: need openapi-python-client $want, have $have (run make setup)" >&2; exit 1; }

@@ -2,7 +2,26 @@
 
 from .backoff import Backoff
 from .context import TaskContext
-from .observe import WorkerStats
+from .observe import (
+    ErrorEvent,
+    PollEvent,
+    TaskAbandonedEvent,
+    TaskCompleteEvent,
+    TaskFailEvent,
+    TaskStartEvent,
+    WorkerStats,
+)
 from .worker import Worker
 
-__all__ = ["Backoff", "TaskContext", "Worker", "WorkerStats"]
+__all__ = [
+    "Backoff",
+    "ErrorEvent",
+    "PollEvent",
+    "TaskAbandonedEvent",
+    "TaskCompleteEvent",
+    "TaskContext",
+    "TaskFailEvent",
+    "TaskStartEvent",
+    "Worker",
+    "WorkerStats",
+]

@@ -1,4 +1,4 @@
-"""Running one claimed attempt and delivering its result (P-SDK-5, P-SDK-6, P-SDK-9, P-SDK-12)."""
+"""Running one claimed attempt and delivering a failure (P-SDK-5, -6, -9, -15, -20)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import contextvars
 import datetime
 import functools
 import inspect
+import json
+import time
 import traceback
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..async_client import AsyncOrch8Client
 from ..errors import (
@@ -20,6 +22,7 @@ from ..errors import (
     PermanentError,
     RetryableError,
     TaskCancelledError,
+    is_outage,
 )
 from .backoff import Backoff
 from .context import TaskContext
@@ -27,8 +30,11 @@ from .observe import Observer, log
 
 Handler = Callable[[TaskContext], Any | Awaitable[Any]]
 
-UNHANDLED = "unhandled_error"  # P-SDK-6
+UNHANDLED = "unhandled_error"  # P-SDK-6, P-SDK-20
 SHUTDOWN = "shutdown"  # P-SDK-7
+NO_HANDLER = "no_handler"  # P-SDK-14
+INVALID_OUTPUT = "invalid_output"  # P-SDK-15
+OUTPUT_REJECTED = "output_rejected"  # P-SDK-15
 
 
 @dataclass
@@ -36,7 +42,7 @@ class Outcome:
     """How an attempt ended, before it is reported."""
 
     output: Any = None
-    error: BaseException | None = None
+    error: BaseException | str | None = None
     retryable: bool = True
     code: str = UNHANDLED
     retry_after_ms: int | None = None
@@ -47,24 +53,48 @@ class Outcome:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def message(self) -> str:
+        text = str(self.error) or type(self.error).__name__
+        return text[:65536]
+
 
 def classify(exc: BaseException) -> Outcome:
-    """P-SDK-6: RetryableError, PermanentError, anything else retryable `unhandled_error`."""
+    """P-SDK-6 / P-SDK-20: typed errors as they say, anything else retryable unhandled_error."""
     if isinstance(exc, RetryableError):
-        after = None if exc.retry_after is None else max(0, round(exc.retry_after * 1000))
         return Outcome(
             error=exc,
             retryable=True,
             code=exc.code,
-            retry_after_ms=after,
+            retry_after_ms=None if exc.retry_after_ms is None else max(0, exc.retry_after_ms),
             details=exc.details,
             checkpoint=exc.checkpoint,
         )
     if isinstance(exc, PermanentError):
-        return Outcome(error=exc, retryable=False, code=exc.code, details=exc.details)
-    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    details = {"exception": type(exc).__name__, "traceback": trace[-8000:]}
+        return Outcome(
+            error=exc,
+            retryable=False,
+            code=exc.code,
+            details=exc.details,
+            checkpoint=exc.checkpoint,
+        )
+    stack = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    details = {"type": type(exc).__name__, "message": str(exc), "stack": stack[-8000:]}
     return Outcome(error=exc, retryable=True, code=UNHANDLED, details=details)
+
+
+def strict_json(output: Any) -> Outcome | None:
+    """P-SDK-15: None when `output` is RFC 8259 JSON, else the permanent invalid_output fail."""
+    try:
+        json.dumps(output, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return Outcome(
+            error=f"handler output is not JSON: {type(exc).__name__}: {exc}",
+            retryable=False,
+            code=INVALID_OUTPUT,
+            details={"type": type(exc).__name__, "message": str(exc)},
+        )
+    return None
 
 
 @dataclass(eq=False)  # identity semantics: slots live in sets
@@ -76,6 +106,8 @@ class Slot:
     runner: asyncio.Task[None] | None = None
     handler_future: asyncio.Future[Any] | None = None
     abandoned: bool = False  # shutdown already reported this attempt (P-SDK-7)
+    started: float = 0.0
+    duration_ms: float = 0.0
 
     def cancel(self, reason: str) -> bool:
         """Fire the handler's cancellation signal (P-SDK-5); the handler decides how to stop."""
@@ -107,7 +139,18 @@ def start_handler(slot: Slot, executor: Executor) -> asyncio.Future[Any]:
 
 
 async def run_handler(slot: Slot, executor: Executor) -> Outcome:
-    """Run the handler to its end and classify what happened."""
+    """Run the handler to its end and classify what happened; the output is checked JSON."""
+    slot.started = time.monotonic()
+    try:
+        outcome = await _run_handler(slot, executor)
+    finally:
+        slot.duration_ms = (time.monotonic() - slot.started) * 1000
+    if outcome.ok:
+        return strict_json(outcome.output) or outcome
+    return outcome
+
+
+async def _run_handler(slot: Slot, executor: Executor) -> Outcome:
     try:
         future = start_handler(slot, executor)
     except Exception as exc:  # e.g. the handler is not callable with one argument
@@ -128,19 +171,15 @@ async def run_handler(slot: Slot, executor: Executor) -> Outcome:
     return Outcome(output=result)
 
 
-def _lease_deadline_passed(ctx: TaskContext) -> bool:
+def lease_deadline_passed(ctx: TaskContext) -> bool:
     return datetime.datetime.now(datetime.timezone.utc) >= ctx.lease_expires_at
 
 
-async def report(client: AsyncOrch8Client, ctx: TaskContext, outcome: Outcome) -> None:
-    """One attempt to report; the client itself retries transient failures (P-SDK-2)."""
-    if outcome.ok:
-        await client.complete_task(ctx.id, output=outcome.output, lease_id=ctx.lease_id)
-        return
-    message = str(outcome.error) or type(outcome.error).__name__
+async def send_fail(client: AsyncOrch8Client, ctx: TaskContext, outcome: Outcome) -> None:
+    """One fail call; the client itself retries outages (P-SDK-2)."""
     await client.fail_task(
         ctx.id,
-        error=message[:65536],
+        error=outcome.message,
         retryable=outcome.retryable,
         code=outcome.code,
         retry_after_ms=outcome.retry_after_ms,
@@ -150,228 +189,54 @@ async def report(client: AsyncOrch8Client, ctx: TaskContext, outcome: Outcome) -
     )
 
 
-def _transient(exc: Orch8Error) -> bool:
-    return exc.status is None or exc.status in (408, 429) or exc.status >= 500
+class DeliverDeps(Protocol):
+    """What delivering a failure needs from the worker's runtime."""
+
+    client: AsyncOrch8Client
+    observer: Observer
+
+    def new_backoff(self) -> Backoff: ...
 
 
-async def deliver(
-    client: AsyncOrch8Client,
-    slot: Slot,
-    outcome: Outcome,
-    observer: Observer,
-    backoff_factory: Callable[[], Backoff],
-) -> bool:
-    """Report `outcome`, re-sending through outages until the lease deadline (P-SDK-9).
+async def deliver_fail(deps: DeliverDeps, slot: Slot, outcome: Outcome) -> str:
+    """Report a failure, re-sending through outages until the lease deadline (P-SDK-9).
 
-    Returns True when the server took the result. A 409 lease_lost / task_cancelled fires the
-    cancellation signal and stops (P-SDK-5); the caller then counts the task as lost.
+    Returns how the task ended: `failed` (the server took it), `lease_lost` or `cancelled`
+    (a 409 fired the cancellation signal, P-SDK-5, or the deadline passed).
     """
     ctx = slot.ctx
-    backoff = backoff_factory()
+    backoff = deps.new_backoff()
     while True:
         if ctx.is_cancelled:
-            return False
+            return ctx.cancel_reason or "lease_lost"
         try:
-            await report(client, ctx, outcome)
-            return True
+            await send_fail(deps.client, ctx, outcome)
+            return "failed"
         except LeaseLostError:
             slot.cancel("lease_lost")
-            return False
+            return "lease_lost"
         except TaskCancelledError:
             slot.cancel("cancelled")
-            return False
+            return "cancelled"
         except Orch8Error as exc:
-            if not _transient(exc):
+            deps.observer.error("fail", exc)
+            if not is_outage(exc):
                 log.error(
-                    "result rejected by the server",
-                    extra=observer.extra(ctx, error=str(exc), code=exc.code),
+                    "failure report rejected by the server: %s", exc, extra=deps.observer.extra(ctx)
                 )
-                if outcome.ok:
-                    # e.g. an output over the body limit: report it as a permanent failure.
-                    outcome = Outcome(error=exc, retryable=False, code=exc.code or "rejected")
-                    continue
-                return False
-            if _lease_deadline_passed(ctx):
+                return "lease_lost"  # it runs again once its lease expires
+            if lease_deadline_passed(ctx):
                 log.error(
-                    "result undeliverable before the lease deadline", extra=observer.extra(ctx)
+                    "failure undeliverable before the lease deadline: %s",
+                    exc,
+                    extra=deps.observer.extra(ctx),
                 )
-                return False
-            delay = backoff.next_delay()
+                return "lease_lost"
+            delay = backoff.next_delay_ms(exc.retry_after_ms)
             log.warning(
-                "result delivery failed, retrying",
-                extra=observer.extra(ctx, error=str(exc), retry_in_s=round(delay, 3)),
+                "failure report not delivered (%s), retrying in %.0f ms",
+                exc,
+                delay,
+                extra=deps.observer.extra(ctx),
             )
-            await asyncio.sleep(delay)
-        except (TypeError, ValueError) as exc:  # output not JSON-serialisable
-            if not outcome.ok:
-                return False
-            outcome = classify(exc)
-
-
-MAX_BATCH = 100  # items per POST /workers/tasks/complete/batch (P-SDK-12, openapi maxItems)
-
-
-@dataclass(eq=False)
-class _Pending:
-    """One completion waiting for (or riding in) a batch request."""
-
-    slot: Slot
-    outcome: Outcome
-    done: asyncio.Future[bool | None]  # True taken, False not sent / lost, None: single path
-
-    def settle(self, value: bool | None) -> None:
-        if not self.done.done():
-            self.done.set_result(value)
-
-
-class Completer:
-    """Group-commit completions through POST /workers/tasks/complete/batch (P-SDK-12).
-
-    A result that becomes ready while no batch request is in flight is sent at once, alone;
-    results that become ready while one is in flight wait for it and then go together in
-    the next request (at most MAX_BATCH). No timer. Each item's answer is handled as a single
-    complete's would be; a transport failure, 429 or 5xx re-sends the items with the outage
-    backoff (P-SDK-9) until each one's lease deadline. Anything the batch cannot decide for
-    one item (a rejected body, an output that is not JSON, any other item error) goes
-    through the single-call `deliver`, so it ends exactly as a single complete would.
-    """
-
-    def __init__(
-        self,
-        client: AsyncOrch8Client,
-        observer: Observer,
-        backoff_factory: Callable[[], Backoff],
-    ) -> None:
-        self.client = client
-        self.observer = observer
-        self.backoff_factory = backoff_factory
-        self._queue: list[_Pending] = []
-        self._sender: asyncio.Task[None] | None = None
-
-    @property
-    def in_flight(self) -> bool:
-        return self._sender is not None and not self._sender.done()
-
-    async def complete(self, slot: Slot, outcome: Outcome) -> bool:
-        """Report a successful outcome; True when the server took it (as `deliver`)."""
-        if slot.ctx.is_cancelled:
-            return False
-        entry = _Pending(slot, outcome, asyncio.get_running_loop().create_future())
-        self._queue.append(entry)
-        if not self.in_flight:
-            first = self._take()  # taken now: the request holds this result alone
-            self._sender = asyncio.ensure_future(self._send_loop(first))
-        verdict = await asyncio.shield(entry.done)
-        if verdict is None:  # not decided by the batch: the single-call path decides
-            return await deliver(self.client, slot, outcome, self.observer, self.backoff_factory)
-        return verdict
-
-    async def aclose(self) -> None:
-        """Wait for the batch request in flight, if any (P-SDK-7: before deregistering)."""
-        if self._sender is not None:
-            await asyncio.gather(self._sender, return_exceptions=True)
-
-    def _take(self) -> list[_Pending]:
-        """Up to MAX_BATCH queued results still worth sending, oldest first."""
-        batch: list[_Pending] = []
-        while self._queue and len(batch) < MAX_BATCH:
-            entry = self._queue.pop(0)
-            if entry.done.done():
-                continue
-            if entry.slot.ctx.is_cancelled:  # lease lost or cancelled meanwhile: send nothing
-                entry.settle(False)
-                continue
-            batch.append(entry)
-        return batch
-
-    async def _send_loop(self, batch: list[_Pending]) -> None:
-        backoff = self.backoff_factory()
-        try:
-            while True:
-                if batch:
-                    retry = await self._send(batch)
-                    if retry:
-                        delay = backoff.next_delay()
-                        for entry in retry:
-                            log.warning(
-                                "result delivery failed, retrying",
-                                extra=self.observer.extra(
-                                    entry.slot.ctx, retry_in_s=round(delay, 3)
-                                ),
-                            )
-                        await asyncio.sleep(delay)
-                        self._queue[:0] = retry  # the same items go first in the re-send
-                    else:
-                        backoff.reset()
-                batch = self._take()
-                if not batch and not self._queue:
-                    return
-        except BaseException:
-            for entry in [*batch, *self._queue]:
-                entry.settle(None)  # never strand a waiting runner
-            self._queue.clear()
-            raise
-
-    async def _send(self, batch: list[_Pending]) -> list[_Pending]:
-        """Send one batch and settle its items; returns the items to re-send."""
-        items = [
-            {"task_id": e.slot.ctx.id, "lease_id": e.slot.ctx.lease_id, "output": e.outcome.output}
-            for e in batch
-        ]
-        try:
-            answer = await self.client.complete_tasks(items)
-        except Orch8Error as exc:
-            if not _transient(exc):
-                for entry in batch:  # e.g. a body over the limit: decide item by item
-                    entry.settle(None)
-                return []
-            return self._keep_for_resend(batch, str(exc))
-        except (TypeError, ValueError):  # an output that is not JSON-serialisable
-            for entry in batch:
-                entry.settle(None)
-            return []
-        retry: list[_Pending] = []
-        by_id = {o.task_id: o for o in answer.items}
-        for entry in batch:
-            got = by_id.get(entry.slot.ctx.id)
-            if got is None:
-                entry.settle(None)
-            elif got.status != "error":
-                entry.settle(True)
-            else:
-                retry.extend(self._item_error(entry, got.problem))
-        return self._keep_for_resend(retry, "item not applied") if retry else []
-
-    def _item_error(self, entry: _Pending, problem: Any) -> list[_Pending]:
-        """An `error` item, handled as the same problem on a single complete would be."""
-        code = getattr(problem, "code", None)
-        status = getattr(problem, "status", None)
-        if code == "lease_lost":
-            entry.slot.cancel("lease_lost")
-            entry.settle(False)
-        elif code == "task_cancelled":
-            entry.slot.cancel("cancelled")
-            entry.settle(False)
-        elif isinstance(status, int) and (status in (408, 429) or status >= 500):
-            return [entry]
-        else:
-            entry.settle(None)
-        return []
-
-    def _keep_for_resend(self, batch: list[_Pending], error: str) -> list[_Pending]:
-        keep: list[_Pending] = []
-        for entry in batch:
-            ctx = entry.slot.ctx
-            if entry.done.done():
-                continue
-            if ctx.is_cancelled:
-                entry.settle(False)
-            elif _lease_deadline_passed(ctx):
-                log.error(
-                    "result undeliverable before the lease deadline",
-                    extra=self.observer.extra(ctx, error=error),
-                )
-                entry.settle(False)
-            else:
-                keep.append(entry)
-        return keep
+            await asyncio.sleep(delay / 1000)

@@ -1,4 +1,7 @@
-"""The worker's concurrent loops: registration, heartbeats, claiming, running, draining."""
+"""The worker's concurrent loops: registration, heartbeats, claiming, running, draining.
+
+Each loop takes a narrow Protocol of what it needs; `_runtime.Runtime` provides them all.
+"""
 
 from __future__ import annotations
 
@@ -7,88 +10,128 @@ import contextlib
 import datetime
 import os
 import socket
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from typing import Any, Protocol
 
 from .._version import USER_AGENT
-from ..errors import Orch8Error
-from ._execute import SHUTDOWN, Outcome, Slot, deliver, report, run_handler
-from .observe import log
+from ..async_client import AsyncOrch8Client
+from ..errors import Orch8Error, is_outage
+from ..models import ClaimedTask
+from ._completer import Completer
+from ._execute import (
+    OUTPUT_REJECTED,
+    SHUTDOWN,
+    Outcome,
+    Slot,
+    deliver_fail,
+    run_handler,
+    send_fail,
+)
+from ._runtime import Settings
+from .backoff import Backoff
+from .observe import Observer, log
 
-if TYPE_CHECKING:
-    from .worker import Worker
+SHUTDOWN_BUDGET_S = 5.0  # P-SDK-17: after the grace period, return within 5 s
 
 
-async def _sleep_unless_stopping(worker: Worker, seconds: float) -> None:
-    assert worker.stopping is not None
+async def _sleep_unless(event: asyncio.Event, ms: float) -> None:
     with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(worker.stopping.wait(), timeout=max(0.0, seconds))
+        await asyncio.wait_for(event.wait(), timeout=max(0.0, ms / 1000))
 
 
-def _transient(exc: Orch8Error) -> bool:
-    return exc.status is None or exc.status in (408, 429) or exc.status >= 500
+class RegisterDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    settings: Settings
+    stopping: asyncio.Event
+
+    @property
+    def handler_names(self) -> list[str]: ...
+
+    def new_backoff(self) -> Backoff: ...
 
 
-async def register_until_ok(worker: Worker) -> float | None:
-    """Register (P-WORKER-1), riding out outages (P-SDK-9); the heartbeat interval in seconds.
+async def register_until_ok(deps: RegisterDeps) -> int | None:
+    """Register (P-WORKER-1, P-SDK-21), riding out outages (P-SDK-9); the heartbeat interval.
 
     None means shutdown was requested before the server could be reached.
     """
-    assert worker.client is not None and worker.stopping is not None
-    backoff = worker.new_backoff()
-    while not worker.stopping.is_set():
+    cfg = deps.settings
+    backoff = deps.new_backoff()
+    while not deps.stopping.is_set():
         try:
-            record = await worker.client.register_worker(
-                worker.worker_id,
+            record = await deps.client.register_worker(
+                cfg.worker_id,
                 hostname=socket.gethostname()[:255],
                 pid=os.getpid(),
-                handlers=list(worker.handler_names),
-                queues=[worker.queue_name or "default"],
-                concurrency=worker.concurrency,
-                labels=worker.labels or None,
+                handlers=deps.handler_names,
+                queues=[cfg.queue_name or "default"],
+                concurrency=cfg.concurrency,
+                labels=cfg.labels,
                 sdk=USER_AGENT,
             )
         except Orch8Error as exc:
-            if not _transient(exc):
+            deps.observer.error("register", exc)
+            if not is_outage(exc):
                 raise
-            delay = backoff.next_delay()
+            delay = backoff.next_delay_ms(exc.retry_after_ms)
             log.warning(
-                "register failed, retrying",
-                extra=worker.observer.extra(error=str(exc), retry_in_s=round(delay, 3)),
+                "register failed (%s), retrying in %.0f ms",
+                exc,
+                delay,
+                extra=deps.observer.extra(),
             )
-            await _sleep_unless_stopping(worker, delay)
+            await _sleep_unless(deps.stopping, delay)
             continue
-        log.info("worker registered", extra=worker.observer.extra(handlers=worker.handler_names))
-        if worker.heartbeat_interval is not None:
-            return worker.heartbeat_interval
-        return record.heartbeat_interval_ms / 1000
+        log.info("worker registered", extra=deps.observer.extra(handlers=deps.handler_names))
+        return cfg.heartbeat_interval_ms or record.heartbeat_interval_ms or 5000
     return None
 
 
-async def heartbeat_loop(worker: Worker, interval: float) -> None:
+class HeartbeatDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    settings: Settings
+    held: dict[str, Slot]
+
+    @property
+    def state(self) -> str: ...
+
+    def apply_directive(self, directive: str) -> None: ...
+
+
+async def heartbeat_loop(deps: HeartbeatDeps, interval_ms: int) -> None:
     """One worker heartbeat per interval listing every held task (P-SDK-4, P-WORKER-2/3).
 
     Fixed-rate: the time a heartbeat takes does not push the next one back.
     """
-    assert worker.client is not None
     loop = asyncio.get_running_loop()
-    due = loop.time() + interval
+    due = loop.time() + interval_ms / 1000
     while True:
         await asyncio.sleep(max(0.0, due - loop.time()))
-        due = max(due + interval, loop.time())
+        due = max(due + interval_ms / 1000, loop.time())
         try:
-            interval = await _heartbeat_once(worker, interval)
+            interval_ms = await _heartbeat_once(deps, interval_ms)
         except Orch8Error as exc:
-            log.warning("worker heartbeat failed", extra=worker.observer.extra(error=str(exc)))
-        except Exception:  # a bug here must not silently end the heartbeats
-            log.exception("worker heartbeat crashed", extra=worker.observer.extra())
+            deps.observer.error("heartbeat", exc)
+            log.warning("worker heartbeat failed: %s", exc, extra=deps.observer.extra())
+        except Exception as exc:  # a bug here must not silently end the heartbeats
+            deps.observer.error("heartbeat", exc)
+            log.exception(
+                "worker heartbeat crashed: %s", type(exc).__name__, extra=deps.observer.extra()
+            )
 
 
-async def _heartbeat_once(worker: Worker, interval: float) -> float:
+async def _heartbeat_once(deps: HeartbeatDeps, interval_ms: int) -> int:
     """Send one heartbeat, apply its answer, and return the interval to keep."""
-    assert worker.client is not None
-    slots = dict(worker.held)
-    answer = await worker.client.heartbeat_worker(
-        worker.worker_id, active_task_ids=list(slots), state=worker.state
+    slots = dict(deps.held)
+    answer = await deps.client.heartbeat_worker(
+        deps.settings.worker_id,
+        active_task_ids=list(slots),
+        state=deps.state,
+        lease_ms=deps.settings.lease_ms,
     )
     for status in answer.tasks:
         slot = slots.get(status.task_id)
@@ -100,48 +143,57 @@ async def _heartbeat_once(worker: Worker, interval: float) -> float:
             slot.cancel("cancelled")
         elif isinstance(status.lease_expires_at, datetime.datetime):
             slot.ctx._update_lease(status.lease_expires_at)
-    apply_directive(worker, answer.directive)
-    if worker.heartbeat_interval is None and answer.heartbeat_interval_ms > 0:
-        return answer.heartbeat_interval_ms / 1000
-    return interval
+    deps.apply_directive(answer.directive)
+    if deps.settings.heartbeat_interval_ms is None and answer.heartbeat_interval_ms > 0:
+        return answer.heartbeat_interval_ms
+    return interval_ms
 
 
-def apply_directive(worker: Worker, directive: str) -> None:
-    """P-WORKER-3: obey `running`, `quiet` and `terminate`."""
-    if directive == "terminate":
-        worker.request_stop("terminate directive")
-        return
-    quiet = directive == "quiet"
-    if quiet != worker.server_quiet:
-        worker.server_quiet = quiet
-        if quiet:
-            worker.interrupt_poll()
-        log.info("directive " + directive, extra=worker.observer.extra(directive=directive))
-        worker.poke()
+class PollDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    settings: Settings
+    stopping: asyncio.Event
+    wake: asyncio.Event
+    interrupt: asyncio.Event
+
+    @property
+    def claiming(self) -> bool: ...
+
+    def free_slots(self) -> int: ...
+
+    def batch_size(self) -> int: ...
+
+    def handler_chunk(self) -> list[str]: ...
+
+    def new_backoff(self) -> Backoff: ...
+
+    def start_task(self, claimed: ClaimedTask, run: Callable[[Slot], Any]) -> None: ...
 
 
-async def poll_loop(worker: Worker) -> None:
-    """Long-poll for exactly the free slots (P-SDK-3) until shutdown; back off on outages."""
-    assert worker.client is not None and worker.stopping is not None and worker.wake is not None
-    backoff = worker.new_backoff()
-    while not worker.stopping.is_set():
-        free = worker.concurrency - len(worker.held) - len(worker.superseded)
-        if free <= 0 or not worker.claiming:
-            worker.wake.clear()
-            await worker.wake.wait()
+async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
+    """Long-poll for the free slots (P-SDK-3, P-SDK-13) until shutdown; back off on outages."""
+    cfg = deps.settings
+    backoff = deps.new_backoff()
+    while not deps.stopping.is_set():
+        if deps.free_slots() <= 0 or not deps.claiming:
+            deps.wake.clear()
+            await deps.wake.wait()
             continue
-        worker.interrupt.clear()
+        deps.interrupt.clear()
+        started = time.monotonic()
+        deps.observer.poll_sent()
         poll = asyncio.ensure_future(
-            worker.client.poll_tasks(
-                handler_names=list(worker.handler_names),
-                queue_name=worker.queue_name,
-                worker_id=worker.worker_id,
-                wait_ms=worker.wait_ms,
-                lease_ms=worker.lease_ms,
-                batch_size=free,
+            deps.client.poll_tasks(
+                handler_names=deps.handler_chunk(),
+                queue_name=cfg.queue_name,
+                worker_id=cfg.worker_id,
+                wait_ms=cfg.wait_ms,
+                lease_ms=cfg.lease_ms,
+                batch_size=deps.batch_size(),
             )
         )
-        interrupted = asyncio.ensure_future(worker.interrupt.wait())
+        interrupted = asyncio.ensure_future(deps.interrupt.wait())
         await asyncio.wait({poll, interrupted}, return_when=asyncio.FIRST_COMPLETED)
         interrupted.cancel()
         if not poll.done():
@@ -153,90 +205,136 @@ async def poll_loop(worker: Worker) -> None:
         try:
             batch = poll.result()
         except Orch8Error as exc:
-            worker.observer.count("poll_errors")
-            delay = backoff.next_delay()
+            deps.observer.poll_failed(exc)
+            delay = backoff.next_delay_ms(exc.retry_after_ms if is_outage(exc) else None)
             log.warning(
-                "poll failed, backing off",
-                extra=worker.observer.extra(error=str(exc), retry_in_s=round(delay, 3)),
+                "poll failed (%s), backing off %.0f ms", exc, delay, extra=deps.observer.extra()
             )
-            await _sleep_unless_stopping(worker, delay)  # P-SDK-9
+            await _sleep_unless(deps.stopping, delay)  # P-SDK-9
             continue
         backoff.reset()
-        worker.observer.polled(len(batch.tasks))
+        deps.observer.polled(len(batch.tasks), (time.monotonic() - started) * 1000)
         for claimed in batch.tasks:
-            worker.start_task(claimed)
+            deps.start_task(claimed, run)
         if batch.next_poll_after_ms:
-            await _sleep_unless_stopping(worker, batch.next_poll_after_ms / 1000)
+            await _sleep_unless(deps.stopping, batch.next_poll_after_ms)
 
 
-async def run_slot(worker: Worker, slot: Slot) -> None:
+class ExecutorDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    executor: Executor
+    completer: Completer
+
+    def new_backoff(self) -> Backoff: ...
+
+    def release_slot(self, slot: Slot) -> None: ...
+
+
+async def run_slot(deps: ExecutorDeps, slot: Slot) -> None:
     """Run one attempt and report it, unless its lease was lost meanwhile (P-SDK-5/6)."""
-    assert worker.client is not None and worker.executor is not None
     ctx = slot.ctx
+    settled = False
     try:
-        worker.observer.started(ctx)
-        outcome = await run_handler(slot, worker.executor)
+        deps.observer.started(ctx)
+        outcome = await run_handler(slot, deps.executor)
         if slot.abandoned:
-            return  # shutdown already reported this attempt
-        if ctx.is_cancelled:
-            worker.observer.lost(ctx, ctx.cancel_reason or "lease_lost")
-            return
-        if outcome.ok and worker.completer is not None:  # P-SDK-12: batched completions
-            delivered = await worker.completer.complete(slot, outcome)
-        else:  # fails stay single calls
-            delivered = await deliver(
-                worker.client, slot, outcome, worker.observer, worker.new_backoff
-            )
-        if delivered:
-            if outcome.ok:
-                worker.observer.completed(ctx, outcome.output)
-            else:
-                assert outcome.error is not None
-                worker.observer.failed(ctx, outcome.error, outcome.code, outcome.retryable)
-        elif ctx.is_cancelled:
-            worker.observer.lost(ctx, ctx.cancel_reason or "lease_lost")
+            settled = True
+            return  # shutdown already reported and counted this attempt (P-SDK-7)
+        ended = await _report(deps, slot, outcome)
+        settled = True
+        if ended in ("lease_lost", "cancelled"):
+            deps.observer.abandoned(ctx, ended)
     except asyncio.CancelledError:
         raise
-    except Exception:  # never let one task's bug escape as an unretrieved task exception
-        log.exception("task runner crashed", extra=worker.observer.extra(ctx))
+    except Exception as exc:  # never let one task's bug escape as an unretrieved exception
+        log.exception("task runner crashed: %s", type(exc).__name__, extra=deps.observer.extra(ctx))
     finally:
-        worker.release_slot(slot)
+        if not settled and not slot.abandoned:
+            deps.observer.abandoned(ctx, "lease_lost", "runner ended without a result")
+        deps.release_slot(slot)
 
 
-class ShutdownError(Exception):
-    """What a handler still running when the grace period ended is failed with (P-SDK-7)."""
+async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
+    """Deliver the outcome; how the task ended (completed, failed, lease_lost, cancelled)."""
+    ctx = slot.ctx
+    if ctx.is_cancelled:  # P-SDK-5 / P-SDK-19: no result once the signal fired
+        return ctx.cancel_reason or "lease_lost"
+    if outcome.ok:
+        verdict = await deps.completer.complete(slot, outcome.output)  # P-SDK-12
+        if verdict.kind == "completed":
+            deps.observer.completed(ctx, slot.duration_ms)
+            return "completed"
+        if verdict.kind != "rejected":
+            return verdict.kind
+        # P-SDK-15: refused alone: a permanent fail, which carries no output, so it fits.
+        outcome = Outcome(
+            error=f"the server refused the completion ({verdict.status} {verdict.code})",
+            retryable=False,
+            code=OUTPUT_REJECTED,
+            details={"status": verdict.status, "code": verdict.code},
+        )
+    ended = await deliver_fail(deps, slot, outcome)
+    if ended == "failed":
+        deps.observer.failed(
+            ctx, outcome.message, outcome.code, outcome.retryable, slot.duration_ms
+        )
+    return ended
 
 
-async def drain(worker: Worker) -> None:
-    """Wait up to grace_period for in-flight tasks, then fail leftovers with `shutdown`."""
-    assert worker.client is not None
-    slots = [*worker.held.values(), *worker.superseded]
+class DrainDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    settings: Settings
+    end_grace: asyncio.Event
+
+    def slots(self) -> Sequence[Slot]: ...
+
+
+async def drain(deps: DrainDeps) -> None:
+    """Wait up to the grace period, then fail leftovers with `shutdown` (P-SDK-7, P-SDK-17)."""
+    slots = list(deps.slots())
     runners = {s.runner for s in slots if s.runner is not None}
     if not runners:
         return
+    grace_ms = deps.settings.grace_period_ms
     log.info(
-        "draining in-flight tasks",
-        extra=worker.observer.extra(in_flight=len(runners), grace_period_s=worker.grace_period),
+        "draining %d in-flight task(s), grace period %d ms",
+        len(runners),
+        grace_ms,
+        extra=deps.observer.extra(),
     )
-    _, pending = await asyncio.wait(runners, timeout=worker.grace_period)
-    leftovers = [s for s in slots if s.runner in pending]
+    # Every runner done, or a second signal (P-SDK-17), or the grace period is over.
+    all_done = asyncio.ensure_future(asyncio.wait(runners))
+    ended = asyncio.ensure_future(deps.end_grace.wait())
+    await asyncio.wait(
+        {all_done, ended}, timeout=grace_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+    )
+    all_done.cancel()  # cancels the waiting, not the runners
+    ended.cancel()
+    leftovers = [s for s in slots if s.runner is not None and not s.runner.done()]
     for slot in leftovers:
         slot.abandoned = True
         slot.cancel(SHUTDOWN)  # the handler's cancellation signal fires first
-    error = ShutdownError(f"worker shut down after a {worker.grace_period:g} s grace period")
-    results = await asyncio.gather(
-        *(report(worker.client, s.ctx, Outcome(error=error, code=SHUTDOWN)) for s in leftovers),
-        return_exceptions=True,
-    )
-    for slot, result in zip(leftovers, results, strict=True):
-        if isinstance(result, BaseException):
-            log.warning(
-                "shutdown failure not delivered",
-                extra=worker.observer.extra(slot.ctx, error=str(result)),
-            )
+    why = f"worker shut down (grace period {grace_ms} ms)"
+    outcome = Outcome(error=why, retryable=True, code=SHUTDOWN)
+    sends = [asyncio.ensure_future(send_fail(deps.client, s.ctx, outcome)) for s in leftovers]
+    if sends:
+        await asyncio.wait(sends, timeout=SHUTDOWN_BUDGET_S / 2)
+    for slot, send in zip(leftovers, sends, strict=True):
+        error = None if send.done() and send.exception() is None else send
+        if error is None:
+            deps.observer.failed(slot.ctx, why, SHUTDOWN, True, slot.duration_ms)
         else:
-            worker.observer.failed(slot.ctx, error, SHUTDOWN, True)
+            send.cancel()
+            exc = send.exception() if send.done() and not send.cancelled() else None
+            log.warning(
+                "shutdown failure not delivered: %s",
+                exc if exc is not None else "timed out",
+                extra=deps.observer.extra(slot.ctx),
+            )
+            deps.observer.abandoned(slot.ctx, "lease_lost", "shutdown failure not delivered")
         slot.abort()
         if slot.runner is not None:
-            slot.runner.cancel()  # sync handlers keep their thread; their result is dropped
+            slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped
     await asyncio.gather(*(s.runner for s in leftovers if s.runner), return_exceptions=True)

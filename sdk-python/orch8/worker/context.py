@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._units import ms_option
 from ..errors import LeaseLostError, TaskCancelledError
 
 if TYPE_CHECKING:
@@ -69,31 +70,40 @@ class TaskContext:
             self.lease_expires_at = expires_at
 
     async def heartbeat_async(
-        self, *, progress: Any = _OMIT, checkpoint: Mapping[str, Any] | None = None
+        self,
+        *,
+        progress: Any = _OMIT,
+        checkpoint: Mapping[str, Any] | None = None,
+        lease_ms: int | None = None,
     ) -> None:
         """Extend this task's lease now, saving progress and a checkpoint (P-LEASE-5, P-CKPT-1).
 
-        A 409 `lease_lost` / `task_cancelled` fires the cancellation signal (P-SDK-5) instead
-        of raising; other errors propagate.
+        P-SDK-19: a 409 `lease_lost` / `task_cancelled` fires the cancellation signal and
+        raises LeaseLostError / TaskCancelledError, so the handler can stop; the worker then
+        sends no result. Outages are retried by the client (P-SDK-2) before they surface.
         """
         assert self._client is not None, "TaskContext is not bound to a worker"
         kwargs: dict[str, Any] = {"lease_id": self.lease_id, "checkpoint": checkpoint}
+        if lease_ms is not None:
+            kwargs["lease_ms"] = lease_ms  # never the deprecated extend_ms (P-SDK-19)
         if progress is not _OMIT:
             kwargs["progress"] = progress
         try:
-            status = await self._client.heartbeat(self.id, **kwargs)
+            status = await self._client.heartbeat_task(self.id, **kwargs)
         except LeaseLostError:
             self._cancel("lease_lost")
-            return
+            raise
         except TaskCancelledError:
             self._cancel("cancelled")
-            return
+            raise
         self._update_lease(status.lease_expires_at)
-        if status.cancel_requested:
-            self._cancel("cancelled")
 
     def heartbeat(
-        self, *, progress: Any = _OMIT, checkpoint: Mapping[str, Any] | None = None
+        self,
+        *,
+        progress: Any = _OMIT,
+        checkpoint: Mapping[str, Any] | None = None,
+        lease_ms: int | None = None,
     ) -> None:
         """Blocking twin of `heartbeat_async`, for sync handlers running in the thread pool."""
         loop = self._loop
@@ -105,15 +115,20 @@ class TaskContext:
         if running is loop:
             raise RuntimeError("in an async handler use `await ctx.heartbeat_async(...)`")
         future = asyncio.run_coroutine_threadsafe(
-            self.heartbeat_async(progress=progress, checkpoint=checkpoint), loop
+            self.heartbeat_async(progress=progress, checkpoint=checkpoint, lease_ms=lease_ms), loop
         )
         future.result()
 
-    async def wait_cancelled(self, timeout: float | None = None) -> bool:
+    async def wait_cancelled(
+        self, timeout: float | None = None, *, timeout_ms: int | None = None
+    ) -> bool:
         """For async handlers: wait until the cancellation signal fires (True) or timeout."""
         assert self._cancelled_async is not None, "TaskContext is not bound to a worker"
+        limit = ms_option("wait_cancelled", "timeout_ms", timeout_ms, "timeout", timeout, None)
         try:
-            await asyncio.wait_for(self._cancelled_async.wait(), timeout)
+            await asyncio.wait_for(
+                self._cancelled_async.wait(), None if limit is None else limit / 1000
+            )
         except asyncio.TimeoutError:
             return False
         return True

@@ -1,4 +1,4 @@
-"""Worker statistics, hooks and structured log records (P-SDK-11)."""
+"""Worker statistics, hooks and structured log records (P-SDK-11, P-SDK-22)."""
 
 from __future__ import annotations
 
@@ -12,17 +12,65 @@ from .context import TaskContext
 
 log = logging.getLogger("orch8.worker")
 
-# Hook signatures: on_poll(claimed: int), on_task_started(ctx), on_task_completed(ctx, output),
-# on_task_failed(ctx, error: BaseException).
-PollHook = Callable[[int], Any]
-StartHook = Callable[[TaskContext], Any]
-CompleteHook = Callable[[TaskContext, Any], Any]
-FailHook = Callable[[TaskContext, BaseException], Any]
+
+@dataclass(frozen=True)
+class PollEvent:
+    """`on_poll`: after each answered poll."""
+
+    claimed: int
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class TaskStartEvent:
+    """`on_task_start`: before the handler runs."""
+
+    task: TaskContext
+
+
+@dataclass(frozen=True)
+class TaskCompleteEvent:
+    """`on_task_complete`: the server acknowledged the completion; duration = handler run."""
+
+    task: TaskContext
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class TaskFailEvent:
+    """`on_task_fail`: the server acknowledged the failure."""
+
+    task: TaskContext
+    code: str
+    retryable: bool
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class TaskAbandonedEvent:
+    """`on_task_abandoned`: given up with no result sent (`lease_lost` or `cancelled`)."""
+
+    task: TaskContext
+    reason: str
+
+
+@dataclass(frozen=True)
+class ErrorEvent:
+    """`on_error`: a call the worker made failed (poll, heartbeat, complete, fail, ...)."""
+
+    operation: str
+    error: BaseException
+
+
+HOOKS = ("poll", "task_start", "task_complete", "task_fail", "task_abandoned", "error")
 
 
 @dataclass
 class WorkerStats:
-    """Counters since the worker started; `in_flight` is a snapshot."""
+    """Counters since the worker started (P-SDK-11); `in_flight` is a snapshot.
+
+    Always: tasks_claimed = completed + failed + lease_lost + cancelled + in_flight.
+    """
 
     tasks_claimed: int = 0
     tasks_completed: int = 0
@@ -44,14 +92,11 @@ class Observer:
         self.worker_id = worker_id
         self._stats = WorkerStats()
         self._lock = threading.Lock()
-        self.on_poll: list[PollHook] = []
-        self.on_task_started: list[StartHook] = []
-        self.on_task_completed: list[CompleteHook] = []
-        self.on_task_failed: list[FailHook] = []
+        self.hooks: dict[str, list[Callable[[Any], Any]]] = {name: [] for name in HOOKS}
 
-    def snapshot(self, in_flight: int) -> WorkerStats:
+    def snapshot(self) -> WorkerStats:
         with self._lock:
-            return WorkerStats(**{**self._stats.as_dict(), "in_flight": in_flight})
+            return WorkerStats(**self._stats.as_dict())
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:
@@ -65,37 +110,73 @@ class Observer:
         out.update(fields)
         return out
 
-    def _fire(self, hooks: list[Callable[..., Any]], *args: Any) -> None:
-        # A broken hook must never break the worker loop.
-        for hook in hooks:
+    def fire(self, name: str, event: Any) -> None:
+        # P-SDK-11: a broken hook is logged, naming the hook and its exception, and ignored.
+        for hook in self.hooks[name]:
             try:
-                hook(*args)
-            except Exception:
-                log.exception("worker hook failed", extra=self.extra(hook=repr(hook)))
+                hook(event)
+            except Exception as exc:
+                log.warning(
+                    "worker hook on_%s (%r) raised %s: %s",
+                    name,
+                    hook,
+                    type(exc).__name__,
+                    exc,
+                    extra=self.extra(hook=name),
+                )
 
-    def polled(self, claimed: int) -> None:
+    # --- the events; each keeps the counters' invariant ----------------------------------
+
+    def poll_sent(self) -> None:
         self.count("polls")
+
+    def poll_failed(self, error: BaseException) -> None:
+        self.count("poll_errors")
+        self.error("poll", error)
+
+    def polled(self, claimed: int, duration_ms: float) -> None:
         self.count("tasks_claimed", claimed)
-        self._fire(self.on_poll, claimed)
+        self.count("in_flight", claimed)
+        self.fire("poll", PollEvent(claimed, duration_ms))
 
     def started(self, ctx: TaskContext) -> None:
-        log.info("task started", extra=self.extra(ctx))
-        self._fire(self.on_task_started, ctx)
+        log.debug("task started", extra=self.extra(ctx))
+        self.fire("task_start", TaskStartEvent(ctx))
 
-    def completed(self, ctx: TaskContext, output: Any) -> None:
-        self.count("tasks_completed")
-        log.info("task completed", extra=self.extra(ctx))
-        self._fire(self.on_task_completed, ctx, output)
+    def completed(self, ctx: TaskContext, duration_ms: float) -> None:
+        self._settle("tasks_completed")
+        log.debug("task completed", extra=self.extra(ctx))
+        self.fire("task_complete", TaskCompleteEvent(ctx, duration_ms))
 
-    def failed(self, ctx: TaskContext, error: BaseException, code: str, retryable: bool) -> None:
-        self.count("tasks_failed")
+    def failed(
+        self, ctx: TaskContext, error: object, code: str, retryable: bool, duration_ms: float
+    ) -> None:
+        self._settle("tasks_failed")
         log.warning(
-            "task failed",
-            extra=self.extra(ctx, error_code=code, retryable=retryable, error=str(error)),
+            "task failed: %s (code %s, %s)",
+            error,
+            code,
+            "retryable" if retryable else "permanent",
+            extra=self.extra(ctx, error_code=code, retryable=retryable),
         )
-        self._fire(self.on_task_failed, ctx, error)
+        self.fire("task_fail", TaskFailEvent(ctx, code, retryable, duration_ms))
 
-    def lost(self, ctx: TaskContext, reason: str) -> None:
-        """The attempt ended without a report: lease lost or task cancelled (P-SDK-5)."""
-        self.count("tasks_cancelled" if reason == "cancelled" else "tasks_lease_lost")
-        log.warning("task abandoned, no result sent", extra=self.extra(ctx, reason=reason))
+    def abandoned(self, ctx: TaskContext, reason: str, why: str = "") -> None:
+        """Given up without a result: lease lost or cancelled (P-SDK-5)."""
+        reason = "cancelled" if reason == "cancelled" else "lease_lost"
+        self._settle("tasks_cancelled" if reason == "cancelled" else "tasks_lease_lost")
+        log.warning(
+            "task abandoned, no result sent: %s%s",
+            reason,
+            f" ({why})" if why else "",
+            extra=self.extra(ctx, reason=reason),
+        )
+        self.fire("task_abandoned", TaskAbandonedEvent(ctx, reason))
+
+    def error(self, operation: str, error: BaseException) -> None:
+        self.fire("error", ErrorEvent(operation, error))
+
+    def _settle(self, counter: str) -> None:
+        with self._lock:
+            setattr(self._stats, counter, getattr(self._stats, counter) + 1)
+            self._stats.in_flight -= 1

@@ -102,4 +102,4 @@ def task(task_id: str = "task_1", status: str = "pending") -> dict[str, Any]:
 @pytest.fixture
 def fast_retry() -> RetryPolicy:
     """Same retry count as the default, tiny delays so tests stay fast."""
-    return RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)
+    return RetryPolicy(max_retries=3, base_delay_ms=1, max_delay_ms=2)

@@ -9,7 +9,7 @@ import pytest
 import respx
 
 import orch8
-from orch8 import Orch8Client
+from orch8 import AsyncOrch8Client, Orch8Client
 
 from .conftest import BASE, claimed_task, outcome, task
 
@@ -155,6 +155,8 @@ def test_base_url_and_api_key_from_environment(monkeypatch: pytest.MonkeyPatch) 
                     "wait_ms": 1,
                     "max_wait_ms": 1,
                     "reaper_interval_ms": 1,
+                    "heartbeat_interval_ms": 1,
+                    "dead_after_ms": 1,
                     "worker_heartbeat_interval_ms": 1,
                     "worker_dead_after_ms": 1,
                     "max_attempts": 1,
@@ -206,3 +208,52 @@ def test_manual_resolution_shapes_and_no_retry(fast_retry) -> None:
         client.fail_task_manually("t1", error="account closed", code="manual")
     assert body(fail.calls.last) == {"error": "account closed", "code": "manual"}
     assert fail.call_count == 1  # P-SDK-2: not in the list of calls safe to repeat
+
+
+def test_misspelled_enqueue_keyword_raises() -> None:
+    """Issue 14: explicit keywords; a typo must not silently enqueue on `default`."""
+    client = Orch8Client(BASE)
+    with respx.mock:
+        route = respx.post(f"{BASE}/tasks").respond(201, json=task("t1"))
+        with pytest.raises(TypeError, match="queu_name"):
+            client.enqueue("h", queu_name="typo")  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="idempotency_kye"):
+            client.enqueue_batch([{"handler_name": "h", "idempotency_kye": "k"}])
+        with pytest.raises(TypeError, match="handler_name"):
+            client.enqueue_batch([{"params": {}}])
+    assert route.call_count == 0
+
+
+def test_enqueue_batch_items_keep_their_shape() -> None:
+    with respx.mock:
+        route = respx.post(f"{BASE}/tasks/batch").respond(201, json={"tasks": [task("t1")]})
+        got = Orch8Client(BASE).enqueue_batch([{"handler_name": "h", "params": {"n": 1}}])
+    assert [t.id for t in got] == ["t1"]
+    assert body(route.calls.last) == {"tasks": [{"handler_name": "h", "params": {"n": 1}}]}
+
+
+def test_one_method_per_operation_in_both_clients() -> None:
+    """P-SDK-2: every x-orch8-method is a method of Orch8Client and AsyncOrch8Client."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parents[3] / "openapi.yaml").read_text()
+    names = re.findall(r"x-orch8-method:\s*(\w+)", spec)
+    assert len(names) >= 30
+    for name in names:
+        snake = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+        assert callable(getattr(Orch8Client, snake)), snake
+        assert inspect.iscoroutinefunction(getattr(AsyncOrch8Client, snake)), snake
+    assert Orch8Client.heartbeat is Orch8Client.heartbeat_task  # the 0.1 name, kept
+
+
+def test_timestamps_with_z_parse_on_every_python() -> None:
+    """Issue 14: 3.10's datetime.fromisoformat rejects 'Z'; the generated models do not."""
+    from orch8.models import Lease
+
+    lease = Lease.from_dict(
+        {"id": "l", "worker_id": "w", "attempt": 1, "expires_at": "2026-11-21T10:31:00.123Z"}
+    )
+    assert lease.expires_at.utcoffset() is not None
+    assert (lease.expires_at.year, lease.expires_at.microsecond) == (2026, 123000)

@@ -8,7 +8,8 @@ import respx
 
 import orch8
 from orch8 import Orch8Client, RetryPolicy
-from orch8._http import RETRY_STATUSES, parse_retry_after
+from orch8._http import parse_retry_after_ms
+from orch8.errors import OUTAGE_STATUSES
 
 from .conftest import BASE, outcome, problem, task
 
@@ -83,7 +84,7 @@ def test_safe_call_gives_up_after_three_retries(fast_retry: RetryPolicy) -> None
     assert route.call_count == 4  # the first try and 3 retries
 
 
-@pytest.mark.parametrize("status", [400, 404, 409, 422, 500])
+@pytest.mark.parametrize("status", [400, 404, 409, 413, 422, 501])
 def test_non_transient_status_not_retried(status: int, fast_retry: RetryPolicy) -> None:
     with respx.mock:
         route = respx.get(f"{BASE}/tasks/t1").respond(status, json=problem(status, "x"))
@@ -120,19 +121,81 @@ def test_enqueue_with_idempotency_key_is_retried(fast_retry: RetryPolicy) -> Non
 
 
 def test_retry_after_header_is_honoured() -> None:
-    assert parse_retry_after("2") == 2.0
-    assert parse_retry_after(None) is None
-    policy = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.002)
-    assert policy.delay(0, retry_after=1.5) == 1.5
-    assert sorted(RETRY_STATUSES) == [429, 502, 503, 504]
+    assert parse_retry_after_ms("2") == 2000.0
+    assert parse_retry_after_ms(None) is None
+    policy = RetryPolicy(max_retries=3, base_delay_ms=1, max_delay_ms=2)
+    # P-SDK-16: Retry-After plus 0-10% replaces the computed delay.
+    samples = [policy.delay_ms(0, retry_after_ms=1500) for _ in range(100)]
+    assert all(1500 <= s <= 1650 for s in samples) and len(set(samples)) > 1
+
+
+def test_outage_classifier_is_one_set() -> None:
+    """P-SDK-16: refused/reset connection, timeout, 408, 429, 500, 502, 503, 504."""
+    assert sorted(OUTAGE_STATUSES) == [408, 429, 500, 502, 503, 504]
+    assert orch8.is_outage(httpx.ConnectError("refused"))
+    assert orch8.is_outage(httpx.ReadTimeout("slow"))
+    assert orch8.is_outage(orch8.UnavailableError("x", code="connection_error"))
+    assert orch8.is_outage(orch8.Orch8Error("x", status=408))
+    assert not orch8.is_outage(orch8.ValidationError("x", status=413))
+    assert not orch8.is_outage(orch8.Orch8Error("x", status=501))
+    assert not orch8.is_outage(ValueError("not a call"))
+
+
+@pytest.mark.parametrize("status", [408, 429, 500, 502, 503, 504])
+def test_every_outage_status_is_retried(status: int, fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1")
+        route.side_effect = [httpx.Response(status), httpx.Response(200, json=task("t1"))]
+        assert Orch8Client(BASE, retry=fast_retry).get_task("t1").id == "t1"
+    assert route.call_count == 2
+
+
+def test_long_retry_after_surfaces_the_error(fast_retry: RetryPolicy) -> None:
+    """P-SDK-16: no automatic retry past a 30 s Retry-After; the error carries the delay."""
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1").respond(
+            503, json=problem(503, "unavailable"), headers={"Retry-After": "31"}
+        )
+        with pytest.raises(orch8.UnavailableError) as info:
+            Orch8Client(BASE, retry=fast_retry).get_task("t1")
+    assert route.call_count == 1
+    assert info.value.retry_after_ms == 31000
+
+
+def test_short_retry_after_waits_that_long(fast_retry: RetryPolicy) -> None:
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1")
+        route.side_effect = [
+            httpx.Response(429, headers={"Retry-After": "0.2"}),
+            httpx.Response(200, json=task("t1")),
+        ]
+        import time
+
+        started = time.monotonic()
+        Orch8Client(BASE, retry=fast_retry).get_task("t1")
+        waited = time.monotonic() - started
+    assert 0.2 <= waited < 1.0 and route.call_count == 2
 
 
 def test_default_backoff_is_full_jitter_capped() -> None:
     policy = RetryPolicy()
-    assert (policy.max_retries, policy.base_delay, policy.max_delay) == (3, 0.2, 5.0)
-    samples = [policy.delay(10) for _ in range(200)]
-    assert all(0 <= s <= 5.0 for s in samples) and max(samples) > 2.5
-    assert all(0 <= policy.delay(0) <= 0.2 for _ in range(100))
+    assert (policy.max_retries, policy.base_delay_ms, policy.max_delay_ms) == (3, 200, 5000)
+    samples = [policy.delay_ms(10) for _ in range(200)]
+    assert all(0 <= s <= 5000 for s in samples) and max(samples) > 2500
+    assert all(0 <= policy.delay_ms(0) <= 200 for _ in range(100))
+
+
+def test_seconds_keywords_still_work_with_a_warning() -> None:
+    """Decisions C: the 0.1 float-second keywords stay for one minor version."""
+    with pytest.warns(DeprecationWarning, match="_delay_ms"):
+        policy = RetryPolicy(base_delay=0.05, max_delay=0.2)
+    assert (policy.base_delay_ms, policy.max_delay_ms) == (50, 200)
+    with pytest.warns(DeprecationWarning, match="timeout_ms"):
+        client = Orch8Client(BASE, timeout=2.5)
+    assert client.config.timeout_ms == 2500
+    with pytest.warns(DeprecationWarning, match="retry_after_ms"):
+        err = orch8.RetryableError("x", retry_after=1.5)
+    assert err.retry_after_ms == 1500
 
 
 def test_status_classifier() -> None:

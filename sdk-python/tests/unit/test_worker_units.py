@@ -21,14 +21,15 @@ from orch8 import (
     TaskContext,
     Worker,
 )
-from orch8.worker._execute import Completer, Outcome, Slot, classify
+from orch8.worker._completer import Completer, Verdict
+from orch8.worker._execute import Slot, classify
 from orch8.worker.observe import Observer
 
 from .conftest import BASE, claimed_task, problem
 
 
 def test_classify_follows_p_sdk_6() -> None:
-    retry = classify(RetryableError("later", retry_after=1.5, checkpoint={"i": 2}))
+    retry = classify(RetryableError("later", retry_after_ms=1500, checkpoint={"i": 2}))
     assert (retry.retryable, retry.code, retry.retry_after_ms) == (True, "retryable_error", 1500)
     assert retry.checkpoint == {"i": 2}
     perm = classify(PermanentError("never", code="bad_input"))
@@ -36,28 +37,55 @@ def test_classify_follows_p_sdk_6() -> None:
     assert classify(PermanentError("never")).code == "permanent_error"
     other = classify(ZeroDivisionError("oops"))
     assert (other.retryable, other.code) == (True, "unhandled_error")
-    assert other.details["exception"] == "ZeroDivisionError"
+    # P-SDK-20: exactly type, message, stack.
+    assert set(other.details) == {"type", "message", "stack"}
+    assert other.details["type"] == "ZeroDivisionError" and other.details["message"] == "oops"
+    assert "ZeroDivisionError" in other.details["stack"]
+    perm_ckpt = classify(PermanentError("no", checkpoint={"cursor": 4}))
+    assert perm_ckpt.checkpoint == {"cursor": 4}
 
 
 def test_outage_backoff_doubles_from_500ms_to_30s_with_full_jitter() -> None:
     backoff = Backoff()
-    ceilings = [0.5, 1, 2, 4, 8, 16, 30, 30]
+    ceilings = [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]
     for ceiling in ceilings:
-        assert 0 <= backoff.next_delay() <= ceiling
+        assert 0 <= backoff.next_delay_ms() <= ceiling
     big = Backoff()
     for _ in range(20):
-        big.next_delay()
-    assert max(big.next_delay() for _ in range(200)) > 15  # capped at 30, jittered below
+        big.next_delay_ms()
+    assert max(big.next_delay_ms() for _ in range(200)) > 15000  # capped at 30 s, jittered
     big.reset()
-    assert big.next_delay() <= 0.5
+    assert big.next_delay_ms() <= 500
+
+
+def test_backoff_takes_retry_after_capped_at_60_s_and_keeps_its_sequence() -> None:
+    """P-SDK-16: Retry-After (+0-10%) replaces the delay; the sequence still advances."""
+    backoff = Backoff()
+    assert 2000 <= backoff.next_delay_ms(retry_after_ms=2000) <= 2200
+    assert 60000 <= backoff.next_delay_ms(retry_after_ms=120_000) <= 66000
+    assert backoff.failures == 2
+    assert 0 <= backoff.next_delay_ms() <= 2000  # third failure: ceiling 2 s
 
 
 def test_worker_defaults_match_section_14() -> None:
     worker = Worker(handle_signals=False)
-    assert (worker.concurrency, worker.wait_ms, worker.grace_period) == (10, 30000, 25.0)
-    assert worker.heartbeat_interval is None and worker.outage_backoff == (0.5, 30.0)
+    assert (worker.concurrency, worker.wait_ms, worker.grace_period_ms) == (10, 30000, 25000)
+    assert worker.heartbeat_interval_ms is None and worker.outage_backoff_ms == (500, 30000)
     with pytest.raises(ValueError):
         Worker(concurrency=0)
+
+
+def test_worker_seconds_keywords_are_deprecated_aliases() -> None:
+    """Decisions C: integer ms everywhere; 0.1's float seconds still work, with a warning."""
+    with pytest.warns(DeprecationWarning, match="grace_period_ms"):
+        worker = Worker(handle_signals=False, grace_period=2.5)
+    assert worker.grace_period_ms == 2500
+    with pytest.warns(DeprecationWarning, match="heartbeat_interval_ms"):
+        assert Worker(heartbeat_interval=1.5).heartbeat_interval_ms == 1500
+    with pytest.warns(DeprecationWarning, match="outage_backoff_ms"):
+        assert Worker(outage_backoff=(0.05, 0.5)).outage_backoff_ms == (50, 500)
+    with pytest.raises(TypeError):
+        Worker(grace_period=1, grace_period_ms=1000)
 
 
 def test_register_and_decorator() -> None:
@@ -119,16 +147,16 @@ def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> No
         httpx.Response(200, json={"items": [batch_item("t1")]})
     ]
     done = threading.Event()
-    client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
+    client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay_ms=1, max_delay_ms=2))
     worker = Worker(
         client,
         worker_id="w",
         concurrency=2,
         handle_signals=False,
-        outage_backoff=(0.01, 0.05),
+        outage_backoff_ms=(10, 50),
     )
     worker.register("process_image", lambda ctx: ctx.params["image_url"])
-    worker.on_task_completed(lambda ctx, output: done.set())
+    worker.on_task_complete(lambda event: done.set())
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:
@@ -192,10 +220,23 @@ class _Server:
         return await self.answer(items, len(self.requests))
 
     def completer(self) -> Completer:
-        client = AsyncOrch8Client(
-            BASE, transport=httpx.MockTransport(self.handle), retry=RetryPolicy(max_retries=0)
+        return Completer(_Deps(self.handle))
+
+
+class _Deps:
+    """What the Completer needs from the runtime (DeliverDeps)."""
+
+    def __init__(self, handle: Any) -> None:
+        self.client = AsyncOrch8Client(
+            BASE, transport=httpx.MockTransport(handle), retry=RetryPolicy(max_retries=0)
         )
-        return Completer(client, Observer("w"), lambda: Backoff(0.001, 0.002))
+        self.observer = Observer("w")
+
+    def new_backoff(self) -> Backoff:
+        return Backoff(1, 2)
+
+
+COMPLETED = Verdict("completed")
 
 
 async def _all_completed(items: list[dict], n: int) -> httpx.Response:
@@ -205,10 +246,10 @@ async def _all_completed(items: list[dict], n: int) -> httpx.Response:
 def test_a_lone_result_goes_out_at_once_as_a_batch_of_one() -> None:
     server = _Server(_all_completed)
 
-    async def main() -> bool:
-        return await server.completer().complete(_slot("t1"), Outcome(output={"ok": True}))
+    async def main() -> Verdict:
+        return await server.completer().complete(_slot("t1"), {"ok": True})
 
-    assert asyncio.run(main()) is True
+    assert asyncio.run(main()) == COMPLETED
     assert server.requests == [
         (
             "/workers/tasks/complete/batch",
@@ -218,7 +259,7 @@ def test_a_lone_result_goes_out_at_once_as_a_batch_of_one() -> None:
 
 
 def test_results_ready_while_a_request_is_in_flight_go_together_next() -> None:
-    async def main() -> tuple[_Server, list[bool]]:
+    async def main() -> tuple[_Server, list[Verdict]]:
         first_in_flight = asyncio.Event()
         release = asyncio.Event()
 
@@ -230,19 +271,16 @@ def test_results_ready_while_a_request_is_in_flight_go_together_next() -> None:
 
         server = _Server(answer)
         completer = server.completer()
-        first = asyncio.ensure_future(completer.complete(_slot("t1"), Outcome(output=1)))
+        first = asyncio.ensure_future(completer.complete(_slot("t1"), 1))
         await first_in_flight.wait()
-        later = [
-            asyncio.ensure_future(completer.complete(_slot(f"t{i}"), Outcome(output=i)))
-            for i in (2, 3, 4)
-        ]
+        later = [asyncio.ensure_future(completer.complete(_slot(f"t{i}"), i)) for i in (2, 3, 4)]
         await asyncio.sleep(0.01)
         assert len(server.requests) == 1  # they wait: no timer, no second request yet
         release.set()
         return server, list(await asyncio.gather(first, *later))
 
     server, results = asyncio.run(main())
-    assert results == [True, True, True, True]
+    assert results == [COMPLETED] * 4
     assert [[i["task_id"] for i in items] for _, items in server.requests] == [
         ["t1"],
         ["t2", "t3", "t4"],
@@ -260,13 +298,10 @@ def test_no_more_than_100_items_per_request() -> None:
 
         server = _Server(answer)
         completer = server.completer()
-        runs = [
-            asyncio.ensure_future(completer.complete(_slot(f"t{i}"), Outcome(output=i)))
-            for i in range(151)
-        ]
+        runs = [asyncio.ensure_future(completer.complete(_slot(f"t{i}"), i)) for i in range(151)]
         await asyncio.sleep(0.01)
         release.set()
-        assert all(await asyncio.gather(*runs))
+        assert set(await asyncio.gather(*runs)) == {COMPLETED}
         return server
 
     server = asyncio.run(main())
@@ -281,15 +316,12 @@ def test_503_on_the_batch_resends_the_same_items() -> None:
 
     server = _Server(answer)
 
-    async def main() -> list[bool]:
+    async def main() -> list[Verdict]:
         completer = server.completer()
-        release = [
-            asyncio.ensure_future(completer.complete(_slot(t), Outcome(output=t)))
-            for t in ("t1", "t2")
-        ]
+        release = [asyncio.ensure_future(completer.complete(_slot(t), t)) for t in ("t1", "t2")]
         return list(await asyncio.gather(*release))
 
-    assert asyncio.run(main()) == [True, True]
+    assert asyncio.run(main()) == [COMPLETED, COMPLETED]
     sent = [[i["task_id"] for i in items] for _, items in server.requests]
     assert sent == [["t1"], ["t1", "t2"], ["t1", "t2"]]
 
@@ -303,10 +335,10 @@ def test_lease_lost_item_is_not_resent_and_counts_as_lease_lost() -> None:
     server = _Server(answer)
     slot = _slot("t1")
 
-    async def main() -> bool:
-        return await server.completer().complete(slot, Outcome(output="stale"))
+    async def main() -> Verdict:
+        return await server.completer().complete(slot, "stale")
 
-    assert asyncio.run(main()) is False
+    assert asyncio.run(main()) == Verdict("lease_lost")
     assert (slot.ctx.is_cancelled, slot.ctx.cancel_reason) == (True, "lease_lost")
     assert len(server.requests) == 1  # neither re-sent nor turned into a fail
 
@@ -332,11 +364,11 @@ def test_worker_counts_a_lease_lost_batch_item_and_sends_nothing_more() -> None:
     )
     fail = respx.post(f"{BASE}/workers/tasks/t1/fail").respond(500)
     single = respx.post(f"{BASE}/workers/tasks/t1/complete").respond(500)
-    client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
-    worker = Worker(client, worker_id="w", handle_signals=False, outage_backoff=(0.01, 0.05))
+    client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay_ms=1, max_delay_ms=2))
+    worker = Worker(client, worker_id="w", handle_signals=False, outage_backoff_ms=(10, 50))
     completed: list[object] = []
     worker.register("process_image", lambda ctx: "stale")
-    worker.on_task_completed(lambda ctx, output: completed.append(output))
+    worker.on_task_complete(lambda event: completed.append(event))
     thread = threading.Thread(target=worker.run)
     thread.start()
     try:

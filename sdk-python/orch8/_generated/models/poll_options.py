@@ -21,6 +21,10 @@ class PollOptions:
         wait_ms (int | Unset): Long-poll budget; 0 returns at once. Capped by the server's `max_wait_ms` (P-POLL-2).
             Default: 30000.
         lease_ms (int | Unset): Lease length for the claimed task; the server default when omitted (P-LEASE-2).
+        batch_size (int | Unset): Accepted for seed 000 compatibility. The answer shape never depends on it:
+            this call claims at most one task (P-POLL-8); use `/workers/tasks/poll/batch`
+            to claim several.
+             Default: 1.
     """
 
     handler_names: list[str] | Unset = UNSET
@@ -28,6 +32,7 @@ class PollOptions:
     worker_id: str | Unset = UNSET
     wait_ms: int | Unset = 30000
     lease_ms: int | Unset = UNSET
+    batch_size: int | Unset = 1
 
     def to_dict(self) -> dict[str, Any]:
         handler_names: list[str] | Unset = UNSET
@@ -42,6 +47,8 @@ class PollOptions:
 
         lease_ms = self.lease_ms
 
+        batch_size = self.batch_size
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update({})
@@ -55,6 +62,8 @@ class PollOptions:
             field_dict["wait_ms"] = wait_ms
         if lease_ms is not UNSET:
             field_dict["lease_ms"] = lease_ms
+        if batch_size is not UNSET:
+            field_dict["batch_size"] = batch_size
 
         return field_dict
 
@@ -71,12 +80,15 @@ class PollOptions:
 
         lease_ms = d.pop("lease_ms", UNSET)
 
+        batch_size = d.pop("batch_size", UNSET)
+
         poll_options = cls(
             handler_names=handler_names,
             queue_name=queue_name,
             worker_id=worker_id,
             wait_ms=wait_ms,
             lease_ms=lease_ms,
+            batch_size=batch_size,
         )
 
         return poll_options

@@ -25,9 +25,8 @@ class Problem:
         title (str):
         status (int):
         detail (str):
-        code (str): Stable machine code: malformed_json, validation_error, unsupported_media_type,
-            payload_too_large, unauthorized, not_found, method_not_allowed, lease_lost,
-            task_cancelled, invalid_state, rate_limited, unavailable, internal.
+        code (str): Stable machine code (P-ERR-1). Every code the server can emit is a key of
+            `x-orch8-codes` (not an enum: a client must accept codes it does not know).
         errors (list[FieldProblem]):
         instance (str | Unset):
     """

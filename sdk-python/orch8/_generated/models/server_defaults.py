@@ -18,8 +18,10 @@ class ServerDefaults:
         wait_ms (int):
         max_wait_ms (int):
         reaper_interval_ms (int):
-        worker_heartbeat_interval_ms (int):
-        worker_dead_after_ms (int):
+        heartbeat_interval_ms (int): Worker heartbeat cadence the server asks for (P-WORKER-1).
+        dead_after_ms (int): Silence after which a registered worker is declared dead (P-WORKER-5).
+        worker_heartbeat_interval_ms (int): Deprecated alias of `heartbeat_interval_ms`.
+        worker_dead_after_ms (int): Deprecated alias of `dead_after_ms`.
         max_attempts (int):
         max_batch_size (int):
     """
@@ -28,6 +30,8 @@ class ServerDefaults:
     wait_ms: int
     max_wait_ms: int
     reaper_interval_ms: int
+    heartbeat_interval_ms: int
+    dead_after_ms: int
     worker_heartbeat_interval_ms: int
     worker_dead_after_ms: int
     max_attempts: int
@@ -42,6 +46,10 @@ class ServerDefaults:
         max_wait_ms = self.max_wait_ms
 
         reaper_interval_ms = self.reaper_interval_ms
+
+        heartbeat_interval_ms = self.heartbeat_interval_ms
+
+        dead_after_ms = self.dead_after_ms
 
         worker_heartbeat_interval_ms = self.worker_heartbeat_interval_ms
 
@@ -59,6 +67,8 @@ class ServerDefaults:
                 "wait_ms": wait_ms,
                 "max_wait_ms": max_wait_ms,
                 "reaper_interval_ms": reaper_interval_ms,
+                "heartbeat_interval_ms": heartbeat_interval_ms,
+                "dead_after_ms": dead_after_ms,
                 "worker_heartbeat_interval_ms": worker_heartbeat_interval_ms,
                 "worker_dead_after_ms": worker_dead_after_ms,
                 "max_attempts": max_attempts,
@@ -79,6 +89,10 @@ class ServerDefaults:
 
         reaper_interval_ms = d.pop("reaper_interval_ms")
 
+        heartbeat_interval_ms = d.pop("heartbeat_interval_ms")
+
+        dead_after_ms = d.pop("dead_after_ms")
+
         worker_heartbeat_interval_ms = d.pop("worker_heartbeat_interval_ms")
 
         worker_dead_after_ms = d.pop("worker_dead_after_ms")
@@ -92,6 +106,8 @@ class ServerDefaults:
             wait_ms=wait_ms,
             max_wait_ms=max_wait_ms,
             reaper_interval_ms=reaper_interval_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            dead_after_ms=dead_after_ms,
             worker_heartbeat_interval_ms=worker_heartbeat_interval_ms,
             worker_dead_after_ms=worker_dead_after_ms,
             max_attempts=max_attempts,

@@ -20,8 +20,9 @@ class TaskFailure:
 
     Attributes:
         message (str):
-        code (str): Worker-supplied code, or a protocol code such as `lease_expired`, `worker_lost`, `unhandled_error`,
-            `shutdown`.
+        code (str): Machine code of the failure: one the server sets, one an SDK sends, or the
+            worker's own. A fail reported without `code` is stored as `worker_error`.
+            Known codes are listed in `x-orch8-failure-codes`; the list is open.
         retryable (bool):
         details (None | TaskFailureDetailsType0):
     """

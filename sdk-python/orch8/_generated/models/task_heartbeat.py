@@ -20,18 +20,23 @@ class TaskHeartbeat:
     """
     Attributes:
         lease_id (str | Unset):  Example: lease_01JDZ8Y7A1B2C3D4E5F6G7H8J9.
-        extend_ms (int | Unset): New lease length from now; the lease's own length when omitted.
+        lease_ms (int | Unset): New lease length from now; the lease's own length when omitted (P-LEASE-5).
+        extend_ms (int | Unset): Deprecated alias of `lease_ms` (spec 1.0 name). When both are given with
+            different values the answer is 422 `validation_error` pointing at `/extend_ms`.
         progress (Any | Unset): Progress report, any JSON value.
         checkpoint (JsonObject | Unset): Any JSON object.
     """
 
     lease_id: str | Unset = UNSET
+    lease_ms: int | Unset = UNSET
     extend_ms: int | Unset = UNSET
     progress: Any | Unset = UNSET
     checkpoint: JsonObject | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         lease_id = self.lease_id
+
+        lease_ms = self.lease_ms
 
         extend_ms = self.extend_ms
 
@@ -46,6 +51,8 @@ class TaskHeartbeat:
         field_dict.update({})
         if lease_id is not UNSET:
             field_dict["lease_id"] = lease_id
+        if lease_ms is not UNSET:
+            field_dict["lease_ms"] = lease_ms
         if extend_ms is not UNSET:
             field_dict["extend_ms"] = extend_ms
         if progress is not UNSET:
@@ -62,6 +69,8 @@ class TaskHeartbeat:
         d = dict(src_dict)
         lease_id = d.pop("lease_id", UNSET)
 
+        lease_ms = d.pop("lease_ms", UNSET)
+
         extend_ms = d.pop("extend_ms", UNSET)
 
         progress = d.pop("progress", UNSET)
@@ -75,6 +84,7 @@ class TaskHeartbeat:
 
         task_heartbeat = cls(
             lease_id=lease_id,
+            lease_ms=lease_ms,
             extend_ms=extend_ms,
             progress=progress,
             checkpoint=checkpoint,

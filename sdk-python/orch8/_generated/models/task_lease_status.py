@@ -19,7 +19,9 @@ class TaskLeaseStatus:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example: task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
         lease_id (str):  Example: lease_01JDZ8Y7A1B2C3D4E5F6G7H8J9.
         lease_expires_at (datetime.datetime):
-        cancel_requested (bool):
+        cancel_requested (bool): Always false: a heartbeat on a cancelled task answers 409 `task_cancelled`
+            instead (P-CANCEL-1). Kept for spec 1.0 clients; ignore it. The worker
+            heartbeat's per-task `cancel_requested` keeps its meaning.
     """
 
     task_id: str

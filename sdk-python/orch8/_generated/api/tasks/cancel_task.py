@@ -102,7 +102,8 @@ def sync_detailed(
     """Cancel a task
 
      A pending or scheduled task is cancelled at once. A running task is cancelled too;
-    its worker learns it through its next heartbeat (`cancel_requested`) and a later
+    its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+    409 `task_cancelled` on its task heartbeat, and a later
     complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
     cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 
@@ -140,7 +141,8 @@ def sync(
     """Cancel a task
 
      A pending or scheduled task is cancelled at once. A running task is cancelled too;
-    its worker learns it through its next heartbeat (`cancel_requested`) and a later
+    its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+    409 `task_cancelled` on its task heartbeat, and a later
     complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
     cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 
@@ -173,7 +175,8 @@ async def asyncio_detailed(
     """Cancel a task
 
      A pending or scheduled task is cancelled at once. A running task is cancelled too;
-    its worker learns it through its next heartbeat (`cancel_requested`) and a later
+    its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+    409 `task_cancelled` on its task heartbeat, and a later
     complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
     cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 
@@ -209,7 +212,8 @@ async def asyncio(
     """Cancel a task
 
      A pending or scheduled task is cancelled at once. A running task is cancelled too;
-    its worker learns it through its next heartbeat (`cancel_requested`) and a later
+    its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+    409 `task_cancelled` on its task heartbeat, and a later
     complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
     cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 

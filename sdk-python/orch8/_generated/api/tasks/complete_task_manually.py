@@ -102,8 +102,9 @@ def sync_detailed(
     """Operator completes a task by hand
 
      For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-    completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-    its worker sees `lease_lost` and its own complete gets 409.
+    completes a pending, scheduled or running task. A running attempt ends `cancelled`
+    with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+    `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -139,8 +140,9 @@ def sync(
     """Operator completes a task by hand
 
      For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-    completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-    its worker sees `lease_lost` and its own complete gets 409.
+    completes a pending, scheduled or running task. A running attempt ends `cancelled`
+    with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+    `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -171,8 +173,9 @@ async def asyncio_detailed(
     """Operator completes a task by hand
 
      For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-    completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-    its worker sees `lease_lost` and its own complete gets 409.
+    completes a pending, scheduled or running task. A running attempt ends `cancelled`
+    with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+    `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -206,8 +209,9 @@ async def asyncio(
     """Operator completes a task by hand
 
      For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-    completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-    its worker sees `lease_lost` and its own complete gets 409.
+    completes a pending, scheduled or running task. A running attempt ends `cancelled`
+    with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+    `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:

@@ -101,7 +101,8 @@ def sync_detailed(
     """Operator fails a task by hand
 
      Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-    attempt ends `cancelled`; its worker sees `lease_lost`.
+    attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+    its heartbeats and 409 `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -137,7 +138,8 @@ def sync(
     """Operator fails a task by hand
 
      Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-    attempt ends `cancelled`; its worker sees `lease_lost`.
+    attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+    its heartbeats and 409 `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -168,7 +170,8 @@ async def asyncio_detailed(
     """Operator fails a task by hand
 
      Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-    attempt ends `cancelled`; its worker sees `lease_lost`.
+    attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+    its heartbeats and 409 `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -202,7 +205,8 @@ async def asyncio(
     """Operator fails a task by hand
 
      Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-    attempt ends `cancelled`; its worker sees `lease_lost`.
+    attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+    its heartbeats and 409 `lease_lost` on its own complete or fail.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:

@@ -106,8 +106,11 @@ def sync_detailed(
 ) -> Response[Problem | TaskLeaseStatus]:
     """Extend a task's lease; optionally save progress and a checkpoint
 
-     The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-    attempt (P-CKPT-1).
+     The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+    (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+    attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+    lease that is no longer current (expired, reclaimed, or the task resolved manually)
+    answers 409 `lease_lost`.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -142,8 +145,11 @@ def sync(
 ) -> Problem | TaskLeaseStatus | None:
     """Extend a task's lease; optionally save progress and a checkpoint
 
-     The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-    attempt (P-CKPT-1).
+     The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+    (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+    attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+    lease that is no longer current (expired, reclaimed, or the task resolved manually)
+    answers 409 `lease_lost`.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -173,8 +179,11 @@ async def asyncio_detailed(
 ) -> Response[Problem | TaskLeaseStatus]:
     """Extend a task's lease; optionally save progress and a checkpoint
 
-     The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-    attempt (P-CKPT-1).
+     The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+    (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+    attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+    lease that is no longer current (expired, reclaimed, or the task resolved manually)
+    answers 409 `lease_lost`.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
@@ -207,8 +216,11 @@ async def asyncio(
 ) -> Problem | TaskLeaseStatus | None:
     """Extend a task's lease; optionally save progress and a checkpoint
 
-     The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-    attempt (P-CKPT-1).
+     The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+    (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+    attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+    lease that is no longer current (expired, reclaimed, or the task resolved manually)
+    answers 409 `lease_lost`.
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:

@@ -99,6 +99,9 @@ def sync_detailed(
     with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
     204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
     once (P-POLL-3). An empty body polls every handler on the default queue.
+    `batch_size` is accepted as seed 000 documents it, but this call claims at most
+    one task whatever its value and always answers one task or 204; claim several
+    with `POST /workers/tasks/poll/batch` (P-POLL-8).
 
     Args:
         body (PollOptions | Unset):
@@ -133,6 +136,9 @@ def sync(
     with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
     204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
     once (P-POLL-3). An empty body polls every handler on the default queue.
+    `batch_size` is accepted as seed 000 documents it, but this call claims at most
+    one task whatever its value and always answers one task or 204; claim several
+    with `POST /workers/tasks/poll/batch` (P-POLL-8).
 
     Args:
         body (PollOptions | Unset):
@@ -162,6 +168,9 @@ async def asyncio_detailed(
     with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
     204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
     once (P-POLL-3). An empty body polls every handler on the default queue.
+    `batch_size` is accepted as seed 000 documents it, but this call claims at most
+    one task whatever its value and always answers one task or 204; claim several
+    with `POST /workers/tasks/poll/batch` (P-POLL-8).
 
     Args:
         body (PollOptions | Unset):
@@ -194,6 +203,9 @@ async def asyncio(
     with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
     204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
     once (P-POLL-3). An empty body polls every handler on the default queue.
+    `batch_size` is accepted as seed 000 documents it, but this call claims at most
+    one task whatever its value and always answers one task or 204; claim several
+    with `POST /workers/tasks/poll/batch` (P-POLL-8).
 
     Args:
         body (PollOptions | Unset):

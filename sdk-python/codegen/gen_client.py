@@ -1,0 +1,272 @@
+"""Generate the client methods of Orch8Client and AsyncOrch8Client from openapi.yaml (P-SDK-2).
+
+Usage: gen_client.py OPENAPI_YAML OUT_FILE. A generator post-hook (codegen/config.yaml): it
+runs inside the output dir of openapi-python-client, so `make generate` writes it and
+`make check-generated` drift-checks it with the rest of orch8/_generated.
+
+One method per operation, named by `x-orch8-method` (snake_cased); `x-orch8-retry` decides
+whether the client may repeat the call and `x-orch8-long-poll` its timeout. The sync and the
+async class come from ONE template (codegen/client_methods.py.jinja), rendered twice.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import yaml
+
+HERE = Path(__file__).resolve().parent
+
+# Return values kept as they were before the methods were generated: enqueue_batch has always
+# returned the list of tasks, not the EnqueuedTasks wrapper (issue 13: keep public APIs).
+UNWRAP = {"enqueueBatch": "tasks"}
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+
+
+@dataclass
+class Arg:
+    """One method parameter: a path or query parameter or a body property."""
+
+    name: str
+    type: str
+    where: str  # path | query | body
+    required: bool = False
+    any_json: bool = False  # no type in the schema: None is a real JSON null, OMIT omits
+    datetime: bool = False
+    mapping: bool = False
+    sequence: bool = False
+    deprecated: bool = False
+    items: Item | None = None  # an array of objects: each item's keys are checked
+    flag_default: bool | None = None  # a boolean with a schema default: always sent
+
+    @property
+    def default(self) -> str:
+        if self.flag_default is not None:
+            return repr(self.flag_default)
+        return "OMIT" if self.any_json else "None"
+
+    @property
+    def always_sent(self) -> bool:
+        return self.required or self.flag_default is not None
+
+    @property
+    def annotation(self) -> str:
+        if self.required or self.flag_default is not None:
+            return self.type
+        return self.type if self.any_json else f"{self.type} | None"
+
+
+@dataclass
+class Item:
+    """The object schema of an array's items, for the TypeError on unknown keys."""
+
+    allowed: list[str]
+    required: list[str]
+
+
+@dataclass
+class Operation:
+    method: str
+    summary: str
+    module: str
+    endpoint: str
+    retry: str
+    long_poll: bool
+    returns: str
+    unwrap: str | None
+    body_model: str | None
+    positional: list[Arg] = field(default_factory=list)
+    keywords: list[Arg] = field(default_factory=list)
+
+    @property
+    def args(self) -> list[Arg]:
+        return [*self.positional, *self.keywords]
+
+    @property
+    def body_args(self) -> list[Arg]:
+        return [a for a in self.args if a.where == "body"]
+
+    @property
+    def call_args(self) -> list[Arg]:
+        return [a for a in self.args if a.where != "body"]
+
+    @property
+    def safe(self) -> str:
+        """The Python expression deciding whether the call may be repeated (P-SDK-2)."""
+        if self.retry == "safe":
+            return "True"
+        if self.retry == "never":
+            return "False"
+        for arg in self.body_args:
+            if arg.name == "idempotency_key":
+                return "bool(idempotency_key)"
+            if arg.items is not None and "idempotency_key" in arg.items.allowed:
+                return f'bool({arg.name}) and all(i.get("idempotency_key") for i in {arg.name})'
+        raise SystemExit(f"gen_client: {self.method}: idempotency-key without idempotency_key")
+
+
+class Spec:
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.raw = raw
+        self.schemas: dict[str, Any] = raw["components"]["schemas"]
+
+    def resolve(self, node: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+        """Follow `$ref`s; the last referenced component's name and its schema."""
+        name = None
+        while "$ref" in node:
+            _, _, section, name = node["$ref"].split("/")
+            node = self.raw["components"][section][name]
+        return name, node
+
+    def py_type(self, node: dict[str, Any]) -> tuple[str, dict[str, bool]]:
+        _, schema = self.resolve(node)
+        flags = {"any_json": False, "datetime": False, "mapping": False, "sequence": False}
+        kind = schema.get("type")
+        if kind == "string":
+            if schema.get("format") == "date-time":
+                flags["datetime"] = True
+                return "datetime.datetime | str", flags
+            return "str", flags
+        if kind == "integer":
+            return "int", flags
+        if kind == "boolean":
+            return "bool", flags
+        if kind == "object":
+            flags["mapping"] = True
+            return "Mapping[str, Any]", flags
+        if kind == "array":
+            flags["sequence"] = True
+            inner, _ = self.py_type(schema.get("items", {}))
+            if inner.startswith("Mapping"):
+                return "Sequence[Mapping[str, Any]]", flags
+            return f"Sequence[{inner}]", flags
+        flags["any_json"] = True
+        return "Any", flags
+
+    def item(self, node: dict[str, Any]) -> Item | None:
+        _, schema = self.resolve(node)
+        if schema.get("type") != "array":
+            return None
+        _, inner = self.resolve(schema.get("items", {}))
+        if inner.get("type") != "object" or "properties" not in inner:
+            return None
+        return Item(sorted(inner["properties"]), sorted(inner.get("required", [])))
+
+    def response_type(self, op: dict[str, Any]) -> str:
+        out: list[str] = []
+        for status, answer in sorted(op["responses"].items()):
+            if not str(status).startswith("2"):
+                continue
+            content = answer.get("content")
+            if not content:
+                out.append("None")
+            elif "application/json" in content:
+                name, _ = self.resolve(content["application/json"]["schema"])
+                assert name, f"inline response schema in {op['operationId']}"
+                if name not in out:
+                    out.append(name)
+            else:
+                out.append("str")
+        return " | ".join(sorted(out, key=lambda t: t == "None"))
+
+    def operations(self) -> list[Operation]:
+        ops: list[Operation] = []
+        shared: dict[str, Any] = self.raw["components"].get("parameters", {})
+        for path, item in self.raw["paths"].items():
+            for verb, op in item.items():
+                if verb == "parameters" or not isinstance(op, dict):
+                    continue
+                params = [*item.get("parameters", []), *op.get("parameters", [])]
+                params = [shared[p["$ref"].split("/")[-1]] if "$ref" in p else p for p in params]
+                ops.append(self._operation(path, op, params))
+        return ops
+
+    def _operation(self, path: str, op: dict[str, Any], params: list[Any]) -> Operation:
+        base = op["x-orch8-method"]
+        method = snake(base)
+        returns = self.response_type(op)
+        unwrap = UNWRAP.get(base)
+        if unwrap:
+            _, schema = self.resolve({"$ref": f"#/components/schemas/{returns}"})
+            inner, _ = self.py_type(schema["properties"][unwrap]["items"])
+            name, _ = self.resolve(schema["properties"][unwrap]["items"])
+            returns = f"list[{name or inner}]"
+        result = Operation(
+            method=method,
+            summary=op.get("summary", method).rstrip("."),
+            module=f"{snake(op['tags'][0]).replace('-', '_')}",
+            endpoint=snake(op["operationId"]),
+            retry=op["x-orch8-retry"],
+            long_poll=bool(op.get("x-orch8-long-poll")),
+            returns=returns,
+            unwrap=unwrap,
+            body_model=None,
+        )
+        for p in params:
+            type_, flags = self.py_type(p["schema"])
+            if p["in"] == "query" and flags["datetime"]:
+                type_ = "datetime.datetime"  # the generated endpoint formats it
+            arg = Arg(p["name"], type_, p["in"], required=p.get("required", False), **flags)
+            (result.positional if p["in"] == "path" else result.keywords).append(arg)
+        body = op.get("requestBody")
+        if body:
+            name, schema = self.resolve(body["content"]["application/json"]["schema"])
+            result.body_model = name
+            required = schema.get("required", [])
+            for prop, node in schema.get("properties", {}).items():
+                type_, flags = self.py_type(node)
+                arg = Arg(
+                    prop,
+                    type_,
+                    "body",
+                    required=prop in required,
+                    deprecated=bool(node.get("deprecated")),
+                    items=self.item(node),
+                    **flags,
+                )
+                if type_ == "bool" and isinstance(node.get("default"), bool):
+                    arg.flag_default = node["default"]
+                # The first required property of a call without path parameters is its subject
+                # (enqueue's handler_name, register_worker's worker_id, a batch's items).
+                if arg.required and not result.positional:
+                    result.positional.append(arg)
+                else:
+                    result.keywords.append(arg)
+        result.keywords.sort(key=lambda a: not a.required)
+        return result
+
+
+def render(spec_path: str, out_file: str) -> None:
+    spec = Spec(yaml.safe_load(Path(spec_path).read_text()))
+    ops = spec.operations()
+    names = [o.method for o in ops]
+    if len(set(names)) != len(names):
+        raise SystemExit(f"gen_client: duplicate x-orch8-method in {names}")
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE),
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    template = env.get_template("client_methods.py.jinja")
+    models = sorted(
+        {o.body_model for o in ops if o.body_model}
+        | {t for o in ops for t in re.findall(r"[A-Z]\w+", o.returns) if t != "None"}
+    )
+    modules = sorted({(o.module, o.endpoint) for o in ops})
+    Path(out_file).write_text(
+        template.render(ops=ops, models=models, modules=modules, flavours=("sync", "async"))
+    )
+
+
+if __name__ == "__main__":
+    render(sys.argv[1], sys.argv[2])

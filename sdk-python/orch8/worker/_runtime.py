@@ -1,0 +1,202 @@
+"""The run state of one `Worker.run()`: ONE private object (issue 19).
+
+`Worker` keeps configuration, handlers, hooks and control methods; everything that exists
+only while the worker runs (client, thread pool, held tasks, quiet flags, events) lives
+here. The loops in `_loops.py` receive this object through narrow Protocols.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from ..async_client import AsyncOrch8Client
+from ..errors import PermanentError
+from ..models import ClaimedTask
+from ._completer import Completer
+from ._execute import NO_HANDLER, Handler, Slot
+from .backoff import Backoff
+from .context import TaskContext
+from .observe import Observer, log
+
+MAX_BATCH_SIZE = 100  # P-SDK-13: the contract's maximum batch_size
+MAX_HANDLER_NAMES = 50  # P-SDK-13: the contract's maximum handler_names per poll
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The configuration the loops read, resolved from the Worker's options."""
+
+    worker_id: str
+    queue_name: str | None
+    concurrency: int
+    wait_ms: int
+    lease_ms: int | None
+    grace_period_ms: int
+    heartbeat_interval_ms: int | None
+    labels: dict[str, str]
+    outage_backoff_ms: tuple[int, int]
+
+
+class Runtime:
+    """State of a running worker; touched on the event loop thread only."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        handlers: dict[str, Handler],
+        observer: Observer,
+        client: AsyncOrch8Client,
+        executor: Executor,
+    ) -> None:
+        self.settings = settings
+        self.handlers = dict(handlers)
+        self.observer = observer
+        self.client = client
+        self.executor = executor
+        self.loop = asyncio.get_running_loop()
+        self.completer = Completer(self)
+        self.held: dict[str, Slot] = {}
+        self.superseded: set[Slot] = set()
+        self.stopping = asyncio.Event()
+        self.end_grace = asyncio.Event()  # P-SDK-17: a second signal ends the grace period
+        self.wake = asyncio.Event()
+        self.interrupt = asyncio.Event()  # aborts an in-flight long-poll
+        self.local_quiet = False  # SIGTSTP / quiet()          (P-SDK-18)
+        self.server_quiet = False  # the operator's directive    (P-SDK-18)
+        self.stop_requested = False
+        self._chunk = 0
+
+    # --- identity and limits -------------------------------------------------------------
+
+    @property
+    def worker_id(self) -> str:
+        return self.settings.worker_id
+
+    @property
+    def handler_names(self) -> list[str]:
+        return sorted(self.handlers)
+
+    def handler_chunk(self) -> list[str]:
+        """P-SDK-13: at most 50 names per poll; with more, the chunks take turns."""
+        names = self.handler_names
+        chunks = [names[i : i + MAX_HANDLER_NAMES] for i in range(0, len(names), MAX_HANDLER_NAMES)]
+        chunk = chunks[self._chunk % len(chunks)]
+        self._chunk = (self._chunk + 1) % len(chunks)
+        return chunk
+
+    def free_slots(self) -> int:
+        return self.settings.concurrency - len(self.held) - len(self.superseded)
+
+    def batch_size(self) -> int:
+        """P-SDK-13: min(free slots, 100); the rest is claimed by the next poll."""
+        return min(self.free_slots(), MAX_BATCH_SIZE)
+
+    def new_backoff(self) -> Backoff:
+        return Backoff(*self.settings.outage_backoff_ms)
+
+    # --- control -------------------------------------------------------------------------
+
+    @property
+    def claiming(self) -> bool:
+        """P-SDK-18: claim only when running and neither local nor operator quiet is set."""
+        return not self.stop_requested and not self.local_quiet and not self.server_quiet
+
+    @property
+    def state(self) -> str:
+        """The state reported in worker heartbeats."""
+        if self.stop_requested:
+            return "terminating"
+        return "quiet" if self.local_quiet or self.server_quiet else "running"
+
+    def request_stop(self, why: str) -> None:
+        if self.stop_requested:
+            return
+        self.stop_requested = True
+        log.info("worker stopping: %s", why, extra=self.observer.extra(reason=why))
+        self.stopping.set()
+        self.interrupt.set()
+        self.wake.set()
+
+    def signal_stop(self, name: str) -> None:
+        """SIGTERM/SIGINT: the first stops gracefully, a second ends the grace period (P-SDK-17)."""
+        if self.stop_requested:
+            log.warning("second %s: ending the grace period now", name, extra=self.observer.extra())
+            self.end_grace.set()
+            return
+        self.request_stop(name)
+
+    def set_local_quiet(self, quiet: bool) -> None:
+        """SIGTSTP / quiet() and SIGCONT / resume(): only the local flag (P-SDK-18)."""
+        self.local_quiet = quiet
+        if quiet:
+            self.interrupt.set()
+        log.info("worker %s (local)", "quiet" if quiet else "resumed", extra=self.observer.extra())
+        self.wake.set()
+
+    def apply_directive(self, directive: str) -> None:
+        """P-WORKER-3 / P-SDK-18: `quiet` and `running` touch only the operator flag."""
+        if directive == "terminate":  # wins over both quiet flags
+            self.request_stop("terminate directive")
+            return
+        quiet = directive == "quiet"
+        if quiet != self.server_quiet:
+            self.server_quiet = quiet
+            if quiet:
+                self.interrupt.set()
+            log.info("directive %s", directive, extra=self.observer.extra(directive=directive))
+            self.wake.set()
+
+    # --- held tasks ----------------------------------------------------------------------
+
+    def start_task(self, claimed: ClaimedTask, run: Callable[[Slot], Any]) -> None:
+        """Turn a claimed task into a running slot; `run(slot)` is its coroutine."""
+        ctx = TaskContext(
+            id=claimed.id,
+            handler_name=claimed.handler_name,
+            queue_name=claimed.queue_name,
+            params=claimed.params.to_dict(),
+            context=claimed.context.to_dict(),
+            headers=dict(claimed.headers.to_dict()),
+            attempt=claimed.attempt,
+            max_attempts=claimed.max_attempts,
+            lease_id=claimed.lease.id,
+            lease_expires_at=claimed.lease.expires_at,
+            checkpoint=claimed.checkpoint.to_dict() if claimed.checkpoint is not None else None,
+            worker_id=self.worker_id,
+        )
+        ctx._bind(self.client, self.loop)
+        previous = self.held.pop(claimed.id, None)
+        if previous is not None:
+            # The server handed us a new lease on a task we still hold: the old one is gone.
+            previous.cancel("lease_lost")
+            self.superseded.add(previous)
+        handler = self.handlers.get(claimed.handler_name) or self._no_handler(ctx.handler_name)
+        slot = Slot(ctx=ctx, handler=handler)
+        self.held[claimed.id] = slot
+        slot.runner = asyncio.ensure_future(run(slot))
+
+    def _no_handler(self, name: str) -> Handler:
+        """P-SDK-14: a permanent `no_handler` failure naming the handlers this worker has."""
+        known = self.handler_names
+
+        async def no_handler(ctx: TaskContext) -> Any:
+            raise PermanentError(
+                f"no handler registered for {name!r}",
+                code=NO_HANDLER,
+                details={"handler_name": name, "known_handlers": known},
+            )
+
+        return no_handler
+
+    def release_slot(self, slot: Slot) -> None:
+        if self.held.get(slot.ctx.id) is slot:
+            del self.held[slot.ctx.id]
+        self.superseded.discard(slot)
+        self.wake.set()
+
+    def slots(self) -> Sequence[Slot]:
+        return [*self.held.values(), *self.superseded]
