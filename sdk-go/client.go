@@ -56,8 +56,12 @@ type call struct {
 	timeout time.Duration // zero: Config.Timeout
 }
 
-// invoke runs send, maps error answers to *ProblemError and retries safe calls on
-// connection errors, timeouts, 429, 502, 503 and 504 (P-SDK-2).
+// maxClientRetryAfter is the longest Retry-After the client waits out by itself; a longer
+// one surfaces as the error, carrying RetryAfter (P-SDK-16).
+const maxClientRetryAfter = 30 * time.Second
+
+// invoke runs send, maps error answers to *ProblemError and retries safe calls on outages
+// (P-SDK-2, classified by IsOutage, P-SDK-16).
 func invoke[T any](ctx context.Context, c *Client, cl call, send func(context.Context) (*http.Response, error), parse func(*http.Response) (*T, error)) (*T, error) {
 	b := backoff{base: DefaultRetryBase, cap: DefaultRetryCap}
 	for attempt := 0; ; attempt++ {
@@ -65,13 +69,16 @@ func invoke[T any](ctx context.Context, c *Client, cl call, send func(context.Co
 		if err == nil {
 			return v, nil
 		}
-		var pe *ProblemError
-		if !cl.safe || attempt >= c.cfg.MaxRetries || !errors.As(err, &pe) || !retryableProblem(pe) {
+		if !cl.safe || attempt >= c.cfg.MaxRetries || !IsOutage(err) {
 			return nil, err
 		}
+		var pe *ProblemError
 		wait := b.next()
-		if pe.RetryAfter > wait {
-			wait = pe.RetryAfter // honour Retry-After (P-SDK-2)
+		if errors.As(err, &pe) && pe.RetryAfter > 0 {
+			if pe.RetryAfter > maxClientRetryAfter {
+				return nil, err // P-SDK-16: too long to wait inside a call
+			}
+			wait = withJitter(pe.RetryAfter) // P-SDK-16: Retry-After replaces the backoff
 		}
 		if !sleepCtx(ctx, wait) {
 			return nil, err
@@ -114,15 +121,35 @@ func invokeOnce[T any](ctx context.Context, c *Client, cl call, send func(contex
 	return v, nil
 }
 
-func retryableProblem(pe *ProblemError) bool {
-	if pe.Code == CodeConnectionError {
-		return true
+// longPollTimeout is wait_ms + 10 s for operations marked x-orch8-long-poll (P-SDK-1).
+func longPollTimeout(waitMs *int) time.Duration {
+	w := DefaultWaitMs
+	if waitMs != nil {
+		w = *waitMs
 	}
-	switch pe.Status {
-	case http.StatusTooManyRequests, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return true
+	return time.Duration(w)*time.Millisecond + LongPollSlack
+}
+
+// hasIdempotencyKey decides x-orch8-retry: idempotency-key: an enqueue is repeated only
+// when every task it creates carries an idempotency_key (P-SDK-2).
+func hasIdempotencyKey(body any) bool {
+	switch b := body.(type) {
+	case api.NewTask:
+		return b.IdempotencyKey != nil && *b.IdempotencyKey != ""
+	case api.NewTaskBatch:
+		for _, t := range b.Tasks {
+			if t.IdempotencyKey == nil || *t.IdempotencyKey == "" {
+				return false
+			}
+		}
+		return len(b.Tasks) > 0
 	}
 	return false
+}
+
+// Heartbeat is the former name of HeartbeatTask, kept so existing callers still build.
+func (c *Client) Heartbeat(ctx context.Context, taskID string, body TaskHeartbeat) (*TaskLeaseStatus, error) {
+	return c.HeartbeatTask(ctx, taskID, body)
 }
 
 // first returns the first non-nil typed body, or an error naming the unexpected status.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -83,11 +84,11 @@ func TestPollTaskRequestShapeAndHeaders(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, claimedJSON)
 	})
-	task, err := c.PollTask(context.Background(), PollOptions{HandlerNames: &[]string{"echo"}, WorkerId: Ptr("w1"), WaitMs: Ptr(0)})
+	task, err := c.PollTask(context.Background(), PollOptions{HandlerNames: []string{"echo"}, WorkerID: Ptr("w1"), WaitMs: Ptr(0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task == nil || task.Id != "task_1" || task.Lease.Id != "lease_1" || task.Params["x"] != float64(1) {
+	if task == nil || task.ID != "task_1" || task.Lease.ID != "lease_1" || task.Params["x"] != float64(1) {
 		t.Fatalf("unexpected task %+v", task)
 	}
 	r := s.requests()[0]
@@ -122,7 +123,7 @@ func TestCompleteAndFailBodies(t *testing.T) {
 			"attempts_left": 2, "next_attempt_at": nil, "error_code": nil})
 	})
 	ctx := context.Background()
-	out, err := c.CompleteTask(ctx, "task_1", TaskCompletion{LeaseId: Ptr("lease_1"), Output: map[string]any{"ok": true}})
+	out, err := c.CompleteTask(ctx, "task_1", TaskCompletion{LeaseID: Ptr("lease_1"), Output: map[string]any{"ok": true}})
 	if err != nil || out.Status != StatusCompleted {
 		t.Fatalf("complete: %v %+v", err, out)
 	}
@@ -351,11 +352,19 @@ func TestRetryAfterParsing(t *testing.T) {
 	}
 }
 
-func TestStatusClassifier(t *testing.T) {
-	for status, want := range map[int]bool{408: true, 429: true, 500: true, 503: true, 599: true, 400: false, 401: false, 404: false, 409: false, 422: false} {
-		if IsRetryableStatus(status) != want {
-			t.Errorf("IsRetryableStatus(%d) != %v", status, want)
+// P-SDK-16: one classifier; exactly these answers are outages.
+func TestOutageClassifier(t *testing.T) {
+	for status, want := range map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true,
+		501: false, 505: false, 400: false, 401: false, 404: false, 409: false, 413: false, 422: false} {
+		if got := IsOutage(&ProblemError{Status: status, Code: "x"}); got != want {
+			t.Errorf("IsOutage(%d) = %v, want %v", status, got, want)
 		}
+	}
+	if !IsOutage(connectionError(errors.New("connection refused"))) {
+		t.Error("a transport failure is an outage")
+	}
+	if IsOutage(context.Canceled) || IsOutage(errors.New("plain")) {
+		t.Error("a non-problem error is not an outage")
 	}
 }
 
@@ -366,5 +375,71 @@ func TestBackoffIsCappedFullJitter(t *testing.T) {
 		if d := b.next(); d < 0 || d >= ceiling {
 			t.Fatalf("wait %d = %v, want [0, %v)", i, d, ceiling)
 		}
+	}
+}
+
+// P-SDK-16: the client waits out a Retry-After (plus at most 10%) instead of its backoff,
+// and surfaces one above 30 s at once, carrying it.
+func TestClientRetryAfter(t *testing.T) {
+	var times []time.Time
+	var mu sync.Mutex
+	_, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		times = append(times, time.Now())
+		mu.Unlock()
+		if n == 1 {
+			w.Header().Set("Retry-After", "1")
+			writeProblem(w, 408, "request_timeout")
+			return
+		}
+		writeJSON(w, 200, map[string]any{"status": "ok", "checks": map[string]any{}})
+	})
+	if _, err := c.HealthLive(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if gap := times[1].Sub(times[0]); len(times) != 2 || gap < time.Second || gap > 1500*time.Millisecond {
+		t.Fatalf("%d requests, retried after %v; want 2, Retry-After 1 s + 0-10%%", len(times), times[1].Sub(times[0]))
+	}
+
+	s, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.Header().Set("Retry-After", "31")
+		writeProblem(w, 503, "unavailable")
+	})
+	_, err := c.GetTask(context.Background(), "task_1")
+	var pe *ProblemError
+	if !errors.As(err, &pe) || pe.RetryAfter != 31*time.Second || len(s.requests()) != 1 {
+		t.Fatalf("err %v, %d requests; want the 503 at once with RetryAfter 31s", err, len(s.requests()))
+	}
+}
+
+// P-SDK-1: health, readiness, metrics and server info each have their method.
+func TestHealthAndMetricsMethods(t *testing.T) {
+	s, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		switch r.URL.Path {
+		case "/metrics":
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, "orch8_up 1\n")
+		case "/health/ready":
+			writeProblem(w, 400, "not_ready")
+		default:
+			writeJSON(w, 200, map[string]any{"status": "ok", "checks": map[string]any{}})
+		}
+	})
+	ctx := context.Background()
+	if m, err := c.Metrics(ctx); err != nil || m != "orch8_up 1\n" {
+		t.Fatalf("metrics %q %v", m, err)
+	}
+	if h, err := c.HealthLive(ctx); err != nil || h.Status != "ok" {
+		t.Fatalf("live %+v %v", h, err)
+	}
+	if _, err := c.HealthReady(ctx); err == nil {
+		t.Fatal("a 400 readiness answer is an error")
+	}
+	var paths []string
+	for _, r := range s.requests() {
+		paths = append(paths, r.Path)
+	}
+	if fmt.Sprint(paths) != "[/metrics /health/live /health/ready]" {
+		t.Fatalf("paths %v", paths)
 	}
 }

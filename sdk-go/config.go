@@ -30,6 +30,11 @@ const (
 	CodeRetryableError  = "retryable_error"      // P-SDK-6
 	CodePermanentError  = "permanent_error"      // P-SDK-6
 	CodeShutdown        = "shutdown"             // P-SDK-7
+	CodeNoHandler       = "no_handler"           // P-SDK-14
+	CodeInvalidOutput   = "invalid_output"       // P-SDK-15
+	CodeOutputRejected  = "output_rejected"      // P-SDK-15
+	MaxPollBatchSize    = 100                    // P-SDK-13: most tasks one poll asks for
+	MaxPollHandlers     = 50                     // P-SDK-13: most handler names in one poll
 	headerAuthorization = "Authorization"
 )
 

@@ -2,32 +2,39 @@ package orch8
 
 import (
 	"errors"
+	"fmt"
+	"reflect"
 	"time"
 )
 
-// RetryableError makes a handler's failure retryable (P-SDK-6). Build it with Retryable.
+// RetryableError makes a handler's failure retryable (P-SDK-6, P-SDK-20). Build it with
+// Retryable, or as a literal to set Code, Details or Checkpoint.
 type RetryableError struct {
 	Err error
-	// After asks the server for this exact delay before the next attempt (P-RETRY-4);
-	// zero leaves the task's backoff policy in charge.
+	// After asks the server for this exact delay before the next attempt, sent as
+	// retry_after_ms (P-RETRY-4); zero leaves the task's backoff policy in charge.
 	After time.Duration
 	// Code is the machine code reported; "retryable_error" when empty.
 	Code string
 	// Details is stored with the failure.
 	Details map[string]any
+	// Checkpoint is saved for the next attempt (P-CKPT-1); nil keeps the last one.
+	Checkpoint map[string]any
 }
 
 func (e *RetryableError) Error() string { return errText(e.Err, "retryable error") }
 func (e *RetryableError) Unwrap() error { return e.Err }
 
-// PermanentError fails the task at once, skipping retries (P-SDK-6, P-RETRY-5). Build it
-// with Permanent.
+// PermanentError fails the task at once, skipping retries (P-SDK-6, P-RETRY-5, P-SDK-20).
+// Build it with Permanent, or as a literal to set Code, Details or Checkpoint.
 type PermanentError struct {
 	Err error
 	// Code is the machine code reported; "permanent_error" when empty.
 	Code string
 	// Details is stored with the failure.
 	Details map[string]any
+	// Checkpoint is stored with the failure (P-CKPT-1); nil keeps the last one.
+	Checkpoint map[string]any
 }
 
 func (e *PermanentError) Error() string { return errText(e.Err, "permanent error") }
@@ -50,25 +57,38 @@ func errText(err error, fallback string) string {
 	return err.Error()
 }
 
-// failureFor turns a handler error into the fail report of P-SDK-6: PermanentError is
-// permanent, RetryableError retryable, anything else retryable with "unhandled_error".
+// failureFor turns a handler error into the fail report of P-SDK-6 and P-SDK-20:
+// PermanentError is permanent, RetryableError retryable, anything else (a panic included)
+// retryable with code "unhandled_error" and details {type, message, stack}.
 func failureFor(err error) TaskFailureReport {
-	rep := TaskFailureReport{Error: errText(err, "handler failed"), Retryable: Ptr(true), Code: Ptr(CodeUnhandledError)}
 	var perm *PermanentError
 	var retry *RetryableError
+	var pe *panicError
 	switch {
 	case errors.As(err, &perm):
-		rep.Retryable = Ptr(false)
-		rep.Code = Ptr(orDefault(perm.Code, CodePermanentError))
-		rep.Details = jsonObject(perm.Details)
+		return TaskFailureReport{Error: errText(err, "handler failed"), Retryable: Ptr(false),
+			Code: Ptr(orDefault(perm.Code, CodePermanentError)), Details: perm.Details, Checkpoint: perm.Checkpoint}
 	case errors.As(err, &retry):
-		rep.Code = Ptr(orDefault(retry.Code, CodeRetryableError))
-		rep.Details = jsonObject(retry.Details)
+		rep := TaskFailureReport{Error: errText(err, "handler failed"), Retryable: Ptr(true),
+			Code: Ptr(orDefault(retry.Code, CodeRetryableError)), Details: retry.Details, Checkpoint: retry.Checkpoint}
 		if retry.After > 0 {
 			rep.RetryAfterMs = Ptr(int(retry.After / time.Millisecond))
 		}
+		return rep
+	case errors.As(err, &pe):
+		return TaskFailureReport{Error: errText(err, "handler panicked"), Retryable: Ptr(true), Code: Ptr(CodeUnhandledError),
+			Details: JSONObject{"type": typeName(pe.value), "message": fmt.Sprint(pe.value), "stack": truncate(pe.stack, 4000)}}
 	}
-	return rep
+	return TaskFailureReport{Error: errText(err, "handler failed"), Retryable: Ptr(true), Code: Ptr(CodeUnhandledError),
+		Details: JSONObject{"type": typeName(err), "message": errText(err, ""), "stack": ""}}
+}
+
+// typeName is the Go type of an error or panic value, e.g. "*fs.PathError" (P-SDK-20).
+func typeName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	return reflect.TypeOf(v).String()
 }
 
 func orDefault(s, def string) string {

@@ -8,10 +8,28 @@ import (
 	"os/signal"
 )
 
-// RunWithSignals is Run plus interrupt handling (P-SDK-7); quiet/resume by signal needs a
-// Unix system, elsewhere call Quiet and Resume.
+// RunWithSignals is Run plus interrupt handling: the first interrupt shuts down gracefully
+// (P-SDK-7), a second one ends the grace period at once (P-SDK-17). Quiet and resume by
+// signal need a Unix system; elsewhere call Quiet and Resume.
 func (w *Worker) RunWithSignals(ctx context.Context) error {
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
-	defer stop()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt)
+	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		for stops := 1; ; stops++ {
+			select {
+			case <-sigs:
+				if stops == 1 {
+					w.Stop()
+				} else {
+					w.StopNow()
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
 	return w.Run(ctx)
 }

@@ -10,28 +10,39 @@ import (
 )
 
 // RunWithSignals is Run plus the process signals of section 14: SIGTERM and SIGINT shut
-// down gracefully (P-SDK-7), SIGTSTP quiets the worker and SIGCONT resumes it (P-SDK-8).
+// down gracefully (P-SDK-7) and a second one ends the grace period at once (P-SDK-17);
+// SIGTSTP quiets the worker and SIGCONT resumes it (P-SDK-8, P-SDK-18).
 func (w *Worker) RunWithSignals(ctx context.Context) error {
-	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	pause := make(chan os.Signal, 2)
-	signal.Notify(pause, syscall.SIGTSTP, syscall.SIGCONT)
-	defer signal.Stop(pause)
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGTSTP, syscall.SIGCONT)
+	defer signal.Stop(sigs)
 	done := make(chan struct{})
 	defer close(done)
-	go func() {
-		for {
-			select {
-			case s := <-pause:
-				if s == syscall.SIGTSTP {
-					w.Quiet()
-				} else {
-					w.Resume()
-				}
-			case <-done:
-				return
-			}
-		}
-	}()
+	go w.watchSignals(sigs, done)
 	return w.Run(ctx)
+}
+
+func (w *Worker) watchSignals(sigs <-chan os.Signal, done <-chan struct{}) {
+	stops := 0
+	for {
+		select {
+		case s := <-sigs:
+			switch s {
+			case syscall.SIGTSTP:
+				w.Quiet()
+			case syscall.SIGCONT:
+				w.Resume()
+			default:
+				stops++
+				w.log.Info("orch8: signal received", "signal", s.String(), "count", stops)
+				if stops == 1 {
+					w.Stop()
+				} else {
+					w.StopNow()
+				}
+			}
+		case <-done:
+			return
+		}
+	}
 }

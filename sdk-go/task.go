@@ -5,8 +5,6 @@ import (
 	"errors"
 	"sync"
 	"time"
-
-	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
 // Task is what a handler receives (P-SDK-10): the claimed task, its lease and a way to
@@ -32,23 +30,21 @@ type Task struct {
 	Claimed ClaimedTask
 
 	client *Client
+	lease  time.Duration     // lease_ms asked on per-task heartbeats; zero: server default
 	drop   func(cause error) // fires the cancellation signal, sends nothing (P-SDK-5)
 
 	mu             sync.Mutex
 	leaseExpiresAt time.Time
 }
 
-func newTask(ct ClaimedTask, c *Client) *Task {
+func newTask(ct ClaimedTask, c *Client, lease time.Duration) *Task {
 	t := &Task{
-		ID: ct.Id, HandlerName: ct.HandlerName, QueueName: ct.QueueName,
+		ID: ct.ID, HandlerName: ct.HandlerName, QueueName: ct.QueueName,
 		Params: ct.Params, Context: ct.Context, Headers: ct.Headers,
 		Priority: ct.Priority, Attempt: ct.Attempt, MaxAttempts: ct.MaxAttempts,
-		LeaseID: ct.Lease.Id, CreatedAt: ct.CreatedAt, GoodUntil: ct.GoodUntil,
-		Claimed: ct, client: c, leaseExpiresAt: ct.Lease.ExpiresAt,
+		Checkpoint: ct.Checkpoint, LeaseID: ct.Lease.ID, CreatedAt: ct.CreatedAt, GoodUntil: ct.GoodUntil,
+		Claimed: ct, client: c, lease: lease, leaseExpiresAt: ct.Lease.ExpiresAt,
 		drop: func(error) {},
-	}
-	if ct.Checkpoint != nil {
-		t.Checkpoint = *ct.Checkpoint
 	}
 	if t.Params == nil {
 		t.Params = map[string]any{}
@@ -75,9 +71,12 @@ func (t *Task) setLeaseExpiresAt(at time.Time) {
 // Heartbeat extends this task's lease now and saves progress and a checkpoint (either may
 // be nil) for later attempts (P-SDK-4, P-LEASE-5, P-CKPT-1). The worker already
 // heartbeats every task it holds; call this to save a checkpoint or extend at once.
-// A lease_lost or task_cancelled answer also cancels the handler's ctx (P-SDK-5).
+// A 409 lease_lost or task_cancelled answer cancels the handler's ctx and returns an error
+// matching ErrLeaseLost or ErrTaskCancelled, so the handler can stop; the worker then
+// sends no result for the task (P-SDK-19).
 func (t *Task) Heartbeat(ctx context.Context, progress any, checkpoint map[string]any) error {
-	st, err := t.client.Heartbeat(ctx, t.ID, TaskHeartbeat{LeaseId: Ptr(t.LeaseID), Progress: progress, Checkpoint: jsonObject(checkpoint)})
+	st, err := t.client.HeartbeatTask(ctx, t.ID, TaskHeartbeat{LeaseID: Ptr(t.LeaseID), Progress: progress,
+		Checkpoint: checkpoint, LeaseMs: optMillis(t.lease)})
 	switch {
 	case errors.Is(err, ErrLeaseLost):
 		t.drop(ErrLeaseLost)
@@ -85,17 +84,6 @@ func (t *Task) Heartbeat(ctx context.Context, progress any, checkpoint map[strin
 		t.drop(ErrTaskCancelled)
 	case err == nil:
 		t.setLeaseExpiresAt(st.LeaseExpiresAt)
-		if st.CancelRequested {
-			t.drop(ErrTaskCancelled)
-		}
 	}
 	return err
-}
-
-func jsonObject(m map[string]any) *api.JsonObject {
-	if m == nil {
-		return nil
-	}
-	o := api.JsonObject(m)
-	return &o
 }

@@ -7,7 +7,7 @@ import "github.com/orch8/orch8-workers/sdk-go/api"
 // runtime hands handlers a *Task.
 type (
 	NewTask               = api.NewTask
-	JsonObject            = api.JsonObject
+	JSONObject            = api.JSONObject
 	NewTaskBatch          = api.NewTaskBatch
 	EnqueuedTasks         = api.EnqueuedTasks
 	TaskRecord            = api.Task
@@ -48,6 +48,7 @@ type (
 	QueueStatsParams      = api.GetQueueStatsParams
 	QueueStatsList        = api.QueueStatsList
 	ServerInfo            = api.ServerInfo
+	HealthStatus          = api.HealthStatus
 )
 
 // Task states and worker directives, as on the wire.

@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// shutdownSlack bounds what a shutdown does after its grace period: failing leftovers with
+// "shutdown", waiting for results in delivery and deregistering (P-SDK-17).
+const shutdownSlack = 5 * time.Second
+
 // Worker claims tasks for its registered handlers and runs them with the semantics of
 // docs/protocol.md section 14. Create it with NewWorker, add handlers with Handle, then
 // call Run (or RunWithSignals).
@@ -18,21 +22,24 @@ type Worker struct {
 	opts     WorkerOptions
 	log      *slog.Logger
 	handlers map[string]Handler
+	names    []string // sorted handler names, fixed by Run
 
 	completions *completer // batched completion reports (P-SDK-12)
 
 	mu          sync.Mutex
-	held        map[string]*run // every claimed task until its result is delivered (P-WORKER-2)
+	held        map[string]*run // every claimed task until its outcome is known (P-WORKER-2)
 	changed     chan struct{}   // closed and replaced whenever held or quiet changes
-	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8)
-	serverQuiet bool            // quiet directive (P-WORKER-3)
+	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
+	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
 	stopping    bool
 	running     bool
 	pollCancel  context.CancelFunc // aborts the in-flight long-poll
 	interval    time.Duration      // worker heartbeat cadence (P-SDK-4)
 
-	stopOnce sync.Once
-	stopCh   chan struct{}
+	stopOnce  sync.Once
+	stopCh    chan struct{}
+	graceOnce sync.Once
+	graceCh   chan struct{} // closed to end the grace period at once (P-SDK-17)
 
 	stats struct {
 		claimed, completed, failed, leaseLost, cancelled, inFlight, polls, pollErrors atomic.Int64
@@ -50,6 +57,7 @@ func NewWorker(client *Client, opts WorkerOptions) *Worker {
 		held:     map[string]*run{},
 		changed:  make(chan struct{}),
 		stopCh:   make(chan struct{}),
+		graceCh:  make(chan struct{}),
 		interval: DefaultHeartbeat,
 	}
 	w.completions = &completer{w: w}
@@ -85,10 +93,18 @@ func (w *Worker) Stats() Stats {
 // Stop starts a graceful shutdown, like cancelling Run's context (P-SDK-7).
 func (w *Worker) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
 
-// Quiet stops claiming new tasks while in-flight work finishes (P-SDK-8).
+// StopNow ends a shutdown's grace period at once (P-SDK-17): running handlers are
+// cancelled and their tasks failed with "shutdown". It also starts the shutdown.
+func (w *Worker) StopNow() {
+	w.Stop()
+	w.graceOnce.Do(func() { close(w.graceCh) })
+}
+
+// Quiet stops claiming new tasks while in-flight work finishes (P-SDK-8). It sets the
+// local quiet flag only; the operator's quiet directive is independent (P-SDK-18).
 func (w *Worker) Quiet() { w.setQuiet(&w.localQuiet, true) }
 
-// Resume claims again after Quiet (P-SDK-8).
+// Resume clears the local quiet flag; an operator's quiet directive still holds (P-SDK-18).
 func (w *Worker) Resume() { w.setQuiet(&w.localQuiet, false) }
 
 func (w *Worker) setQuiet(flag *bool, quiet bool) {
@@ -102,7 +118,7 @@ func (w *Worker) setQuiet(flag *bool, quiet bool) {
 		w.pollCancel() // claim nothing new: abort the long-poll now
 	}
 	w.notifyLocked()
-	w.log.Info("orch8: claiming paused or resumed", "quiet", w.localQuiet || w.serverQuiet)
+	w.log.Info("orch8: claiming paused or resumed", "local_quiet", w.localQuiet, "operator_quiet", w.serverQuiet)
 }
 
 func (w *Worker) notifyLocked() {
@@ -120,15 +136,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("orch8: Worker.Run called twice")
 	}
 	w.running = true
-	names := make([]string, 0, len(w.handlers))
 	for n := range w.handlers {
-		names = append(names, n)
+		w.names = append(w.names, n)
 	}
 	w.mu.Unlock()
-	if len(names) == 0 {
+	if len(w.names) == 0 {
 		return errors.New("orch8: no handlers registered")
 	}
-	sort.Strings(names)
+	sort.Strings(w.names)
 
 	stopCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
@@ -140,7 +155,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}()
 
-	if err := w.register(stopCtx, names); err != nil {
+	if err := w.register(stopCtx); err != nil {
 		if stopCtx.Err() != nil {
 			return nil // stopped before anything was claimed
 		}
@@ -152,7 +167,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer close(hbDone); w.heartbeatLoop(hbCtx) }()
 
 	pollDone := make(chan struct{})
-	go func() { defer close(pollDone); w.pollLoop(stopCtx, context.WithoutCancel(ctx), names) }()
+	go func() { defer close(pollDone); w.pollLoop(stopCtx, context.WithoutCancel(ctx)) }()
 
 	<-stopCtx.Done()
 	w.log.Info("orch8: shutting down", "grace_period", w.opts.GracePeriod)
@@ -161,33 +176,38 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Unlock()
 	<-pollDone // the long-poll was aborted with stopCtx (P-SDK-7)
 
-	w.drain()
+	deadline := w.drain()
 	stopHeartbeats()
 	<-hbDone
-	w.deregister()
+	w.deregister(deadline)
 	w.log.Info("orch8: worker stopped", "stats", w.Stats())
 	return nil
 }
 
-// drain waits up to the grace period for live tasks, then fails what is still running
-// with code "shutdown" and waits for results already being delivered (P-SDK-7).
-func (w *Worker) drain() {
+// drain waits up to the grace period (or a second signal) for live tasks, then fails what
+// is still running with code "shutdown" and waits for results already being delivered,
+// for at most shutdownSlack (P-SDK-7, P-SDK-17). It returns that deadline.
+func (w *Worker) drain() time.Time {
 	grace := time.NewTimer(w.opts.GracePeriod)
 	defer grace.Stop()
+wait:
 	for {
 		w.mu.Lock()
 		live, ch := w.liveLocked(), w.changed
 		w.mu.Unlock()
 		if live == 0 {
-			return
+			return time.Now().Add(shutdownSlack)
 		}
 		select {
 		case <-ch:
-			continue
 		case <-grace.C:
+			break wait
+		case <-w.graceCh:
+			w.log.Info("orch8: grace period ended early")
+			break wait
 		}
-		break
 	}
+	deadline := time.Now().Add(shutdownSlack)
 
 	var leftovers, delivering []*run
 	w.mu.Lock()
@@ -204,12 +224,22 @@ func (w *Worker) drain() {
 	var wg sync.WaitGroup
 	for _, r := range leftovers {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.failForShutdown(r) }()
+		go func() { defer wg.Done(); w.failForShutdown(r, deadline) }()
 	}
-	wg.Wait()
 	for _, r := range delivering {
-		<-r.done
+		wg.Add(1)
+		go func() { defer wg.Done(); <-r.done }()
 	}
+	allDone := make(chan struct{})
+	go func() { wg.Wait(); close(allDone) }()
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-allDone:
+	case <-t.C:
+		w.log.Warn("orch8: shutdown deadline passed with results still in delivery", "slack", shutdownSlack)
+	}
+	return deadline
 }
 
 // liveLocked counts tasks whose outcome is still to come: not dropped, or being delivered.
@@ -223,10 +253,14 @@ func (w *Worker) liveLocked() int {
 	return n
 }
 
-func (w *Worker) deregister() {
-	ctx, cancel := context.WithTimeout(context.Background(), w.client.cfg.Timeout)
+func (w *Worker) deregister(deadline time.Time) {
+	if time.Until(deadline) < time.Second {
+		deadline = time.Now().Add(time.Second)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if _, err := w.client.DeregisterWorker(ctx, w.opts.WorkerID); err != nil {
-		w.log.Warn("orch8: deregister failed", "err", err)
+		w.log.Warn("orch8: deregister failed", causeAttrs(err)...)
+		w.fireError(OpDeregister, err)
 	}
 }

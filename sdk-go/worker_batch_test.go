@@ -19,6 +19,12 @@ func (s *scripted) completeBatch(w http.ResponseWriter, rec recorded) {
 	if s.batchHook != nil {
 		s.batchHook(n)
 	}
+	if s.wholeBatch != nil {
+		if st, code := s.wholeBatch(batchIDs(rec)); st != 0 {
+			writeProblem(w, st, code)
+			return
+		}
+	}
 	if s.result != nil {
 		if st := s.result(rec.Path, n); st != 200 {
 			writeProblem(w, st, map[int]string{409: "lease_lost", 503: "unavailable"}[st])
@@ -66,7 +72,7 @@ func TestWorkerSendsLoneResultAtOnceAsBatchOfOne(t *testing.T) {
 	s, c := newScripted(t)
 	var completed []string
 	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond,
-		Hooks: Hooks{OnTaskComplete: func(t *Task, out any) { completed = append(completed, t.ID+"="+fmt.Sprint(out)) }}})
+		Hooks: Hooks{OnTaskComplete: func(e TaskCompleteEvent) { completed = append(completed, e.Task.ID) }}})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_1", "echo")
 	stop := runWorker(t, w)
@@ -84,7 +90,7 @@ func TestWorkerSendsLoneResultAtOnceAsBatchOfOne(t *testing.T) {
 	if n := len(s.sent("POST", "/complete")); n != 0 {
 		t.Fatalf("%d single completes sent", n)
 	}
-	if fmt.Sprint(completed) != "[task_1=ok]" || w.Stats().InFlight != 0 {
+	if fmt.Sprint(completed) != "[task_1]" || w.Stats().InFlight != 0 {
 		t.Fatalf("hook saw %v, stats %+v", completed, w.Stats())
 	}
 }
@@ -139,7 +145,7 @@ func TestWorkerBatchItemLeaseLostIsNotResent(t *testing.T) {
 	}
 	completed := 0
 	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 1, PollWait: 50 * time.Millisecond,
-		Hooks: Hooks{OnTaskComplete: func(*Task, any) { completed++ }}})
+		Hooks: Hooks{OnTaskComplete: func(TaskCompleteEvent) { completed++ }}})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_lost", "echo")
 	s.add("task_ok", "echo")

@@ -2,7 +2,10 @@ package orch8
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,7 +19,7 @@ const maxCompleteBatch = 100
 // delivered, refused or given up.
 type completion struct {
 	r      *run
-	output any
+	output json.RawMessage // already checked to be strict JSON (P-SDK-15)
 	done   chan struct{}
 }
 
@@ -32,7 +35,7 @@ type completer struct {
 }
 
 // complete reports a handler's output and returns once it is delivered or given up.
-func (w *Worker) complete(r *run, output any) {
+func (w *Worker) complete(r *run, output json.RawMessage) {
 	c := &completion{r: r, output: output, done: make(chan struct{})}
 	q := w.completions
 	q.mu.Lock()
@@ -62,13 +65,14 @@ func (q *completer) send() {
 		q.queue = q.queue[n:]
 		q.mu.Unlock()
 
-		retry := q.post(batch)
+		retry, cause := q.post(batch)
 		if len(retry) == 0 {
 			outage.reset()
 			continue
 		}
-		// P-SDK-9: re-send with the outage backoff until each item's lease deadline.
-		wait := outage.next()
+		// P-SDK-9, P-SDK-16: re-send after the outage backoff (or Retry-After) until each
+		// item's lease deadline.
+		wait := outageWait(&outage, cause)
 		retry = q.w.keepUntilDeadline(retry, wait)
 		if len(retry) == 0 {
 			continue
@@ -80,68 +84,97 @@ func (q *completer) send() {
 	}
 }
 
-// post sends one batch and settles every item it can; it returns the items to re-send.
-func (q *completer) post(batch []*completion) (retry []*completion) {
+// refusedAsWhole: a 4xx other than 408/409/429 refuses the batch's content (413, 400,
+// 422, ...), so its halves may still go through (P-SDK-15).
+func refusedAsWhole(err error) (*ProblemError, bool) {
+	var pe *ProblemError
+	if !errors.As(err, &pe) || pe.Status < 400 || pe.Status >= 500 {
+		return nil, false
+	}
+	switch pe.Status {
+	case http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return nil, false
+	}
+	return pe, true
+}
+
+// post sends one batch and settles every item it can; it returns the items to re-send
+// after an outage and the error that made them so.
+func (q *completer) post(batch []*completion) (retry []*completion, cause error) {
 	w := q.w
 	items := make([]api.TaskCompletionItem, 0, len(batch))
 	sent := batch[:0:0]
 	for _, c := range batch {
-		if cause := c.r.droppedCause(); cause != nil && !errors.Is(cause, ErrShutdown) {
+		if dc := c.r.droppedCause(); dc != nil && !errors.Is(dc, ErrShutdown) {
 			// The lease was lost or the task cancelled before we reported: send nothing (P-SDK-5).
-			w.log.Info("orch8: result discarded", "task_id", c.r.task.ID, "cause", cause.Error())
+			w.log.Info("orch8: result discarded", "task_id", c.r.task.ID, "cause", dc.Error())
 			close(c.done)
 			continue
 		}
 		t := c.r.task
-		items = append(items, api.TaskCompletionItem{TaskId: t.ID, LeaseId: Ptr(t.LeaseID), Output: c.output})
+		items = append(items, api.TaskCompletionItem{TaskID: t.ID, LeaseID: Ptr(t.LeaseID), Output: c.output})
 		sent = append(sent, c)
 	}
 	if len(sent) == 0 {
-		return nil
+		return nil, nil
 	}
 	res, err := w.client.CompleteTasks(context.Background(), api.TaskCompletionBatch{Items: items})
 	if err != nil {
-		if isOutage(err) {
-			for _, c := range sent {
-				w.log.Warn("orch8: result not delivered, retrying", "result", "complete", "task_id", c.r.task.ID, "err", err)
+		w.fireError(OpComplete, err)
+		if IsOutage(err) {
+			w.log.Warn("orch8: completions not delivered, retrying", append(causeAttrs(err), "tasks", len(sent))...)
+			return sent, err
+		}
+		if pe, ok := refusedAsWhole(err); ok {
+			if len(sent) == 1 {
+				w.rejectOutput(sent[0], pe)
+				return nil, nil
 			}
-			return sent
+			// P-SDK-15: split in halves until the refused items go alone.
+			w.log.Warn("orch8: completion batch refused; splitting it", append(causeAttrs(err), "tasks", len(sent))...)
+			half := len(sent) / 2
+			r1, c1 := q.post(sent[:half])
+			r2, c2 := q.post(sent[half:])
+			return append(r1, r2...), errors.Join(c1, c2)
 		}
 		for _, c := range sent {
-			w.log.Error("orch8: result not delivered, giving up", "result", "complete", "task_id", c.r.task.ID, "err", err)
+			w.log.Warn("orch8: completion not delivered; giving the task up", append(causeAttrs(err), "task_id", c.r.task.ID)...)
+			w.abandon(c.r, fmt.Errorf("%w: completion not delivered: %w", ErrLeaseLost, err))
 			close(c.done)
 		}
-		return nil
+		return nil, nil
 	}
 	byID := make(map[string]*BatchItemOutcome, len(res.Items))
 	for i := range res.Items {
-		byID[res.Items[i].TaskId] = &res.Items[i]
+		byID[res.Items[i].TaskID] = &res.Items[i]
 	}
 	for _, c := range sent {
-		if w.settle(c, byID[c.r.task.ID]) {
+		resend, why := w.settleItem(c, byID[c.r.task.ID])
+		if resend {
 			retry = append(retry, c)
-		} else {
-			close(c.done)
+			cause = why
 		}
 	}
-	return retry
+	return retry, cause
 }
 
-// settle handles one item's answer as a single complete's would be handled (P-SDK-12);
-// it reports whether the item must be re-sent.
-func (w *Worker) settle(c *completion, o *BatchItemOutcome) (resend bool) {
+// settleItem handles one item's answer as a single complete's would be handled (P-SDK-12);
+// it reports whether the item must be re-sent, and why.
+func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 	r, t := c.r, c.r.task
-	log := w.log.With("task_id", t.ID)
-	switch {
-	case o == nil:
-		log.Error("orch8: result not delivered, giving up", "result", "complete", "err", "no outcome for the item in the batch answer")
-		return false
-	case o.Status != api.BatchItemStatusError:
-		w.stats.completed.Add(1)
-		if h := w.opts.Hooks.OnTaskComplete; h != nil {
-			h(t, c.output)
+	if o == nil {
+		w.log.Warn("orch8: completion not delivered; giving the task up", "task_id", t.ID, "err", "no outcome for the item in the batch answer")
+		w.abandon(r, fmt.Errorf("%w: no outcome for the item in the batch answer", ErrLeaseLost))
+		close(c.done)
+		return false, nil
+	}
+	if o.Status != api.BatchItemStatusError {
+		if r.settle(outcomeCompleted) {
+			w.log.Debug("orch8: task completed", "task_id", t.ID, "attempt", t.Attempt)
+			callHook(w, "OnTaskComplete", w.opts.Hooks.OnTaskComplete, TaskCompleteEvent{Task: t, Duration: r.runTime()})
 		}
-		return false
+		close(c.done)
+		return false, nil
 	}
 	p := o.Problem
 	if p == nil {
@@ -151,29 +184,41 @@ func (w *Worker) settle(c *completion, o *BatchItemOutcome) (resend bool) {
 	switch {
 	case errors.Is(pe, ErrLeaseLost), errors.Is(pe, ErrTaskCancelled):
 		// The server refused the result: the task is no longer ours (P-LEASE-3, P-CANCEL-2).
-		cause := ErrLeaseLost
-		if errors.Is(pe, ErrTaskCancelled) {
-			cause = ErrTaskCancelled
-		}
-		log.Info("orch8: result refused", "result", "complete", "cause", cause.Error())
-		w.dropRun(r, cause)
-		return false
-	case isOutage(pe):
-		log.Warn("orch8: result not delivered, retrying", "result", "complete", "err", pe)
-		return true
+		w.fireError(OpComplete, pe)
+		w.abandon(r, refusalCause(pe))
+		close(c.done)
+		return false, nil
+	case IsOutage(pe):
+		w.fireError(OpComplete, pe)
+		w.log.Warn("orch8: completion not delivered, retrying", append(causeAttrs(pe), "task_id", t.ID)...)
+		return true, pe
 	}
-	log.Error("orch8: result not delivered, giving up", "result", "complete", "err", pe)
-	return false
+	w.fireError(OpComplete, pe)
+	w.rejectOutput(c, pe) // refused on its own: P-SDK-15
+	return false, nil
 }
 
-// keepUntilDeadline settles the items that may not be re-sent after wait: their lease
+// rejectOutput reports a completion the server refused on its own with a permanent fail,
+// code "output_rejected" (P-SDK-15); the fail carries no output, so it fits.
+func (w *Worker) rejectOutput(c *completion, pe *ProblemError) {
+	t := c.r.task
+	w.log.Warn("orch8: output refused by the server; failing the task", append(causeAttrs(pe), "task_id", t.ID)...)
+	rep := TaskFailureReport{Error: "the server refused the task's output: " + pe.Error(), Retryable: Ptr(false),
+		Code: Ptr(CodeOutputRejected), Details: JSONObject{"status": pe.Status, "code": pe.Code}}
+	go func() {
+		defer close(c.done)
+		w.deliverFailure(c.r, rep, time.Time{})
+	}()
+}
+
+// keepUntilDeadline gives up the items that may not be re-sent after wait: their lease
 // deadline would pass (P-SDK-9) or the heartbeat learned meanwhile that the lease is gone.
 func (w *Worker) keepUntilDeadline(items []*completion, wait time.Duration) []*completion {
 	keep := items[:0]
 	for _, c := range items {
 		if time.Now().Add(wait).After(c.r.task.LeaseExpiresAt()) {
-			w.log.Error("orch8: result not delivered, giving up", "result", "complete", "task_id", c.r.task.ID,
-				"err", "lease deadline passed during the outage")
+			w.log.Warn("orch8: completion not delivered before the lease deadline; giving the task up", "task_id", c.r.task.ID)
+			w.abandon(c.r, fmt.Errorf("%w: lease deadline passed during the outage", ErrLeaseLost))
 			close(c.done)
 			continue
 		}

@@ -2,7 +2,6 @@ package orch8
 
 import (
 	"context"
-	"errors"
 	"os"
 	"sort"
 	"time"
@@ -10,23 +9,23 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
-// register announces the worker and learns the heartbeat cadence (P-WORKER-1). Outages
-// are ridden out with backoff (P-SDK-9); any other refusal ends Run.
-func (w *Worker) register(ctx context.Context, names []string) error {
+// register announces the worker and learns the heartbeat cadence (P-WORKER-1, P-SDK-21).
+// Outages are ridden out with backoff (P-SDK-9); any other refusal ends Run.
+func (w *Worker) register(ctx context.Context) error {
 	host, _ := os.Hostname()
+	queue := w.opts.QueueName
+	if queue == "" {
+		queue = "default"
+	}
 	reg := WorkerRegistration{
-		WorkerId:    w.opts.WorkerID,
+		WorkerID:    w.opts.WorkerID,
 		Hostname:    optString(host),
 		Pid:         Ptr(os.Getpid()),
-		Handlers:    &names,
+		Handlers:    w.names,
+		Queues:      []string{queue},
 		Concurrency: Ptr(w.opts.Concurrency),
+		Labels:      &w.opts.Labels,
 		Sdk:         Ptr("orch8-go/" + Version),
-	}
-	if w.opts.QueueName != "" {
-		reg.Queues = &[]string{w.opts.QueueName}
-	}
-	if len(w.opts.Labels) > 0 {
-		reg.Labels = &w.opts.Labels
 	}
 	outage := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
 	for {
@@ -36,23 +35,23 @@ func (w *Worker) register(ctx context.Context, names []string) error {
 			if rec.Directive == DirectiveQuiet {
 				w.setQuiet(&w.serverQuiet, true)
 			}
-			w.log.Info("orch8: worker registered", "handlers", names, "concurrency", w.opts.Concurrency)
+			w.log.Info("orch8: worker registered", "handlers", w.names, "concurrency", w.opts.Concurrency)
 			return nil
 		}
-		if ctx.Err() != nil || !isOutage(err) {
+		if ctx.Err() != nil {
 			return err
 		}
-		wait := outage.next()
-		w.log.Warn("orch8: registration failed, retrying", "err", err, "in", wait)
+		w.fireError(OpRegister, err)
+		if !IsOutage(err) {
+			w.log.Error("orch8: registration refused", causeAttrs(err)...)
+			return err
+		}
+		wait := outageWait(&outage, err)
+		w.log.Warn("orch8: registration failed, retrying", append(causeAttrs(err), "in", wait)...)
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()
 		}
 	}
-}
-
-func isOutage(err error) bool {
-	var pe *ProblemError
-	return errors.Is(err, ErrUnavailable) || errors.Is(err, ErrRateLimited) || (errors.As(err, &pe) && IsRetryableStatus(pe.Status))
 }
 
 func (w *Worker) setInterval(ms int) {
@@ -98,30 +97,32 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	w.mu.Unlock()
 	sort.Strings(ids)
 
-	res, err := w.client.HeartbeatWorker(ctx, w.opts.WorkerID, WorkerHeartbeat{State: &state, ActiveTaskIds: &ids})
+	res, err := w.client.HeartbeatWorker(ctx, w.opts.WorkerID,
+		WorkerHeartbeat{State: &state, ActiveTaskIDs: ids, LeaseMs: optMillis(w.opts.LeaseDuration)})
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("orch8: worker heartbeat failed", "err", err)
+			w.fireError(OpHeartbeat, err)
+			w.log.Warn("orch8: worker heartbeat failed", causeAttrs(err)...)
 		}
 		return
 	}
 	for _, ts := range res.Tasks {
 		w.mu.Lock()
-		r := w.held[ts.TaskId]
+		r := w.held[ts.TaskID]
 		w.mu.Unlock()
 		switch {
 		case r == nil:
 		case ts.LeaseLost:
-			w.dropRun(r, ErrLeaseLost) // P-WORKER-2, P-SDK-5
+			w.abandon(r, ErrLeaseLost) // P-WORKER-2, P-SDK-5
 		case ts.CancelRequested:
-			w.dropRun(r, ErrTaskCancelled) // P-CANCEL-1, P-SDK-5
+			w.abandon(r, ErrTaskCancelled) // P-CANCEL-1, P-SDK-5
 		case ts.LeaseExpiresAt != nil:
 			r.task.setLeaseExpiresAt(*ts.LeaseExpiresAt)
 		}
 	}
 	w.setInterval(res.HeartbeatIntervalMs)
 	switch res.Directive { // P-WORKER-3
-	case DirectiveQuiet:
+	case DirectiveQuiet: // the operator flag only; local quiet is independent (P-SDK-18)
 		w.setQuiet(&w.serverQuiet, true)
 	case DirectiveRunning:
 		w.setQuiet(&w.serverQuiet, false)

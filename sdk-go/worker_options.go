@@ -2,6 +2,8 @@ package orch8
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"os"
@@ -16,7 +18,7 @@ type Handler func(ctx context.Context, t *Task) (any, error)
 
 // WorkerOptions configures a Worker. Zero values take the defaults of section 14.
 type WorkerOptions struct {
-	// WorkerID names this process to the server; "<hostname>-<pid>" when empty.
+	// WorkerID names this process to the server; "<hostname>-<pid>-<8 hex>" when empty (P-SDK-21).
 	WorkerID string
 	// Concurrency is the most tasks held at once (P-SDK-3); 10 when zero.
 	Concurrency int
@@ -27,54 +29,119 @@ type WorkerOptions struct {
 	QueueName string
 	// PollWait is the long-poll wait_ms (P-SDK-3); 30 s when zero.
 	PollWait time.Duration
-	// LeaseDuration asks for this lease_ms on each claim; the server default when zero.
+	// LeaseDuration asks for this lease_ms on each claim and per-task heartbeat; the server
+	// default when zero.
 	LeaseDuration time.Duration
 	// HeartbeatInterval overrides the cadence the server asks for at registration
 	// (P-SDK-4); leave zero to follow the server.
 	HeartbeatInterval time.Duration
-	// Labels are sent with the registration.
+	// Labels are sent with the registration ({} when nil).
 	Labels map[string]string
 	// Logger receives structured logs; slog.Default() when nil.
 	Logger *slog.Logger
-	// Hooks are called on poll, task start, complete and fail (P-SDK-11).
+	// Hooks observe polls, tasks and failed calls (P-SDK-11).
 	Hooks Hooks
 }
 
 // Hooks observe the worker (P-SDK-11). Each may be nil; they run on the worker's
-// goroutines and should return quickly.
+// goroutines and should return quickly. A hook that panics is logged and ignored.
 type Hooks struct {
-	// OnPoll fires after every poll with the number of tasks claimed or the error.
-	OnPoll func(claimed int, err error)
+	// OnPoll fires after each answered poll.
+	OnPoll func(PollEvent)
 	// OnTaskStart fires before the handler runs.
-	OnTaskStart func(t *Task)
-	// OnTaskComplete fires once the server accepted the task's output.
-	OnTaskComplete func(t *Task, output any)
-	// OnTaskFail fires once the server accepted a failure report (handler error, panic,
-	// or shutdown).
-	OnTaskFail func(t *Task, err error)
+	OnTaskStart func(TaskStartEvent)
+	// OnTaskComplete fires once the server acknowledged the task's completion.
+	OnTaskComplete func(TaskCompleteEvent)
+	// OnTaskFail fires once the server acknowledged a failure report of any kind.
+	OnTaskFail func(TaskFailEvent)
+	// OnTaskAbandoned fires when a task is given up with no result sent.
+	OnTaskAbandoned func(TaskAbandonedEvent)
+	// OnError fires for every call of the worker that failed.
+	OnError func(ErrorEvent)
 }
 
-// Stats are the worker's counters (P-SDK-11).
+// PollEvent is the payload of Hooks.OnPoll.
+type PollEvent struct {
+	Claimed  int           // tasks the poll handed over
+	Duration time.Duration // how long the poll took
+}
+
+// TaskStartEvent is the payload of Hooks.OnTaskStart.
+type TaskStartEvent struct {
+	Task *Task
+}
+
+// TaskCompleteEvent is the payload of Hooks.OnTaskComplete.
+type TaskCompleteEvent struct {
+	Task     *Task
+	Duration time.Duration // the handler's run time
+}
+
+// TaskFailEvent is the payload of Hooks.OnTaskFail.
+type TaskFailEvent struct {
+	Task      *Task
+	Code      string // the failure code sent, e.g. "retryable_error", "shutdown", "no_handler"
+	Retryable bool
+	Duration  time.Duration // the handler's run time (zero when it never ran)
+}
+
+// Reasons a task is abandoned (TaskAbandonedEvent.Reason).
+const (
+	ReasonLeaseLost = "lease_lost"
+	ReasonCancelled = "cancelled"
+)
+
+// TaskAbandonedEvent is the payload of Hooks.OnTaskAbandoned.
+type TaskAbandonedEvent struct {
+	Task   *Task
+	Reason string // ReasonLeaseLost or ReasonCancelled
+}
+
+// Worker operations named by ErrorEvent.Operation.
+const (
+	OpPoll       = "poll"
+	OpHeartbeat  = "heartbeat"
+	OpComplete   = "complete"
+	OpFail       = "fail"
+	OpRegister   = "register"
+	OpDeregister = "deregister"
+)
+
+// ErrorEvent is the payload of Hooks.OnError.
+type ErrorEvent struct {
+	Operation string // OpPoll, OpHeartbeat, OpComplete, OpFail, OpRegister or OpDeregister
+	Err       error
+}
+
+// Stats are the worker's counters (P-SDK-11). At any moment TasksClaimed = TasksCompleted
+// + TasksFailed + TasksLeaseLost + TasksCancelled + InFlight.
 type Stats struct {
-	TasksClaimed   int64 `json:"tasks_claimed"`
-	TasksCompleted int64 `json:"tasks_completed"`
-	TasksFailed    int64 `json:"tasks_failed"`
-	TasksLeaseLost int64 `json:"tasks_lease_lost"`
-	TasksCancelled int64 `json:"tasks_cancelled"`
-	InFlight       int64 `json:"in_flight"`
-	Polls          int64 `json:"polls"`
-	PollErrors     int64 `json:"poll_errors"`
+	TasksClaimed   int64 `json:"tasks_claimed"`    // tasks received from polls
+	TasksCompleted int64 `json:"tasks_completed"`  // completions the server acknowledged
+	TasksFailed    int64 `json:"tasks_failed"`     // fails of any kind the server acknowledged
+	TasksLeaseLost int64 `json:"tasks_lease_lost"` // given up: lease lost or result undeliverable
+	TasksCancelled int64 `json:"tasks_cancelled"`  // given up: the task was cancelled
+	InFlight       int64 `json:"in_flight"`        // tasks held now
+	Polls          int64 `json:"polls"`            // poll requests sent, failed ones included
+	PollErrors     int64 `json:"poll_errors"`      // poll requests that failed
 }
 
 var workerIDUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.:@-]`)
 
+// defaultWorkerID is "<hostname>-<pid>-<8 lowercase hex>" (P-SDK-21).
+func defaultWorkerID() string {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "worker"
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s-%d-%s", workerIDUnsafe.ReplaceAllString(host, "-"), os.Getpid(), hex.EncodeToString(b[:]))
+}
+
 func (o WorkerOptions) withDefaults() WorkerOptions {
 	if o.WorkerID == "" {
-		host, _ := os.Hostname()
-		if host == "" {
-			host = "worker"
-		}
-		o.WorkerID = fmt.Sprintf("%s-%d", workerIDUnsafe.ReplaceAllString(host, "-"), os.Getpid())
+		o.WorkerID = defaultWorkerID()
 	}
 	if o.Concurrency <= 0 {
 		o.Concurrency = DefaultConcurrency
@@ -87,6 +154,9 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.PollWait <= 0 {
 		o.PollWait = DefaultWaitMs * time.Millisecond
+	}
+	if o.Labels == nil {
+		o.Labels = map[string]string{}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()

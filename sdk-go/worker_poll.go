@@ -6,14 +6,28 @@ import (
 	"time"
 )
 
-// pollLoop claims tasks for free slots only (P-SDK-3) until stopCtx ends. Each claimed
-// task's handler context derives from base, which is never cancelled by shutdown itself.
-func (w *Worker) pollLoop(stopCtx, base context.Context, names []string) {
+// handlerChunks splits the handler names into groups of at most MaxPollHandlers, the most
+// one poll may name (P-SDK-13).
+func handlerChunks(names []string) [][]string {
+	var chunks [][]string
+	for len(names) > MaxPollHandlers {
+		chunks = append(chunks, names[:MaxPollHandlers:MaxPollHandlers])
+		names = names[MaxPollHandlers:]
+	}
+	return append(chunks, names)
+}
+
+// pollLoop claims tasks for free slots only (P-SDK-3) until stopCtx ends. Each poll asks
+// for min(free slots, 100) tasks and names at most 50 handlers, taking the chunks of
+// handler names in turn (P-SDK-13). Each claimed task's handler context derives from base,
+// which is never cancelled by shutdown itself.
+func (w *Worker) pollLoop(stopCtx, base context.Context) {
 	outage := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
-	for stopCtx.Err() == nil {
+	chunks := handlerChunks(w.names)
+	for turn := 0; stopCtx.Err() == nil; {
 		w.mu.Lock()
 		free := w.opts.Concurrency - len(w.held)
-		paused := w.localQuiet || w.serverQuiet
+		paused := w.localQuiet || w.serverQuiet // either flag stops claiming (P-SDK-18)
 		changed := w.changed
 		if free <= 0 || paused {
 			w.mu.Unlock()
@@ -27,13 +41,18 @@ func (w *Worker) pollLoop(stopCtx, base context.Context, names []string) {
 		w.pollCancel = cancel
 		w.mu.Unlock()
 
+		ask := min(free, MaxPollBatchSize)
+		names := chunks[turn%len(chunks)]
+		turn++
+		began := time.Now()
+		w.stats.polls.Add(1) // every HTTP poll attempt counts (P-SDK-11)
 		res, err := w.client.PollTasks(pollCtx, PollBatchOptions{
-			HandlerNames: &names,
+			HandlerNames: names,
 			QueueName:    optString(w.opts.QueueName),
-			WorkerId:     Ptr(w.opts.WorkerID),
+			WorkerID:     Ptr(w.opts.WorkerID),
 			WaitMs:       Ptr(int(w.opts.PollWait / time.Millisecond)),
 			LeaseMs:      optMillis(w.opts.LeaseDuration),
-			BatchSize:    Ptr(free),
+			BatchSize:    Ptr(ask),
 		})
 		aborted := pollCtx.Err() != nil
 		w.mu.Lock()
@@ -45,19 +64,17 @@ func (w *Worker) pollLoop(stopCtx, base context.Context, names []string) {
 			if aborted && errors.Is(err, context.Canceled) {
 				continue // stop or quiet aborted the long-poll on purpose
 			}
-			w.stats.polls.Add(1)
 			w.stats.pollErrors.Add(1)
-			w.firePoll(0, err)
-			wait := outage.next() // P-SDK-9
-			w.log.Warn("orch8: poll failed, backing off", "err", err, "in", wait)
+			w.fireError(OpPoll, err)
+			wait := outageWait(&outage, err) // P-SDK-9, P-SDK-16
+			w.log.Warn("orch8: poll failed, backing off", append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)
 			sleepCtx(stopCtx, wait)
 			continue
 		}
-		w.stats.polls.Add(1)
 		outage.reset()
-		w.firePoll(len(res.Tasks), nil)
+		callHook(w, "OnPoll", w.opts.Hooks.OnPoll, PollEvent{Claimed: len(res.Tasks), Duration: time.Since(began)})
 		for i, ct := range res.Tasks {
-			if i >= free {
+			if i >= ask {
 				w.giveBack(ct) // more than asked for: never hold more than Concurrency
 				continue
 			}
@@ -69,19 +86,13 @@ func (w *Worker) pollLoop(stopCtx, base context.Context, names []string) {
 	}
 }
 
-func (w *Worker) firePoll(n int, err error) {
-	if h := w.opts.Hooks.OnPoll; h != nil {
-		h(n, err)
-	}
-}
-
 // giveBack releases a task the server handed over beyond batch_size (a server fault).
 func (w *Worker) giveBack(ct ClaimedTask) {
-	w.log.Error("orch8: server returned more tasks than batch_size; releasing", "task_id", ct.Id)
+	w.log.Error("orch8: server returned more tasks than batch_size; releasing", "task_id", ct.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), w.client.cfg.Timeout)
 	defer cancel()
-	if _, err := w.client.ReleaseTask(ctx, ct.Id, TaskRelease{LeaseId: Ptr(ct.Lease.Id)}); err != nil {
-		w.log.Warn("orch8: release failed", "task_id", ct.Id, "err", err)
+	if _, err := w.client.ReleaseTask(ctx, ct.ID, TaskRelease{LeaseID: Ptr(ct.Lease.ID)}); err != nil {
+		w.log.Warn("orch8: release failed", append(causeAttrs(err), "task_id", ct.ID)...)
 	}
 }
 

@@ -2,6 +2,7 @@ package orch8
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -17,17 +18,31 @@ const (
 	phaseDone
 )
 
+// outcome is how a claimed task left the worker; each is counted once (P-SDK-11).
+type outcome int
+
+const (
+	outcomeNone outcome = iota
+	outcomeCompleted
+	outcomeFailed
+	outcomeLeaseLost
+	outcomeCancelled
+)
+
 // run is one claimed task inside the worker: its handler's context and where it stands.
 type run struct {
 	task    *Task
 	handler Handler
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
-	done    chan struct{} // closed when the result is delivered or given up
+	done    chan struct{} // closed when the handler returned and its result is settled
+	started time.Time
 
 	mu      sync.Mutex
 	phase   phase
 	dropped error // why nothing may be sent for this task any more (P-SDK-5)
+	outcome outcome
+	ran     time.Duration // the handler's run time, once it returned
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
@@ -47,6 +62,26 @@ func (r *run) droppedCause() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.dropped
+}
+
+// settle records the task's outcome; only the first one counts.
+func (r *run) settle(o outcome) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.outcome != outcomeNone {
+		return false
+	}
+	r.outcome = o
+	return true
+}
+
+func (r *run) runTime() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ran > 0 {
+		return r.ran
+	}
+	return time.Since(r.started)
 }
 
 // live: the task's outcome is still to come (shutdown waits for these).
@@ -73,13 +108,13 @@ func (r *run) claimForShutdown() phase {
 
 // start registers a claimed task as held and runs its handler on a new goroutine.
 func (w *Worker) start(base context.Context, ct ClaimedTask) {
-	t := newTask(ct, w.client)
+	t := newTask(ct, w.client, w.opts.LeaseDuration)
 	ctx, cancel := context.WithCancelCause(base)
-	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	t.drop = func(cause error) { w.dropRun(r, cause) }
+	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: time.Now()}
+	t.drop = func(cause error) { w.abandon(r, cause) }
 	w.mu.Lock()
 	r.handler = w.handlers[ct.HandlerName]
-	w.held[ct.Id] = r
+	w.held[ct.ID] = r
 	w.notifyLocked()
 	w.mu.Unlock()
 	w.stats.claimed.Add(1)
@@ -87,17 +122,19 @@ func (w *Worker) start(base context.Context, ct ClaimedTask) {
 	go w.execute(r)
 }
 
-// dropRun stops a task the server took away or cancelled, and counts it once.
-func (w *Worker) dropRun(r *run, cause error) {
-	if !r.drop(cause) {
+// abandon gives a task up with no result sent: the lease was lost, the task cancelled, or
+// its result could not be delivered before the lease deadline (P-SDK-5, P-SDK-11).
+func (w *Worker) abandon(r *run, cause error) {
+	r.drop(cause)
+	o, reason := outcomeLeaseLost, ReasonLeaseLost
+	if errors.Is(cause, ErrTaskCancelled) {
+		o, reason = outcomeCancelled, ReasonCancelled
+	}
+	if !r.settle(o) {
 		return
 	}
-	w.log.Info("orch8: task stopped", "task_id", r.task.ID, "cause", cause.Error())
-	if errors.Is(cause, ErrTaskCancelled) {
-		w.stats.cancelled.Add(1)
-	} else {
-		w.stats.leaseLost.Add(1)
-	}
+	w.log.Info("orch8: task abandoned", "task_id", r.task.ID, "attempt", r.task.Attempt, "reason", reason, "cause", cause.Error())
+	callHook(w, "OnTaskAbandoned", w.opts.Hooks.OnTaskAbandoned, TaskAbandonedEvent{Task: r.task, Reason: reason})
 	w.mu.Lock()
 	w.notifyLocked()
 	w.mu.Unlock()
@@ -107,19 +144,16 @@ func (w *Worker) execute(r *run) {
 	defer w.finish(r)
 	t := r.task
 	log := w.log.With("task_id", t.ID, "handler", t.HandlerName, "attempt", t.Attempt)
-	if h := w.opts.Hooks.OnTaskStart; h != nil {
-		h(t)
-	}
 	if r.handler == nil {
-		// The poll named our handlers, so this is a server fault; do not retry it here.
-		r.handler = func(context.Context, *Task) (any, error) {
-			return nil, &PermanentError{Err: fmt.Errorf("no handler for %q", t.HandlerName), Code: "unknown_handler"}
-		}
+		w.failNoHandler(r)
+		return
 	}
+	callHook(w, "OnTaskStart", w.opts.Hooks.OnTaskStart, TaskStartEvent{Task: t})
 	log.Debug("orch8: task started")
 	output, err := callHandler(r.ctx, r.handler, t)
 
 	r.mu.Lock()
+	r.ran = time.Since(r.started)
 	if r.dropped != nil {
 		r.mu.Unlock()
 		log.Info("orch8: result discarded", "cause", context.Cause(r.ctx)) // no stale result (P-SDK-5)
@@ -128,17 +162,30 @@ func (w *Worker) execute(r *run) {
 	r.phase = phaseDelivering
 	r.mu.Unlock()
 
-	if err == nil {
-		w.complete(r, output) // batched with other completions (P-SDK-12)
+	if err != nil {
+		w.deliverFailure(r, failureFor(err), time.Time{})
 		return
 	}
-	rep := failureFor(err)
-	rep.LeaseId = Ptr(t.LeaseID)
-	var pe *panicError
-	if errors.As(err, &pe) {
-		rep.Details = jsonObject(map[string]any{"panic": fmt.Sprint(pe.value), "stack": truncate(pe.stack, 4000)})
+	raw, jerr := json.Marshal(output)
+	if jerr != nil {
+		// P-SDK-15: an output that is not strict JSON can never be delivered; fail it once.
+		log.Warn("orch8: output is not JSON; failing the task", "err", jerr.Error(), "type", typeName(jerr))
+		w.deliverFailure(r, TaskFailureReport{Error: "output cannot be encoded as JSON: " + jerr.Error(), Retryable: Ptr(false),
+			Code: Ptr(CodeInvalidOutput), Details: JSONObject{"type": typeName(jerr), "message": jerr.Error()}}, time.Time{})
+		return
 	}
-	w.deliverFailure(r, rep, err)
+	w.complete(r, json.RawMessage(raw)) // batched with other completions (P-SDK-12)
+}
+
+// failNoHandler fails a task this worker has no handler for, permanently (P-SDK-14).
+func (w *Worker) failNoHandler(r *run) {
+	r.mu.Lock()
+	r.phase = phaseDelivering
+	r.mu.Unlock()
+	t := r.task
+	w.log.Warn("orch8: no handler for a claimed task; failing it", "task_id", t.ID, "handler", t.HandlerName, "code", CodeNoHandler)
+	w.deliverFailure(r, TaskFailureReport{Error: fmt.Sprintf("no handler registered for %q", t.HandlerName), Retryable: Ptr(false),
+		Code: Ptr(CodeNoHandler), Details: JSONObject{"handler_name": t.HandlerName, "known_handlers": w.names}}, time.Time{})
 }
 
 // callHandler runs the handler; a panic becomes a retryable "unhandled_error" (P-SDK-6).
@@ -158,71 +205,70 @@ type panicError struct {
 
 func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, cause error) {
-	w.deliver(r, "fail", func(ctx context.Context) error {
-		_, e := w.client.FailTask(ctx, r.task.ID, rep)
-		return e
-	}, func() {
-		w.stats.failed.Add(1)
-		if h := w.opts.Hooks.OnTaskFail; h != nil {
-			h(r.task, cause)
-		}
-	})
-}
-
 // failForShutdown fails a task whose handler outlived the grace period: code "shutdown",
-// retryable, sent with a fresh context, not the cancelled one (P-SDK-7).
-func (w *Worker) failForShutdown(r *run) {
+// retryable, sent with a fresh context, not the cancelled one (P-SDK-7), by deadline.
+func (w *Worker) failForShutdown(r *run, deadline time.Time) {
 	r.cancel(ErrShutdown)
 	rep := TaskFailureReport{Error: "worker shut down before the handler finished", Retryable: Ptr(true),
-		Code: Ptr(CodeShutdown), LeaseId: Ptr(r.task.LeaseID)}
-	w.deliver(r, "fail", func(ctx context.Context) error {
-		_, e := w.client.FailTask(ctx, r.task.ID, rep)
-		return e
-	}, func() {
-		w.stats.failed.Add(1)
-		if h := w.opts.Hooks.OnTaskFail; h != nil {
-			h(r.task, ErrShutdown)
-		}
-	})
-	w.release(r)
+		Code: Ptr(CodeShutdown), LeaseID: Ptr(r.task.LeaseID)}
+	w.deliverFailure(r, rep, deadline)
+	w.release(r) // its handler may never return; the slot and the count are settled now
 }
 
-// deliver sends a fail (fails stay single calls, P-SDK-12) until the server takes it, the
-// lease is lost, or the lease deadline passes during an outage (P-SDK-9). It never uses
-// the Run context.
-func (w *Worker) deliver(r *run, what string, send func(context.Context) error, onDone func()) {
+// deliverFailure sends a fail (fails stay single calls, P-SDK-12) until the server takes
+// it, the lease is lost, or the lease deadline (or the shutdown's hard deadline, when not
+// zero) passes during an outage (P-SDK-9). It never uses the Run context.
+func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
+	t := r.task
+	rep.LeaseID = Ptr(t.LeaseID)
 	b := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
-	log := w.log.With("task_id", r.task.ID)
+	deadline := func() time.Time {
+		if at := t.LeaseExpiresAt(); hard.IsZero() || at.Before(hard) {
+			return at
+		}
+		return hard
+	}
 	for {
-		err := send(context.Background())
-		switch {
-		case err == nil:
-			onDone()
-			return
-		case errors.Is(err, ErrLeaseLost), errors.Is(err, ErrTaskCancelled):
-			// The server refused the result: the task is no longer ours (P-LEASE-3, P-CANCEL-2).
-			cause := ErrLeaseLost
-			if errors.Is(err, ErrTaskCancelled) {
-				cause = ErrTaskCancelled
+		ctx, cancel := context.Background(), context.CancelFunc(func() {})
+		if !hard.IsZero() {
+			ctx, cancel = context.WithDeadline(ctx, hard)
+		}
+		_, err := w.client.FailTask(ctx, t.ID, rep)
+		cancel()
+		if err == nil {
+			if r.settle(outcomeFailed) {
+				w.log.Debug("orch8: task failed", "task_id", t.ID, "attempt", t.Attempt, "code", *rep.Code, "retryable", *rep.Retryable)
+				callHook(w, "OnTaskFail", w.opts.Hooks.OnTaskFail,
+					TaskFailEvent{Task: t, Code: *rep.Code, Retryable: *rep.Retryable, Duration: r.runTime()})
 			}
-			log.Info("orch8: result refused", "result", what, "cause", cause.Error())
-			w.dropRun(r, cause)
 			return
 		}
-		var pe *ProblemError
-		outage := errors.As(err, &pe) && IsRetryableStatus(pe.Status) || errors.Is(err, ErrUnavailable)
-		wait := b.next()
-		if !outage || time.Now().Add(wait).After(r.task.LeaseExpiresAt()) {
-			log.Error("orch8: result not delivered, giving up", "result", what, "err", err)
+		w.fireError(OpFail, err)
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTaskCancelled) {
+			// The server refused the result: the task is no longer ours (P-LEASE-3, P-CANCEL-2).
+			w.abandon(r, refusalCause(err))
 			return
 		}
-		log.Warn("orch8: result not delivered, retrying", "result", what, "err", err, "in", wait)
+		wait := outageWait(&b, err)
+		if !IsOutage(err) || time.Now().Add(wait).After(deadline()) {
+			w.log.Warn("orch8: failure report not delivered; giving the task up", append(causeAttrs(err), "task_id", t.ID, "outage", IsOutage(err))...)
+			w.abandon(r, fmt.Errorf("%w: fail not delivered: %w", ErrLeaseLost, err))
+			return
+		}
+		w.log.Warn("orch8: failure report not delivered, retrying", append(causeAttrs(err), "task_id", t.ID, "in", wait)...)
 		time.Sleep(wait)
-		if r.droppedCause() != nil && !errors.Is(r.droppedCause(), ErrShutdown) {
-			return // the heartbeat learned the lease is gone meanwhile
+		if c := r.droppedCause(); c != nil && !errors.Is(c, ErrShutdown) {
+			return // the heartbeat learned meanwhile that the lease is gone
 		}
 	}
+}
+
+// refusalCause maps a 409 answer onto the cause a dropped task carries.
+func refusalCause(err error) error {
+	if errors.Is(err, ErrTaskCancelled) {
+		return ErrTaskCancelled
+	}
+	return ErrLeaseLost
 }
 
 // finish ends a run: it leaves the held set and frees its slot.
@@ -235,14 +281,30 @@ func (w *Worker) finish(r *run) {
 	close(r.done)
 }
 
+// release removes a run from the held set and counts its outcome (P-SDK-11).
 func (w *Worker) release(r *run) {
+	r.settle(outcomeLeaseLost) // nothing was settled: the task will come back after its lease
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.held[r.task.ID] == r {
-		delete(w.held, r.task.ID)
-		w.stats.inFlight.Add(-1)
-		w.notifyLocked()
+	if w.held[r.task.ID] != r {
+		return
 	}
+	delete(w.held, r.task.ID)
+	r.mu.Lock()
+	o := r.outcome
+	r.mu.Unlock()
+	switch o {
+	case outcomeCompleted:
+		w.stats.completed.Add(1)
+	case outcomeFailed:
+		w.stats.failed.Add(1)
+	case outcomeCancelled:
+		w.stats.cancelled.Add(1)
+	default:
+		w.stats.leaseLost.Add(1)
+	}
+	w.stats.inFlight.Add(-1)
+	w.notifyLocked()
 }
 
 func truncate(s string, n int) string {

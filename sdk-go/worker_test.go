@@ -29,6 +29,15 @@ type scripted struct {
 	// itemProblem names the problem code of an item's answer ("" = completed).
 	batchHook   func(n int)
 	itemProblem func(taskID string) string
+	// wholeBatch refuses a complete/batch request as a whole when it returns a status.
+	wholeBatch func(ids []string) (status int, code string)
+	// pollFault answers the n-th poll with a problem when it returns a status.
+	pollFault func(n int) (status int, retryAfter string)
+	polls     int
+	// rejectedPolls counts polls the real server would refuse for size (P-SDK-13).
+	rejectedPolls int
+	directive     string                  // the worker heartbeat's directive; "running" when empty
+	taskHeartbeat func(id string) (int, string) // per-task heartbeat answer; 200 when nil
 }
 
 func newScripted(t *testing.T) (*scripted, *Client) {
@@ -65,6 +74,16 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, worker)
 	case r.URL.Path == "/workers/tasks/poll/batch":
 		s.poll(w, rec)
+	case strings.HasSuffix(r.URL.Path, "/heartbeat") && strings.HasPrefix(r.URL.Path, "/workers/tasks/"):
+		st, code := 200, ""
+		if s.taskHeartbeat != nil {
+			st, code = s.taskHeartbeat(strings.Split(r.URL.Path, "/")[3])
+		}
+		if st != 200 {
+			writeProblem(w, st, code)
+			return
+		}
+		writeJSON(w, 200, map[string]any{"lease_id": rec.Body["lease_id"], "lease_expires_at": "2030-01-01T00:00:00.000Z", "cancel_requested": false})
 	case strings.HasSuffix(r.URL.Path, "/heartbeat") && strings.HasPrefix(r.URL.Path, "/workers/w1"):
 		var tasks []map[string]any
 		ids, _ := rec.Body["active_task_ids"].([]any)
@@ -76,7 +95,13 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 			tasks = append(tasks, map[string]any{"task_id": id, "lease_expires_at": "2030-01-01T00:00:00.000Z",
 				"cancel_requested": cancelled, "lease_lost": lost})
 		}
-		writeJSON(w, 200, map[string]any{"directive": "running", "heartbeat_interval_ms": 40, "tasks": tasks})
+		s.mu.Lock()
+		directive := s.directive
+		s.mu.Unlock()
+		if directive == "" {
+			directive = "running"
+		}
+		writeJSON(w, 200, map[string]any{"directive": directive, "heartbeat_interval_ms": 40, "tasks": tasks})
 	case r.URL.Path == "/workers/tasks/complete/batch":
 		s.completeBatch(w, rec)
 	case strings.HasSuffix(r.URL.Path, "/complete") || strings.HasSuffix(r.URL.Path, "/fail"):
@@ -100,7 +125,26 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 
 func (s *scripted) poll(w http.ResponseWriter, rec recorded) {
 	size := int(rec.Body["batch_size"].(float64))
+	names, _ := rec.Body["handler_names"].([]any)
 	s.mu.Lock()
+	s.polls++
+	n := s.polls
+	if size < 1 || size > 100 || len(names) > 50 {
+		s.rejectedPolls++
+		s.mu.Unlock()
+		writeProblem(w, 422, "validation_error")
+		return
+	}
+	if s.pollFault != nil {
+		if st, ra := s.pollFault(n); st != 0 {
+			s.mu.Unlock()
+			if ra != "" {
+				w.Header().Set("Retry-After", ra)
+			}
+			writeProblem(w, st, map[int]string{429: "rate_limited", 503: "unavailable"}[st])
+			return
+		}
+	}
 	var claimed []json.RawMessage
 	for len(s.queue) > 0 && len(claimed) < size {
 		id := s.queue[0]
@@ -185,7 +229,9 @@ func TestWorkerFailureReportShapes(t *testing.T) {
 		}
 		return b
 	}
-	if b := check("task_panics", true, CodeUnhandledError); b["error"] != "panic: kaboom" || b["details"].(map[string]any)["stack"] == "" {
+	// P-SDK-20: unhandled details have exactly the keys type, message, stack.
+	if b := check("task_panics", true, CodeUnhandledError); b["error"] != "panic: kaboom" || fmt.Sprint(keys(b["details"])) != "[message stack type]" ||
+		b["details"].(map[string]any)["stack"] == "" || b["details"].(map[string]any)["type"] != "string" || b["details"].(map[string]any)["message"] != "kaboom" {
 		t.Errorf("panic report %v", b)
 	}
 	if b := check("task_later", true, CodeRetryableError); b["retry_after_ms"] != float64(1500) {
@@ -194,7 +240,10 @@ func TestWorkerFailureReportShapes(t *testing.T) {
 	if b := check("task_never", false, "bad_input"); b["error"] != "bad input" {
 		t.Errorf("permanent report %v", b)
 	}
-	check("task_plain", true, CodeUnhandledError)
+	if b := check("task_plain", true, CodeUnhandledError); fmt.Sprint(keys(b["details"])) != "[message stack type]" ||
+		b["details"].(map[string]any)["type"] != "*errors.errorString" || b["details"].(map[string]any)["message"] != "oops" {
+		t.Errorf("unhandled report %v", b)
+	}
 	if st := w.Stats(); st.TasksFailed != 4 || st.TasksClaimed != 4 || st.InFlight != 0 {
 		t.Errorf("stats %+v", st)
 	}

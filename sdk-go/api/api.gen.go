@@ -217,7 +217,7 @@ type ActiveTaskStatus struct {
 
 	// LeaseLost The worker no longer holds this task; stop and report nothing.
 	LeaseLost bool   `json:"lease_lost"`
-	TaskId    string `json:"task_id"`
+	TaskID    string `json:"task_id"`
 }
 
 // Attempt defines model for Attempt.
@@ -225,18 +225,18 @@ type Attempt struct {
 	Attempt   int            `json:"attempt"`
 	EndedAt   *time.Time     `json:"ended_at"`
 	Error     *TaskFailure   `json:"error"`
-	LeaseId   LeaseId        `json:"lease_id"`
+	LeaseID   LeaseID        `json:"lease_id"`
 	Outcome   AttemptOutcome `json:"outcome"`
 	StartedAt time.Time      `json:"started_at"`
-	WorkerId  *string        `json:"worker_id"`
+	WorkerID  *string        `json:"worker_id"`
 }
 
 // AttemptList defines model for AttemptList.
 type AttemptList struct {
 	Attempts []Attempt `json:"attempts"`
 
-	// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-	TaskId TaskId `json:"task_id"`
+	// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+	TaskID TaskID `json:"task_id"`
 }
 
 // AttemptOutcome defines model for AttemptOutcome.
@@ -251,7 +251,7 @@ type BatchItemOutcome struct {
 
 	// Status `error` means this item was not applied; the task is unchanged.
 	Status BatchItemStatus `json:"status"`
-	TaskId string          `json:"task_id"`
+	TaskID string          `json:"task_id"`
 }
 
 // BatchItemStatus `error` means this item was not applied; the task is unchanged.
@@ -267,17 +267,17 @@ type ClaimedTask struct {
 	Attempt int `json:"attempt"`
 
 	// Checkpoint Checkpoint saved by an earlier attempt (P-CKPT-1).
-	Checkpoint *map[string]interface{} `json:"checkpoint"`
+	Checkpoint map[string]interface{} `json:"checkpoint"`
 
 	// Context Any JSON object.
-	Context     JsonObject        `json:"context"`
+	Context     JSONObject        `json:"context"`
 	CreatedAt   time.Time         `json:"created_at"`
 	GoodUntil   *time.Time        `json:"good_until"`
 	HandlerName string            `json:"handler_name"`
 	Headers     map[string]string `json:"headers"`
 
-	// Id Server-assigned id, `task_` + a time-ordered ULID.
-	Id TaskId `json:"id"`
+	// ID Server-assigned id, `task_` + a time-ordered ULID.
+	ID TaskID `json:"id"`
 
 	// Lease Exclusive right of one worker to finish one attempt of a task (P-LEASE-1).
 	Lease       Lease `json:"lease"`
@@ -287,7 +287,7 @@ type ClaimedTask struct {
 	Metadata TaskMetadata `json:"metadata"`
 
 	// Params Any JSON object.
-	Params    JsonObject `json:"params"`
+	Params    JSONObject `json:"params"`
 	Priority  int        `json:"priority"`
 	QueueName string     `json:"queue_name"`
 }
@@ -324,21 +324,21 @@ type ItemProblem struct {
 	Status int    `json:"status"`
 }
 
-// JsonObject Any JSON object.
-type JsonObject map[string]interface{}
+// JSONObject Any JSON object.
+type JSONObject map[string]interface{}
 
 // Lease Exclusive right of one worker to finish one attempt of a task (P-LEASE-1).
 type Lease struct {
 	Attempt   int       `json:"attempt"`
 	ExpiresAt time.Time `json:"expires_at"`
-	Id        LeaseId   `json:"id"`
+	ID        LeaseID   `json:"id"`
 
-	// WorkerId The claiming worker; null when the poll named none.
-	WorkerId *string `json:"worker_id"`
+	// WorkerID The claiming worker; null when the poll named none.
+	WorkerID *string `json:"worker_id"`
 }
 
-// LeaseId defines model for LeaseId.
-type LeaseId = string
+// LeaseID defines model for LeaseId.
+type LeaseID = string
 
 // ManualCompletion defines model for ManualCompletion.
 type ManualCompletion struct {
@@ -355,14 +355,14 @@ type ManualFailure struct {
 	Code *string `json:"code,omitempty"`
 
 	// Details Any JSON object.
-	Details *JsonObject `json:"details,omitempty"`
-	Error   string      `json:"error"`
+	Details JSONObject `json:"details,omitempty"`
+	Error   string     `json:"error"`
 }
 
 // NewTask defines model for NewTask.
 type NewTask struct {
 	// Context Any JSON object.
-	Context *JsonObject `json:"context,omitempty"`
+	Context JSONObject `json:"context,omitempty"`
 
 	// DelayMs Added to `run_at` (so, alone, a delay from now).
 	DelayMs *int `json:"delay_ms,omitempty"`
@@ -372,13 +372,13 @@ type NewTask struct {
 	HandlerName HandlerName `json:"handler_name"`
 
 	// Headers Static string metadata passed to the worker.
-	Headers *map[string]string `json:"headers,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
 
 	// IdempotencyKey Enqueueing the same key again returns the existing task (P-TASK-3).
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
 	// Params Any JSON object.
-	Params *JsonObject `json:"params,omitempty"`
+	Params JSONObject `json:"params,omitempty"`
 
 	// Priority Lower numbers are claimed first (P-ORDER-1).
 	Priority *int `json:"priority,omitempty"`
@@ -401,16 +401,16 @@ type NewTaskBatch struct {
 // PollBatchOptions defines model for PollBatchOptions.
 type PollBatchOptions struct {
 	// BatchSize Most tasks to claim; a worker asks for exactly its free slots.
-	BatchSize    *int           `json:"batch_size,omitempty"`
-	HandlerNames *[]HandlerName `json:"handler_names,omitempty"`
-	LeaseMs      *int           `json:"lease_ms,omitempty"`
+	BatchSize    *int          `json:"batch_size,omitempty"`
+	HandlerNames []HandlerName `json:"handler_names,omitempty"`
+	LeaseMs      *int          `json:"lease_ms,omitempty"`
 
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
 	WaitMs    *int       `json:"wait_ms,omitempty"`
 
-	// WorkerId Stable identifier of one worker process.
-	WorkerId *WorkerId `json:"worker_id,omitempty"`
+	// WorkerID Stable identifier of one worker process.
+	WorkerID *WorkerID `json:"worker_id,omitempty"`
 }
 
 // PollBatchResult defines model for PollBatchResult.
@@ -422,8 +422,13 @@ type PollBatchResult struct {
 
 // PollOptions defines model for PollOptions.
 type PollOptions struct {
+	// BatchSize Accepted for seed 000 compatibility. The answer shape never depends on it:
+	// this call claims at most one task (P-POLL-8); use `/workers/tasks/poll/batch`
+	// to claim several.
+	BatchSize *int `json:"batch_size,omitempty"`
+
 	// HandlerNames Only these handlers; omitted or empty means any handler (P-POLL-4).
-	HandlerNames *[]HandlerName `json:"handler_names,omitempty"`
+	HandlerNames []HandlerName `json:"handler_names,omitempty"`
 
 	// LeaseMs Lease length for the claimed task; the server default when omitted (P-LEASE-2).
 	LeaseMs *int `json:"lease_ms,omitempty"`
@@ -434,15 +439,14 @@ type PollOptions struct {
 	// WaitMs Long-poll budget; 0 returns at once. Capped by the server's `max_wait_ms` (P-POLL-2).
 	WaitMs *int `json:"wait_ms,omitempty"`
 
-	// WorkerId Stable identifier of one worker process.
-	WorkerId *WorkerId `json:"worker_id,omitempty"`
+	// WorkerID Stable identifier of one worker process.
+	WorkerID *WorkerID `json:"worker_id,omitempty"`
 }
 
 // Problem RFC 9457 problem details with a stable `code` (P-ERR-1).
 type Problem struct {
-	// Code Stable machine code: malformed_json, validation_error, unsupported_media_type,
-	// payload_too_large, unauthorized, not_found, method_not_allowed, lease_lost,
-	// task_cancelled, invalid_state, rate_limited, unavailable, internal.
+	// Code Stable machine code (P-ERR-1). Every code the server can emit is a key of
+	// `x-orch8-codes` (not an enum: a client must accept codes it does not know).
 	Code     string         `json:"code"`
 	Detail   string         `json:"detail"`
 	Errors   []FieldProblem `json:"errors"`
@@ -498,13 +502,24 @@ type RetryPolicySettings struct {
 
 // ServerDefaults defines model for ServerDefaults.
 type ServerDefaults struct {
-	LeaseMs                   int `json:"lease_ms"`
-	MaxAttempts               int `json:"max_attempts"`
-	MaxBatchSize              int `json:"max_batch_size"`
-	MaxWaitMs                 int `json:"max_wait_ms"`
-	ReaperIntervalMs          int `json:"reaper_interval_ms"`
-	WaitMs                    int `json:"wait_ms"`
-	WorkerDeadAfterMs         int `json:"worker_dead_after_ms"`
+	// DeadAfterMs Silence after which a registered worker is declared dead (P-WORKER-5).
+	DeadAfterMs int `json:"dead_after_ms"`
+
+	// HeartbeatIntervalMs Worker heartbeat cadence the server asks for (P-WORKER-1).
+	HeartbeatIntervalMs int `json:"heartbeat_interval_ms"`
+	LeaseMs             int `json:"lease_ms"`
+	MaxAttempts         int `json:"max_attempts"`
+	MaxBatchSize        int `json:"max_batch_size"`
+	MaxWaitMs           int `json:"max_wait_ms"`
+	ReaperIntervalMs    int `json:"reaper_interval_ms"`
+	WaitMs              int `json:"wait_ms"`
+
+	// WorkerDeadAfterMs Deprecated alias of `dead_after_ms`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
+	WorkerDeadAfterMs int `json:"worker_dead_after_ms"`
+
+	// WorkerHeartbeatIntervalMs Deprecated alias of `heartbeat_interval_ms`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	WorkerHeartbeatIntervalMs int `json:"worker_heartbeat_interval_ms"`
 }
 
@@ -530,10 +545,10 @@ type Task struct {
 	CancelReason *string `json:"cancel_reason"`
 
 	// Checkpoint Latest checkpoint saved by a heartbeat or fail (P-CKPT-1).
-	Checkpoint *map[string]interface{} `json:"checkpoint"`
+	Checkpoint map[string]interface{} `json:"checkpoint"`
 
 	// Context Any JSON object.
-	Context   JsonObject `json:"context"`
+	Context   JSONObject `json:"context"`
 	CreatedAt time.Time  `json:"created_at"`
 
 	// Error The latest failure.
@@ -545,8 +560,8 @@ type Task struct {
 	HandlerName string            `json:"handler_name"`
 	Headers     map[string]string `json:"headers"`
 
-	// Id Server-assigned id, `task_` + a time-ordered ULID.
-	Id             TaskId  `json:"id"`
+	// ID Server-assigned id, `task_` + a time-ordered ULID.
+	ID             TaskID  `json:"id"`
 	IdempotencyKey *string `json:"idempotency_key"`
 
 	// Lease The current lease while `running`.
@@ -560,7 +575,7 @@ type Task struct {
 	Output interface{} `json:"output"`
 
 	// Params Any JSON object.
-	Params   JsonObject `json:"params"`
+	Params   JSONObject `json:"params"`
 	Priority int        `json:"priority"`
 
 	// Progress Latest progress reported by a heartbeat (any JSON value).
@@ -580,8 +595,8 @@ type Task struct {
 	Status    TaskStatus `json:"status"`
 	UpdatedAt time.Time  `json:"updated_at"`
 
-	// WorkerId Worker of the latest attempt.
-	WorkerId *string `json:"worker_id"`
+	// WorkerID Worker of the latest attempt.
+	WorkerID *string `json:"worker_id"`
 }
 
 // TaskCancellation defines model for TaskCancellation.
@@ -591,7 +606,7 @@ type TaskCancellation struct {
 
 // TaskCompletion defines model for TaskCompletion.
 type TaskCompletion struct {
-	LeaseId *LeaseId `json:"lease_id,omitempty"`
+	LeaseID *LeaseID `json:"lease_id,omitempty"`
 
 	// Output The result, any JSON value (the seed sends an object).
 	Output interface{} `json:"output,omitempty"`
@@ -604,22 +619,24 @@ type TaskCompletionBatch struct {
 
 // TaskCompletionItem defines model for TaskCompletionItem.
 type TaskCompletionItem struct {
-	LeaseId *LeaseId `json:"lease_id,omitempty"`
+	LeaseID *LeaseID `json:"lease_id,omitempty"`
 
 	// Output The result, any JSON value.
 	Output interface{} `json:"output,omitempty"`
 
-	// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-	TaskId TaskId `json:"task_id"`
+	// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+	TaskID TaskID `json:"task_id"`
 }
 
 // TaskFailure Why an attempt (or the task) failed.
 type TaskFailure struct {
-	// Code Worker-supplied code, or a protocol code such as `lease_expired`, `worker_lost`, `unhandled_error`, `shutdown`.
-	Code      string                  `json:"code"`
-	Details   *map[string]interface{} `json:"details"`
-	Message   string                  `json:"message"`
-	Retryable bool                    `json:"retryable"`
+	// Code Machine code of the failure: one the server sets, one an SDK sends, or the
+	// worker's own. A fail reported without `code` is stored as `worker_error`.
+	// Known codes are listed in `x-orch8-failure-codes`; the list is open.
+	Code      string                 `json:"code"`
+	Details   map[string]interface{} `json:"details"`
+	Message   string                 `json:"message"`
+	Retryable bool                   `json:"retryable"`
 }
 
 // TaskFailureBatch defines model for TaskFailureBatch.
@@ -630,34 +647,34 @@ type TaskFailureBatch struct {
 // TaskFailureItem defines model for TaskFailureItem.
 type TaskFailureItem struct {
 	// Checkpoint Any JSON object.
-	Checkpoint *JsonObject `json:"checkpoint,omitempty"`
-	Code       *string     `json:"code,omitempty"`
+	Checkpoint JSONObject `json:"checkpoint,omitempty"`
+	Code       *string    `json:"code,omitempty"`
 
 	// Details Any JSON object.
-	Details      *JsonObject `json:"details,omitempty"`
-	Error        string      `json:"error"`
-	LeaseId      *LeaseId    `json:"lease_id,omitempty"`
-	RetryAfterMs *int        `json:"retry_after_ms,omitempty"`
-	Retryable    *bool       `json:"retryable,omitempty"`
+	Details      JSONObject `json:"details,omitempty"`
+	Error        string     `json:"error"`
+	LeaseID      *LeaseID   `json:"lease_id,omitempty"`
+	RetryAfterMs *int       `json:"retry_after_ms,omitempty"`
+	Retryable    *bool      `json:"retryable,omitempty"`
 
-	// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-	TaskId TaskId `json:"task_id"`
+	// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+	TaskID TaskID `json:"task_id"`
 }
 
 // TaskFailureReport defines model for TaskFailureReport.
 type TaskFailureReport struct {
 	// Checkpoint Any JSON object.
-	Checkpoint *JsonObject `json:"checkpoint,omitempty"`
+	Checkpoint JSONObject `json:"checkpoint,omitempty"`
 
 	// Code Machine code of the failure (e.g. `unhandled_error`, `shutdown`).
 	Code *string `json:"code,omitempty"`
 
 	// Details Any JSON object.
-	Details *JsonObject `json:"details,omitempty"`
+	Details JSONObject `json:"details,omitempty"`
 
 	// Error Human-readable message.
 	Error   string   `json:"error"`
-	LeaseId *LeaseId `json:"lease_id,omitempty"`
+	LeaseID *LeaseID `json:"lease_id,omitempty"`
 
 	// RetryAfterMs Ask for this exact delay before the next attempt (P-RETRY-4).
 	RetryAfterMs *int  `json:"retry_after_ms,omitempty"`
@@ -667,27 +684,36 @@ type TaskFailureReport struct {
 // TaskHeartbeat defines model for TaskHeartbeat.
 type TaskHeartbeat struct {
 	// Checkpoint Any JSON object.
-	Checkpoint *JsonObject `json:"checkpoint,omitempty"`
+	Checkpoint JSONObject `json:"checkpoint,omitempty"`
 
-	// ExtendMs New lease length from now; the lease's own length when omitted.
+	// ExtendMs Deprecated alias of `lease_ms` (spec 1.0 name). When both are given with
+	// different values the answer is 422 `validation_error` pointing at `/extend_ms`.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	ExtendMs *int     `json:"extend_ms,omitempty"`
-	LeaseId  *LeaseId `json:"lease_id,omitempty"`
+	LeaseID  *LeaseID `json:"lease_id,omitempty"`
+
+	// LeaseMs New lease length from now; the lease's own length when omitted (P-LEASE-5).
+	LeaseMs *int `json:"lease_ms,omitempty"`
 
 	// Progress Progress report, any JSON value.
 	Progress interface{} `json:"progress,omitempty"`
 }
 
-// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-type TaskId = string
+// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+type TaskID = string
 
 // TaskLeaseStatus defines model for TaskLeaseStatus.
 type TaskLeaseStatus struct {
+	// CancelRequested Always false: a heartbeat on a cancelled task answers 409 `task_cancelled`
+	// instead (P-CANCEL-1). Kept for spec 1.0 clients; ignore it. The worker
+	// heartbeat's per-task `cancel_requested` keeps its meaning.
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	CancelRequested bool      `json:"cancel_requested"`
 	LeaseExpiresAt  time.Time `json:"lease_expires_at"`
-	LeaseId         LeaseId   `json:"lease_id"`
+	LeaseID         LeaseID   `json:"lease_id"`
 
-	// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-	TaskId TaskId `json:"task_id"`
+	// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+	TaskID TaskID `json:"task_id"`
 }
 
 // TaskMetadata Seed-compatible summary of the attempt.
@@ -707,8 +733,8 @@ type TaskOutcome struct {
 	// Status See the state machine in docs/protocol.md.
 	Status TaskStatus `json:"status"`
 
-	// TaskId Server-assigned id, `task_` + a time-ordered ULID.
-	TaskId TaskId `json:"task_id"`
+	// TaskID Server-assigned id, `task_` + a time-ordered ULID.
+	TaskID TaskID `json:"task_id"`
 }
 
 // TaskPage defines model for TaskPage.
@@ -721,7 +747,7 @@ type TaskPage struct {
 // TaskRelease defines model for TaskRelease.
 type TaskRelease struct {
 	DelayMs *int     `json:"delay_ms,omitempty"`
-	LeaseId *LeaseId `json:"lease_id,omitempty"`
+	LeaseID *LeaseID `json:"lease_id,omitempty"`
 }
 
 // TaskRetry defines model for TaskRetry.
@@ -758,7 +784,7 @@ type Worker struct {
 	RegisteredAt        time.Time         `json:"registered_at"`
 	Sdk                 *string           `json:"sdk"`
 	State               WorkerState       `json:"state"`
-	WorkerId            string            `json:"worker_id"`
+	WorkerID            string            `json:"worker_id"`
 }
 
 // WorkerDirective What the server wants the worker to do (P-WORKER-3).
@@ -766,8 +792,8 @@ type WorkerDirective string
 
 // WorkerHeartbeat defines model for WorkerHeartbeat.
 type WorkerHeartbeat struct {
-	// ActiveTaskIds Every task the worker holds, running or waiting for a slot.
-	ActiveTaskIds *[]TaskId `json:"active_task_ids,omitempty"`
+	// ActiveTaskIDs Every task the worker holds, running or waiting for a slot.
+	ActiveTaskIDs []TaskID `json:"active_task_ids,omitempty"`
 
 	// LeaseMs New lease length for each listed task; each lease's own length when omitted.
 	LeaseMs *int                  `json:"lease_ms,omitempty"`
@@ -785,8 +811,8 @@ type WorkerHeartbeatResult struct {
 	Tasks               []ActiveTaskStatus `json:"tasks"`
 }
 
-// WorkerId Stable identifier of one worker process.
-type WorkerId = string
+// WorkerID Stable identifier of one worker process.
+type WorkerID = string
 
 // WorkerList defines model for WorkerList.
 type WorkerList struct {
@@ -796,27 +822,27 @@ type WorkerList struct {
 // WorkerRegistration defines model for WorkerRegistration.
 type WorkerRegistration struct {
 	Concurrency *int               `json:"concurrency,omitempty"`
-	Handlers    *[]HandlerName     `json:"handlers,omitempty"`
+	Handlers    []HandlerName      `json:"handlers,omitempty"`
 	Hostname    *string            `json:"hostname,omitempty"`
 	Labels      *map[string]string `json:"labels,omitempty"`
 	Pid         *int               `json:"pid,omitempty"`
-	Queues      *[]QueueName       `json:"queues,omitempty"`
+	Queues      []QueueName        `json:"queues,omitempty"`
 
 	// Sdk SDK name and version, e.g. `orch8-go/0.1.0`.
 	Sdk *string `json:"sdk,omitempty"`
 
-	// WorkerId Stable identifier of one worker process.
-	WorkerId WorkerId `json:"worker_id"`
+	// WorkerID Stable identifier of one worker process.
+	WorkerID WorkerID `json:"worker_id"`
 }
 
 // WorkerState defines model for WorkerState.
 type WorkerState string
 
-// TaskIdPath Server-assigned id, `task_` + a time-ordered ULID.
-type TaskIdPath = TaskId
+// TaskIDPath Server-assigned id, `task_` + a time-ordered ULID.
+type TaskIDPath = TaskID
 
-// WorkerIdPath Stable identifier of one worker process.
-type WorkerIdPath = WorkerId
+// WorkerIDPath Stable identifier of one worker process.
+type WorkerIDPath = WorkerID
 
 // BadRequest RFC 9457 problem details with a stable `code` (P-ERR-1).
 type BadRequest = Problem
@@ -853,12 +879,12 @@ type GetQueueStatsParams struct {
 // ListTasksParams defines parameters for ListTasks.
 type ListTasksParams struct {
 	// Status Only tasks in these states (repeat the parameter for several).
-	Status      *[]TaskStatus `form:"status,omitempty" json:"status,omitempty"`
-	HandlerName *HandlerName  `form:"handler_name,omitempty" json:"handler_name,omitempty"`
-	QueueName   *QueueName    `form:"queue_name,omitempty" json:"queue_name,omitempty"`
+	Status      []TaskStatus `form:"status,omitempty" json:"status,omitempty"`
+	HandlerName *HandlerName `form:"handler_name,omitempty" json:"handler_name,omitempty"`
+	QueueName   *QueueName   `form:"queue_name,omitempty" json:"queue_name,omitempty"`
 
-	// WorkerId Tasks whose latest attempt ran (or runs) on this worker.
-	WorkerId      *WorkerId  `form:"worker_id,omitempty" json:"worker_id,omitempty"`
+	// WorkerID Tasks whose latest attempt ran (or runs) on this worker.
+	WorkerID      *WorkerID  `form:"worker_id,omitempty" json:"worker_id,omitempty"`
 	CreatedAfter  *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
 	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
 	Limit         *int       `form:"limit,omitempty" json:"limit,omitempty"`
@@ -1070,78 +1096,84 @@ type ClientInterface interface {
 	// GetTask Get one task
 	//
 	// Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-	GetTask(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTask(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTaskAttempts Attempt history of a task, oldest first
 	//
 	// Corresponds with GET /tasks/{task_id}/attempts (the `ListTaskAttempts` operationId).
-	ListTaskAttempts(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ListTaskAttempts(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelTaskWithBody Cancel a task
 	//
 	// A pending or scheduled task is cancelled at once. A running task is cancelled too;
-	// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+	// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+	// 409 `task_cancelled` on its task heartbeat, and a later
 	// complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 	// cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-	CancelTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelTask Cancel a task
 	//
 	// A pending or scheduled task is cancelled at once. A running task is cancelled too;
-	// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+	// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+	// 409 `task_cancelled` on its task heartbeat, and a later
 	// complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 	// cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-	CancelTask(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelTask(ctx context.Context, taskID TaskIDPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompleteTaskManuallyWithBody Operator completes a task by hand
 	//
 	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-	// its worker sees `lease_lost` and its own complete gets 409.
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+	// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+	// `lease_lost` on its own complete or fail.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-	CompleteTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompleteTaskManuallyWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompleteTaskManually Operator completes a task by hand
 	//
 	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-	// its worker sees `lease_lost` and its own complete gets 409.
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+	// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+	// `lease_lost` on its own complete or fail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-	CompleteTaskManually(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompleteTaskManually(ctx context.Context, taskID TaskIDPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FailTaskManuallyWithBody Operator fails a task by hand
 	//
 	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+	// its heartbeats and 409 `lease_lost` on its own complete or fail.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-	FailTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FailTaskManuallyWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FailTaskManually Operator fails a task by hand
 	//
 	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+	// its heartbeats and 409 `lease_lost` on its own complete or fail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-	FailTaskManually(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FailTaskManually(ctx context.Context, taskID TaskIDPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryTaskWithBody Re-run a failed, cancelled or expired task
 	//
@@ -1151,7 +1183,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-	RetryTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryTask Re-run a failed, cancelled or expired task
 	//
@@ -1161,7 +1193,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-	RetryTask(ctx context.Context, taskId TaskIdPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RetryTask(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWorkers List workers
 	//
@@ -1228,6 +1260,9 @@ type ClientInterface interface {
 	// with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 	// 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 	// once (P-POLL-3). An empty body polls every handler on the default queue.
+	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+	// one task whatever its value and always answers one task or 204; claim several
+	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1240,6 +1275,9 @@ type ClientInterface interface {
 	// with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 	// 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 	// once (P-POLL-3). An empty body polls every handler on the default queue.
+	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+	// one task whatever its value and always answers one task or 204; claim several
+	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1275,7 +1313,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-	CompleteTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompleteTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompleteTask Report success
 	//
@@ -1286,7 +1324,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-	CompleteTask(ctx context.Context, taskId TaskIdPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompleteTask(ctx context.Context, taskID TaskIDPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FailTaskWithBody Report failure
 	//
@@ -1297,7 +1335,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-	FailTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FailTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FailTask Report failure
 	//
@@ -1308,41 +1346,47 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-	FailTask(ctx context.Context, taskId TaskIdPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FailTask(ctx context.Context, taskID TaskIDPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeartbeatTaskWithBody Extend a task's lease; optionally save progress and a checkpoint
 	//
-	// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-	// attempt (P-CKPT-1).
+	// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+	// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+	// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+	// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+	// answers 409 `lease_lost`.
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-	HeartbeatTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HeartbeatTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeartbeatTask Extend a task's lease; optionally save progress and a checkpoint
 	//
-	// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-	// attempt (P-CKPT-1).
+	// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+	// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+	// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+	// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+	// answers 409 `lease_lost`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-	HeartbeatTask(ctx context.Context, taskId TaskIdPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HeartbeatTask(ctx context.Context, taskID TaskIDPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseTaskWithBody Give a claimed task back without spending an attempt
 	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-	ReleaseTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReleaseTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ReleaseTask Give a claimed task back without spending an attempt
 	//
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-	ReleaseTask(ctx context.Context, taskId TaskIdPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ReleaseTask(ctx context.Context, taskID TaskIDPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeregisterWorker Deregister a worker
 	//
@@ -1350,12 +1394,12 @@ type ClientInterface interface {
 	// as an attempt (P-WORKER-5).
 	//
 	// Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
-	DeregisterWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeregisterWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWorker Get one worker
 	//
 	// Corresponds with GET /workers/{worker_id} (the `GetWorker` operationId).
-	GetWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeartbeatWorkerWithBody One heartbeat for the worker and every task it holds
 	//
@@ -1366,7 +1410,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-	HeartbeatWorkerWithBody(ctx context.Context, workerId WorkerIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HeartbeatWorkerWithBody(ctx context.Context, workerID WorkerIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// HeartbeatWorker One heartbeat for the worker and every task it holds
 	//
@@ -1377,22 +1421,22 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-	HeartbeatWorker(ctx context.Context, workerId WorkerIdPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	HeartbeatWorker(ctx context.Context, workerID WorkerIDPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// QuietWorker Operator directive - stop claiming, finish in-flight work
 	//
 	// Corresponds with POST /workers/{worker_id}/quiet (the `QuietWorker` operationId).
-	QuietWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	QuietWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ResumeWorker Operator directive - back to running after quiet
 	//
 	// Corresponds with POST /workers/{worker_id}/resume (the `ResumeWorker` operationId).
-	ResumeWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ResumeWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TerminateWorker Operator directive - shut down gracefully
 	//
 	// Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
-	TerminateWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TerminateWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetLiveness The process is up
@@ -1571,8 +1615,8 @@ func (c *Client) EnqueueTasks(ctx context.Context, body EnqueueTasksJSONRequestB
 // GetTask Get one task
 //
 // Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-func (c *Client) GetTask(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTaskRequest(c.Server, taskId)
+func (c *Client) GetTask(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTaskRequest(c.Server, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -1586,8 +1630,8 @@ func (c *Client) GetTask(ctx context.Context, taskId TaskIdPath, reqEditors ...R
 // ListTaskAttempts Attempt history of a task, oldest first
 //
 // Corresponds with GET /tasks/{task_id}/attempts (the `ListTaskAttempts` operationId).
-func (c *Client) ListTaskAttempts(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListTaskAttemptsRequest(c.Server, taskId)
+func (c *Client) ListTaskAttempts(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTaskAttemptsRequest(c.Server, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -1601,15 +1645,16 @@ func (c *Client) ListTaskAttempts(ctx context.Context, taskId TaskIdPath, reqEdi
 // CancelTaskWithBody Cancel a task
 //
 // A pending or scheduled task is cancelled at once. A running task is cancelled too;
-// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+// 409 `task_cancelled` on its task heartbeat, and a later
 // complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 // cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-func (c *Client) CancelTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) CancelTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1623,15 +1668,16 @@ func (c *Client) CancelTaskWithBody(ctx context.Context, taskId TaskIdPath, cont
 // CancelTask Cancel a task
 //
 // A pending or scheduled task is cancelled at once. A running task is cancelled too;
-// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+// 409 `task_cancelled` on its task heartbeat, and a later
 // complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 // cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-func (c *Client) CancelTask(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelTaskRequest(c.Server, taskId, body)
+func (c *Client) CancelTask(ctx context.Context, taskID TaskIDPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1645,14 +1691,15 @@ func (c *Client) CancelTask(ctx context.Context, taskId TaskIdPath, body CancelT
 // CompleteTaskManuallyWithBody Operator completes a task by hand
 //
 // For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-// its worker sees `lease_lost` and its own complete gets 409.
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+// `lease_lost` on its own complete or fail.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-func (c *Client) CompleteTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompleteTaskManuallyRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) CompleteTaskManuallyWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskManuallyRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1666,14 +1713,15 @@ func (c *Client) CompleteTaskManuallyWithBody(ctx context.Context, taskId TaskId
 // CompleteTaskManually Operator completes a task by hand
 //
 // For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-// its worker sees `lease_lost` and its own complete gets 409.
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+// `lease_lost` on its own complete or fail.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-func (c *Client) CompleteTaskManually(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompleteTaskManuallyRequest(c.Server, taskId, body)
+func (c *Client) CompleteTaskManually(ctx context.Context, taskID TaskIDPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskManuallyRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1687,13 +1735,14 @@ func (c *Client) CompleteTaskManually(ctx context.Context, taskId TaskIdPath, bo
 // FailTaskManuallyWithBody Operator fails a task by hand
 //
 // Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-// attempt ends `cancelled`; its worker sees `lease_lost`.
+// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+// its heartbeats and 409 `lease_lost` on its own complete or fail.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-func (c *Client) FailTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFailTaskManuallyRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) FailTaskManuallyWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskManuallyRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1707,13 +1756,14 @@ func (c *Client) FailTaskManuallyWithBody(ctx context.Context, taskId TaskIdPath
 // FailTaskManually Operator fails a task by hand
 //
 // Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-// attempt ends `cancelled`; its worker sees `lease_lost`.
+// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+// its heartbeats and 409 `lease_lost` on its own complete or fail.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-func (c *Client) FailTaskManually(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFailTaskManuallyRequest(c.Server, taskId, body)
+func (c *Client) FailTaskManually(ctx context.Context, taskID TaskIDPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskManuallyRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1732,8 +1782,8 @@ func (c *Client) FailTaskManually(ctx context.Context, taskId TaskIdPath, body F
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-func (c *Client) RetryTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) RetryTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1752,8 +1802,8 @@ func (c *Client) RetryTaskWithBody(ctx context.Context, taskId TaskIdPath, conte
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-func (c *Client) RetryTask(ctx context.Context, taskId TaskIdPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRetryTaskRequest(c.Server, taskId, body)
+func (c *Client) RetryTask(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1899,6 +1949,9 @@ func (c *Client) FailTasks(ctx context.Context, body FailTasksJSONRequestBody, r
 // with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 // 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 // once (P-POLL-3). An empty body polls every handler on the default queue.
+// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+// one task whatever its value and always answers one task or 204; claim several
+// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1921,6 +1974,9 @@ func (c *Client) PollTaskWithBody(ctx context.Context, contentType string, body 
 // with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 // 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 // once (P-POLL-3). An empty body polls every handler on the default queue.
+// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+// one task whatever its value and always answers one task or 204; claim several
+// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1986,8 +2042,8 @@ func (c *Client) PollTasks(ctx context.Context, body PollTasksJSONRequestBody, r
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-func (c *Client) CompleteTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompleteTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) CompleteTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2007,8 +2063,8 @@ func (c *Client) CompleteTaskWithBody(ctx context.Context, taskId TaskIdPath, co
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-func (c *Client) CompleteTask(ctx context.Context, taskId TaskIdPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompleteTaskRequest(c.Server, taskId, body)
+func (c *Client) CompleteTask(ctx context.Context, taskID TaskIDPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompleteTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2028,8 +2084,8 @@ func (c *Client) CompleteTask(ctx context.Context, taskId TaskIdPath, body Compl
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-func (c *Client) FailTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFailTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) FailTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2049,8 +2105,8 @@ func (c *Client) FailTaskWithBody(ctx context.Context, taskId TaskIdPath, conten
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-func (c *Client) FailTask(ctx context.Context, taskId TaskIdPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFailTaskRequest(c.Server, taskId, body)
+func (c *Client) FailTask(ctx context.Context, taskID TaskIDPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFailTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2063,14 +2119,17 @@ func (c *Client) FailTask(ctx context.Context, taskId TaskIdPath, body FailTaskJ
 
 // HeartbeatTaskWithBody Extend a task's lease; optionally save progress and a checkpoint
 //
-// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-// attempt (P-CKPT-1).
+// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+// answers 409 `lease_lost`.
 //
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-func (c *Client) HeartbeatTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeartbeatTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) HeartbeatTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2083,14 +2142,17 @@ func (c *Client) HeartbeatTaskWithBody(ctx context.Context, taskId TaskIdPath, c
 
 // HeartbeatTask Extend a task's lease; optionally save progress and a checkpoint
 //
-// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-// attempt (P-CKPT-1).
+// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+// answers 409 `lease_lost`.
 //
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-func (c *Client) HeartbeatTask(ctx context.Context, taskId TaskIdPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeartbeatTaskRequest(c.Server, taskId, body)
+func (c *Client) HeartbeatTask(ctx context.Context, taskID TaskIDPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2106,8 +2168,8 @@ func (c *Client) HeartbeatTask(ctx context.Context, taskId TaskIdPath, body Hear
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-func (c *Client) ReleaseTaskWithBody(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReleaseTaskRequestWithBody(c.Server, taskId, contentType, body)
+func (c *Client) ReleaseTaskWithBody(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseTaskRequestWithBody(c.Server, taskID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2123,8 +2185,8 @@ func (c *Client) ReleaseTaskWithBody(ctx context.Context, taskId TaskIdPath, con
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-func (c *Client) ReleaseTask(ctx context.Context, taskId TaskIdPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReleaseTaskRequest(c.Server, taskId, body)
+func (c *Client) ReleaseTask(ctx context.Context, taskID TaskIDPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReleaseTaskRequest(c.Server, taskID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2141,8 +2203,8 @@ func (c *Client) ReleaseTask(ctx context.Context, taskId TaskIdPath, body Releas
 // as an attempt (P-WORKER-5).
 //
 // Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
-func (c *Client) DeregisterWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeregisterWorkerRequest(c.Server, workerId)
+func (c *Client) DeregisterWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeregisterWorkerRequest(c.Server, workerID)
 	if err != nil {
 		return nil, err
 	}
@@ -2156,8 +2218,8 @@ func (c *Client) DeregisterWorker(ctx context.Context, workerId WorkerIdPath, re
 // GetWorker Get one worker
 //
 // Corresponds with GET /workers/{worker_id} (the `GetWorker` operationId).
-func (c *Client) GetWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWorkerRequest(c.Server, workerId)
+func (c *Client) GetWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkerRequest(c.Server, workerID)
 	if err != nil {
 		return nil, err
 	}
@@ -2177,8 +2239,8 @@ func (c *Client) GetWorker(ctx context.Context, workerId WorkerIdPath, reqEditor
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, workerId WorkerIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeartbeatWorkerRequestWithBody(c.Server, workerId, contentType, body)
+func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, workerID WorkerIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatWorkerRequestWithBody(c.Server, workerID, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2198,8 +2260,8 @@ func (c *Client) HeartbeatWorkerWithBody(ctx context.Context, workerId WorkerIdP
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-func (c *Client) HeartbeatWorker(ctx context.Context, workerId WorkerIdPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewHeartbeatWorkerRequest(c.Server, workerId, body)
+func (c *Client) HeartbeatWorker(ctx context.Context, workerID WorkerIDPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHeartbeatWorkerRequest(c.Server, workerID, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2213,8 +2275,8 @@ func (c *Client) HeartbeatWorker(ctx context.Context, workerId WorkerIdPath, bod
 // QuietWorker Operator directive - stop claiming, finish in-flight work
 //
 // Corresponds with POST /workers/{worker_id}/quiet (the `QuietWorker` operationId).
-func (c *Client) QuietWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewQuietWorkerRequest(c.Server, workerId)
+func (c *Client) QuietWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewQuietWorkerRequest(c.Server, workerID)
 	if err != nil {
 		return nil, err
 	}
@@ -2228,8 +2290,8 @@ func (c *Client) QuietWorker(ctx context.Context, workerId WorkerIdPath, reqEdit
 // ResumeWorker Operator directive - back to running after quiet
 //
 // Corresponds with POST /workers/{worker_id}/resume (the `ResumeWorker` operationId).
-func (c *Client) ResumeWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewResumeWorkerRequest(c.Server, workerId)
+func (c *Client) ResumeWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeWorkerRequest(c.Server, workerID)
 	if err != nil {
 		return nil, err
 	}
@@ -2243,8 +2305,8 @@ func (c *Client) ResumeWorker(ctx context.Context, workerId WorkerIdPath, reqEdi
 // TerminateWorker Operator directive - shut down gracefully
 //
 // Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
-func (c *Client) TerminateWorker(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTerminateWorkerRequest(c.Server, workerId)
+func (c *Client) TerminateWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTerminateWorkerRequest(c.Server, workerID)
 	if err != nil {
 		return nil, err
 	}
@@ -2447,7 +2509,7 @@ func NewListTasksRequest(server string, params *ListTasksParams) (*http.Request,
 
 		if params.Status != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", *params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2481,9 +2543,9 @@ func NewListTasksRequest(server string, params *ListTasksParams) (*http.Request,
 
 		}
 
-		if params.WorkerId != nil {
+		if params.WorkerID != nil {
 
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "worker_id", *params.WorkerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "worker_id", *params.WorkerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -2636,12 +2698,12 @@ func NewEnqueueTasksRequestWithBody(server string, contentType string, body io.R
 }
 
 // NewGetTaskRequest constructs an http.Request for the GetTask method
-func NewGetTaskRequest(server string, taskId TaskIdPath) (*http.Request, error) {
+func NewGetTaskRequest(server string, taskID TaskIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -2670,12 +2732,12 @@ func NewGetTaskRequest(server string, taskId TaskIdPath) (*http.Request, error) 
 }
 
 // NewListTaskAttemptsRequest constructs an http.Request for the ListTaskAttempts method
-func NewListTaskAttemptsRequest(server string, taskId TaskIdPath) (*http.Request, error) {
+func NewListTaskAttemptsRequest(server string, taskID TaskIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -2704,23 +2766,23 @@ func NewListTaskAttemptsRequest(server string, taskId TaskIdPath) (*http.Request
 }
 
 // NewCancelTaskRequest calls the generic CancelTask builder with application/json body
-func NewCancelTaskRequest(server string, taskId TaskIdPath, body CancelTaskJSONRequestBody) (*http.Request, error) {
+func NewCancelTaskRequest(server string, taskID TaskIDPath, body CancelTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCancelTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewCancelTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewCancelTaskRequestWithBody constructs an http.Request for the CancelTask method, with any body, and a specified content type
-func NewCancelTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewCancelTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -2751,23 +2813,23 @@ func NewCancelTaskRequestWithBody(server string, taskId TaskIdPath, contentType 
 }
 
 // NewCompleteTaskManuallyRequest calls the generic CompleteTaskManually builder with application/json body
-func NewCompleteTaskManuallyRequest(server string, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody) (*http.Request, error) {
+func NewCompleteTaskManuallyRequest(server string, taskID TaskIDPath, body CompleteTaskManuallyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompleteTaskManuallyRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewCompleteTaskManuallyRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewCompleteTaskManuallyRequestWithBody constructs an http.Request for the CompleteTaskManually method, with any body, and a specified content type
-func NewCompleteTaskManuallyRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompleteTaskManuallyRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -2798,23 +2860,23 @@ func NewCompleteTaskManuallyRequestWithBody(server string, taskId TaskIdPath, co
 }
 
 // NewFailTaskManuallyRequest calls the generic FailTaskManually builder with application/json body
-func NewFailTaskManuallyRequest(server string, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody) (*http.Request, error) {
+func NewFailTaskManuallyRequest(server string, taskID TaskIDPath, body FailTaskManuallyJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFailTaskManuallyRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewFailTaskManuallyRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewFailTaskManuallyRequestWithBody constructs an http.Request for the FailTaskManually method, with any body, and a specified content type
-func NewFailTaskManuallyRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewFailTaskManuallyRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -2845,23 +2907,23 @@ func NewFailTaskManuallyRequestWithBody(server string, taskId TaskIdPath, conten
 }
 
 // NewRetryTaskRequest calls the generic RetryTask builder with application/json body
-func NewRetryTaskRequest(server string, taskId TaskIdPath, body RetryTaskJSONRequestBody) (*http.Request, error) {
+func NewRetryTaskRequest(server string, taskID TaskIDPath, body RetryTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRetryTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewRetryTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewRetryTaskRequestWithBody constructs an http.Request for the RetryTask method, with any body, and a specified content type
-func NewRetryTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewRetryTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3146,23 +3208,23 @@ func NewPollTasksRequestWithBody(server string, contentType string, body io.Read
 }
 
 // NewCompleteTaskRequest calls the generic CompleteTask builder with application/json body
-func NewCompleteTaskRequest(server string, taskId TaskIdPath, body CompleteTaskJSONRequestBody) (*http.Request, error) {
+func NewCompleteTaskRequest(server string, taskID TaskIDPath, body CompleteTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompleteTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewCompleteTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewCompleteTaskRequestWithBody constructs an http.Request for the CompleteTask method, with any body, and a specified content type
-func NewCompleteTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompleteTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3193,23 +3255,23 @@ func NewCompleteTaskRequestWithBody(server string, taskId TaskIdPath, contentTyp
 }
 
 // NewFailTaskRequest calls the generic FailTask builder with application/json body
-func NewFailTaskRequest(server string, taskId TaskIdPath, body FailTaskJSONRequestBody) (*http.Request, error) {
+func NewFailTaskRequest(server string, taskID TaskIDPath, body FailTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFailTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewFailTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewFailTaskRequestWithBody constructs an http.Request for the FailTask method, with any body, and a specified content type
-func NewFailTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewFailTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3240,23 +3302,23 @@ func NewFailTaskRequestWithBody(server string, taskId TaskIdPath, contentType st
 }
 
 // NewHeartbeatTaskRequest calls the generic HeartbeatTask builder with application/json body
-func NewHeartbeatTaskRequest(server string, taskId TaskIdPath, body HeartbeatTaskJSONRequestBody) (*http.Request, error) {
+func NewHeartbeatTaskRequest(server string, taskID TaskIDPath, body HeartbeatTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHeartbeatTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewHeartbeatTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewHeartbeatTaskRequestWithBody constructs an http.Request for the HeartbeatTask method, with any body, and a specified content type
-func NewHeartbeatTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewHeartbeatTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3287,23 +3349,23 @@ func NewHeartbeatTaskRequestWithBody(server string, taskId TaskIdPath, contentTy
 }
 
 // NewReleaseTaskRequest calls the generic ReleaseTask builder with application/json body
-func NewReleaseTaskRequest(server string, taskId TaskIdPath, body ReleaseTaskJSONRequestBody) (*http.Request, error) {
+func NewReleaseTaskRequest(server string, taskID TaskIDPath, body ReleaseTaskJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewReleaseTaskRequestWithBody(server, taskId, "application/json", bodyReader)
+	return NewReleaseTaskRequestWithBody(server, taskID, "application/json", bodyReader)
 }
 
 // NewReleaseTaskRequestWithBody constructs an http.Request for the ReleaseTask method, with any body, and a specified content type
-func NewReleaseTaskRequestWithBody(server string, taskId TaskIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewReleaseTaskRequestWithBody(server string, taskID TaskIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "task_id", taskID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3334,12 +3396,12 @@ func NewReleaseTaskRequestWithBody(server string, taskId TaskIdPath, contentType
 }
 
 // NewDeregisterWorkerRequest constructs an http.Request for the DeregisterWorker method
-func NewDeregisterWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, error) {
+func NewDeregisterWorkerRequest(server string, workerID WorkerIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3368,12 +3430,12 @@ func NewDeregisterWorkerRequest(server string, workerId WorkerIdPath) (*http.Req
 }
 
 // NewGetWorkerRequest constructs an http.Request for the GetWorker method
-func NewGetWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, error) {
+func NewGetWorkerRequest(server string, workerID WorkerIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3402,23 +3464,23 @@ func NewGetWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, e
 }
 
 // NewHeartbeatWorkerRequest calls the generic HeartbeatWorker builder with application/json body
-func NewHeartbeatWorkerRequest(server string, workerId WorkerIdPath, body HeartbeatWorkerJSONRequestBody) (*http.Request, error) {
+func NewHeartbeatWorkerRequest(server string, workerID WorkerIDPath, body HeartbeatWorkerJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewHeartbeatWorkerRequestWithBody(server, workerId, "application/json", bodyReader)
+	return NewHeartbeatWorkerRequestWithBody(server, workerID, "application/json", bodyReader)
 }
 
 // NewHeartbeatWorkerRequestWithBody constructs an http.Request for the HeartbeatWorker method, with any body, and a specified content type
-func NewHeartbeatWorkerRequestWithBody(server string, workerId WorkerIdPath, contentType string, body io.Reader) (*http.Request, error) {
+func NewHeartbeatWorkerRequestWithBody(server string, workerID WorkerIDPath, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3449,12 +3511,12 @@ func NewHeartbeatWorkerRequestWithBody(server string, workerId WorkerIdPath, con
 }
 
 // NewQuietWorkerRequest constructs an http.Request for the QuietWorker method
-func NewQuietWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, error) {
+func NewQuietWorkerRequest(server string, workerID WorkerIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3483,12 +3545,12 @@ func NewQuietWorkerRequest(server string, workerId WorkerIdPath) (*http.Request,
 }
 
 // NewResumeWorkerRequest constructs an http.Request for the ResumeWorker method
-func NewResumeWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, error) {
+func NewResumeWorkerRequest(server string, workerID WorkerIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3517,12 +3579,12 @@ func NewResumeWorkerRequest(server string, workerId WorkerIdPath) (*http.Request
 }
 
 // NewTerminateWorkerRequest constructs an http.Request for the TerminateWorker method
-func NewTerminateWorkerRequest(server string, workerId WorkerIdPath) (*http.Request, error) {
+func NewTerminateWorkerRequest(server string, workerID WorkerIDPath) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
 
-	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "worker_id", workerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
 	if err != nil {
 		return nil, err
 	}
@@ -3684,80 +3746,86 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-	GetTaskWithResponse(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error)
+	GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error)
 
 	// ListTaskAttemptsWithResponse Attempt history of a task, oldest first
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /tasks/{task_id}/attempts (the `ListTaskAttempts` operationId).
-	ListTaskAttemptsWithResponse(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*ListTaskAttemptsResponse, error)
+	ListTaskAttemptsWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*ListTaskAttemptsResponse, error)
 
 	// CancelTaskWithBodyWithResponse Cancel a task
 	//
 	// A pending or scheduled task is cancelled at once. A running task is cancelled too;
-	// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+	// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+	// 409 `task_cancelled` on its task heartbeat, and a later
 	// complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 	// cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-	CancelTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
+	CancelTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
 
 	// CancelTaskWithResponse Cancel a task
 	//
 	// A pending or scheduled task is cancelled at once. A running task is cancelled too;
-	// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+	// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+	// 409 `task_cancelled` on its task heartbeat, and a later
 	// complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 	// cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-	CancelTaskWithResponse(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
+	CancelTaskWithResponse(ctx context.Context, taskID TaskIDPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error)
 
 	// CompleteTaskManuallyWithBodyWithResponse Operator completes a task by hand
 	//
 	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-	// its worker sees `lease_lost` and its own complete gets 409.
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+	// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+	// `lease_lost` on its own complete or fail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-	CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
+	CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
 
 	// CompleteTaskManuallyWithResponse Operator completes a task by hand
 	//
 	// For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-	// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-	// its worker sees `lease_lost` and its own complete gets 409.
+	// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+	// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+	// `lease_lost` on its own complete or fail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-	CompleteTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
+	CompleteTaskManuallyWithResponse(ctx context.Context, taskID TaskIDPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error)
 
 	// FailTaskManuallyWithBodyWithResponse Operator fails a task by hand
 	//
 	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+	// its heartbeats and 409 `lease_lost` on its own complete or fail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-	FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
+	FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
 
 	// FailTaskManuallyWithResponse Operator fails a task by hand
 	//
 	// Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-	// attempt ends `cancelled`; its worker sees `lease_lost`.
+	// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+	// its heartbeats and 409 `lease_lost` on its own complete or fail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-	FailTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
+	FailTaskManuallyWithResponse(ctx context.Context, taskID TaskIDPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error)
 
 	// RetryTaskWithBodyWithResponse Re-run a failed, cancelled or expired task
 	//
@@ -3767,7 +3835,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-	RetryTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error)
+	RetryTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error)
 
 	// RetryTaskWithResponse Re-run a failed, cancelled or expired task
 	//
@@ -3777,7 +3845,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-	RetryTaskWithResponse(ctx context.Context, taskId TaskIdPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error)
+	RetryTaskWithResponse(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error)
 
 	// ListWorkersWithResponse List workers
 	//
@@ -3846,6 +3914,9 @@ type ClientWithResponsesInterface interface {
 	// with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 	// 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 	// once (P-POLL-3). An empty body polls every handler on the default queue.
+	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+	// one task whatever its value and always answers one task or 204; claim several
+	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3858,6 +3929,9 @@ type ClientWithResponsesInterface interface {
 	// with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 	// 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 	// once (P-POLL-3). An empty body polls every handler on the default queue.
+	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+	// one task whatever its value and always answers one task or 204; claim several
+	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3893,7 +3967,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-	CompleteTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error)
+	CompleteTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error)
 
 	// CompleteTaskWithResponse Report success
 	//
@@ -3904,7 +3978,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-	CompleteTaskWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error)
+	CompleteTaskWithResponse(ctx context.Context, taskID TaskIDPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error)
 
 	// FailTaskWithBodyWithResponse Report failure
 	//
@@ -3915,7 +3989,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-	FailTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskResponse, error)
+	FailTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskResponse, error)
 
 	// FailTaskWithResponse Report failure
 	//
@@ -3926,41 +4000,47 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-	FailTaskWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskResponse, error)
+	FailTaskWithResponse(ctx context.Context, taskID TaskIDPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskResponse, error)
 
 	// HeartbeatTaskWithBodyWithResponse Extend a task's lease; optionally save progress and a checkpoint
 	//
-	// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-	// attempt (P-CKPT-1).
+	// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+	// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+	// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+	// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+	// answers 409 `lease_lost`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-	HeartbeatTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error)
+	HeartbeatTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error)
 
 	// HeartbeatTaskWithResponse Extend a task's lease; optionally save progress and a checkpoint
 	//
-	// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-	// attempt (P-CKPT-1).
+	// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+	// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+	// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+	// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+	// answers 409 `lease_lost`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-	HeartbeatTaskWithResponse(ctx context.Context, taskId TaskIdPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error)
+	HeartbeatTaskWithResponse(ctx context.Context, taskID TaskIDPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error)
 
 	// ReleaseTaskWithBodyWithResponse Give a claimed task back without spending an attempt
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-	ReleaseTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error)
+	ReleaseTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error)
 
 	// ReleaseTaskWithResponse Give a claimed task back without spending an attempt
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-	ReleaseTaskWithResponse(ctx context.Context, taskId TaskIdPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error)
+	ReleaseTaskWithResponse(ctx context.Context, taskID TaskIDPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error)
 
 	// DeregisterWorkerWithResponse Deregister a worker
 	//
@@ -3970,14 +4050,14 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
-	DeregisterWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*DeregisterWorkerResponse, error)
+	DeregisterWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*DeregisterWorkerResponse, error)
 
 	// GetWorkerWithResponse Get one worker
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /workers/{worker_id} (the `GetWorker` operationId).
-	GetWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error)
+	GetWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error)
 
 	// HeartbeatWorkerWithBodyWithResponse One heartbeat for the worker and every task it holds
 	//
@@ -3988,7 +4068,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-	HeartbeatWorkerWithBodyWithResponse(ctx context.Context, workerId WorkerIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
+	HeartbeatWorkerWithBodyWithResponse(ctx context.Context, workerID WorkerIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
 
 	// HeartbeatWorkerWithResponse One heartbeat for the worker and every task it holds
 	//
@@ -3999,28 +4079,28 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-	HeartbeatWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
+	HeartbeatWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error)
 
 	// QuietWorkerWithResponse Operator directive - stop claiming, finish in-flight work
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/{worker_id}/quiet (the `QuietWorker` operationId).
-	QuietWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*QuietWorkerResponse, error)
+	QuietWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*QuietWorkerResponse, error)
 
 	// ResumeWorkerWithResponse Operator directive - back to running after quiet
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/{worker_id}/resume (the `ResumeWorker` operationId).
-	ResumeWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*ResumeWorkerResponse, error)
+	ResumeWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*ResumeWorkerResponse, error)
 
 	// TerminateWorkerWithResponse Operator directive - shut down gracefully
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
-	TerminateWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error)
+	TerminateWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error)
 }
 
 type GetLivenessResponse struct {
@@ -4028,8 +4108,8 @@ type GetLivenessResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *HealthStatus
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4037,9 +4117,9 @@ func (r GetLivenessResponse) GetJSON200() *HealthStatus {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetLivenessResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetLivenessResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4081,10 +4161,10 @@ type GetReadinessResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *HealthStatus
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *GetReadinessResponse503Headers
 }
@@ -4094,14 +4174,14 @@ func (r GetReadinessResponse) GetJSON200() *HealthStatus {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r GetReadinessResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetReadinessResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetReadinessResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetReadinessResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4138,10 +4218,10 @@ type GetServerInfoResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ServerInfo
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4149,14 +4229,14 @@ func (r GetServerInfoResponse) GetJSON200() *ServerInfo {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetServerInfoResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetServerInfoResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetServerInfoResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetServerInfoResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4191,20 +4271,20 @@ func (r GetServerInfoResponse) ContentType() string {
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetMetricsResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetMetricsResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4241,12 +4321,12 @@ type GetQueueStatsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *QueueStatsList
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4254,19 +4334,19 @@ func (r GetQueueStatsResponse) GetJSON200() *QueueStatsList {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetQueueStatsResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r GetQueueStatsResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetQueueStatsResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4303,14 +4383,14 @@ type ListTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskPage
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4318,24 +4398,24 @@ func (r ListTasksResponse) GetJSON200() *TaskPage {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ListTasksResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListTasksResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListTasksResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r ListTasksResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4374,18 +4454,18 @@ type EnqueueTaskResponse struct {
 	JSON200 *Task
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *Task
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4398,34 +4478,34 @@ func (r EnqueueTaskResponse) GetJSON201() *Task {
 	return r.JSON201
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r EnqueueTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4462,18 +4542,18 @@ type EnqueueTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *EnqueuedTasks
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -4481,34 +4561,34 @@ func (r EnqueueTasksResponse) GetJSON201() *EnqueuedTasks {
 	return r.JSON201
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r EnqueueTasksResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4545,14 +4625,14 @@ type GetTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Task
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4560,24 +4640,24 @@ func (r GetTaskResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r GetTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r GetTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4614,14 +4694,14 @@ type ListTaskAttemptsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *AttemptList
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4629,24 +4709,24 @@ func (r ListTaskAttemptsResponse) GetJSON200() *AttemptList {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListTaskAttemptsResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ListTaskAttemptsResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListTaskAttemptsResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r ListTaskAttemptsResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4683,22 +4763,22 @@ type CancelTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Task
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4706,44 +4786,44 @@ func (r CancelTaskResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r CancelTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4780,22 +4860,22 @@ type CompleteTaskManuallyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Task
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4803,44 +4883,44 @@ func (r CompleteTaskManuallyResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r CompleteTaskManuallyResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4877,22 +4957,22 @@ type FailTaskManuallyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Task
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4900,44 +4980,44 @@ func (r FailTaskManuallyResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r FailTaskManuallyResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -4974,22 +5054,22 @@ type RetryTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Task
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -4997,44 +5077,44 @@ func (r RetryTaskResponse) GetJSON200() *Task {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r RetryTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5071,12 +5151,12 @@ type ListWorkersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WorkerList
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5084,19 +5164,19 @@ func (r ListWorkersResponse) GetJSON200() *WorkerList {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListWorkersResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListWorkersResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r ListWorkersResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5133,18 +5213,18 @@ type RegisterWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5152,34 +5232,34 @@ func (r RegisterWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r RegisterWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5221,20 +5301,20 @@ type CompleteTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BatchOutcome
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CompleteTasksResponse503Headers
 }
@@ -5244,39 +5324,39 @@ func (r CompleteTasksResponse) GetJSON200() *BatchOutcome {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r CompleteTasksResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5318,20 +5398,20 @@ type FailTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *BatchOutcome
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *FailTasksResponse503Headers
 }
@@ -5341,39 +5421,39 @@ func (r FailTasksResponse) GetJSON200() *BatchOutcome {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r FailTasksResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5415,20 +5495,20 @@ type PollTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *ClaimedTask
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PollTaskResponse503Headers
 }
@@ -5438,39 +5518,39 @@ func (r PollTaskResponse) GetJSON200() *ClaimedTask {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r PollTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5512,20 +5592,20 @@ type PollTasksResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *PollBatchResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *PollTasksResponse503Headers
 }
@@ -5535,39 +5615,39 @@ func (r PollTasksResponse) GetJSON200() *PollBatchResult {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r PollTasksResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5609,24 +5689,24 @@ type CompleteTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskOutcome
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *CompleteTaskResponse503Headers
 }
@@ -5636,49 +5716,49 @@ func (r CompleteTaskResponse) GetJSON200() *TaskOutcome {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r CompleteTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5720,24 +5800,24 @@ type FailTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskOutcome
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *FailTaskResponse503Headers
 }
@@ -5747,49 +5827,49 @@ func (r FailTaskResponse) GetJSON200() *TaskOutcome {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r FailTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5831,24 +5911,24 @@ type HeartbeatTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskLeaseStatus
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *HeartbeatTaskResponse503Headers
 }
@@ -5858,49 +5938,49 @@ func (r HeartbeatTaskResponse) GetJSON200() *TaskLeaseStatus {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r HeartbeatTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -5942,24 +6022,24 @@ type ReleaseTaskResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *TaskOutcome
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *Conflict
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *ReleaseTaskResponse503Headers
 }
@@ -5969,49 +6049,49 @@ func (r ReleaseTaskResponse) GetJSON200() *TaskOutcome {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON409() *Conflict {
-	return r.ApplicationproblemJSON409
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r ReleaseTaskResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6048,14 +6128,14 @@ type DeregisterWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6063,24 +6143,24 @@ func (r DeregisterWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r DeregisterWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r DeregisterWorkerResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r DeregisterWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r DeregisterWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6117,14 +6197,14 @@ type GetWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6132,24 +6212,24 @@ func (r GetWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r GetWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r GetWorkerResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r GetWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r GetWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6191,20 +6271,20 @@ type HeartbeatWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *WorkerHeartbeatResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
-	ApplicationproblemJSON415 *UnsupportedMediaType
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
-	ApplicationproblemJSON503 *Unavailable
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *HeartbeatWorkerResponse503Headers
 }
@@ -6214,39 +6294,39 @@ func (r HeartbeatWorkerResponse) GetJSON200() *WorkerHeartbeatResult {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
 }
 
-// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
-	return r.ApplicationproblemJSON415
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSON503() *Unavailable {
-	return r.ApplicationproblemJSON503
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r HeartbeatWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6283,14 +6363,14 @@ type QuietWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6298,24 +6378,24 @@ func (r QuietWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r QuietWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r QuietWorkerResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r QuietWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r QuietWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6352,14 +6432,14 @@ type ResumeWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6367,24 +6447,24 @@ func (r ResumeWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ResumeWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ResumeWorkerResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ResumeWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r ResumeWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6421,14 +6501,14 @@ type TerminateWorkerResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Worker
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *ValidationFailed
-	// ApplicationproblemJSONDefault the response for an HTTP default `application/problem+json` response
-	ApplicationproblemJSONDefault *UnexpectedProblem
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6436,24 +6516,24 @@ func (r TerminateWorkerResponse) GetJSON200() *Worker {
 	return r.JSON200
 }
 
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r TerminateWorkerResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
 }
 
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r TerminateWorkerResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
 }
 
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r TerminateWorkerResponse) GetApplicationproblemJSON422() *ValidationFailed {
-	return r.ApplicationproblemJSON422
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
 }
 
-// GetApplicationproblemJSONDefault returns the response for an HTTP default `application/problem+json` response
-func (r TerminateWorkerResponse) GetApplicationproblemJSONDefault() *UnexpectedProblem {
-	return r.ApplicationproblemJSONDefault
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -6635,8 +6715,8 @@ func (c *ClientWithResponses) EnqueueTasksWithResponse(ctx context.Context, body
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-func (c *ClientWithResponses) GetTaskWithResponse(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error) {
-	rsp, err := c.GetTask(ctx, taskId, reqEditors...)
+func (c *ClientWithResponses) GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error) {
+	rsp, err := c.GetTask(ctx, taskID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6648,8 +6728,8 @@ func (c *ClientWithResponses) GetTaskWithResponse(ctx context.Context, taskId Ta
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /tasks/{task_id}/attempts (the `ListTaskAttempts` operationId).
-func (c *ClientWithResponses) ListTaskAttemptsWithResponse(ctx context.Context, taskId TaskIdPath, reqEditors ...RequestEditorFn) (*ListTaskAttemptsResponse, error) {
-	rsp, err := c.ListTaskAttempts(ctx, taskId, reqEditors...)
+func (c *ClientWithResponses) ListTaskAttemptsWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*ListTaskAttemptsResponse, error) {
+	rsp, err := c.ListTaskAttempts(ctx, taskID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6659,15 +6739,16 @@ func (c *ClientWithResponses) ListTaskAttemptsWithResponse(ctx context.Context, 
 // CancelTaskWithBodyWithResponse Cancel a task
 //
 // A pending or scheduled task is cancelled at once. A running task is cancelled too;
-// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+// 409 `task_cancelled` on its task heartbeat, and a later
 // complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 // cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-func (c *ClientWithResponses) CancelTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error) {
-	rsp, err := c.CancelTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CancelTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error) {
+	rsp, err := c.CancelTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6677,15 +6758,16 @@ func (c *ClientWithResponses) CancelTaskWithBodyWithResponse(ctx context.Context
 // CancelTaskWithResponse Cancel a task
 //
 // A pending or scheduled task is cancelled at once. A running task is cancelled too;
-// its worker learns it through its next heartbeat (`cancel_requested`) and a later
+// its worker learns it through its next worker heartbeat (`cancel_requested`) or a
+// 409 `task_cancelled` on its task heartbeat, and a later
 // complete or fail gets 409 `task_cancelled` (P-CANCEL-1, P-CANCEL-2). Cancelling a
 // cancelled task is a no-op; a finished task gives 409 `invalid_state`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/cancel (the `CancelTask` operationId).
-func (c *ClientWithResponses) CancelTaskWithResponse(ctx context.Context, taskId TaskIdPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error) {
-	rsp, err := c.CancelTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) CancelTaskWithResponse(ctx context.Context, taskID TaskIDPath, body CancelTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelTaskResponse, error) {
+	rsp, err := c.CancelTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6695,14 +6777,15 @@ func (c *ClientWithResponses) CancelTaskWithResponse(ctx context.Context, taskId
 // CompleteTaskManuallyWithBodyWithResponse Operator completes a task by hand
 //
 // For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-// its worker sees `lease_lost` and its own complete gets 409.
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+// `lease_lost` on its own complete or fail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-func (c *ClientWithResponses) CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
-	rsp, err := c.CompleteTaskManuallyWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompleteTaskManuallyWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
+	rsp, err := c.CompleteTaskManuallyWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6712,14 +6795,15 @@ func (c *ClientWithResponses) CompleteTaskManuallyWithBodyWithResponse(ctx conte
 // CompleteTaskManuallyWithResponse Operator completes a task by hand
 //
 // For testing before a worker exists, or recovering from a stuck worker (P-MANUAL-1):
-// completes a pending, scheduled or running task. A running attempt ends `cancelled`;
-// its worker sees `lease_lost` and its own complete gets 409.
+// completes a pending, scheduled or running task. A running attempt ends `cancelled`
+// with error code `manual`; its worker sees `lease_lost` on its heartbeats and 409
+// `lease_lost` on its own complete or fail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/complete (the `CompleteTaskManually` operationId).
-func (c *ClientWithResponses) CompleteTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
-	rsp, err := c.CompleteTaskManually(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) CompleteTaskManuallyWithResponse(ctx context.Context, taskID TaskIDPath, body CompleteTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskManuallyResponse, error) {
+	rsp, err := c.CompleteTaskManually(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6729,13 +6813,14 @@ func (c *ClientWithResponses) CompleteTaskManuallyWithResponse(ctx context.Conte
 // FailTaskManuallyWithBodyWithResponse Operator fails a task by hand
 //
 // Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-// attempt ends `cancelled`; its worker sees `lease_lost`.
+// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+// its heartbeats and 409 `lease_lost` on its own complete or fail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-func (c *ClientWithResponses) FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
-	rsp, err := c.FailTaskManuallyWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FailTaskManuallyWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
+	rsp, err := c.FailTaskManuallyWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6745,13 +6830,14 @@ func (c *ClientWithResponses) FailTaskManuallyWithBodyWithResponse(ctx context.C
 // FailTaskManuallyWithResponse Operator fails a task by hand
 //
 // Fails a pending, scheduled or running task permanently (P-MANUAL-1). A running
-// attempt ends `cancelled`; its worker sees `lease_lost`.
+// attempt ends `cancelled` with error code `manual`; its worker sees `lease_lost` on
+// its heartbeats and 409 `lease_lost` on its own complete or fail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/fail (the `FailTaskManually` operationId).
-func (c *ClientWithResponses) FailTaskManuallyWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
-	rsp, err := c.FailTaskManually(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) FailTaskManuallyWithResponse(ctx context.Context, taskID TaskIDPath, body FailTaskManuallyJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskManuallyResponse, error) {
+	rsp, err := c.FailTaskManually(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6766,8 +6852,8 @@ func (c *ClientWithResponses) FailTaskManuallyWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-func (c *ClientWithResponses) RetryTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error) {
-	rsp, err := c.RetryTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RetryTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error) {
+	rsp, err := c.RetryTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6782,8 +6868,8 @@ func (c *ClientWithResponses) RetryTaskWithBodyWithResponse(ctx context.Context,
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
-func (c *ClientWithResponses) RetryTaskWithResponse(ctx context.Context, taskId TaskIdPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error) {
-	rsp, err := c.RetryTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) RetryTaskWithResponse(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error) {
+	rsp, err := c.RetryTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6899,6 +6985,9 @@ func (c *ClientWithResponses) FailTasksWithResponse(ctx context.Context, body Fa
 // with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 // 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 // once (P-POLL-3). An empty body polls every handler on the default queue.
+// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+// one task whatever its value and always answers one task or 204; claim several
+// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6917,6 +7006,9 @@ func (c *ClientWithResponses) PollTaskWithBodyWithResponse(ctx context.Context, 
 // with a new lease (P-LEASE-1). When none arrives within `wait_ms` the answer is
 // 204 No Content (P-POLL-1). A task enqueued while the poll waits is handed over at
 // once (P-POLL-3). An empty body polls every handler on the default queue.
+// `batch_size` is accepted as seed 000 documents it, but this call claims at most
+// one task whatever its value and always answers one task or 204; claim several
+// with `POST /workers/tasks/poll/batch` (P-POLL-8).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -6970,8 +7062,8 @@ func (c *ClientWithResponses) PollTasksWithResponse(ctx context.Context, body Po
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-func (c *ClientWithResponses) CompleteTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error) {
-	rsp, err := c.CompleteTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompleteTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error) {
+	rsp, err := c.CompleteTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -6987,8 +7079,8 @@ func (c *ClientWithResponses) CompleteTaskWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/complete (the `CompleteTask` operationId).
-func (c *ClientWithResponses) CompleteTaskWithResponse(ctx context.Context, taskId TaskIdPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error) {
-	rsp, err := c.CompleteTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) CompleteTaskWithResponse(ctx context.Context, taskID TaskIDPath, body CompleteTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*CompleteTaskResponse, error) {
+	rsp, err := c.CompleteTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7004,8 +7096,8 @@ func (c *ClientWithResponses) CompleteTaskWithResponse(ctx context.Context, task
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-func (c *ClientWithResponses) FailTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskResponse, error) {
-	rsp, err := c.FailTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FailTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FailTaskResponse, error) {
+	rsp, err := c.FailTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7021,8 +7113,8 @@ func (c *ClientWithResponses) FailTaskWithBodyWithResponse(ctx context.Context, 
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/fail (the `FailTask` operationId).
-func (c *ClientWithResponses) FailTaskWithResponse(ctx context.Context, taskId TaskIdPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskResponse, error) {
-	rsp, err := c.FailTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) FailTaskWithResponse(ctx context.Context, taskID TaskIDPath, body FailTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*FailTaskResponse, error) {
+	rsp, err := c.FailTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7031,14 +7123,17 @@ func (c *ClientWithResponses) FailTaskWithResponse(ctx context.Context, taskId T
 
 // HeartbeatTaskWithBodyWithResponse Extend a task's lease; optionally save progress and a checkpoint
 //
-// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-// attempt (P-CKPT-1).
+// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+// answers 409 `lease_lost`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-func (c *ClientWithResponses) HeartbeatTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error) {
-	rsp, err := c.HeartbeatTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HeartbeatTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error) {
+	rsp, err := c.HeartbeatTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7047,14 +7142,17 @@ func (c *ClientWithResponses) HeartbeatTaskWithBodyWithResponse(ctx context.Cont
 
 // HeartbeatTaskWithResponse Extend a task's lease; optionally save progress and a checkpoint
 //
-// The body may be empty (P-LEASE-5). A checkpoint is kept and handed to the next
-// attempt (P-CKPT-1).
+// The body may be empty (P-LEASE-5). `lease_ms` sets the new lease length from now
+// (`extend_ms` is its deprecated alias). A checkpoint is kept and handed to the next
+// attempt (P-CKPT-1). A cancelled task answers 409 `task_cancelled` (P-CANCEL-1); a
+// lease that is no longer current (expired, reclaimed, or the task resolved manually)
+// answers 409 `lease_lost`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/heartbeat (the `HeartbeatTask` operationId).
-func (c *ClientWithResponses) HeartbeatTaskWithResponse(ctx context.Context, taskId TaskIdPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error) {
-	rsp, err := c.HeartbeatTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) HeartbeatTaskWithResponse(ctx context.Context, taskID TaskIDPath, body HeartbeatTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatTaskResponse, error) {
+	rsp, err := c.HeartbeatTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7066,8 +7164,8 @@ func (c *ClientWithResponses) HeartbeatTaskWithResponse(ctx context.Context, tas
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-func (c *ClientWithResponses) ReleaseTaskWithBodyWithResponse(ctx context.Context, taskId TaskIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error) {
-	rsp, err := c.ReleaseTaskWithBody(ctx, taskId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ReleaseTaskWithBodyWithResponse(ctx context.Context, taskID TaskIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error) {
+	rsp, err := c.ReleaseTaskWithBody(ctx, taskID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7079,8 +7177,8 @@ func (c *ClientWithResponses) ReleaseTaskWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/tasks/{task_id}/release (the `ReleaseTask` operationId).
-func (c *ClientWithResponses) ReleaseTaskWithResponse(ctx context.Context, taskId TaskIdPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error) {
-	rsp, err := c.ReleaseTask(ctx, taskId, body, reqEditors...)
+func (c *ClientWithResponses) ReleaseTaskWithResponse(ctx context.Context, taskID TaskIDPath, body ReleaseTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*ReleaseTaskResponse, error) {
+	rsp, err := c.ReleaseTask(ctx, taskID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7095,8 +7193,8 @@ func (c *ClientWithResponses) ReleaseTaskWithResponse(ctx context.Context, taskI
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /workers/{worker_id} (the `DeregisterWorker` operationId).
-func (c *ClientWithResponses) DeregisterWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*DeregisterWorkerResponse, error) {
-	rsp, err := c.DeregisterWorker(ctx, workerId, reqEditors...)
+func (c *ClientWithResponses) DeregisterWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*DeregisterWorkerResponse, error) {
+	rsp, err := c.DeregisterWorker(ctx, workerID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7108,8 +7206,8 @@ func (c *ClientWithResponses) DeregisterWorkerWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /workers/{worker_id} (the `GetWorker` operationId).
-func (c *ClientWithResponses) GetWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error) {
-	rsp, err := c.GetWorker(ctx, workerId, reqEditors...)
+func (c *ClientWithResponses) GetWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*GetWorkerResponse, error) {
+	rsp, err := c.GetWorker(ctx, workerID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7125,8 +7223,8 @@ func (c *ClientWithResponses) GetWorkerWithResponse(ctx context.Context, workerI
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Context, workerId WorkerIdPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
-	rsp, err := c.HeartbeatWorkerWithBody(ctx, workerId, contentType, body, reqEditors...)
+func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Context, workerID WorkerIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
+	rsp, err := c.HeartbeatWorkerWithBody(ctx, workerID, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7142,8 +7240,8 @@ func (c *ClientWithResponses) HeartbeatWorkerWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/{worker_id}/heartbeat (the `HeartbeatWorker` operationId).
-func (c *ClientWithResponses) HeartbeatWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
-	rsp, err := c.HeartbeatWorker(ctx, workerId, body, reqEditors...)
+func (c *ClientWithResponses) HeartbeatWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, body HeartbeatWorkerJSONRequestBody, reqEditors ...RequestEditorFn) (*HeartbeatWorkerResponse, error) {
+	rsp, err := c.HeartbeatWorker(ctx, workerID, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7155,8 +7253,8 @@ func (c *ClientWithResponses) HeartbeatWorkerWithResponse(ctx context.Context, w
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/{worker_id}/quiet (the `QuietWorker` operationId).
-func (c *ClientWithResponses) QuietWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*QuietWorkerResponse, error) {
-	rsp, err := c.QuietWorker(ctx, workerId, reqEditors...)
+func (c *ClientWithResponses) QuietWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*QuietWorkerResponse, error) {
+	rsp, err := c.QuietWorker(ctx, workerID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7168,8 +7266,8 @@ func (c *ClientWithResponses) QuietWorkerWithResponse(ctx context.Context, worke
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/{worker_id}/resume (the `ResumeWorker` operationId).
-func (c *ClientWithResponses) ResumeWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*ResumeWorkerResponse, error) {
-	rsp, err := c.ResumeWorker(ctx, workerId, reqEditors...)
+func (c *ClientWithResponses) ResumeWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*ResumeWorkerResponse, error) {
+	rsp, err := c.ResumeWorker(ctx, workerID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7181,8 +7279,8 @@ func (c *ClientWithResponses) ResumeWorkerWithResponse(ctx context.Context, work
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
-func (c *ClientWithResponses) TerminateWorkerWithResponse(ctx context.Context, workerId WorkerIdPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error) {
-	rsp, err := c.TerminateWorker(ctx, workerId, reqEditors...)
+func (c *ClientWithResponses) TerminateWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error) {
+	rsp, err := c.TerminateWorker(ctx, workerID, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -7215,7 +7313,7 @@ func ParseGetLivenessResponse(rsp *http.Response) (*GetLivenessResponse, error) 
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7248,14 +7346,14 @@ func ParseGetReadinessResponse(rsp *http.Response) (*GetReadinessResponse, error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7301,14 +7399,14 @@ func ParseGetServerInfoResponse(rsp *http.Response) (*GetServerInfoResponse, err
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7334,14 +7432,14 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7374,21 +7472,21 @@ func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, err
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7421,28 +7519,28 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7482,42 +7580,42 @@ func ParseEnqueueTaskResponse(rsp *http.Response) (*EnqueueTaskResponse, error) 
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7550,42 +7648,42 @@ func ParseEnqueueTasksResponse(rsp *http.Response) (*EnqueueTasksResponse, error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7618,28 +7716,28 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7672,28 +7770,28 @@ func ParseListTaskAttemptsResponse(rsp *http.Response) (*ListTaskAttemptsRespons
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7726,56 +7824,56 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7808,56 +7906,56 @@ func ParseCompleteTaskManuallyResponse(rsp *http.Response) (*CompleteTaskManuall
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7890,56 +7988,56 @@ func ParseFailTaskManuallyResponse(rsp *http.Response) (*FailTaskManuallyRespons
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -7972,56 +8070,56 @@ func ParseRetryTaskResponse(rsp *http.Response) (*RetryTaskResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8054,21 +8152,21 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8101,42 +8199,42 @@ func ParseRegisterWorkerResponse(rsp *http.Response) (*RegisterWorkerResponse, e
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8169,49 +8267,49 @@ func ParseCompleteTasksResponse(rsp *http.Response) (*CompleteTasksResponse, err
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8257,49 +8355,49 @@ func ParseFailTasksResponse(rsp *http.Response) (*FailTasksResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8348,49 +8446,49 @@ func ParsePollTaskResponse(rsp *http.Response) (*PollTaskResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8436,49 +8534,49 @@ func ParsePollTasksResponse(rsp *http.Response) (*PollTasksResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8524,63 +8622,63 @@ func ParseCompleteTaskResponse(rsp *http.Response) (*CompleteTaskResponse, error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8626,63 +8724,63 @@ func ParseFailTaskResponse(rsp *http.Response) (*FailTaskResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8728,63 +8826,63 @@ func ParseHeartbeatTaskResponse(rsp *http.Response) (*HeartbeatTaskResponse, err
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8830,63 +8928,63 @@ func ParseReleaseTaskResponse(rsp *http.Response) (*ReleaseTaskResponse, error) 
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON409 = &dest
+		response.ApplicationProblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8932,28 +9030,28 @@ func ParseDeregisterWorkerResponse(rsp *http.Response) (*DeregisterWorkerRespons
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -8986,28 +9084,28 @@ func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -9040,49 +9138,49 @@ func ParseHeartbeatWorkerResponse(rsp *http.Response) (*HeartbeatWorkerResponse,
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON400 = &dest
+		response.ApplicationProblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON413 = &dest
+		response.ApplicationProblemJSON413 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
 		var dest UnsupportedMediaType
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON415 = &dest
+		response.ApplicationProblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON503 = &dest
+		response.ApplicationProblemJSON503 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -9128,28 +9226,28 @@ func ParseQuietWorkerResponse(rsp *http.Response) (*QuietWorkerResponse, error) 
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -9182,28 +9280,28 @@ func ParseResumeWorkerResponse(rsp *http.Response) (*ResumeWorkerResponse, error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 
@@ -9236,28 +9334,28 @@ func ParseTerminateWorkerResponse(rsp *http.Response) (*TerminateWorkerResponse,
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON401 = &dest
+		response.ApplicationProblemJSON401 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON404 = &dest
+		response.ApplicationProblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSON422 = &dest
+		response.ApplicationProblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.ApplicationproblemJSONDefault = &dest
+		response.ApplicationProblemJSONDefault = &dest
 
 	}
 

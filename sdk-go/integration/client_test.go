@@ -14,17 +14,17 @@ func TestSeedLoopWithClient(t *testing.T) {
 	s := startServer(t)
 	c := newClient(t, s, nil)
 	ctx := context.Background()
-	id := enqueue(t, c, orch8.NewTask{HandlerName: "process_image", Params: &orch8.JsonObject{"width": 800}})
-	task, err := c.PollTask(ctx, orch8.PollOptions{HandlerNames: &[]string{"process_image"}, WorkerId: orch8.Ptr("img-worker-1"), WaitMs: orch8.Ptr(0)})
-	if err != nil || task == nil || task.Id != id || task.Params["width"] != float64(800) || task.Attempt != 1 {
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "process_image", Params: orch8.JSONObject{"width": 800}})
+	task, err := c.PollTask(ctx, orch8.PollOptions{HandlerNames: []string{"process_image"}, WorkerID: orch8.Ptr("img-worker-1"), WaitMs: orch8.Ptr(0)})
+	if err != nil || task == nil || task.ID != id || task.Params["width"] != float64(800) || task.Attempt != 1 {
 		t.Fatalf("poll: %v %+v", err, task)
 	}
-	out, err := c.CompleteTask(ctx, task.Id, orch8.TaskCompletion{Output: map[string]any{"url": "https://cdn.example.com/p.png"}})
+	out, err := c.CompleteTask(ctx, task.ID, orch8.TaskCompletion{Output: map[string]any{"url": "https://cdn.example.com/p.png"}})
 	if err != nil || out.Status != orch8.StatusCompleted {
 		t.Fatalf("complete: %v %+v", err, out)
 	}
 	// P-IDEM-1: the same complete again answers the same outcome.
-	if again, err := c.CompleteTask(ctx, task.Id, orch8.TaskCompletion{Output: map[string]any{"url": "https://cdn.example.com/p.png"}}); err != nil || again.Status != orch8.StatusCompleted {
+	if again, err := c.CompleteTask(ctx, task.ID, orch8.TaskCompletion{Output: map[string]any{"url": "https://cdn.example.com/p.png"}}); err != nil || again.Status != orch8.StatusCompleted {
 		t.Fatalf("repeat complete: %v %+v", err, again)
 	}
 	empty, err := c.PollTask(ctx, orch8.PollOptions{WaitMs: orch8.Ptr(0)})
@@ -55,18 +55,18 @@ func TestClientErrorsFromRealServer(t *testing.T) {
 	if _, err := c.CancelTask(ctx, id, orch8.TaskCancellation{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.CompleteTask(ctx, id, orch8.TaskCompletion{LeaseId: orch8.Ptr(task.Lease.Id)}); !errors.Is(err, orch8.ErrTaskCancelled) {
+	if _, err := c.CompleteTask(ctx, id, orch8.TaskCompletion{LeaseID: orch8.Ptr(task.Lease.ID)}); !errors.Is(err, orch8.ErrTaskCancelled) {
 		t.Errorf("complete after cancel: %v", err)
 	}
 	done := enqueue(t, c, orch8.NewTask{HandlerName: "y"})
-	claimed, err := c.PollTask(ctx, orch8.PollOptions{HandlerNames: &[]string{"y"}, WaitMs: orch8.Ptr(0)})
+	claimed, err := c.PollTask(ctx, orch8.PollOptions{HandlerNames: []string{"y"}, WaitMs: orch8.Ptr(0)})
 	if err != nil || claimed == nil {
 		t.Fatalf("poll y: %v", err)
 	}
 	if _, err := c.CompleteTask(ctx, done, orch8.TaskCompletion{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Heartbeat(ctx, done, orch8.TaskHeartbeat{LeaseId: orch8.Ptr("lease_other")}); !errors.Is(err, orch8.ErrLeaseLost) {
+	if _, err := c.Heartbeat(ctx, done, orch8.TaskHeartbeat{LeaseID: orch8.Ptr("lease_other")}); !errors.Is(err, orch8.ErrLeaseLost) {
 		t.Errorf("heartbeat with a stale lease: %v", err)
 	}
 	if _, err := c.CancelTask(ctx, done, orch8.TaskCancellation{}); !errors.Is(err, orch8.ErrConflict) {
@@ -77,8 +77,8 @@ func TestClientErrorsFromRealServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, err := c.Enqueue(ctx, orch8.NewTask{HandlerName: "z", IdempotencyKey: orch8.Ptr("order-42")})
-	if err != nil || b.Id != a.Id {
-		t.Errorf("idempotent enqueue: %v %s != %s", err, b.Id, a.Id)
+	if err != nil || b.ID != a.ID {
+		t.Errorf("idempotent enqueue: %v %s != %s", err, b.ID, a.ID)
 	}
 	info, err := c.ServerInfo(ctx)
 	if err != nil || info.SpecVersion != orch8.SpecVersion {

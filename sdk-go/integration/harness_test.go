@@ -1,18 +1,19 @@
 package integration_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"regexp"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,7 +22,9 @@ import (
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
 )
 
-// refServer is one real reference server on loopback with its own SQLite file.
+// refServer is one real reference server on loopback with its own SQLite file. This is
+// the Go SDK's one server launcher (issue 19): it starts `orch8-server --port 0` and reads
+// the `orch8-server listening on http://HOST:PORT` line; nothing here looks for a port.
 type refServer struct {
 	t    *testing.T
 	bin  string
@@ -44,28 +47,17 @@ func serverBinary(t *testing.T) string {
 	return bin
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// startServer starts a server with the brief's fast settings; extra flags override them.
+// startServer starts a server with fast test settings; extra flags override them.
 func startServer(t *testing.T, extra ...string) *refServer {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
-	args := []string{"--db", filepath.Join(dir, "orch8.db"), "--host", "127.0.0.1", "--port", strconv.Itoa(port),
-		"--lease-ms", "2000", "--reaper-interval-ms", "100", "--worker-heartbeat-ms", "300", "--worker-dead-after-ms", "3000"}
+	args := []string{"--db", filepath.Join(dir, "orch8.db"), "--host", "127.0.0.1",
+		"--lease-ms", "2000", "--reaper-interval-ms", "100", "--heartbeat-interval-ms", "300", "--dead-after-ms", "3000"}
 	logf, err := os.Create(filepath.Join(dir, "server.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &refServer{t: t, bin: serverBinary(t), args: append(args, extra...), URL: fmt.Sprintf("http://127.0.0.1:%d", port), log: logf}
+	s := &refServer{t: t, bin: serverBinary(t), args: append(args, extra...), log: logf}
 	s.start()
 	t.Cleanup(func() {
 		s.stop()
@@ -85,21 +77,51 @@ func tail(s string, n int) string {
 	return s
 }
 
+var listeningLine = regexp.MustCompile(`^orch8-server listening on (http://\S+)$`)
+
+// start runs the server on --port 0 the first time; a restart asks for the port it bound
+// before, so clients keep their URL.
 func (s *refServer) start() {
 	s.t.Helper()
-	s.cmd = exec.Command(s.bin, s.args...)
-	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
+	port := "0"
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		port = u.Port()
+	}
+	s.cmd = exec.Command(s.bin, append(append([]string(nil), s.args...), "--port", port)...)
+	s.cmd.Stderr = s.log
+	out, err := s.cmd.StdoutPipe()
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}
-	waitFor(s.t, 20*time.Second, "server ready", func() bool {
-		resp, err := http.Get(s.URL + "/health/ready")
-		if err != nil {
-			return false
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+			fmt.Fprintln(s.log, sc.Text())
 		}
-		resp.Body.Close()
-		return resp.StatusCode == 200
-	})
+		close(found)
+	}()
+	select {
+	case u, ok := <-found:
+		if !ok {
+			raw, _ := os.ReadFile(s.log.Name())
+			s.t.Fatalf("orch8-server exited without its listening line:\n%s", tail(string(raw), 2000))
+		}
+		s.URL = u
+	case <-time.After(30 * time.Second):
+		_ = s.cmd.Process.Kill()
+		s.t.Fatal("orch8-server printed no listening line within 30 s")
+	}
 }
 
 // stop sends SIGTERM and waits for the process to exit.
@@ -277,7 +299,7 @@ func enqueue(t *testing.T, c *orch8.Client, task orch8.NewTask) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec.Id
+	return rec.ID
 }
 
 func getTask(t *testing.T, c *orch8.Client, id string) *orch8.TaskRecord {

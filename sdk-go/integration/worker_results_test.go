@@ -19,7 +19,7 @@ func TestHappyPath(t *testing.T) {
 			return map[string]any{"echo": task.Params["n"], "step": task.Context["step"]}, nil
 		},
 	})
-	id := enqueue(t, c, orch8.NewTask{HandlerName: "echo", Params: &orch8.JsonObject{"n": 7}, Context: &orch8.JsonObject{"step": "a"}})
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "echo", Params: orch8.JSONObject{"n": 7}, Context: orch8.JSONObject{"step": "a"}})
 	rec := waitStatus(t, c, id, orch8.StatusCompleted, 10*time.Second)
 	out, _ := rec.Output.(map[string]any)
 	if out["echo"] != float64(7) || out["step"] != "a" || rec.Attempt != 1 {

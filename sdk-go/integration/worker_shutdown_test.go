@@ -174,14 +174,14 @@ func TestServerRestartMidRun(t *testing.T) {
 	})
 	var ids []string
 	for i := 0; i < 8; i++ {
-		ids = append(ids, enqueue(t, c, orch8.NewTask{HandlerName: "work", Params: &orch8.JsonObject{"i": i}}))
+		ids = append(ids, enqueue(t, c, orch8.NewTask{HandlerName: "work", Params: orch8.JSONObject{"i": i}}))
 	}
 	waitFor(t, 10*time.Second, "work in flight", func() bool { return w.Stats().InFlight > 0 })
 	s.stop() // mid-run: handlers are busy, results and polls now fail
 	waitFor(t, 10*time.Second, "the worker to notice the outage", func() bool { return w.Stats().PollErrors > 0 })
 	s.start() // same port, same SQLite file
 	for i := 8; i < 12; i++ {
-		ids = append(ids, enqueue(t, c, orch8.NewTask{HandlerName: "work", Params: &orch8.JsonObject{"i": i}}))
+		ids = append(ids, enqueue(t, c, orch8.NewTask{HandlerName: "work", Params: orch8.JSONObject{"i": i}}))
 	}
 	for i, id := range ids {
 		rec := waitStatus(t, c, id, orch8.StatusCompleted, 40*time.Second)

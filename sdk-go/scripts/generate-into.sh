@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # generate-into.sh OUT_DIR
 # Runs this module's go:generate directives in a scratch copy of the module (next to a copy
-# of ../openapi.yaml) and copies the generated api/ files into OUT_DIR. The working tree is
-# never written, so check-generated can diff the result against the committed api/.
+# of ../openapi.yaml) and copies every generated file (api/*.gen.go, client_gen.go) into
+# OUT_DIR with the same layout. The working tree is never written, so check-generated can
+# diff the result against the committed files.
 set -euo pipefail
 out=${1:?usage: generate-into.sh OUT_DIR}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,7 +11,9 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/sdk-go"
 cp "$here/../openapi.yaml" "$scratch/openapi.yaml"
-(cd "$here" && tar --exclude=./api --exclude=./bin -cf - .) | tar -xf - -C "$scratch/sdk-go"
+(cd "$here" && tar --exclude=./api --exclude=./bin --exclude=./dist --exclude=./client_gen.go -cf - .) | tar -xf - -C "$scratch/sdk-go"
 mkdir -p "$scratch/sdk-go/api"
 (cd "$scratch/sdk-go" && go generate .)
-cp "$scratch/sdk-go/api/"*.gen.go "$out/"
+mkdir -p "$out/api"
+cp "$scratch/sdk-go/api/"*.gen.go "$out/api/"
+cp "$scratch/sdk-go/client_gen.go" "$out/"
