@@ -39,6 +39,13 @@ class Metrics:
             labels,
             registry=self.registry,
         )
+        # Checked against openapi.yaml's x-orch8-codes by the server tests (emitted codes).
+        self.problems = Counter(
+            "orch8_problems_total",
+            "Problem answers by code (whole responses and batch items).",
+            ("code",),
+            registry=self.registry,
+        )
         self.waiting = Gauge(
             "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
         )

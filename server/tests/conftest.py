@@ -18,6 +18,12 @@ from typing import Any
 import httpx
 import pytest
 from pg_cluster import PgCluster
+from problem_codes import (  # noqa: F401  (pytest hooks: the emitted-code check)
+    pytest_sessionfinish,
+    pytest_sessionstart,
+    pytest_terminal_summary,
+    record_server,
+)
 
 from orch8_server.testing import RunningServer
 from orch8_server.testing import start_server as start_server_process
@@ -60,6 +66,12 @@ def flag_args(flags: dict[str, Any]) -> list[str]:
 def launch(db: str | Path, log: Path, **flags: Any) -> RunningServer:
     """An orch8-server on `db` with the FAST timings (overridable), stderr to `log`."""
     return start_server_process(*flag_args({**FAST, **flags}), db=db, log=log)
+
+
+def stop_server(server: RunningServer) -> None:
+    """Stop `server` after folding its emitted problem codes into the session's check."""
+    record_server(server)
+    server.stop()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -108,7 +120,7 @@ def start_server(
 
     yield start
     for server in started:
-        server.stop()
+        stop_server(server)
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,26 @@ def test_metrics_are_prometheus_text(api: httpx.Client, name: str) -> None:
     assert "orch8_polls_waiting" in text
 
 
+def test_problem_answers_are_counted_by_code(api: httpx.Client, name: str) -> None:
+    """orch8_problems_total{code}: whole answers and batch items (feeds the emitted-code check)."""
+
+    def count(code: str) -> float:
+        line = f'orch8_problems_total{{code="{code}"}} '
+        text = api.get("/metrics").text
+        return next((float(x[len(line) :]) for x in text.splitlines() if x.startswith(line)), 0)
+
+    before = count("not_found"), count("lease_lost")
+    assert api.get("/tasks/task_nope").status_code == 404
+    items = [{"task_id": "task_nope", "output": 1}]
+    assert api.post("/workers/tasks/complete/batch", json={"items": items}).status_code == 200
+    task = enqueue(api, name)
+    claimed = claim(api, name)
+    api.post(f"/workers/tasks/{task['id']}/release", json={}).raise_for_status()
+    late = {"lease_id": claimed["lease"]["id"], "output": 1}
+    assert api.post(f"/workers/tasks/{task['id']}/complete", json=late).status_code == 409
+    assert (count("not_found"), count("lease_lost")) == (before[0] + 2, before[1] + 1)
+
+
 def test_health_and_info(api: httpx.Client, backend: str) -> None:
     assert api.get("/health/live").json() == {"status": "ok", "checks": {}}
     assert api.get("/health/ready").json()["checks"] == {"storage": "ok"}

@@ -11,7 +11,7 @@ from pathlib import Path
 import asyncpg
 import httpx
 import pytest
-from conftest import assert_problem, eventually, launch
+from conftest import assert_problem, eventually, launch, stop_server
 from pg_cluster import PgCluster
 
 from orch8_server.storage.postgres_schema import LATEST, migrate
@@ -33,7 +33,7 @@ def replicas(own_pg: PgCluster, tmp_path: Path, name: str) -> Iterator[list[Runn
     servers = [launch(url, tmp_path / f"r{i}.log") for i in range(2)]
     yield servers
     for s in servers:
-        s.stop()
+        stop_server(s)
 
 
 def test_migrations_are_idempotent_and_safe_when_replicas_start_together(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import eventually, launch
+from conftest import eventually, launch, stop_server
 from pg_cluster import PgCluster
 
 from orch8_server.testing import RunningServer
@@ -40,7 +40,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RunningSe
     servers[0].pg = pg  # type: ignore[attr-defined]
     yield servers
     for s in servers:
-        s.stop()
+        stop_server(s)
     pg.destroy()
 
 

@@ -31,7 +31,7 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         )
     else:
         problem = Problem("validation_error", str(exc.detail))
-    return problem_response(problem, request.url.path)
+    return problem_response(problem, request)
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:

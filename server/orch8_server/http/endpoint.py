@@ -32,7 +32,10 @@ def json_response(body: Any, status: int = 200) -> Response:
     return Response(orjson.dumps(body), status_code=status, media_type=JSON)
 
 
-def problem_response(problem: Problem, instance: str | None = None) -> Response:
+def problem_response(problem: Problem, request: Request) -> Response:
+    """Render `problem` for `request` (its path is the `instance`) and count its code."""
+    request.app.state.engine.metrics.problems.labels(problem.code).inc()
+    instance = request.url.path
     return Response(
         orjson.dumps(problem.body(instance)),
         status_code=problem.status,
@@ -49,7 +52,8 @@ def internal_problem(request: Request, exc: BaseException) -> Response:
         extra={"request_id": rid, "method": request.method, "path": request.url.path},
     )
     return problem_response(
-        Problem("internal", f"an unexpected error occurred; see server logs for request {rid}")
+        Problem("internal", f"an unexpected error occurred; see server logs for request {rid}"),
+        request,
     )
 
 
@@ -126,10 +130,10 @@ def endpoint(
                         )
                 return await handler(Call(request, params, body))
             except Problem as problem:
-                return problem_response(problem, request.url.path)
+                return problem_response(problem, request)
             except StorageUnavailable as exc:  # P-ERR-1: a database outage is a 503, not a 500
                 unavailable = Problem("unavailable", str(exc), headers={"Retry-After": "1"})
-                return problem_response(unavailable, request.url.path)
+                return problem_response(unavailable, request)
             except Exception as exc:
                 return internal_problem(request, exc)
 

@@ -55,9 +55,7 @@ def routes() -> list[Route]:
     async def asset(request: Request) -> Response:
         name = request.path_params.get("name") or "index.html"
         if name not in files:
-            return problem_response(
-                Problem("not_found", f"no dashboard file {name!r}"), request.url.path
-            )
+            return problem_response(Problem("not_found", f"no dashboard file {name!r}"), request)
         body, media_type, etag = files[name]
         headers = {
             # Revalidate every time: the bundle's names carry no hash, so a stale cache

@@ -7,8 +7,11 @@ from typing import Any
 from orch8_server.storage.base import Row, Tx
 
 # Failure codes the server itself stores (openapi.yaml x-orch8-failure-codes).
+# Each is also the attempt outcome where one exists (AttemptOutcome).
 DEFAULT_FAILURE_CODE = "worker_error"  # a fail reported without `code`
 MANUAL_CODE = "manual"  # an operator resolved the task (P-MANUAL-1)
+LEASE_EXPIRED_CODE = "lease_expired"  # P-LEASE-6
+WORKER_LOST_CODE = "worker_lost"  # P-WORKER-5
 
 
 async def end_attempt(

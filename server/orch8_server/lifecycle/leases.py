@@ -248,6 +248,10 @@ class Leases:
 
     # Batches (P-BATCH-1) -----------------------------------------------------------------
 
+    def _item_error(self, task_id: str, problem: Problem) -> dict:
+        self.engine.metrics.problems.labels(problem.code).inc()
+        return _item_error_body(task_id, problem)
+
     async def complete_batch(self, items: list[dict[str, Any]]) -> dict:
         now = timefmt.now_ms()
         out = []
@@ -258,7 +262,7 @@ class Leases:
                     reply, _ = await self._complete(tx, item["task_id"], item, now)
                     out.append(_item(reply, "completed"))
                 except Problem as problem:
-                    out.append(_item_error(item["task_id"], problem))
+                    out.append(self._item_error(item["task_id"], problem))
         return {"items": out}
 
     async def fail_batch(self, items: list[dict[str, Any]]) -> dict:
@@ -274,7 +278,7 @@ class Leases:
                         _item(reply, "failed" if reply["status"] == "failed" else "requeued")
                     )
                 except Problem as problem:
-                    out.append(_item_error(item["task_id"], problem))
+                    out.append(self._item_error(item["task_id"], problem))
         for row in rows:
             self._after_fail(row, now)
         return {"items": out}
@@ -313,7 +317,7 @@ def _item(reply: dict, status: str) -> dict:
     }
 
 
-def _item_error(task_id: str, problem: Problem) -> dict:
+def _item_error_body(task_id: str, problem: Problem) -> dict:
     return {
         "task_id": task_id,
         "status": "error",

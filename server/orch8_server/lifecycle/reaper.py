@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
-from orch8_server.lifecycle.attempts import end_attempt
+from orch8_server.lifecycle.attempts import LEASE_EXPIRED_CODE, end_attempt
 from orch8_server.storage.base import Row, StorageUnavailable, Tx
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class Reaper:
             async with engine.storage.transaction() as tx:
                 expired = await tx.expired_leases(now, BATCH)
                 reclaimed = await self.reclaim(
-                    tx, expired, "lease_expired", "lease expired before the task finished", now
+                    tx, expired, LEASE_EXPIRED_CODE, "lease expired before the task finished", now
                 )
             self.after_reclaim(reclaimed, now)
             if len(expired) < BATCH:

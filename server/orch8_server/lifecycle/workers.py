@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import timefmt
 from orch8_server.lifecycle import views
+from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
 from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
 
@@ -146,7 +147,7 @@ class Workers:
             reclaimed = await self.engine.reaper.reclaim(
                 tx,
                 await tx.running_tasks_of(worker_id),
-                "worker_lost",
+                WORKER_LOST_CODE,
                 f"worker {worker_id} deregistered while holding the task",
                 now,
             )
@@ -164,7 +165,7 @@ class Workers:
                 reclaimed += await self.engine.reaper.reclaim(
                     tx,
                     await tx.running_tasks_of(worker["worker_id"]),
-                    "worker_lost",
+                    WORKER_LOST_CODE,
                     f"worker {worker['worker_id']} stopped heartbeating",
                     now,
                 )
