@@ -7,6 +7,8 @@ nothing else. Exits non-zero when a broken adapter slips through or the control 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import sys
@@ -15,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from orch8_conformance.parity import coverage
 from orch8_conformance.run import ScenarioRun
 from orch8_conformance.scenario import ScenarioError, load_all
 
@@ -28,6 +31,13 @@ CATCHES = {
     "completes_after_lease_loss": ["stall-late-result-rejected"],
     "ignores_sigterm": ["graceful-shutdown"],
     "exceeds_concurrency": ["concurrency-limit", "batch-claims-free-slots"],
+    "uncapped_batch_size": ["poll-limits-concurrency-150"],
+    "unsplit_handler_names": ["poll-limits-many-handlers"],
+    "drops_refused_batch": ["completion-batch-413-split"],
+    "retryable_no_handler": ["no-handler"],
+    "ignores_retry_after": ["outage-retry-after"],
+    "ignores_second_signal": ["second-signal-ends-grace", "second-signal-sigint"],
+    "miscounts_cancelled": ["stats-and-hooks"],
 }
 
 
@@ -56,10 +66,23 @@ def schema_rejects_broken_scenarios(workdir: Path) -> int:
     return bad
 
 
+def coverage_catches_uncited_rule() -> int:
+    """The rule-coverage check must fail when the scenarios citing one P-SDK rule are gone."""
+    scenarios = load_all()
+    without = [s for s in scenarios if "P-SDK-17" not in s["rules"]]
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        full, partial = coverage(scenarios), coverage(without)
+    if full == 0 and partial != 0 and "P-SDK-17   NOT CITED" in printed.getvalue():
+        print("  ok   rule coverage fails when no scenario cites P-SDK-17")
+        return 0
+    print(f"  BAD  rule coverage: {full} with every scenario, {partial} without those citing P-SDK-17")
+    return 1
+
+
 def main() -> int:
     scenarios = {s["id"]: s for s in load_all()}
     workdir = Path(tempfile.mkdtemp(prefix="orch8-selftest-"))
-    schema_bad = schema_rejects_broken_scenarios(workdir)
+    schema_bad = schema_rejects_broken_scenarios(workdir) + coverage_catches_uncited_rule()
     runs = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
     runs += [
         (defect, sid, [PY, str(HERE / "broken.py"), defect], "failed") for defect, ids in CATCHES.items() for sid in ids

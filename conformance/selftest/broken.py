@@ -8,6 +8,7 @@ Each defect is a small monkeypatch of adapters/raw-http/adapter.py; the SDKs are
 from __future__ import annotations
 
 import importlib.util
+import random
 import signal
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ RAW = Path(__file__).resolve().parent.parent / "adapters" / "raw-http" / "adapte
 
 
 def load_raw():
+    sys.path.insert(0, str(RAW.parent))  # the adapter imports its handler table from there
     spec = importlib.util.spec_from_file_location("raw_adapter", RAW)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -30,11 +32,7 @@ def never_heartbeats(raw) -> None:
 
 def completes_after_lease_loss(raw) -> None:
     """Reports without its lease id, so a late result lands on someone else's lease (breaks P-SDK-5)."""
-
-    def report(ctx, kind, body):
-        raw.call("POST", f"/workers/tasks/{ctx.id}/{kind}", body)
-
-    raw.report = report
+    raw.result_lease = lambda ctx: {}
 
 
 def ignores_sigterm(raw) -> None:
@@ -53,7 +51,77 @@ def exceeds_concurrency(raw) -> None:
     raw.free_slots = lambda: raw.CONCURRENCY
 
 
-DEFECTS = {f.__name__: f for f in (never_heartbeats, completes_after_lease_loss, ignores_sigterm, exceeds_concurrency)}
+def uncapped_batch_size(raw) -> None:
+    """Polls for all its free slots even past the contract's 100 (breaks P-SDK-13: 422, never drains)."""
+    raw.MAX_BATCH = 10**6
+
+
+def unsplit_handler_names(raw) -> None:
+    """Sends every handler name in one poll, even past the schema's 50 (breaks P-SDK-13)."""
+    raw.CHUNKS = [raw.NAMES]
+
+
+def drops_refused_batch(raw) -> None:
+    """Gives up a completion batch the server refuses as a whole (breaks P-SDK-15, like Go did)."""
+    raw.Completer.refused = lambda self, items, status, answer: None
+
+
+def retryable_no_handler(raw) -> None:
+    """Fails a task it has no handler for retryably with unhandled_error (breaks P-SDK-14, like TS did)."""
+
+    def no_handler(ctx) -> None:
+        raw.fail(ctx, {"error": "no handler", "retryable": True, "code": "unhandled_error"})
+
+    raw.no_handler = no_handler
+
+
+def ignores_retry_after(raw) -> None:
+    """Backs off with its own jitter whatever Retry-After says (breaks P-SDK-16)."""
+    raw.pause_after = lambda retry_after, backoff: random.uniform(0, backoff)
+
+
+def ignores_second_signal(raw) -> None:
+    """Waits out the whole grace period whatever signals follow the first (breaks P-SDK-17)."""
+    original = raw.on_signal
+
+    def on_signal(signum, frame):
+        if signum in (signal.SIGTERM, signal.SIGINT) and raw.stopping.is_set():
+            return
+        original(signum, frame)
+
+    raw.on_signal = on_signal
+
+
+def miscounts_cancelled(raw) -> None:
+    """Forgets to count cancelled tasks in stats() (breaks the P-SDK-11 invariant)."""
+    original = raw.finish
+
+    def finish(ctx, counter, hook, **payload):
+        if counter == "tasks_cancelled":
+            with raw.held_lock:
+                raw.held.pop(ctx.id, None)
+            return raw.emit("hook", hook=hook, task_id=ctx.id, **payload)
+        return original(ctx, counter, hook, **payload)
+
+    raw.finish = finish
+
+
+DEFECTS = {
+    f.__name__: f
+    for f in (
+        never_heartbeats,
+        completes_after_lease_loss,
+        ignores_sigterm,
+        exceeds_concurrency,
+        uncapped_batch_size,
+        unsplit_handler_names,
+        drops_refused_batch,
+        retryable_no_handler,
+        ignores_retry_after,
+        ignores_second_signal,
+        miscounts_cancelled,
+    )
+}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in DEFECTS:

@@ -3,9 +3,11 @@
 
 It shows what an adapter for a new SDK must do (conformance/README.md): read the ORCH8_*
 settings, run the handler table, print JSON-line events. Its worker loop is deliberately
-small: batch polls for free slots, one worker heartbeat per interval (lease loss, cancel,
-quiet/terminate directives), results sent with the lease id and re-sent while the server
-is unreachable, and a graceful SIGTERM. Run it with:
+small: batch polls for free slots (at most 100, handler_names in chunks of 50), one worker
+heartbeat per interval (lease loss, cancel, quiet/terminate directives), completions sent
+group-commit style through complete/batch (split when refused), fails with the lease id,
+outages retried with backoff or Retry-After, SIGTERM/SIGINT with a grace period that a
+second signal ends, and the stats/hook events. Run it with:
 
     .venv/bin/python -m orch8_conformance run --adapter "python3 adapters/raw-http/adapter.py"
 """
@@ -15,46 +17,75 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import signal
+import socket
 import sys
 import threading
 import time
+import traceback
 import urllib.error
 import urllib.request
 
+from handlers import TABLE, HeartbeatRefused, Permanent, Retryable
+
 env = os.environ
 URL = env.get("ORCH8_URL", "http://localhost:3001").rstrip("/")
-WORKER_ID = env["ORCH8_WORKER_ID"]
+API_KEY = env.get("ORCH8_API_KEY")
+WORKER_ID = env.get("ORCH8_WORKER_ID") or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
 CONCURRENCY = int(env.get("ORCH8_CONCURRENCY") or 10)
 GRACE_S = int(env.get("ORCH8_GRACE_PERIOD_MS") or 25000) / 1000
 QUEUE = env.get("ORCH8_QUEUE") or None
 WAIT_MS = 5000  # long-poll budget; a signal aborts the poll in flight
+USER_AGENT = "orch8-raw-http/0.1.0"
+OUTAGE = (0, 408, 429, 500, 502, 503, 504)  # 0: no answer (refused, reset, timeout)
+MAX_BATCH, MAX_NAMES = 100, 50  # the poll schema's limits (P-SDK-13)
 
-held: dict[str, Ctx] = {}  # task id -> the running attempt
+held: dict[str, Ctx] = {}  # task id -> the running attempt, until its outcome is known
 held_lock = threading.Lock()
 out_lock = threading.Lock()
 stopping = threading.Event()
+hurry = threading.Event()  # a second SIGTERM/SIGINT ends the grace period
 quiet = {"signal": False, "directive": False}  # SIGTSTP and a quiet directive are separate reasons
 polling = threading.Event()  # set while the main thread waits in a long-poll
+stats = dict.fromkeys(("tasks_claimed", "tasks_completed", "tasks_failed", "tasks_lease_lost", "tasks_cancelled"), 0)
+stats.update(polls=0, poll_errors=0)
 
 
 class PollAborted(Exception):
     """Raised by the signal handler to abort the long-poll at once (P-SDK-7, P-SDK-8)."""
 
 
-def call(method: str, path: str, body: dict | None = None, timeout: float = 10) -> tuple[int, dict | None]:
-    """One request; (status, JSON body). Network failures raise OSError."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(URL + path, data=data, method=method)
+def call(method: str, path: str, body: dict | None = None, timeout: float = 10) -> tuple[int, dict | None, float]:
+    """One request; (status, JSON body, Retry-After seconds or 0). Network failures raise OSError."""
+    data = None if body is None else json.dumps(body, allow_nan=False).encode()
+    req = urllib.request.Request(URL + path, data=data, method=method, headers={"User-Agent": USER_AGENT})
     if data is not None:
         req.add_header("Content-Type", "application/json")
+    if API_KEY:
+        req.add_header("Authorization", f"Bearer {API_KEY}")
     try:
         with urllib.request.urlopen(req, timeout=timeout) as res:
             raw = res.read()
-            return res.status, json.loads(raw) if raw else None
+            return res.status, json.loads(raw) if raw else None, 0.0
     except urllib.error.HTTPError as err:
         raw = err.read()
-        return err.code, json.loads(raw) if raw else None
+        try:
+            answer = json.loads(raw) if raw else None
+        except ValueError:
+            answer = None
+        retry_after = err.headers.get("Retry-After", "")
+        return err.code, answer, float(retry_after) if retry_after.isdigit() else 0.0
+
+
+def warn(what: str, status: int, answer: dict | None, err: Exception | None = None) -> None:
+    cause = repr(err) if err else f"HTTP {status} {(answer or {}).get('code')}"
+    print(f"warning: {what} failed: {cause}", file=sys.stderr, flush=True)
+
+
+def pause_after(retry_after: float, backoff: float) -> float:
+    """Retry-After (capped at 60 s) plus 0-10% replaces the backoff (P-SDK-16); else full jitter."""
+    return min(retry_after, 60) * (1 + random.random() / 10) if retry_after else random.uniform(0, backoff)
 
 
 def emit(event: str, ctx: Ctx | None = None, **fields) -> None:
@@ -65,14 +96,19 @@ def emit(event: str, ctx: Ctx | None = None, **fields) -> None:
         print(json.dumps({**record, **fields}), flush=True)
 
 
-class Retryable(Exception):
-    def __init__(self, message: str, retry_after_ms: int | None = None) -> None:
-        super().__init__(message)
-        self.retry_after_ms = retry_after_ms
+def snapshot() -> dict:
+    with held_lock:
+        return {**stats, "in_flight": len(held)}
 
 
-class Permanent(Exception):
-    pass
+def finish(ctx: Ctx, counter: str, hook: str, **payload) -> None:
+    """The task's outcome is known: count it and free its slot in one step (P-SDK-11 invariant)."""
+    with held_lock:
+        if held.pop(ctx.id, None) is None:
+            return
+        stats[counter] += 1
+    emit("hook", hook=hook, task_id=ctx.id, **payload)
+    emit("stats", stats=snapshot())
 
 
 class Ctx:
@@ -83,124 +119,184 @@ class Ctx:
         self.id, self.handler_name, self.attempt = task["id"], task["handler_name"], task["attempt"]
         self.params, self.checkpoint, self.lease_id = task["params"], task.get("checkpoint"), task["lease"]["id"]
         self.cancelled = threading.Event()
+        self.reason = "cancelled"
         self.reported = False
+        self.started = time.monotonic()
 
     def heartbeat(self, progress=None, checkpoint=None) -> None:
         body = {"lease_id": self.lease_id, "progress": progress}
         if checkpoint is not None:
             body["checkpoint"] = checkpoint
         try:
-            status, _ = call("POST", f"/workers/tasks/{self.id}/heartbeat", body)
+            status, answer, _ = call("POST", f"/workers/tasks/{self.id}/heartbeat", body)
         except OSError:
             return
         if status == 409:  # lease_lost or task_cancelled
-            self.cancelled.set()
+            self.abandon((answer or {}).get("code") == "task_cancelled")
+            raise HeartbeatRefused((answer or {}).get("code") or "lease_lost")
+
+    def abandon(self, cancelled: bool) -> None:
+        self.reason = "cancelled" if cancelled else "lease_lost"
+        self.cancelled.set()
 
     def pause(self, ms: float) -> bool:
         if self.cancelled.wait(ms / 1000):
             if not self.reported:
                 self.reported = True
-                emit("cancelled", self)
+                emit("cancelled", self, reason=self.reason)
             return True
         return False
 
+    def output(self, **extra) -> dict:
+        return {"handler": self.handler_name, "attempt": self.attempt, "worker_id": WORKER_ID, **extra}
 
-def output(ctx: Ctx, **extra) -> dict:
-    return {"handler": ctx.handler_name, "attempt": ctx.attempt, "worker_id": WORKER_ID, **extra}
-
-
-def slow(ctx: Ctx) -> dict:
-    duration, every, start = ctx.params.get("duration_ms", 2000), ctx.params.get("heartbeat_ms", 200), time.monotonic()
-    while (elapsed := (time.monotonic() - start) * 1000) < duration:
-        ctx.heartbeat(progress={"elapsed_ms": int(elapsed)})
-        if ctx.pause(min(every, duration - elapsed)):
-            return output(ctx, cancelled=True)
-    return output(ctx, slow_ms=duration)
+    def emit(self, event: str, **fields) -> None:
+        emit(event, self, **fields)
 
 
-def stall(ctx: Ctx) -> dict:
-    if ctx.attempt <= ctx.params.get("stall_attempts", 1):
-        time.sleep(ctx.params.get("stall_ms", 5000) / 1000)
-        return output(ctx, stalled=True)
-    ctx.pause(ctx.params.get("after_ms", 0))
-    return output(ctx, stalled=False)
-
-
-def checkpoint(ctx: Ctx) -> dict:
-    if ctx.checkpoint is None:
-        ctx.heartbeat(checkpoint={"step": 1, "saved_by_attempt": ctx.attempt})
-        raise Retryable("checkpoint: saved one")
-    return output(ctx, checkpoint=ctx.checkpoint)
-
-
-def fail_always(ctx: Ctx) -> dict:
-    raise (Permanent if ctx.params.get("permanent") else Retryable)("fail_always")
-
-
-def echo(ctx: Ctx) -> dict:
-    ctx.pause(ctx.params.get("sleep_ms", 0))
-    return output(ctx, echo=ctx.params)
-
-
-def fail_once(ctx: Ctx) -> dict:
-    if ctx.attempt == 1:
-        raise Retryable("fail_once")
-    return output(ctx)
-
-
-def retry_after(ctx: Ctx) -> dict:
-    if ctx.attempt == 1:
-        raise Retryable("retry_after", ctx.params.get("retry_after_ms", 1000))
-    return output(ctx)
-
-
-HANDLERS = {
-    "echo": echo,
-    "fail_once": fail_once,
-    "fail_always": fail_always,
-    "unhandled": lambda ctx: 1 / 0,
-    "slow": slow,
-    "stall": stall,
-    "crash": lambda ctx: os._exit(3) if ctx.attempt <= ctx.params.get("crash_attempts", 1) else output(ctx),
-    "wait_for_cancel": lambda ctx: output(ctx, cancelled=ctx.pause(ctx.params.get("timeout_ms", 30000))),
-    "checkpoint": checkpoint,
-    "retry_after": retry_after,
-}
+HANDLERS = dict(TABLE)
+HANDLERS.update({f"extra_{i}": TABLE["echo"] for i in range(1, int(env.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
 NAMES = [n for n in env.get("ORCH8_HANDLERS", "").split(",") if n] or list(HANDLERS)
+NAMES += [n for n in HANDLERS if n.startswith("extra_") and n not in NAMES]
+CHUNKS = [NAMES[i : i + MAX_NAMES] for i in range(0, len(NAMES), MAX_NAMES)]
 
 
-def report(ctx: Ctx, kind: str, body: dict) -> None:
-    """complete or fail with the lease id, re-sent while the server is unreachable."""
-    body["lease_id"] = ctx.lease_id
-    deadline = time.monotonic() + 30
+def result_lease(ctx: Ctx) -> dict:
+    """Results carry the attempt's lease id, so a late one cannot land on another attempt (P-SDK-5)."""
+    return {"lease_id": ctx.lease_id}
+
+
+def fail(ctx: Ctx, body: dict) -> None:
+    """fail with the lease id, re-sent through outages; 409 means the lease is gone."""
+    body.update(result_lease(ctx))
+    deadline, backoff = time.monotonic() + 30, 0.5
     while time.monotonic() < deadline:
         try:
-            status, _ = call("POST", f"/workers/tasks/{ctx.id}/{kind}", body)
-            if status < 500:
-                return  # done, or 409: the lease is gone and nothing is stored
-        except OSError:
-            pass
-        time.sleep(0.5)
+            status, answer, wait = call("POST", f"/workers/tasks/{ctx.id}/fail", body)
+        except OSError as err:
+            (status, answer, wait), error = (0, None, 0.0), err
+        else:
+            error = None
+        if status == 200:
+            return finish(ctx, "tasks_failed", "task_fail", code=body["code"], retryable=body["retryable"],
+                          duration_ms=(time.monotonic() - ctx.started) * 1000)  # fmt: skip
+        if status == 409:
+            return finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")
+        warn(f"fail of {ctx.id}", status, answer, error)
+        emit("hook", hook="error", operation="fail", error=f"HTTP {status}" if not error else repr(error))
+        if status not in OUTAGE:
+            return
+        time.sleep(pause_after(wait, backoff))
+        backoff = min(backoff * 2, 30)
+    finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")  # undeliverable (P-SDK-9)
+
+
+class Completer:
+    """Group commit (P-SDK-12): one batch in flight; results ready meanwhile go in the next one."""
+
+    def __init__(self) -> None:
+        self.ready: list[tuple[Ctx, object]] = []
+        self.cond = threading.Condition()
+        threading.Thread(target=self.loop, daemon=True).start()
+
+    def add(self, ctx: Ctx, out) -> None:
+        with self.cond:
+            self.ready.append((ctx, out))
+            self.cond.notify()
+
+    def loop(self) -> None:
+        while True:
+            with self.cond:
+                while not self.ready:
+                    self.cond.wait()
+                items, self.ready = self.ready[:100], self.ready[100:]
+            self.send(items)
+
+    def send(self, items: list[tuple[Ctx, object]]) -> None:
+        body = {"items": [{"task_id": c.id, "output": o, **result_lease(c)} for c, o in items]}
+        deadline, backoff = time.monotonic() + 30, 0.5
+        while time.monotonic() < deadline:
+            try:
+                status, answer, wait = call("POST", "/workers/tasks/complete/batch", body)
+            except OSError as err:
+                (status, answer, wait), error = (0, None, 0.0), err
+            else:
+                error = None
+            if status == 200:
+                for (ctx, _), item in zip(items, answer["items"], strict=True):
+                    self.settle(ctx, item)
+                return
+            warn(f"completion batch of {len(items)}", status, answer, error)
+            emit("hook", hook="error", operation="complete", error=f"HTTP {status}" if not error else repr(error))
+            if status not in OUTAGE:
+                return self.refused(items, status, answer)
+            time.sleep(pause_after(wait, backoff))  # re-send: an outage (P-SDK-16)
+            backoff = min(backoff * 2, 30)
+        for ctx, _ in items:  # still undeliverable: given up as lease lost (P-SDK-9)
+            finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")
+
+    def refused(self, items: list[tuple[Ctx, object]], status: int, answer: dict | None) -> None:
+        """Refused as a whole: split in halves; an item refused alone is output_rejected (P-SDK-15)."""
+        if len(items) > 1:
+            self.send(items[: len(items) // 2])
+            return self.send(items[len(items) // 2 :])
+        details = {"status": status, "code": (answer or {}).get("code")}
+        fail(
+            items[0][0], {"error": "output refused", "retryable": False, "code": "output_rejected", "details": details}
+        )
+
+    @staticmethod
+    def settle(ctx: Ctx, item: dict) -> None:
+        if item["status"] == "completed":
+            finish(ctx, "tasks_completed", "task_complete", duration_ms=(time.monotonic() - ctx.started) * 1000)
+        elif (item.get("problem") or {}).get("code") == "task_cancelled":
+            finish(ctx, "tasks_cancelled", "task_abandoned", reason="cancelled")
+        else:
+            finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")
+
+
+COMPLETER = Completer()
+
+
+def no_handler(ctx: Ctx) -> None:
+    """P-SDK-14: failed at once, permanently."""
+    details = {"handler_name": ctx.handler_name, "known_handlers": NAMES}
+    fail(
+        ctx,
+        {"error": f"no handler for {ctx.handler_name}", "retryable": False, "code": "no_handler", "details": details},
+    )
 
 
 def run_task(ctx: Ctx) -> None:
+    if ctx.handler_name not in NAMES:
+        return no_handler(ctx)
+    emit("hook", hook="task_start", task_id=ctx.id)
     emit("start", ctx)
-    result, kind, body = "error", "fail", {}
+    result, body = "error", {}
     try:
-        body, kind, result = {"output": HANDLERS[ctx.handler_name](ctx)}, "complete", "ok"
+        out = HANDLERS[ctx.handler_name](ctx)
+        result = "ok"
     except Retryable as err:
-        body = {"error": str(err), "retryable": True, "code": "retryable_error"}
-        if err.retry_after_ms is not None:
-            body["retry_after_ms"] = err.retry_after_ms
+        body = {"error": str(err), "retryable": True, "code": err.code}
+        extra = {"retry_after_ms": err.retry_after_ms, "details": err.details, "checkpoint": err.checkpoint}
+        body.update({k: v for k, v in extra.items() if v is not None})
     except Permanent as err:
         body = {"error": str(err), "retryable": False, "code": "permanent_error"}
     except Exception as err:
-        body = {"error": repr(err), "retryable": True, "code": "unhandled_error"}
+        details = {"type": type(err).__name__, "message": str(err), "stack": traceback.format_exc()}
+        body = {"error": repr(err), "retryable": True, "code": "unhandled_error", "details": details}
     emit("end", ctx, result=result)
-    if not ctx.cancelled.is_set():
-        report(ctx, kind, body)
-    with held_lock:
-        held.pop(ctx.id, None)
+    if ctx.cancelled.is_set():  # lease lost, cancelled, or already failed by the shutdown
+        return finish(ctx, f"tasks_{ctx.reason}", "task_abandoned", reason=ctx.reason)
+    if result == "ok":
+        try:
+            json.dumps(out, allow_nan=False)
+        except (ValueError, TypeError) as err:  # P-SDK-15: never re-sent
+            details = {"type": type(err).__name__, "message": str(err)}
+            return fail(ctx, {"error": "output is not JSON", "retryable": False, "code": "invalid_output",
+                              "details": details})  # fmt: skip
+        return COMPLETER.add(ctx, out)
+    fail(ctx, body)
 
 
 def heartbeat_loop(interval_s: float) -> None:
@@ -211,7 +307,7 @@ def heartbeat_loop(interval_s: float) -> None:
         with held_lock:
             ids = list(held)
         try:
-            status, answer = call("POST", f"/workers/{WORKER_ID}/heartbeat", {"active_task_ids": ids})
+            status, answer, _ = call("POST", f"/workers/{WORKER_ID}/heartbeat", {"active_task_ids": ids})
         except OSError:
             continue
         if status != 200:
@@ -219,9 +315,9 @@ def heartbeat_loop(interval_s: float) -> None:
         for item in answer["tasks"]:
             ctx = held.get(item["task_id"])
             if ctx and (item["lease_lost"] or item["cancel_requested"]):
-                ctx.cancelled.set()
+                ctx.abandon(item["cancel_requested"] and not item["lease_lost"])
         was_quiet = quiet["directive"]
-        quiet["directive"] = answer["directive"] == "quiet"
+        quiet["directive"] = answer["directive"] == "quiet"  # `running` clears only this flag (P-SDK-18)
         if answer["directive"] == "terminate":
             stopping.set()
         if (stopping.is_set() or (quiet["directive"] and not was_quiet)) and polling.is_set():
@@ -234,69 +330,78 @@ def free_slots() -> int:
 
 
 def poll_loop() -> None:
-    backoff = 0.5
+    backoff, chunk = 0.5, 0
     while not stopping.is_set():
         free = free_slots()
         if quiet["signal"] or quiet["directive"] or free <= 0:
             time.sleep(0.05)
             continue
-        body = {"handler_names": NAMES, "worker_id": WORKER_ID, "batch_size": free, "wait_ms": WAIT_MS}
+        names, chunk = CHUNKS[chunk % len(CHUNKS)], chunk + 1
+        body = {"handler_names": names, "worker_id": WORKER_ID, "batch_size": min(free, MAX_BATCH), "wait_ms": WAIT_MS}
         if QUEUE:
             body["queue_name"] = QUEUE
+        started, error = time.monotonic(), None
+        stats["polls"] += 1
         try:
             polling.set()
-            status, answer = call("POST", "/workers/tasks/poll/batch", body, timeout=WAIT_MS / 1000 + 10)
+            status, answer, wait = call("POST", "/workers/tasks/poll/batch", body, timeout=WAIT_MS / 1000 + 10)
         except PollAborted:
             continue  # the connection is dropped, so the server claims nothing for it
-        except OSError:
-            status, answer = 0, None
+        except OSError as err:
+            (status, answer, wait), error = (0, None, 0.0), err
         finally:
             polling.clear()
         if status != 200:
-            time.sleep(backoff)
-            backoff = min(backoff * 2, 5.0)
+            stats["poll_errors"] += 1
+            warn("poll", status, answer, error)
+            emit("hook", hook="error", operation="poll", error=f"HTTP {status}" if not error else repr(error))
+            time.sleep(pause_after(wait, backoff))
+            backoff = min(backoff * 2, 30.0)
             continue
         backoff = 0.5
+        emit("hook", hook="poll", claimed=len(answer["tasks"]), duration_ms=(time.monotonic() - started) * 1000)
         for task in answer["tasks"]:
             ctx = Ctx(task)
             with held_lock:
                 held[ctx.id] = ctx
+                stats["tasks_claimed"] += 1
             threading.Thread(target=run_task, args=(ctx,), daemon=True).start()
 
 
 def shutdown() -> None:
-    """Grace period, then cancel and fail leftovers with code shutdown; deregister."""
+    """Grace period (a second signal ends it), then cancel and fail leftovers with shutdown; deregister."""
     deadline = time.monotonic() + GRACE_S
-    while held and time.monotonic() < deadline:
+    while held and time.monotonic() < deadline and not hurry.is_set():
         time.sleep(0.05)
     with held_lock:
-        leftovers = list(held.values())
+        leftovers = [ctx for ctx in held.values() if not ctx.cancelled.is_set()]
     for ctx in leftovers:
         ctx.cancelled.set()
-        report(ctx, "fail", {"error": "worker shut down", "retryable": True, "code": "shutdown"})
+        fail(ctx, {"error": "worker shut down", "retryable": True, "code": "shutdown"})
     with contextlib.suppress(OSError):
         call("DELETE", f"/workers/{WORKER_ID}")
 
 
 def on_signal(signum, _frame) -> None:
     if signum in (signal.SIGTERM, signal.SIGINT):
+        if stopping.is_set():
+            hurry.set()  # P-SDK-17
         stopping.set()
     elif signum == signal.SIGTSTP:
         quiet["signal"] = True
     elif signum == signal.SIGCONT:
-        quiet["signal"] = False
+        quiet["signal"] = False  # clears only the local flag (P-SDK-18)
         return
     if polling.is_set():  # signal handlers run on the main thread, the one that polls
         raise PollAborted
 
 
 def main() -> None:
-    registration = {"worker_id": WORKER_ID, "handlers": NAMES, "concurrency": CONCURRENCY, "sdk": "raw-http"}
-    if QUEUE:
-        registration["queues"] = [QUEUE]
+    registration = {"worker_id": WORKER_ID, "handlers": NAMES, "concurrency": CONCURRENCY, "sdk": USER_AGENT}
+    registration.update(queues=[QUEUE or "default"], hostname=socket.gethostname(), pid=os.getpid(), labels={})
     while True:
         try:
-            status, record = call("POST", "/workers", registration)
+            status, record, _ = call("POST", "/workers", registration)
             if status < 300:
                 break
         except OSError:
@@ -309,7 +414,7 @@ def main() -> None:
     emit("ready", sdk="raw-http")
     poll_loop()
     shutdown()
-    emit("stopped")
+    emit("stopped", stats=snapshot())
 
 
 if __name__ == "__main__":
