@@ -14,9 +14,10 @@ import sys
 import threading
 import time
 
-from orch8 import Orch8Error, PermanentError, RetryableError, TaskContext, Worker
+from orch8 import LeaseLostError, Orch8Error, PermanentError, RetryableError, TaskCancelledError, TaskContext, Worker
 
-WORKER_ID = os.environ["ORCH8_WORKER_ID"]
+# Unset: the SDK's default id (P-SDK-21); main() replaces it with the worker's own.
+WORKER_ID = os.environ.get("ORCH8_WORKER_ID")
 _out = threading.Lock()
 
 
@@ -109,10 +110,87 @@ def retry_after(ctx: TaskContext) -> dict:
     return output(ctx)
 
 
+def non_json_output(ctx: TaskContext) -> dict:
+    """An output strict JSON cannot encode (P-SDK-15): NaN, Infinity or a cycle."""
+    kind = ctx.params.get("kind", "nan")
+    if kind == "cycle":
+        loop: dict = {"handler": ctx.handler_name}
+        loop["self"] = loop
+        return loop
+    return output(ctx, value=float("inf") if kind == "infinity" else float("nan"))
+
+
+def huge_output(ctx: TaskContext) -> dict:
+    pause(ctx, ctx.params.get("sleep_ms", 0))
+    return output(ctx, echo=ctx.params, blob="x" * ctx.params.get("bytes", 200000))
+
+
+def retryable_with_checkpoint(ctx: TaskContext) -> dict:
+    if ctx.checkpoint is None:
+        saved = {"step": 1, "saved_by_attempt": ctx.attempt}
+        raise RetryableError("retryable_with_checkpoint", code="checkpointed", details={"step": 1}, checkpoint=saved)
+    return output(ctx, checkpoint=ctx.checkpoint)
+
+
+def heartbeat_after_cancel(ctx: TaskContext) -> dict:
+    """Deaf to the signal; only its own heartbeat can learn of a cancel or lost lease (P-SDK-19)."""
+    if ctx.attempt > ctx.params.get("lose_attempts", 1):
+        return output(ctx, heartbeat_errors=0)
+    deadline = time.monotonic() + ctx.params.get("timeout_ms", 10000) / 1000
+    while time.monotonic() < deadline:
+        time.sleep(ctx.params.get("every_ms", 200) / 1000)
+        try:
+            ctx.heartbeat(progress={"alive": True})
+        except (LeaseLostError, TaskCancelledError) as err:
+            code = "task_cancelled" if isinstance(err, TaskCancelledError) else "lease_lost"
+            emit("heartbeat_error", ctx, error=code, signal_fired=ctx.cancelled.is_set())
+            pause(ctx, 0)
+            raise
+    return output(ctx, timed_out=True)
+
+
 HANDLERS = {
     f.__name__: f
-    for f in (echo, fail_once, fail_always, unhandled, slow, stall, crash, wait_for_cancel, checkpoint, retry_after)
+    for f in (
+        echo,
+        fail_once,
+        fail_always,
+        unhandled,
+        slow,
+        stall,
+        crash,
+        wait_for_cancel,
+        checkpoint,
+        retry_after,
+        non_json_output,
+        huge_output,
+        retryable_with_checkpoint,
+        heartbeat_after_cancel,
+    )
 }
+HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
+
+
+def report_hooks(worker: Worker) -> None:
+    """Every hook becomes a `hook` event; outcomes are followed by a `stats` event (P-SDK-11)."""
+
+    def stats() -> None:
+        emit("stats", stats=worker.stats().as_dict())
+
+    def hook(name: str, **fields) -> None:
+        emit("hook", hook=name, **fields)
+
+    worker.on_poll(lambda e: hook("poll", claimed=e.claimed, duration_ms=e.duration_ms))
+    worker.on_task_start(lambda e: hook("task_start", task_id=e.task.id))
+    worker.on_task_complete(lambda e: (hook("task_complete", task_id=e.task.id, duration_ms=e.duration_ms), stats()))
+    worker.on_task_fail(
+        lambda e: (
+            hook("task_fail", task_id=e.task.id, code=e.code, retryable=e.retryable, duration_ms=e.duration_ms),
+            stats(),
+        )
+    )
+    worker.on_task_abandoned(lambda e: (hook("task_abandoned", task_id=e.task.id, reason=e.reason), stats()))
+    worker.on_error(lambda e: hook("error", operation=e.operation, error=repr(e.error)))
 
 
 def observed(fn):
@@ -133,8 +211,8 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     env = os.environ
     ms = lambda key: int(env[key]) if env.get(key) else None  # noqa: E731
-    worker = Worker(
-        base_url=env["ORCH8_URL"],
+    global WORKER_ID
+    worker = Worker(  # no base_url / api_key: the SDK reads ORCH8_URL and ORCH8_API_KEY (P-SDK-1)
         worker_id=WORKER_ID,
         queue_name=env.get("ORCH8_QUEUE") or None,
         concurrency=ms("ORCH8_CONCURRENCY") or 10,
@@ -143,12 +221,15 @@ def main() -> None:
         wait_ms=ms("ORCH8_WAIT_MS") or 30000,
         lease_ms=ms("ORCH8_LEASE_MS"),
     )
+    WORKER_ID = worker.worker_id
     names = [n for n in env.get("ORCH8_HANDLERS", "").split(",") if n] or list(HANDLERS)
+    names += [n for n in HANDLERS if n.startswith("extra_") and n not in names]
     for name in names:
         worker.register(name, observed(HANDLERS[name]))
+    report_hooks(worker)
     emit("ready", sdk="python")
     worker.run()
-    emit("stopped")
+    emit("stopped", stats=worker.stats().as_dict())
 
 
 if __name__ == "__main__":
