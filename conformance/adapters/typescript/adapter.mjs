@@ -2,10 +2,17 @@
 // Builds a Worker from the ORCH8_* environment (conformance/README.md, "Adapter contract"),
 // registers the fixed handler table and prints JSON-line events on stdout.
 import { writeSync } from "node:fs";
-import { Worker, RetryableError, PermanentError } from "../../../sdk-typescript/dist/index.js";
+import {
+  Worker,
+  RetryableError,
+  PermanentError,
+  LeaseLostError,
+  TaskCancelledError,
+} from "../../../sdk-typescript/dist/index.js";
 
 const env = process.env;
-const WORKER_ID = env.ORCH8_WORKER_ID;
+// Unset: the SDK's default id (P-SDK-21); replaced by the worker's own once it is built.
+let WORKER_ID = env.ORCH8_WORKER_ID;
 const num = (key) => (env[key] ? Number(env[key]) : undefined);
 
 // Synchronous writes: a crash (process.exit) must not lose buffered events.
@@ -98,7 +105,48 @@ const handlers = {
     if (ctx.attempt === 1) throw new RetryableError("retry_after", { retryAfterMs: ctx.params.retry_after_ms ?? 1000 });
     return output(ctx);
   },
+  // An output strict JSON cannot encode (P-SDK-15): NaN, Infinity or a cycle.
+  async non_json_output(ctx) {
+    const kind = ctx.params.kind ?? "nan";
+    if (kind === "cycle") {
+      const loop = { handler: ctx.handlerName };
+      loop.self = loop;
+      return loop;
+    }
+    return output(ctx, { value: kind === "infinity" ? Infinity : NaN });
+  },
+  async huge_output(ctx) {
+    await pause(ctx, ctx.params.sleep_ms ?? 0);
+    return output(ctx, { echo: ctx.params, blob: "x".repeat(ctx.params.bytes ?? 200000) });
+  },
+  async retryable_with_checkpoint(ctx) {
+    if (ctx.checkpoint === null) {
+      const checkpoint = { step: 1, saved_by_attempt: ctx.attempt };
+      throw new RetryableError("retryable_with_checkpoint", { code: "checkpointed", details: { step: 1 }, checkpoint });
+    }
+    return output(ctx, { checkpoint: ctx.checkpoint });
+  },
+  // Deaf to the signal; only its own heartbeat can learn of a cancel or a lost lease (P-SDK-19).
+  async heartbeat_after_cancel(ctx) {
+    if (ctx.attempt > (ctx.params.lose_attempts ?? 1)) return output(ctx, { heartbeat_errors: 0 });
+    const deadline = Date.now() + (ctx.params.timeout_ms ?? 10000);
+    while (Date.now() < deadline) {
+      await sleep(ctx.params.every_ms ?? 200);
+      try {
+        await ctx.heartbeat({ alive: true });
+      } catch (err) {
+        if (err instanceof LeaseLostError || err instanceof TaskCancelledError) {
+          const error = err instanceof TaskCancelledError ? "task_cancelled" : "lease_lost";
+          emit("heartbeat_error", ctx, { error, signal_fired: ctx.signal.aborted });
+          await pause(ctx, 0);
+        }
+        throw err;
+      }
+    }
+    return output(ctx, { timed_out: true });
+  },
 };
+for (let i = 1; i <= Number(env.ORCH8_EXTRA_HANDLERS || 0); i++) handlers[`extra_${i}`] = handlers.echo;
 
 function observed(fn) {
   return async (ctx) => {
@@ -115,11 +163,28 @@ function observed(fn) {
 }
 
 const names = (env.ORCH8_HANDLERS || "").split(",").filter(Boolean);
+for (const name of Object.keys(handlers)) if (names.length && name.startsWith("extra_")) names.push(name);
 const table = {};
 for (const name of names.length ? names : Object.keys(handlers)) table[name] = observed(handlers[name]);
 
-const worker = new Worker({
+// Every hook becomes a `hook` event; outcomes are followed by a `stats` event (P-SDK-11).
+let worker;
+const stats = () => emit("stats", null, { stats: worker.stats() });
+const hook = (name, fields) => emit("hook", null, { hook: name, ...fields });
+const hooks = {
+  onPoll: (e) => hook("poll", { claimed: e.claimed, duration_ms: e.durationMs }),
+  onTaskStart: (e) => hook("task_start", { task_id: e.task.id }),
+  onTaskComplete: (e) => (hook("task_complete", { task_id: e.task.id, duration_ms: e.durationMs }), stats()),
+  onTaskFail: (e) => (
+    hook("task_fail", { task_id: e.task.id, code: e.code, retryable: e.retryable, duration_ms: e.durationMs }), stats()
+  ),
+  onTaskAbandoned: (e) => (hook("task_abandoned", { task_id: e.task.id, reason: e.reason }), stats()),
+  onError: (e) => hook("error", { operation: e.operation, error: String(e.error) }),
+};
+
+worker = new Worker({
   handlers: table,
+  hooks,
   workerId: WORKER_ID,
   concurrency: num("ORCH8_CONCURRENCY"),
   queueName: env.ORCH8_QUEUE || undefined,
@@ -128,6 +193,7 @@ const worker = new Worker({
   waitMs: num("ORCH8_WAIT_MS"),
   leaseMs: num("ORCH8_LEASE_MS"),
 });
+WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript" });
 await worker.run();
-emit("stopped");
+emit("stopped", null, { stats: worker.stats() });
