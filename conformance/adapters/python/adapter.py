@@ -106,7 +106,7 @@ def checkpoint(ctx: TaskContext) -> dict:
 
 def retry_after(ctx: TaskContext) -> dict:
     if ctx.attempt == 1:
-        raise RetryableError("retry_after", retry_after=ctx.params.get("retry_after_ms", 1000) / 1000)
+        raise RetryableError("retry_after", retry_after_ms=ctx.params.get("retry_after_ms", 1000))
     return output(ctx)
 
 
@@ -216,8 +216,8 @@ def main() -> None:
         worker_id=WORKER_ID,
         queue_name=env.get("ORCH8_QUEUE") or None,
         concurrency=ms("ORCH8_CONCURRENCY") or 10,
-        grace_period=(ms("ORCH8_GRACE_PERIOD_MS") if env.get("ORCH8_GRACE_PERIOD_MS") else 25000) / 1000,
-        heartbeat_interval=ms("ORCH8_HEARTBEAT_INTERVAL_MS") / 1000 if env.get("ORCH8_HEARTBEAT_INTERVAL_MS") else None,
+        grace_period_ms=ms("ORCH8_GRACE_PERIOD_MS") or 25000,
+        heartbeat_interval_ms=ms("ORCH8_HEARTBEAT_INTERVAL_MS"),
         wait_ms=ms("ORCH8_WAIT_MS") or 30000,
         lease_ms=ms("ORCH8_LEASE_MS"),
     )

@@ -188,6 +188,12 @@ class Worker:
         adapt = lambda e: fn(e.task, e.code)  # noqa: E731
         return self._deprecated_hook("on_task_failed", "task_fail", fn, adapt)
 
+    @property
+    def state(self) -> str:
+        """`running`, `quiet` (local or operator, P-SDK-18), `terminating` or `stopped`."""
+        rt = self._runtime
+        return "stopped" if rt is None else rt.state
+
     def stats(self) -> WorkerStats:
         """Counters (P-SDK-11); `in_flight` is the number of tasks held right now."""
         return self.observer.snapshot()

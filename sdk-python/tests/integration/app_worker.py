@@ -6,7 +6,7 @@ import os
 
 from orch8 import TaskContext, Worker
 
-worker = Worker(worker_id=os.environ.get("APP_WORKER_ID"), wait_ms=30000, grace_period=10)
+worker = Worker(worker_id=os.environ.get("APP_WORKER_ID"), wait_ms=30000, grace_period_ms=10000)
 
 
 @worker.handler("echo")

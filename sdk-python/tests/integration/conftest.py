@@ -4,35 +4,24 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import httpx
 import pytest
 
 from orch8 import AsyncOrch8Client, Orch8Client, RetryPolicy, Worker
 
-ROOT = Path(__file__).resolve().parents[3]  # the repo root (sdk-python's parent)
-SERVER = ROOT / ".venv" / "bin" / "orch8-server"
+from orch8_server.testing import RunningServer, start_server
 
+# Short timings so lease expiry and dead-worker detection happen within a test.
 FAST = {
     "lease-ms": 2000,
     "reaper-interval-ms": 100,
-    "worker-heartbeat-ms": 300,
-    "worker-dead-after-ms": 3000,
+    "heartbeat-interval-ms": 300,
+    "dead-after-ms": 3000,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(predicate: Callable[[], object], timeout: float = 10.0, what: str = "") -> object:
@@ -47,73 +36,34 @@ def wait_until(predicate: Callable[[], object], timeout: float = 10.0, what: str
         time.sleep(0.02)
 
 
-class Server:
-    """One orch8-server process on a free port with a temp SQLite file."""
-
-    def __init__(self, db: Path, flags: dict[str, int]) -> None:
-        self.db = db
-        self.flags = flags
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.log = db.with_suffix(".log")
-
-    def start(self) -> None:
-        if not SERVER.exists():
-            pytest.fail(f"reference server missing at {SERVER}: run `make setup` at the repo root")
-        args = [str(SERVER), "--db", str(self.db), "--host", "127.0.0.1", "--port", str(self.port)]
-        for name, value in self.flags.items():
-            args += [f"--{name}", str(value)]
-        with open(self.log, "ab") as out:
-            self.proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-        wait_until(self._ready, 15, "the server's /health/ready")
-
-    def _ready(self) -> bool:
-        assert self.proc is not None
-        if self.proc.poll() is not None:
-            raise AssertionError(f"server exited: {self.log.read_text()[-2000:]}")
-        try:
-            return httpx.get(f"{self.url}/health/ready", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc = None
+# The shared launcher (orch8_server.testing, issue 19): `--port 0` and the listening line.
+Server = RunningServer
 
 
 @pytest.fixture
-def server_factory() -> Iterator[Callable[..., Server]]:
-    started: list[Server] = []
-    tmp = tempfile.TemporaryDirectory(prefix="orch8-sdk-python-")
+def server_factory() -> Iterator[Callable[..., RunningServer]]:
+    started: list[RunningServer] = []
 
-    def make(**overrides: int) -> Server:
+    def make(**overrides: int) -> RunningServer:
         flags = {**FAST, **{k.replace("_", "-"): v for k, v in overrides.items()}}
-        srv = Server(Path(tmp.name) / f"orch8-{len(started)}.db", flags)
+        args = [part for name, value in flags.items() for part in (f"--{name}", str(value))]
+        srv = start_server(*args)
         started.append(srv)
-        srv.start()
         return srv
 
     yield make
     for srv in started:
-        srv.stop()
-    tmp.cleanup()
+        srv.close()
 
 
 @pytest.fixture
-def server(server_factory: Callable[..., Server]) -> Server:
+def server(server_factory: Callable[..., RunningServer]) -> RunningServer:
     return server_factory()
 
 
 @pytest.fixture
 def client(server: Server) -> Iterator[Orch8Client]:
-    with Orch8Client(server.url, retry=RetryPolicy(base_delay=0.05, max_delay=0.2)) as c:
+    with Orch8Client(server.url, retry=RetryPolicy(base_delay_ms=50, max_delay_ms=200)) as c:
         yield c
 
 
@@ -215,10 +165,10 @@ def make_worker(server: Server, **kw: object) -> tuple[Worker, RecordingTranspor
     """A worker with short waits, no signal handlers and a recording transport."""
     transport = RecordingTransport()
     client = AsyncOrch8Client(
-        server.url, transport=transport, retry=RetryPolicy(base_delay=0.05, max_delay=0.2)
+        server.url, transport=transport, retry=RetryPolicy(base_delay_ms=50, max_delay_ms=200)
     )
     kw.setdefault("wait_ms", 1000)
-    kw.setdefault("grace_period", 5)
+    kw.setdefault("grace_period_ms", 5000)
     kw.setdefault("handle_signals", False)
-    kw.setdefault("outage_backoff", (0.05, 0.5))
+    kw.setdefault("outage_backoff_ms", (50, 500))
     return Worker(client, **kw), transport  # type: ignore[arg-type]

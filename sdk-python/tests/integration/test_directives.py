@@ -17,7 +17,7 @@ def test_quiet_stops_claiming_and_resume_restarts(server, client: Orch8Client, r
     run_worker(worker)
     wait_until(lambda: _heartbeats(transport, worker.worker_id) >= 1, 10, "a first heartbeat")
     client.quiet_worker(worker.worker_id)
-    wait_until(lambda: worker.server_quiet, 10, "the quiet directive")
+    wait_until(lambda: worker.state == "quiet", 10, "the quiet directive")
     # The next heartbeat reports state quiet: the aborted poll is long gone by then.
     wait_until(lambda: client.get_worker(worker.worker_id).state == "quiet", 10, "state quiet")
     task = client.enqueue("echo", params={"n": 1})

@@ -38,7 +38,7 @@ def test_lease_lost_cancels_handler_and_sends_no_stale_result(
     server, client: Orch8Client, run_worker
 ) -> None:
     # A 500 ms lease and worker heartbeats only every 1.5 s: the reaper takes attempt 1 away.
-    worker, transport = make_worker(server, lease_ms=500, heartbeat_interval=1.5)
+    worker, transport = make_worker(server, lease_ms=500, heartbeat_interval_ms=1500)
     first: dict[str, object] = {}
 
     @worker.handler("slow")
@@ -72,7 +72,7 @@ def test_operator_cancel_reaches_running_handler(server, client: Orch8Client, ru
     @worker.handler("wait_for_cancel")
     async def wait_for_cancel(ctx: TaskContext) -> str:
         started.set()
-        seen["cancelled"] = await ctx.wait_cancelled(10)
+        seen["cancelled"] = await ctx.wait_cancelled(timeout_ms=10_000)
         seen["reason"] = ctx.cancel_reason
         return "should not be sent"
 

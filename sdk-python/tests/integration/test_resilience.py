@@ -58,7 +58,7 @@ def test_worker_rides_out_a_server_restart(server, client: Orch8Client, run_work
     server.stop()
     release.set()  # the result is now undeliverable until the server is back
     wait_until(lambda: worker.stats().poll_errors >= 2, 10, "polls to fail during the outage")
-    server.start()  # same port, same SQLite file
+    server.restart()  # same port, same SQLite file
     second = client.enqueue("job", params={"n": 2})
     for task, want in ((first, "done 1"), (second, "done 2")):
         done = wait_until(

@@ -27,7 +27,7 @@ def test_stop_aborts_the_in_flight_long_poll_at_once(server, run_worker) -> None
 def test_graceful_shutdown_finishes_and_reports_in_flight_task(
     server, client: Orch8Client, run_worker
 ) -> None:
-    worker, transport = make_worker(server, wait_ms=30000, grace_period=10)
+    worker, transport = make_worker(server, wait_ms=30000, grace_period_ms=10000)
     started = threading.Event()
     seen: dict[str, object] = {}
 
@@ -56,7 +56,7 @@ def test_graceful_shutdown_finishes_and_reports_in_flight_task(
 def test_grace_period_exceeded_fails_leftover_with_shutdown(
     server, client: Orch8Client, run_worker
 ) -> None:
-    worker, transport = make_worker(server, grace_period=0.5)
+    worker, transport = make_worker(server, grace_period_ms=500)
     started = threading.Event()
     seen: dict[str, object] = {}
 

@@ -11,7 +11,7 @@ from .conftest import make_worker, wait_until
 
 def new_worker(server, **kw) -> Worker:
     kw.setdefault("wait_ms", 1000)
-    kw.setdefault("grace_period", 5)
+    kw.setdefault("grace_period_ms", 5000)
     return Worker(base_url=server.url, handle_signals=False, **kw)
 
 
@@ -45,7 +45,7 @@ def test_retryable_then_success(server, client: Orch8Client, run_worker) -> None
     @worker.handler("flaky")
     async def flaky(ctx: TaskContext) -> str:
         if ctx.attempt == 1:
-            raise RetryableError("upstream 503", retry_after=0.05)
+            raise RetryableError("upstream 503", retry_after_ms=50)
         return f"ok on {ctx.attempt}"
 
     run_worker(worker)
