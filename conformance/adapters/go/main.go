@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 )
 
 var (
+	// Empty: the SDK's default id (P-SDK-21); main replaces it with the worker's own.
 	workerID = os.Getenv("ORCH8_WORKER_ID")
 	outMu    sync.Mutex
 )
@@ -137,6 +139,92 @@ var handlers = map[string]orch8.Handler{
 	},
 }
 
+// moreHandlers are the handlers of the SDK-rule scenarios (P-SDK-15, P-SDK-19, P-SDK-20).
+var moreHandlers = map[string]orch8.Handler{
+	// An output strict JSON cannot encode: NaN, Infinity or a cycle.
+	"non_json_output": func(ctx context.Context, t *orch8.Task) (any, error) {
+		switch t.Params["kind"] {
+		case "cycle":
+			loop := map[string]any{"handler": t.HandlerName}
+			loop["self"] = loop
+			return loop, nil
+		case "infinity":
+			return output(t, map[string]any{"value": math.Inf(1)}), nil
+		}
+		return output(t, map[string]any{"value": math.NaN()}), nil
+	},
+	"huge_output": func(ctx context.Context, t *orch8.Task) (any, error) {
+		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
+		blob := strings.Repeat("x", int(param(t, "bytes", 200000)))
+		return output(t, map[string]any{"echo": t.Params, "blob": blob}), nil
+	},
+	"retryable_with_checkpoint": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if t.Checkpoint == nil {
+			return nil, &orch8.RetryableError{
+				Err: errors.New("retryable_with_checkpoint"), Code: "checkpointed", Details: map[string]any{"step": 1},
+				Checkpoint: map[string]any{"step": 1, "saved_by_attempt": t.Attempt},
+			}
+		}
+		return output(t, map[string]any{"checkpoint": t.Checkpoint}), nil
+	},
+	// Deaf to ctx; only its own heartbeat can learn of a cancel or a lost lease.
+	"heartbeat_after_cancel": func(ctx context.Context, t *orch8.Task) (any, error) {
+		if float64(t.Attempt) > param(t, "lose_attempts", 1) {
+			return output(t, map[string]any{"heartbeat_errors": 0}), nil
+		}
+		deadline := time.Now().Add(ms(param(t, "timeout_ms", 10000)))
+		for time.Now().Before(deadline) {
+			time.Sleep(ms(param(t, "every_ms", 200)))
+			err := t.Heartbeat(context.Background(), map[string]any{"alive": true}, nil)
+			if errors.Is(err, orch8.ErrLeaseLost) || errors.Is(err, orch8.ErrTaskCancelled) {
+				code := "lease_lost"
+				if errors.Is(err, orch8.ErrTaskCancelled) {
+					code = "task_cancelled"
+				}
+				emit("heartbeat_error", t, map[string]any{"error": code, "signal_fired": ctx.Err() != nil})
+				pause(ctx, t, 0)
+				return nil, err
+			}
+		}
+		return output(t, map[string]any{"timed_out": true}), nil
+	},
+}
+
+// reportHooks turns every hook into a `hook` event; outcomes are followed by a `stats`
+// event (P-SDK-11).
+func reportHooks(w **orch8.Worker) orch8.Hooks {
+	hook := func(name string, t *orch8.Task, fields map[string]any) {
+		fields["hook"] = name
+		if t != nil {
+			fields["task_id"] = t.ID
+		}
+		emit("hook", nil, fields)
+	}
+	stats := func() { emit("stats", nil, map[string]any{"stats": (*w).Stats()}) }
+	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return orch8.Hooks{
+		OnPoll: func(e orch8.PollEvent) {
+			hook("poll", nil, map[string]any{"claimed": e.Claimed, "duration_ms": msOf(e.Duration)})
+		},
+		OnTaskStart: func(e orch8.TaskStartEvent) { hook("task_start", e.Task, map[string]any{}) },
+		OnTaskComplete: func(e orch8.TaskCompleteEvent) {
+			hook("task_complete", e.Task, map[string]any{"duration_ms": msOf(e.Duration)})
+			stats()
+		},
+		OnTaskFail: func(e orch8.TaskFailEvent) {
+			hook("task_fail", e.Task, map[string]any{"code": e.Code, "retryable": e.Retryable, "duration_ms": msOf(e.Duration)})
+			stats()
+		},
+		OnTaskAbandoned: func(e orch8.TaskAbandonedEvent) {
+			hook("task_abandoned", e.Task, map[string]any{"reason": e.Reason})
+			stats()
+		},
+		OnError: func(e orch8.ErrorEvent) {
+			hook("error", nil, map[string]any{"operation": e.Operation, "error": fmt.Sprint(e.Err)})
+		},
+	}
+}
+
 func observed(h orch8.Handler) orch8.Handler {
 	return func(ctx context.Context, t *orch8.Task) (out any, err error) {
 		emit("start", t, nil)
@@ -160,7 +248,8 @@ func envMs(key string) time.Duration {
 
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
-	client, err := orch8.NewClient(orch8.Config{BaseURL: os.Getenv("ORCH8_URL")})
+	// An empty Config: the SDK reads ORCH8_URL and ORCH8_API_KEY itself (P-SDK-1).
+	client, err := orch8.NewClient(orch8.Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -170,7 +259,16 @@ func main() {
 	if os.Getenv("ORCH8_GRACE_PERIOD_MS") == "0" {
 		grace = -1 // the SDK's "no grace period"
 	}
-	w := orch8.NewWorker(client, orch8.WorkerOptions{
+	for name, h := range moreHandlers {
+		handlers[name] = h
+	}
+	extra, _ := strconv.Atoi(os.Getenv("ORCH8_EXTRA_HANDLERS"))
+	for i := 1; i <= extra; i++ {
+		handlers[fmt.Sprintf("extra_%d", i)] = handlers["echo"]
+	}
+	var w *orch8.Worker
+	w = orch8.NewWorker(client, orch8.WorkerOptions{
+		Hooks:             reportHooks(&w),
 		WorkerID:          workerID,
 		Concurrency:       concurrency,
 		GracePeriod:       grace,
@@ -179,9 +277,11 @@ func main() {
 		LeaseDuration:     envMs("ORCH8_LEASE_MS"),
 		HeartbeatInterval: envMs("ORCH8_HEARTBEAT_INTERVAL_MS"),
 	})
+	workerID = w.ID()
 	names := strings.FieldsFunc(os.Getenv("ORCH8_HANDLERS"), func(r rune) bool { return r == ',' })
-	if len(names) == 0 {
-		for name := range handlers {
+	all := len(names) == 0
+	for name := range handlers {
+		if all || (extra > 0 && strings.HasPrefix(name, "extra_")) {
 			names = append(names, name)
 		}
 	}
@@ -193,5 +293,5 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	emit("stopped", nil, nil)
+	emit("stopped", nil, map[string]any{"stats": w.Stats()})
 }
