@@ -7,6 +7,8 @@ import logging
 import os
 import socket
 import sys
+from types import FrameType
+from typing import Any
 
 from orch8_server import __version__
 from orch8_server.config import Settings
@@ -189,7 +191,7 @@ def listening_line(host: str, port: int) -> str:
     return f"orch8-server listening on http://{shown}:{port}"
 
 
-def announce_listening(sockname: tuple) -> None:
+def announce_listening(sockname: tuple[Any, ...]) -> None:
     """Print (flushed) and log the bound address once the server accepts requests."""
     host, port = sockname[0], sockname[1]
     line = listening_line(host, port)
@@ -230,7 +232,7 @@ def main(argv: list[str] | None = None) -> None:
             if self.started:
                 announce_listening(self.servers[0].sockets[0].getsockname())
 
-        def handle_exit(self, sig: int, frame: object) -> None:
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
             # Release long-polls first, or uvicorn would wait for each to time out.
             app.state.engine.begin_drain()
             super().handle_exit(sig, frame)

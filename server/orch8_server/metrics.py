@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 
@@ -50,7 +52,7 @@ class Metrics:
             "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
         )
 
-    def render(self, stats: list[dict], waiting: int) -> bytes:
+    def render(self, stats: list[dict[str, Any]], waiting: int) -> bytes:
         self.depth.clear()
         self.pollers.clear()
         for row in stats:

@@ -6,7 +6,11 @@ never rename one.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orch8_server._generated.models import FieldProblem, ItemProblem
+    from orch8_server._generated.models import Problem as ProblemBody
 
 TITLES = {
     "malformed_json": "Malformed JSON",
@@ -49,7 +53,7 @@ class Problem(Exception):
         code: str,
         detail: str,
         *,
-        errors: list[dict[str, str]] | None = None,
+        errors: list[FieldProblem] | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(detail)
@@ -59,8 +63,8 @@ class Problem(Exception):
         self.errors = errors or []
         self.headers = headers or {}
 
-    def body(self, instance: str | None = None) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def body(self, instance: str | None = None) -> ProblemBody:
+        body: ProblemBody = {
             "type": f"urn:orch8:problem:{self.code}",
             "title": TITLES[self.code],
             "status": self.status,
@@ -72,7 +76,7 @@ class Problem(Exception):
             body["instance"] = instance
         return body
 
-    def item(self) -> dict[str, Any]:
+    def item(self) -> ItemProblem:
         """The short form used for one item of a batch (P-BATCH-1)."""
         return {"code": self.code, "status": self.status, "detail": self.detail}
 

@@ -13,7 +13,7 @@ from starlette.routing import Route
 
 from orch8_server.config import Settings
 from orch8_server.http import routes_tasks, routes_workers, ui
-from orch8_server.http.endpoint import internal_problem, problem_response
+from orch8_server.http.endpoint import Endpoint, internal_problem, problem_response
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage import open_storage
@@ -40,7 +40,7 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 def _routes() -> list[Route]:
     """One Route per path, dispatching on the method, so a 405 names every allowed method."""
-    by_path: dict[str, dict] = {}
+    by_path: dict[str, dict[str, Endpoint]] = {}
     for method, path, handler in [*routes_tasks.operations, *routes_workers.operations]:
         by_path.setdefault(path, {})[method] = handler
     routes = []
@@ -50,8 +50,10 @@ def _routes() -> list[Route]:
             routes.append(Route(path, handler, methods=[method]))
             continue
 
-        async def dispatch(request: Request, handlers: dict = handlers) -> Response:
-            return await handlers.get(request.method, handlers.get("GET"))(request)
+        async def dispatch(request: Request, handlers: dict[str, Endpoint] = handlers) -> Response:
+            # Starlette answers 405 before this for methods not in `handlers`; HEAD is GET.
+            handler = handlers.get(request.method) or handlers["GET"]
+            return await handler(request)
 
         routes.append(Route(path, dispatch, methods=list(handlers)))
     return routes

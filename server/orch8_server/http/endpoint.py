@@ -67,6 +67,7 @@ class Call:
 
 
 Handler = Callable[[Call], Awaitable[Response]]
+Endpoint = Callable[[Request], Awaitable[Response]]  # what Starlette routes call
 
 
 def _is_json(content_type: str) -> bool:
@@ -94,12 +95,12 @@ def endpoint(
     *,
     body_required: bool = False,
     public: bool = False,
-) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
+) -> Callable[[Handler], Endpoint]:
     """Wrap `handler` with the shared pipeline for the operation at `method path`."""
     params_of = ParamValidator(path, method.lower())
     validate_body = body_validator(body_schema) if body_schema else None
 
-    def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    def wrap(handler: Handler) -> Endpoint:
         async def run(request: Request) -> Response:
             try:
                 settings = request.app.state.engine.settings

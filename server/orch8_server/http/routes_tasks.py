@@ -13,7 +13,8 @@ from orch8_server.timefmt import parse
 
 
 def _engine(call: Call) -> Engine:
-    return call.request.app.state.engine
+    engine: Engine = call.request.app.state.engine
+    return engine
 
 
 async def _disconnected(request: Request) -> None:

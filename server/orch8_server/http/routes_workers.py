@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from starlette.responses import Response
 
 from orch8_server import __version__, timefmt
 from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
-from orch8_server.http.endpoint import Call, endpoint, json_response
+from orch8_server.http.endpoint import Call, Endpoint, endpoint, json_response
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 
+if TYPE_CHECKING:
+    from orch8_server._generated.models import ServerInfo
+
 
 def _engine(call: Call) -> Engine:
-    return call.request.app.state.engine
+    engine: Engine = call.request.app.state.engine
+    return engine
 
 
 @endpoint("/workers", "POST", "WorkerRegistration", body_required=True)
@@ -40,7 +46,7 @@ async def heartbeat_worker(call: Call) -> Response:
     return json_response(await _engine(call).workers.heartbeat(call.params["worker_id"], call.body))
 
 
-def _directive(path: str, directive: str):
+def _directive(path: str, directive: str) -> Endpoint:
     @endpoint(path, "POST")
     async def set_directive(call: Call) -> Response:
         return json_response(
@@ -50,7 +56,7 @@ def _directive(path: str, directive: str):
     return set_directive
 
 
-async def queue_rows(engine: Engine, queue_name: str | None) -> list[dict]:
+async def queue_rows(engine: Engine, queue_name: str | None) -> list[dict[str, Any]]:
     now = timefmt.now_ms()
     stats = {
         (r["queue_name"], r["handler_name"]): r
@@ -114,28 +120,27 @@ async def get_metrics(call: Call) -> Response:
 @endpoint("/info", "GET")
 async def get_server_info(call: Call) -> Response:
     s = _engine(call).settings
-    return json_response(
-        {
-            "name": "orch8-server",
-            "version": __version__,
-            "spec_version": SPEC_VERSION,
-            "spec_sha256": SPEC_SHA256,
-            "storage": _engine(call).storage.kind,
-            "defaults": {
-                "lease_ms": s.lease_ms,
-                "wait_ms": s.wait_ms,
-                "max_wait_ms": s.max_wait_ms,
-                "reaper_interval_ms": s.reaper_interval_ms,
-                "heartbeat_interval_ms": s.heartbeat_interval_ms,
-                "dead_after_ms": s.dead_after_ms,
-                # Deprecated aliases (spec 1.1.0), emitted until the next major version.
-                "worker_heartbeat_interval_ms": s.heartbeat_interval_ms,
-                "worker_dead_after_ms": s.dead_after_ms,
-                "max_attempts": 3,
-                "max_batch_size": 100,
-            },
-        }
-    )
+    info: ServerInfo = {
+        "name": "orch8-server",
+        "version": __version__,
+        "spec_version": SPEC_VERSION,
+        "spec_sha256": SPEC_SHA256,
+        "storage": _engine(call).storage.kind,
+        "defaults": {
+            "lease_ms": s.lease_ms,
+            "wait_ms": s.wait_ms,
+            "max_wait_ms": s.max_wait_ms,
+            "reaper_interval_ms": s.reaper_interval_ms,
+            "heartbeat_interval_ms": s.heartbeat_interval_ms,
+            "dead_after_ms": s.dead_after_ms,
+            # Deprecated aliases (spec 1.1.0), emitted until the next major version.
+            "worker_heartbeat_interval_ms": s.heartbeat_interval_ms,
+            "worker_dead_after_ms": s.dead_after_ms,
+            "max_attempts": 3,
+            "max_batch_size": 100,
+        },
+    }
+    return json_response(info)
 
 
 operations = [

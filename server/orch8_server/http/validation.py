@@ -13,12 +13,15 @@ import json
 import re
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
 import jsonschema
 
 from orch8_server.problems import Problem
+
+if TYPE_CHECKING:
+    from orch8_server._generated.models import FieldProblem
 
 _REF = "#/components/schemas/"
 
@@ -26,7 +29,8 @@ _REF = "#/components/schemas/"
 @cache
 def spec() -> dict[str, Any]:
     text = resources.files("orch8_server._generated").joinpath("openapi.json").read_text()
-    return json.loads(text)
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
 
 
 def _rewrite_refs(node: Any) -> Any:
@@ -47,7 +51,8 @@ def _rewrite_refs(node: Any) -> Any:
 
 @cache
 def _definitions() -> dict[str, Any]:
-    return _rewrite_refs(copy.deepcopy(spec()["components"]["schemas"]))
+    rewritten: dict[str, Any] = _rewrite_refs(copy.deepcopy(spec()["components"]["schemas"]))
+    return rewritten
 
 
 def _document(schema: dict[str, Any]) -> dict[str, Any]:
@@ -76,7 +81,7 @@ class SchemaValidator:
             raise self._problem(value, fast_error) from None
 
     def _problem(self, value: Any, fast_error: fastjsonschema.JsonSchemaValueException) -> Problem:
-        errors = []
+        errors: list[FieldProblem] = []
         for err in sorted(self._full.iter_errors(value), key=lambda e: list(e.absolute_path)):
             pointer = "".join(
                 "/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path
@@ -130,7 +135,7 @@ class ParamValidator:
 
     def __call__(self, path_params: dict[str, str], query: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        errors: list[dict[str, str]] = []
+        errors: list[FieldProblem] = []
         for name, where, validator, kind in self._params:
             if where == "path":
                 raw: Any = path_params.get(name)

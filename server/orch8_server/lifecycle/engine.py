@@ -31,7 +31,7 @@ class Engine:
         self.metrics = Metrics()
         self.rng = random.Random()
         self.draining = False
-        self._sharing: asyncio.Task | None = None
+        self._sharing: asyncio.Task[None] | None = None
         self.tasks = Tasks(self)
         self.leases = Leases(self)
         self.workers = Workers(self)

@@ -16,9 +16,15 @@ from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
 from orch8_server.storage.base import Row, Tx
 
 if TYPE_CHECKING:
+    from orch8_server._generated.models import (
+        BatchItemOutcome,
+        BatchItemStatus,
+        BatchOutcome,
+        ClaimedTask,
+        TaskLeaseStatus,
+        TaskOutcome,
+    )
     from orch8_server.lifecycle.engine import Engine
-
-_ACT = object()
 
 
 class Leases:
@@ -32,7 +38,7 @@ class Leases:
         body: dict[str, Any],
         limit: int,
         abandoned: Callable[[], Awaitable[Any]] | None = None,
-    ) -> list[dict]:
+    ) -> list[ClaimedTask]:
         """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
 
         `abandoned` returns an awaitable that finishes when the caller went away; a poll
@@ -50,7 +56,7 @@ class Leases:
 
         dispatcher = self.engine.dispatcher
         waiter = dispatcher.park(queue, handlers)  # parked before the claim: no lost wake-up
-        gone: asyncio.Future | None = None
+        gone: asyncio.Future[Any] | None = None
         try:
             while True:
                 waiter.event.clear()
@@ -82,7 +88,7 @@ class Leases:
         limit: int,
         lease_ms: int,
         worker_id: str | None,
-    ) -> list[dict]:
+    ) -> list[ClaimedTask]:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             rows, expired = await tx.claim(
@@ -99,14 +105,14 @@ class Leases:
 
     async def _resolve(
         self, tx: Tx, task_id: str, lease_id: str | None, op: str
-    ) -> tuple[Row, Any]:
-        """Return (row, _ACT) when the call acts on the current lease, or (row, reply)
-        for an idempotent repeat; raise the matching problem otherwise."""
+    ) -> tuple[Row, TaskOutcome | None]:
+        """Return (row, None) when the call acts on the current lease, or (row, reply)
+        for an idempotent repeat (the stored reply); raise the matching problem otherwise."""
         row = await tx.get_task(task_id)
         if row is None:
             raise not_found("task", task_id)
         if row["status"] == "running" and (lease_id is None or row["lease_id"] == lease_id):
-            return row, _ACT
+            return row, None
         if lease_id is None and row["status"] == "cancelled":
             raise task_cancelled(task_id)
         attempt = await (
@@ -114,24 +120,25 @@ class Leases:
         )
         if attempt is not None:
             if attempt["outcome"] == op and attempt["reply"] is not None:
-                return row, attempt["reply"]
+                reply: TaskOutcome = attempt["reply"]
+                return row, reply
             if attempt["outcome"] == "cancelled" and not _resolved_manually(attempt):
                 raise task_cancelled(task_id)
         raise lease_lost(task_id, lease_id)
 
     # Complete / fail ---------------------------------------------------------------------
 
-    async def complete(self, task_id: str, body: dict[str, Any]) -> dict:
+    async def complete(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         async with self.engine.storage.transaction() as tx:
             reply, _ = await self._complete(tx, task_id, body, timefmt.now_ms())
         return reply
 
     async def _complete(
         self, tx: Tx, task_id: str, body: dict[str, Any], now: int
-    ) -> tuple[dict, bool]:
-        row, act = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
-        if act is not _ACT:
-            return act, False
+    ) -> tuple[TaskOutcome, bool]:
+        row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
+        if replay is not None:
+            return replay, False
         fields = {
             "status": "completed",
             "output": body.get("output"),
@@ -145,7 +152,7 @@ class Leases:
         self.engine.metrics.completed.labels(row["queue_name"], row["handler_name"]).inc()
         return reply, True
 
-    async def fail(self, task_id: str, body: dict[str, Any]) -> dict:
+    async def fail(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             reply, row = await self._fail(tx, task_id, body, now)
@@ -154,10 +161,10 @@ class Leases:
 
     async def _fail(
         self, tx: Tx, task_id: str, body: dict[str, Any], now: int
-    ) -> tuple[dict, Row | None]:
-        row, act = await self._resolve(tx, task_id, body.get("lease_id"), "failed")
-        if act is not _ACT:
-            return act, None
+    ) -> tuple[TaskOutcome, Row | None]:
+        row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "failed")
+        if replay is not None:
+            return replay, None
         retryable = bool(body.get("retryable", False))
         code = body.get("code") or DEFAULT_FAILURE_CODE
         error = {
@@ -195,7 +202,7 @@ class Leases:
 
     # Heartbeat / release -----------------------------------------------------------------
 
-    async def heartbeat(self, task_id: str, body: dict[str, Any]) -> dict:
+    async def heartbeat(self, task_id: str, body: dict[str, Any]) -> TaskLeaseStatus:
         """P-LEASE-5: extend the lease; keep progress and checkpoint (P-CKPT-1)."""
         now = timefmt.now_ms()
         lease = body.get("lease_id")
@@ -224,13 +231,13 @@ class Leases:
             "cancel_requested": False,
         }
 
-    async def release(self, task_id: str, body: dict[str, Any]) -> dict:
+    async def release(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         """P-LEASE-7: back to the queue without spending the attempt."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row, act = await self._resolve(tx, task_id, body.get("lease_id"), "released")
-            if act is not _ACT:
-                return act
+            row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "released")
+            if replay is not None:
+                return replay
             run_at = now + int(body.get("delay_ms", 0))
             ended = dict(row)
             fields = {
@@ -248,11 +255,11 @@ class Leases:
 
     # Batches (P-BATCH-1) -----------------------------------------------------------------
 
-    def _item_error(self, task_id: str, problem: Problem) -> dict:
+    def _item_error(self, task_id: str, problem: Problem) -> BatchItemOutcome:
         self.engine.metrics.problems.labels(problem.code).inc()
         return _item_error_body(task_id, problem)
 
-    async def complete_batch(self, items: list[dict[str, Any]]) -> dict:
+    async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
         now = timefmt.now_ms()
         out = []
         async with self.engine.storage.transaction() as tx:
@@ -265,7 +272,7 @@ class Leases:
                     out.append(self._item_error(item["task_id"], problem))
         return {"items": out}
 
-    async def fail_batch(self, items: list[dict[str, Any]]) -> dict:
+    async def fail_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
         now = timefmt.now_ms()
         out, rows = [], []
         async with self.engine.storage.transaction() as tx:
@@ -306,7 +313,7 @@ def _resolved_manually(attempt: Row) -> bool:
     return isinstance(error, dict) and error.get("code") == MANUAL_CODE
 
 
-def _item(reply: dict, status: str) -> dict:
+def _item(reply: TaskOutcome, status: BatchItemStatus) -> BatchItemOutcome:
     return {
         "task_id": reply["task_id"],
         "status": status,
@@ -317,7 +324,7 @@ def _item(reply: dict, status: str) -> dict:
     }
 
 
-def _item_error_body(task_id: str, problem: Problem) -> dict:
+def _item_error_body(task_id: str, problem: Problem) -> BatchItemOutcome:
     return {
         "task_id": task_id,
         "status": "error",

@@ -21,7 +21,7 @@ BATCH = 500
 class Reaper:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
     def start(self) -> None:

@@ -26,7 +26,7 @@ def effective_policy(given: dict[str, Any] | None) -> dict[str, Any]:
     return policy
 
 
-def backoff_ms(policy: dict[str, Any], attempt: int, rng: random.Random = random._inst) -> int:  # type: ignore[attr-defined]
+def backoff_ms(policy: dict[str, Any], attempt: int, rng: random.Random = random._inst) -> int:
     """Delay before attempt `attempt + 1`, after `attempt` failed (P-RETRY-2)."""
     base = policy["initial_backoff_ms"] * policy["backoff_multiplier"] ** max(0, attempt - 1)
     capped = min(float(policy["max_backoff_ms"]), base)

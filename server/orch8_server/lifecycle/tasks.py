@@ -13,6 +13,11 @@ from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, TaskFilter
 
 if TYPE_CHECKING:
+    from orch8_server._generated.models import (
+        AttemptList,
+        Task,
+        TaskPage,
+    )
     from orch8_server.lifecycle.engine import Engine
 
 DEFAULT_QUEUE = "default"  # P-QUEUE-1
@@ -90,7 +95,7 @@ class Tasks:
 
     async def enqueue(
         self, bodies: list[dict[str, Any]], pointer_prefix: str
-    ) -> tuple[list[dict], bool]:
+    ) -> tuple[list[Task], bool]:
         """Create tasks atomically; returns their views and whether any was new."""
         now = timefmt.now_ms()
         rows = [
@@ -126,13 +131,13 @@ class Tasks:
             metrics.expired.inc(expired)
         return [views.task(row) for row, _ in results], any(created for _, created in results)
 
-    async def get(self, task_id: str) -> dict:
+    async def get(self, task_id: str) -> Task:
         row = await self.engine.storage.get_task(task_id)
         if row is None:
             raise not_found("task", task_id)
         return views.task(row)
 
-    async def list(self, flt: TaskFilter, limit: int, cursor: str | None) -> dict:
+    async def list(self, flt: TaskFilter, limit: int, cursor: str | None) -> TaskPage:
         before = decode_cursor(cursor) if cursor else None
         rows = await self.engine.storage.list_tasks(flt, limit + 1, before)
         more = len(rows) > limit
@@ -142,7 +147,7 @@ class Tasks:
             "next_cursor": encode_cursor(rows[-1]["seq"]) if more else None,
         }
 
-    async def attempts(self, task_id: str) -> dict:
+    async def attempts(self, task_id: str) -> AttemptList:
         storage = self.engine.storage
         row = await storage.get_task(task_id)
         if row is None:
@@ -152,7 +157,7 @@ class Tasks:
             history.append(views.running_attempt(row))
         return {"task_id": task_id, "attempts": history}
 
-    async def cancel(self, task_id: str, reason: str | None) -> dict:
+    async def cancel(self, task_id: str, reason: str | None) -> Task:
         """P-CANCEL-1: pending/scheduled/running -> cancelled; finished -> invalid_state."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
@@ -182,7 +187,7 @@ class Tasks:
         self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
         return views.task(row)
 
-    async def resolve_manually(self, task_id: str, outcome: str, body: dict[str, Any]) -> dict:
+    async def resolve_manually(self, task_id: str, outcome: str, body: dict[str, Any]) -> Task:
         """P-MANUAL-1: an operator completes or fails a pending, scheduled or running task."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
@@ -222,7 +227,7 @@ class Tasks:
         counter.labels(row["queue_name"], row["handler_name"]).inc()
         return views.task(row)
 
-    async def retry(self, task_id: str, body: dict[str, Any]) -> dict:
+    async def retry(self, task_id: str, body: dict[str, Any]) -> Task:
         """P-RETRY-6: failed/cancelled/expired -> pending with a fresh attempt budget."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:

@@ -1,14 +1,29 @@
-"""Storage rows to wire objects (the shapes of openapi.yaml)."""
+"""Storage rows to wire objects (the shapes of openapi.yaml).
+
+Return types are the TypedDicts generated from the spec (_generated/models.py): the type
+checker (make lint) holds every view to its schema, at no run-time cost (a TypedDict is a
+plain dict; the module is imported only while type checking).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from orch8_server.storage.base import Row
 from orch8_server.timefmt import iso, iso_or_none
 
+if TYPE_CHECKING:
+    from orch8_server._generated.models import (
+        Attempt,
+        ClaimedTask,
+        Lease,
+        Task,
+        TaskOutcome,
+        Worker,
+    )
 
-def lease(row: Row) -> dict[str, Any]:
+
+def lease(row: Row) -> Lease:
     return {
         "id": row["lease_id"],
         "worker_id": row["worker_id"],
@@ -17,7 +32,7 @@ def lease(row: Row) -> dict[str, Any]:
     }
 
 
-def task(row: Row) -> dict[str, Any]:
+def task(row: Row) -> Task:
     status = row["status"]
     return {
         "id": row["id"],
@@ -49,7 +64,7 @@ def task(row: Row) -> dict[str, Any]:
     }
 
 
-def claimed_task(row: Row) -> dict[str, Any]:
+def claimed_task(row: Row) -> ClaimedTask:
     created = iso(row["created_at"])
     return {
         "id": row["id"],
@@ -74,7 +89,7 @@ def claimed_task(row: Row) -> dict[str, Any]:
     }
 
 
-def attempt(row: Row) -> dict[str, Any]:
+def attempt(row: Row) -> Attempt:
     return {
         "attempt": row["attempt"],
         "lease_id": row["lease_id"],
@@ -86,7 +101,7 @@ def attempt(row: Row) -> dict[str, Any]:
     }
 
 
-def running_attempt(row: Row) -> dict[str, Any]:
+def running_attempt(row: Row) -> Attempt:
     """The attempt in progress, synthesised from the task's current lease."""
     return attempt(
         {
@@ -101,7 +116,7 @@ def running_attempt(row: Row) -> dict[str, Any]:
     )
 
 
-def outcome(row: Row, error_code: str | None = None) -> dict[str, Any]:
+def outcome(row: Row, error_code: str | None = None) -> TaskOutcome:
     status = row["status"]
     left = (
         0
@@ -118,7 +133,7 @@ def outcome(row: Row, error_code: str | None = None) -> dict[str, Any]:
     }
 
 
-def worker(row: Row, active_tasks: int, heartbeat_ms: int, dead_after_ms: int) -> dict[str, Any]:
+def worker(row: Row, active_tasks: int, heartbeat_ms: int, dead_after_ms: int) -> Worker:
     return {
         "worker_id": row["worker_id"],
         "state": row["state"],

@@ -12,6 +12,12 @@ from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
 
 if TYPE_CHECKING:
+    from orch8_server._generated.models import (
+        ActiveTaskStatus,
+        Worker,
+        WorkerHeartbeatResult,
+        WorkerList,
+    )
     from orch8_server.lifecycle.engine import Engine
 
 log = logging.getLogger("orch8.workers")
@@ -21,7 +27,7 @@ class Workers:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def _view(self, row: Row, active: int) -> dict:
+    def _view(self, row: Row, active: int) -> Worker:
         s = self.engine.settings
         return views.worker(row, active, s.heartbeat_interval_ms, s.dead_after_ms)
 
@@ -46,7 +52,7 @@ class Workers:
             "last_heartbeat_at": now,
         }
 
-    async def register(self, body: dict[str, Any]) -> dict:
+    async def register(self, body: dict[str, Any]) -> Worker:
         """P-WORKER-1: idempotent on worker_id; a new process starts with directive running."""
         now = timefmt.now_ms()
         row = self._new_row(body["worker_id"], body, now)
@@ -54,18 +60,18 @@ class Workers:
             await tx.upsert_worker(row)
         return self._view(row, await self._active(row["worker_id"]))
 
-    async def get(self, worker_id: str) -> dict:
+    async def get(self, worker_id: str) -> Worker:
         row = await self.engine.storage.get_worker(worker_id)
         if row is None:
             raise not_found("worker", worker_id)
         return self._view(row, await self._active(worker_id))
 
-    async def list(self, state: str | None) -> dict:
+    async def list(self, state: str | None) -> WorkerList:
         rows = await self.engine.storage.list_workers(state)
         counts = await self.engine.storage.active_task_counts([r["worker_id"] for r in rows])
         return {"workers": [self._view(r, counts.get(r["worker_id"], 0)) for r in rows]}
 
-    async def heartbeat(self, worker_id: str, body: dict[str, Any]) -> dict:
+    async def heartbeat(self, worker_id: str, body: dict[str, Any]) -> WorkerHeartbeatResult:
         """P-WORKER-2/3: extend every lease the worker still holds; answer per task."""
         now = timefmt.now_ms()
         task_ids = list(dict.fromkeys(body.get("active_task_ids", [])))
@@ -99,7 +105,7 @@ class Workers:
         worker_id: str,
         lease_override: int | None,
         now: int,
-    ) -> dict:
+    ) -> ActiveTaskStatus:
         if task is not None and task["worker_id"] == worker_id:
             if task["status"] == "running":
                 expires = now + int(lease_override or task["lease_ms"])
@@ -124,7 +130,7 @@ class Workers:
             "lease_lost": True,
         }
 
-    async def set_directive(self, worker_id: str, directive: str) -> dict:
+    async def set_directive(self, worker_id: str, directive: str) -> Worker:
         """P-WORKER-4: the directive reaches the worker with its next heartbeat."""
         async with self.engine.storage.transaction() as tx:
             row = await tx.get_worker(worker_id)
@@ -135,7 +141,7 @@ class Workers:
         log.info("worker directive set", extra={"worker_id": worker_id, "directive": directive})
         return self._view(row, await self._active(worker_id))
 
-    async def deregister(self, worker_id: str) -> dict:
+    async def deregister(self, worker_id: str) -> Worker:
         """P-WORKER-5: a deregistered worker's leftover tasks are reclaimed at once."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 Row = dict[str, Any]
 
@@ -141,7 +141,7 @@ class Tx(Protocol):
 
 
 class Storage(Protocol):
-    kind: str
+    kind: Literal["sqlite", "postgresql"]  # ServerInfo.storage
     multi_replica: bool  # several server processes may share this database
 
     def set_waker(self, wake: Callable[[str, str], None], wake_all: Callable[[], None]) -> None:

@@ -24,7 +24,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import asyncpg
 import orjson
@@ -71,7 +71,7 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
 
 
 class PgStorage:
-    kind = "postgresql"
+    kind: Literal["sqlite", "postgresql"] = "postgresql"
     multi_replica = True
 
     def __init__(
@@ -281,4 +281,4 @@ class PgStorage:
                 "SELECT queue_name, handler_name, poller, seen_at FROM pollers WHERE seen_at >= $1",
                 since,
             )
-        return [tuple(r) for r in rows]  # type: ignore[misc]
+        return [tuple(r) for r in rows]

@@ -41,7 +41,7 @@ class WakeListener:
         self.fallback_s = fallback_ms / 1000
         self.connected = False
         self._conn: asyncpg.Connection | None = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._lost = asyncio.Event()
 
     def start(self) -> None:

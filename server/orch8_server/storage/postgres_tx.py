@@ -115,10 +115,12 @@ class PgTx:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.c = conn
         self._locked: dict[str, Row | None] = {}  # task id -> row as this tx left it
-        self._writes: dict[str, list[tuple]] = {}  # statement -> argument tuples, in order
-        self._written_by: dict[tuple, str] = {}  # row key -> statement that wrote it
+        self._writes: dict[
+            str, list[tuple[Any, ...]]
+        ] = {}  # statement -> argument tuples, in order
+        self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
 
-    async def _write(self, key: tuple, sql: str, args: tuple) -> None:
+    async def _write(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> None:
         if self._written_by.get(key, sql) != sql:
             await self.flush()  # the same row written by another statement: keep the order
         self._written_by[key] = sql

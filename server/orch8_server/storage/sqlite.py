@@ -16,7 +16,7 @@ import asyncio
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -117,7 +117,7 @@ def _dumps(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
 
-def _decode(columns: tuple[str, ...], json_cols: tuple[str, ...], raw: tuple) -> Row:
+def _decode(columns: tuple[str, ...], json_cols: tuple[str, ...], raw: tuple[Any, ...]) -> Row:
     row = dict(zip(columns, raw, strict=True))
     for col in json_cols:
         value = row[col]
@@ -126,7 +126,7 @@ def _decode(columns: tuple[str, ...], json_cols: tuple[str, ...], raw: tuple) ->
     return row
 
 
-def _task(raw: tuple) -> Row:
+def _task(raw: tuple[Any, ...]) -> Row:
     return _decode(TASK_COLUMNS, _TASK_JSON, raw)
 
 
@@ -360,7 +360,7 @@ class SqliteTx:
 
 
 class SqliteStorage:
-    kind = "sqlite"
+    kind: Literal["sqlite", "postgresql"] = "sqlite"
     multi_replica = False
 
     def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
@@ -378,7 +378,9 @@ class SqliteStorage:
     def set_waker(self, wake: Any, wake_all: Any) -> None:
         """One process owns the file: every wake-up is already in-process."""
 
-    async def share_pollers(self, seen: list, since: int) -> list:
+    async def share_pollers(
+        self, seen: list[tuple[str, str, str, int]], since: int
+    ) -> list[tuple[str, str, str, int]]:
         return []  # one process: the in-memory registry is the whole truth
 
     async def open(self) -> None:
@@ -424,7 +426,8 @@ class SqliteStorage:
         return None if raw is None else _task(raw)
 
     async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]:
-        where, args = [], []
+        where: list[str] = []
+        args: list[Any] = []
         if flt.statuses:
             where.append(f"status IN ({','.join('?' * len(flt.statuses))})")
             args += flt.statuses
@@ -490,15 +493,16 @@ class SqliteStorage:
         return list(stats.values())
 
     async def next_scheduled_at(self) -> int | None:
-        return self.c.execute(
+        earliest: int | None = self.c.execute(
             "SELECT MIN(run_at) FROM tasks WHERE status = 'scheduled'"
         ).fetchone()[0]
+        return earliest
 
     async def get_worker(self, worker_id: str) -> Row | None:
         return await SqliteTx(self.c).get_worker(worker_id)
 
     async def list_workers(self, state: str | None) -> list[Row]:
-        sql, args = _WORKER_SELECT, ()
+        sql, args = _WORKER_SELECT, tuple[str, ...]()
         if state is not None:
             sql, args = sql + " WHERE state = ?", (state,)
         return [
