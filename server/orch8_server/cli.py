@@ -107,13 +107,14 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
     parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
     for flag, env, _, kind, help_text in _OPTIONS:
         parser.add_argument(flag, type=kind, default=None, help=f"{help_text} [{env}]")
-    for old_flag, _, new_flag, _ in _DEPRECATED:
+    for old_flag, old_env, new_flag, _ in _DEPRECATED:
         parser.add_argument(
             old_flag,
             type=int,
             default=None,
             dest="old_" + old_flag[2:].replace("-", "_"),
-            help=f"deprecated: use {new_flag}",
+            metavar="MS",
+            help=f"deprecated alias of {new_flag} [{old_env}]",
         )
     parser.add_argument(
         "--api-key",
