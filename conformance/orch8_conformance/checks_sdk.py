@@ -33,7 +33,7 @@ STAT_NAMES = (
 
 def end_state(run: ScenarioRun, expect: dict) -> list[str]:
     """The expect-level checks of this module, in a fixed order."""
-    out = []
+    out = server_errors(run)
     for name, limits in expect.get("poll_limits", {}).items():
         out += poll_limits(run, name, limits)
     if "server_rejections" in expect:
@@ -109,6 +109,15 @@ def server_rejections(run: ScenarioRun, allowed: int) -> list[str]:
         return []
     shown = ", ".join(f"{r['method']} {r['path']} -> {r['status']}" for r in refused[:3])
     return [f"the server refused {len(refused)} requests as malformed or too large ({shown}), expected <= {allowed}"]
+
+
+def server_errors(run: ScenarioRun) -> list[str]:
+    """Checked in every run: the server never answers 500 (a problem with a stable code instead)."""
+    crashed = [r for r in list(run.proxy.requests) if r["fault"] == "none" and r.get("status") == 500]
+    if not crashed:
+        return []
+    shown = ", ".join(sorted({f"{r['method']} {r['path']}" for r in crashed})[:2])
+    return [f"the server answered 500 to {len(crashed)} requests ({shown}): a server bug, see server.log"]
 
 
 def completions_via_batch(run: ScenarioRun) -> list[str]:
