@@ -3,20 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
 
 from conftest import PY, REPO, load_script
+
+from orch8_server.testing import start_server
 
 breaking = load_script("check_breaking")
 spec_hash = load_script("check_spec_hash")
@@ -122,40 +119,18 @@ def test_drift_check_catches_a_hand_edited_generated_file(worktree: Path) -> Non
 
 # The server against its contract ---------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_schemathesis_catches_a_response_that_violates_the_schema(tmp_path: Path) -> None:
     # The contract says liveness answers status "healthy"; the server answers "ok".
     old = "        status:\n          type: string\n          enum: [ok]\n"
     assert old in SPEC_TEXT
     lying = _write(tmp_path, SPEC_TEXT.replace(old, old.replace("[ok]", "[healthy]"))
                    .replace("example: {status: ok, checks: {}}", "example: {status: healthy, checks: {}}"))
-    port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ORCH8_")}
-    server = subprocess.Popen([str(PY), "-m", "orch8_server", "--db", str(tmp_path / "st.db"), "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                if httpx.get(f"http://127.0.0.1:{port}/health/live", timeout=0.5).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "server did not start"
-            time.sleep(0.05)
+    with start_server(db=tmp_path / "st.db") as server:
         result = subprocess.run(
-            [str(PY.parent / "schemathesis"), "run", str(lying), "--url", f"http://127.0.0.1:{port}",
+            [str(PY.parent / "schemathesis"), "run", str(lying), "--url", server.url,
              "--checks", "response_schema_conformance", "--include-operation-id", "getLiveness",
              "--max-examples", "3"],
             capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(15)
     assert result.returncode != 0, result.stdout[-2000:]
     assert "getLiveness" in result.stdout or "/health/live" in result.stdout
 
