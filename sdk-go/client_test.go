@@ -352,6 +352,14 @@ func TestRetryAfterParsing(t *testing.T) {
 	}
 }
 
+func TestStatusHelper(t *testing.T) {
+	for status, want := range map[int]bool{408: true, 429: true, 500: true, 503: true, 599: true, 400: false, 401: false, 404: false, 409: false, 422: false} {
+		if IsRetryableStatus(status) != want {
+			t.Errorf("IsRetryableStatus(%d) != %v", status, want)
+		}
+	}
+}
+
 // P-SDK-16: one classifier; exactly these answers are outages.
 func TestOutageClassifier(t *testing.T) {
 	for status, want := range map[int]bool{408: true, 429: true, 500: true, 502: true, 503: true, 504: true,

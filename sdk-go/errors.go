@@ -119,6 +119,13 @@ func sentinelFor(code string, status int) error {
 	return nil
 }
 
+// IsRetryableStatus is the HTTP status helper of P-SDK-6 for your own failures: 408, 429
+// and 5xx are retryable, any other 4xx is permanent. The SDK's own retries and backoff
+// use IsOutage (P-SDK-16).
+func IsRetryableStatus(status int) bool {
+	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
+}
+
 // problemFromResponse builds a ProblemError from any error answer, problem+json or not.
 func problemFromResponse(resp *http.Response, body []byte) *ProblemError {
 	pe := &ProblemError{Status: resp.StatusCode, RetryAfter: parseRetryAfter(resp.Header.Get("Retry-After"))}

@@ -14,7 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/oapi-codegen/runtime"
+	// The SDK's own minimal runtime (internal/oapiruntime): the upstream runtime module
+	// would put web-framework adapters into every consumer's module graph (issue 14).
+	runtime "github.com/orch8/orch8-workers/sdk-go/internal/oapiruntime"
 )
 
 // Defines values for AttemptOutcome.

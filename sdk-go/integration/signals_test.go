@@ -50,3 +50,53 @@ func TestRunWithSignals(t *testing.T) {
 		t.Fatal("RunWithSignals did not return after SIGTERM")
 	}
 }
+
+// P-SDK-17: a second SIGTERM during the grace period ends it at once, even when the
+// handler ignores its cancellation; the task is failed with "shutdown" (retryable).
+func TestSecondSignalEndsGracePeriod(t *testing.T) {
+	s := startServer(t)
+	c := newClient(t, s, nil)
+	w := orch8.NewWorker(c, orch8.WorkerOptions{WorkerID: "go-second-signal", GracePeriod: time.Minute})
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	w.Handle("stubborn", func(ctx context.Context, task *orch8.Task) (any, error) {
+		close(started)
+		<-release // ignores ctx on purpose
+		return "late", nil
+	})
+	done := make(chan error, 1)
+	go func() { done <- w.RunWithSignals(context.Background()) }()
+	id := enqueue(t, c, orch8.NewTask{HandlerName: "stubborn", Retry: retry(3, 60000)})
+	<-started
+	self := syscall.Getpid()
+	if err := syscall.Kill(self, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the terminating state", func() bool {
+		rec, err := c.GetWorker(context.Background(), w.ID())
+		return err == nil && string(rec.State) == "terminating"
+	})
+	begin := time.Now()
+	if err := syscall.Kill(self, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("RunWithSignals: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("RunWithSignals did not return after the second SIGTERM")
+	}
+	if d := time.Since(begin); d > 5*time.Second {
+		t.Fatalf("returned %v after the second signal", d)
+	}
+	atts, err := c.ListTaskAttempts(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := atts.Attempts[0]; a.Error == nil || a.Error.Code != orch8.CodeShutdown || !a.Error.Retryable {
+		t.Fatalf("attempt %+v", a)
+	}
+}

@@ -1,9 +1,11 @@
-// Command worker is the minimal Orch8 worker of the README: it runs process_image tasks
-// until SIGTERM or SIGINT, then shuts down gracefully.
+// Command worker runs Orch8 tasks of handler "sha256": each task's params carry
+// {"text": "..."} and the task completes with {"sha256": "<hex digest>"}.
 package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"log"
 
@@ -11,19 +13,24 @@ import (
 )
 
 func main() {
-	client, err := orch8.NewClient(orch8.Config{}) // ORCH8_URL, ORCH8_API_KEY
+	// The server address comes from ORCH8_URL (default http://localhost:3001), the
+	// optional API key from ORCH8_API_KEY.
+	client, err := orch8.NewClient(orch8.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "img-worker-1", Concurrency: 4})
-	w.Handle("process_image", func(ctx context.Context, t *orch8.Task) (any, error) {
-		url, _ := t.Params["image_url"].(string)
-		if url == "" {
-			return nil, orch8.Permanent(errors.New("params.image_url is required"))
+	w := orch8.NewWorker(client, orch8.WorkerOptions{Concurrency: 4})
+	w.Handle("sha256", func(ctx context.Context, t *orch8.Task) (any, error) {
+		text, ok := t.Params["text"].(string)
+		if !ok {
+			// A bad input never gets better: fail without retrying.
+			return nil, orch8.Permanent(errors.New("params.text must be a string"))
 		}
-		// ... do the work, watching ctx.Done() ...
-		return map[string]any{"url": "https://cdn.example.com/processed.png"}, nil
+		sum := sha256.Sum256([]byte(text))
+		return map[string]any{"sha256": hex.EncodeToString(sum[:])}, nil
 	})
+	// Runs until SIGTERM or SIGINT, then lets running tasks finish (25 s at most),
+	// deregisters and returns. A second signal stops at once.
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		log.Fatal(err)
 	}
