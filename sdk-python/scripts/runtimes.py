@@ -47,9 +47,7 @@ class Result:
 
 def snippet(readme: str, name: str) -> str:
     """The fenced python block right after `<!-- consumer-test: NAME -->` in the README."""
-    match = re.search(
-        rf"<!-- consumer-test: {name} -->\s*```python\n(.*?)```", readme, flags=re.S
-    )
+    match = re.search(rf"<!-- consumer-test: {name} -->\s*```python\n(.*?)```", readme, flags=re.S)
     if not match:
         sys.exit(f"runtimes: README.md has no `<!-- consumer-test: {name} -->` python block")
     return match.group(1)
@@ -178,7 +176,9 @@ def main() -> int:
             continue
         missing = r.error.startswith("MISSING")
         failed += 0 if missing and allow_missing else 1
-        print(f"  {'MISSING' if missing else 'FAIL'}  Python {r.version}: {r.error.removeprefix('MISSING: ')}")
+        print(
+            f"  {'MISSING' if missing else 'FAIL'}  Python {r.version}: {r.error.removeprefix('MISSING: ')}"
+        )
     shutil.rmtree(keep, ignore_errors=True)
     passed = sum(r.ok for r in results)
     print(f"runtimes: {passed} passed, {failed} failed")

@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from orch8_server.testing import RunningServer, start_server
 
 from orch8 import AsyncOrch8Client, Orch8Client, RetryPolicy, Worker
-
-from orch8_server.testing import RunningServer, start_server
 
 # Short timings so lease expiry and dead-worker detection happen within a test.
 FAST = {
