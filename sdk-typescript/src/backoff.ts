@@ -36,7 +36,8 @@ export class Backoff {
 export function sleep(ms: number, signals?: AbortSignal | readonly AbortSignal[]): Promise<void> {
   const list = signals === undefined ? [] : Array.isArray(signals) ? signals : [signals as AbortSignal];
   return new Promise((resolve) => {
-    if (ms <= 0 || list.some((s) => s.aborted)) {
+    // ms <= 0 still waits one timer tick: a loop that retries at once must not starve timers.
+    if (list.some((s) => s.aborted)) {
       resolve();
       return;
     }
@@ -45,7 +46,7 @@ export function sleep(ms: number, signals?: AbortSignal | readonly AbortSignal[]
       for (const s of list) s.removeEventListener("abort", done);
       resolve();
     };
-    const timer = setTimeout(done, ms);
+    const timer = setTimeout(done, Math.max(0, ms));
     for (const s of list) s.addEventListener("abort", done, { once: true });
   });
 }

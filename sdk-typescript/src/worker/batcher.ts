@@ -3,7 +3,8 @@
 // together (at most 100 per request). No timer, so an idle worker adds no latency.
 import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { errorFromResponse, Orch8Error, RateLimitedError, UnavailableError, ValidationError } from "../errors.js";
+import { errorFromResponse, Orch8Error } from "../errors.js";
+import { isOutage, outageWait } from "../outage.js";
 import type { BatchItemOutcome, TaskCompletionItem } from "../types.js";
 import type { TaskRun } from "./task-run.js";
 
@@ -11,25 +12,23 @@ export const MAX_BATCH_ITEMS = 100; // TaskCompletionBatch maxItems
 export const OUTAGE_INITIAL_MS = 500; // P-SDK-9
 export const OUTAGE_MAX_MS = 30_000;
 
-/** Worth re-sending later: the server (or the path to it) is down, not the request wrong. */
-export function isOutage(err: unknown): boolean {
-  return err instanceof UnavailableError || err instanceof RateLimitedError || (err instanceof Orch8Error && err.status >= 500);
-}
-
 /** What became of one submitted completion. */
 export type Delivery =
   | { kind: "sent" } // the server answered the item (completed)
   | { kind: "lost"; by: "lease_lost" | "cancelled"; error: Orch8Error } // 409 lease_lost / task_cancelled
   | { kind: "given_up"; error: unknown } // outage outlived the lease deadline, or delivery was stopped
   | { kind: "unsent" } // the lease was lost or cancelled before the item went out
-  | { kind: "refused"; error: unknown }; // a refusal no re-send can fix
+  | { kind: "refused"; error: Orch8Error }; // refused on its own: no re-send can fix it (P-SDK-15)
 
 interface Pending {
   run: TaskRun;
   item: TaskCompletionItem;
   resolve: (d: Delivery) => void;
-  /** Send alone: a multi-item request was refused as a whole (e.g. 413 for the sum of outputs). */
-  solo: boolean;
+}
+
+/** P-SDK-15: a 4xx that is not an outage nor a 409 refuses the request's content. */
+function refusesContent(err: unknown): err is Orch8Error {
+  return err instanceof Orch8Error && err.status >= 400 && err.status < 500 && err.status !== 409 && !isOutage(err);
 }
 
 export class CompletionBatcher {
@@ -37,13 +36,13 @@ export class CompletionBatcher {
   private inFlight = false;
   private readonly backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
 
-  constructor(private readonly client: Orch8Client) {}
+  constructor(private readonly client: Orch8Client, private readonly onError: (err: unknown) => void) {}
 
   /** Queues `run`'s output; resolves once the server answered for it or it was given up. */
   submit(run: TaskRun, output: unknown): Promise<Delivery> {
     return new Promise((resolve) => {
       const item: TaskCompletionItem = { task_id: run.task.id, lease_id: run.leaseId, output };
-      this.queue.push({ run, item, resolve, solo: false });
+      this.queue.push({ run, item, resolve });
       this.pump();
     });
   }
@@ -51,7 +50,7 @@ export class CompletionBatcher {
   /** Starts the next request unless one is in flight (or backing off) or nothing waits. */
   private pump(): void {
     if (this.inFlight) return;
-    const batch = this.take();
+    const batch = this.queue.splice(0, MAX_BATCH_ITEMS);
     if (batch.length === 0) return;
     this.inFlight = true;
     void this.send(batch).finally(() => {
@@ -60,30 +59,30 @@ export class CompletionBatcher {
     });
   }
 
-  /** The next request's items, oldest first. A run settled meanwhile sends nothing (P-SDK-5). */
-  private take(): Pending[] {
-    const batch: Pending[] = [];
-    while (this.queue.length > 0 && batch.length < MAX_BATCH_ITEMS) {
-      const p = this.queue[0]!;
-      if (p.run.settled) {
-        this.queue.shift();
-        p.resolve({ kind: "unsent" });
-        continue;
-      }
-      if (p.solo && batch.length > 0) break;
-      this.queue.shift();
-      batch.push(p);
-      if (p.solo) break;
-    }
-    return batch;
-  }
-
-  private async send(batch: Pending[]): Promise<void> {
+  private async send(all: Pending[]): Promise<void> {
+    // A run settled meanwhile (lease lost, cancelled) sends nothing (P-SDK-5).
+    const batch = all.filter((p) => {
+      if (p.run.settled) p.resolve({ kind: "unsent" });
+      return !p.run.settled;
+    });
+    if (batch.length === 0) return;
     let items: BatchItemOutcome[];
     try {
       items = (await this.client.completeTasks(batch.map((p) => p.item))).items;
     } catch (err) {
-      await this.failed(batch, err);
+      this.onError(err);
+      if (isOutage(err)) return this.retry(batch, err);
+      if (refusesContent(err) && batch.length > 1) {
+        // P-SDK-15: refused as a whole (e.g. 413 for the sum of outputs): halves, until alone.
+        const mid = Math.ceil(batch.length / 2);
+        await this.send(batch.slice(0, mid));
+        await this.send(batch.slice(mid));
+        return;
+      }
+      for (const p of batch) {
+        if (err instanceof Orch8Error) p.resolve({ kind: "refused", error: err });
+        else p.resolve({ kind: "given_up", error: err });
+      }
       return;
     }
     this.backoff.reset(); // P-SDK-9: the first success resets the outage backoff
@@ -107,25 +106,10 @@ export class CompletionBatcher {
     if (again.length > 0) await this.retry(again, outage);
   }
 
-  /** The whole request failed: re-send through outages, split a refused batch, else refuse. */
-  private async failed(batch: Pending[], err: unknown): Promise<void> {
-    if (isOutage(err)) {
-      await this.retry(batch, err);
-      return;
-    }
-    if (err instanceof ValidationError && batch.length > 1) {
-      // Refused as a whole (the outputs together over the body limit): each item alone decides.
-      for (const p of batch) p.solo = true;
-      this.queue.unshift(...batch);
-      return;
-    }
-    for (const p of batch) p.resolve({ kind: "refused", error: err });
-  }
-
   /**
    * P-SDK-9: items whose lease deadline passed (or whose delivery was stopped) are given up;
-   * the rest go back to the front of the queue after the outage backoff. Results that become
-   * ready meanwhile wait too, and join them in the next request.
+   * the rest go back to the front of the queue after the outage backoff (or Retry-After,
+   * P-SDK-16). Results that become ready meanwhile wait too, and join them in the next request.
    */
   private async retry(batch: Pending[], err: unknown): Promise<void> {
     const now = Date.now();
@@ -140,7 +124,7 @@ export class CompletionBatcher {
       }
     }
     if (keep.length === 0) return;
-    const delay = Math.min(this.backoff.next(), left);
+    const delay = Math.min(outageWait(err, this.backoff.next()), left);
     await sleep(delay, keep.map((p) => p.run.stopDelivery.signal));
     this.queue.unshift(...keep);
   }

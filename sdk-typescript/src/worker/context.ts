@@ -35,6 +35,7 @@ export class TaskContext {
     private readonly client: Orch8Client,
     workerId: string,
     private readonly onLoss: LossListener,
+    private readonly leaseMs?: number,
   ) {
     const t = run.task;
     this.task = t;
@@ -64,16 +65,19 @@ export class TaskContext {
 
   /**
    * Extends this task's lease now, optionally saving progress and a checkpoint for later
-   * attempts (P-LEASE-5, P-CKPT-1). Rejects with LeaseLostError / TaskCancelledError (and
-   * fires the signal) when the task is no longer this worker's.
+   * attempts (P-LEASE-5, P-CKPT-1). P-SDK-19: rejects with LeaseLostError /
+   * TaskCancelledError (and fires the signal) when the task is no longer this worker's;
+   * outages are retried by the client (P-SDK-2), then reject with the client's error.
    */
   async heartbeat(progress?: unknown, checkpoint?: Record<string, unknown>): Promise<TaskLeaseStatus> {
     const body: TaskHeartbeat = { lease_id: this.leaseId };
+    if (this.leaseMs !== undefined) body.lease_ms = this.leaseMs; // never the deprecated extend_ms
     if (progress !== undefined) body.progress = progress;
     if (checkpoint !== undefined) body.checkpoint = checkpoint;
     try {
-      const status = await this.client.heartbeat(this.id, body);
+      const status = await this.client.heartbeatTask(this.id, body);
       this.run.extendLease(status.lease_expires_at);
+      // Deprecated and always false since spec 1.1 (a 409 says it); still honoured if sent.
       if (status.cancel_requested) {
         this.onLoss(this.run, "cancelled", new TaskCancelledError(`task ${this.id} was cancelled`, { status: 200, code: "task_cancelled" }));
       }

@@ -1,4 +1,4 @@
-// What a handler throws decides how its attempt ends (P-SDK-6).
+// What a handler throws decides how its attempt ends (P-SDK-6, P-SDK-20).
 
 export interface RetryableErrorOptions {
   /** Machine code sent with the failure; default `retryable_error`. */
@@ -33,6 +33,8 @@ export interface PermanentErrorOptions {
   /** Machine code sent with the failure; default `permanent_error`. */
   code?: string;
   details?: Record<string, unknown>;
+  /** Saved with the failure (P-CKPT-1, P-SDK-20), e.g. for an operator's retry. */
+  checkpoint?: Record<string, unknown>;
   cause?: unknown;
 }
 
@@ -40,12 +42,14 @@ export interface PermanentErrorOptions {
 export class PermanentError extends Error {
   readonly code: string;
   readonly details: Record<string, unknown> | undefined;
+  readonly checkpoint: Record<string, unknown> | undefined;
 
   constructor(message: string, options: PermanentErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = "PermanentError";
     this.code = options.code ?? "permanent_error";
     this.details = options.details;
+    this.checkpoint = options.checkpoint;
   }
 }
 

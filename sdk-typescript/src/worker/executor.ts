@@ -1,14 +1,17 @@
 // Runs one claimed task's handler and delivers its result exactly once, or not at all when
-// the lease is gone (P-SDK-5, P-SDK-6, P-SDK-9).
+// the lease is gone (P-SDK-5, P-SDK-6, P-SDK-9), counting each task once (P-SDK-11).
 import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { LeaseLostError, TaskCancelledError, ValidationError } from "../errors.js";
-import type { TaskFailureReport, TaskOutcome } from "../types.js";
-import { CompletionBatcher, isOutage, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./batcher.js";
+import { LeaseLostError, Orch8Error, TaskCancelledError } from "../errors.js";
+import { isOutage, outageWait } from "../outage.js";
+import type { TaskFailureReport } from "../types.js";
+import { CompletionBatcher, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./batcher.js";
+import { describeCause } from "./cause.js";
 import { TaskContext } from "./context.js";
+import { checkOutput, InvalidOutputError } from "./output.js";
 import { failureReport } from "./report.js";
-import type { Counter, ErrorSite, WorkerHooks } from "./stats.js";
-import type { LossReason, TaskRun } from "./task-run.js";
+import type { ErrorOperation, Logger, WorkerHooks } from "./stats.js";
+import type { LossReason, Outcome, TaskRun } from "./task-run.js";
 
 /** A handler: gets the task context, returns the task's output (any JSON value). */
 export type Handler = (ctx: TaskContext) => unknown | Promise<unknown>;
@@ -19,10 +22,11 @@ export interface ExecutorDeps {
   client: Orch8Client;
   workerId: string;
   handlers: Record<string, Handler>;
-  hooks: WorkerHooks;
-  count(counter: Counter): void;
+  leaseMs: number | undefined;
+  log: Logger;
+  count(outcome: Outcome): void;
   hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void;
-  report(site: ErrorSite, error: unknown, taskId?: string): void;
+  error(operation: ErrorOperation, error: unknown): void;
 }
 
 export class TaskExecutor {
@@ -30,120 +34,139 @@ export class TaskExecutor {
   private readonly completions: CompletionBatcher;
 
   constructor(private readonly d: ExecutorDeps) {
-    this.completions = new CompletionBatcher(d.client);
+    this.completions = new CompletionBatcher(d.client, (err) => d.error("complete", err));
+  }
+
+  /** Counts `run` once under `outcome` (P-SDK-11: claimed = the sum of outcomes + in flight). */
+  private finish(run: TaskRun, outcome: Outcome): void {
+    if (run.outcome !== undefined) return;
+    run.outcome = outcome;
+    this.d.count(outcome);
+    if (outcome === "lease_lost" || outcome === "cancelled") this.d.hook("onTaskAbandoned", { task: run.task, reason: outcome });
   }
 
   /** Marks `run` lost (lease_lost / cancelled), fires its signal, counts it once. */
   lose = (run: TaskRun, by: Exclude<LossReason, "shutdown">, error: Error): void => {
     if (!run.settle(by, error)) return;
-    this.d.count(by === "lease_lost" ? "tasks_lease_lost" : "tasks_cancelled");
-    this.d.hook("onTaskAbandoned", { task: run.task, reason: by });
+    this.d.log.info(`orch8: task ${run.task.id} attempt ${run.task.attempt} given up: ${by} (${describeCause(error)})`);
+    this.finish(run, by);
   };
 
   /** Runs the handler, then reports its result unless the run was settled meanwhile. */
   async execute(run: TaskRun): Promise<void> {
-    const ctx = new TaskContext(run, this.d.client, this.d.workerId, this.lose);
-    this.d.hook("onTaskStart", ctx);
+    const handler = this.d.handlers[run.task.handler_name];
+    if (!handler) {
+      // P-SDK-14: no handler here will ever run it; fail it for good at once.
+      const known = Object.keys(this.d.handlers);
+      this.d.log.warn(`orch8: task ${run.task.id} failed with no_handler: no handler named ${JSON.stringify(run.task.handler_name)} (known: ${known.join(", ")})`);
+      run.phase = "delivering";
+      await this.fail(run, {
+        lease_id: run.leaseId, error: `no handler registered for ${run.task.handler_name}`, retryable: false,
+        code: "no_handler", details: { handler_name: run.task.handler_name, known_handlers: known },
+      });
+      return;
+    }
+    const ctx = new TaskContext(run, this.d.client, this.d.workerId, this.lose, this.d.leaseMs);
+    this.d.hook("onTaskStart", { task: run.task });
     let ok = false;
     let value: unknown;
+    const started = performance.now();
     try {
-      const handler = this.d.handlers[run.task.handler_name];
-      if (!handler) throw new Error(`no handler registered for ${run.task.handler_name}`);
       value = await handler(ctx);
       ok = true;
     } catch (error) {
       value = error;
     }
+    run.handlerMs = performance.now() - started;
     // P-SDK-5: the lease went away (or shutdown already failed it): no stale result.
     if (run.settled) return;
     run.phase = "delivering";
-    if (ok) await this.complete(run, value);
-    else await this.fail(run, value, failureReport(value, run.leaseId));
+    if (!ok) {
+      await this.fail(run, failureReport(value, run.leaseId));
+      return;
+    }
+    try {
+      checkOutput(value);
+    } catch (err) {
+      // P-SDK-15: never re-sent, never sent as a completion.
+      const e = err as InvalidOutputError;
+      this.d.log.warn(`orch8: task ${run.task.id} failed with invalid_output: ${e.message}`);
+      await this.fail(run, { lease_id: run.leaseId, error: e.message, retryable: false, code: "invalid_output", details: { type: e.type, message: e.message } });
+      return;
+    }
+    await this.complete(run, value);
   }
 
   private async complete(run: TaskRun, output: unknown): Promise<void> {
-    try {
-      const sent = await this.deliverCompletion(run, output);
-      if (!sent) return;
-      this.d.count("tasks_completed");
-      this.d.hook("onTaskComplete", { task: run.task, output, durationMs: Date.now() - run.claimedAt });
-    } catch (err) {
-      // The server refused the output itself (too large, not JSON): it never will accept it.
-      if (err instanceof ValidationError) {
-        const report = { lease_id: run.leaseId, error: `output rejected by the server: ${err.message}`, retryable: false, code: "permanent_error" };
-        await this.fail(run, err, report);
-        return;
-      }
-      this.d.report("deliver", err, run.task.id);
-    }
-  }
-
-  /** Sends a failure report; also used by shutdown for leftovers (code `shutdown`). */
-  async fail(run: TaskRun, error: unknown, report: TaskFailureReport): Promise<void> {
-    try {
-      const sent = await this.deliver(run, () => this.d.client.failTask(run.task.id, report));
-      if (!sent) return;
-      this.d.count("tasks_failed");
-      this.d.hook("onTaskFail", {
-        task: run.task, error, code: report.code ?? "", retryable: report.retryable ?? false,
-        durationMs: Date.now() - run.claimedAt,
-      });
-    } catch (err) {
-      this.d.report("deliver", err, run.task.id);
-    }
-  }
-
-  /**
-   * Queues the completion for the next batch request (P-SDK-12) and handles its item's
-   * answer as `deliver` handles a single call's. Resolves true when delivered, false when
-   * dropped; rejects on a refusal that no retry can fix.
-   */
-  private async deliverCompletion(run: TaskRun, output: unknown): Promise<boolean> {
     const d = await this.completions.submit(run, output);
     switch (d.kind) {
       case "sent":
-        return true;
+        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} completed`);
+        this.finish(run, "completed");
+        this.d.hook("onTaskComplete", { task: run.task, durationMs: run.handlerMs });
+        return;
       case "lost":
-        return this.dropped(run, d.by, d.error);
+        this.dropped(run, d.by, d.error);
+        return;
       case "given_up":
-        this.d.report("deliver", d.error, run.task.id);
-        return false;
       case "unsent":
-        return false;
-      case "refused":
-        throw d.error;
-    }
-  }
-
-  /**
-   * Sends until the server answers, re-sending through outages with backoff until the lease
-   * deadline passes (P-SDK-9). Resolves true when delivered, false when dropped; rejects on
-   * a refusal that no retry can fix.
-   */
-  private async deliver(run: TaskRun, send: () => Promise<TaskOutcome>): Promise<boolean> {
-    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
-    for (;;) {
-      try {
-        await send();
-        return true;
-      } catch (err) {
-        if (err instanceof LeaseLostError) return this.dropped(run, "lease_lost", err);
-        if (err instanceof TaskCancelledError) return this.dropped(run, "cancelled", err);
-        if (!isOutage(err)) throw err;
-        const left = Date.parse(run.leaseExpiresAt) - Date.now();
-        if (left <= 0 || run.stopDelivery.signal.aborted) {
-          this.d.report("deliver", err, run.task.id);
-          return false;
-        }
-        await sleep(Math.min(backoff.next(), left), run.stopDelivery.signal);
+        this.undeliverable(run, "complete", d.kind === "given_up" ? d.error : undefined);
+        return;
+      case "refused": {
+        // P-SDK-15: refused on its own, so no re-send helps; the fail carries no output.
+        this.d.log.warn(`orch8: task ${run.task.id} failed with output_rejected: the server refused its completion (${describeCause(d.error)})`);
+        await this.fail(run, {
+          lease_id: run.leaseId, error: `output rejected by the server: ${d.error.message}`.slice(0, 65536), retryable: false,
+          code: "output_rejected", details: { status: d.error.status, code: d.error.code },
+        });
       }
     }
   }
 
-  private dropped(run: TaskRun, by: "lease_lost" | "cancelled", err: Error): false {
-    // A shutdown `fail` may meet a lease that is already gone; it was settled before.
-    if (run.settledBy === "shutdown") return false;
+  /**
+   * Sends a failure report, re-sending through outages with backoff until the lease
+   * deadline passes or `stop` fires (P-SDK-9); also used by shutdown for leftovers.
+   */
+  async fail(run: TaskRun, report: TaskFailureReport, stop?: AbortSignal): Promise<void> {
+    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
+    // A shutdown fail (settled already) answers to `stop`; any other to the run's own stop.
+    const halt = stop ?? run.stopDelivery.signal;
+    for (;;) {
+      try {
+        await this.d.client.failTask(run.task.id, report, stop ? { signal: stop } : undefined);
+        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} failed with ${report.code}`);
+        this.finish(run, "failed");
+        this.d.hook("onTaskFail", { task: run.task, code: report.code ?? "", retryable: report.retryable ?? false, durationMs: run.handlerMs });
+        return;
+      } catch (err) {
+        this.d.error("fail", err);
+        if (err instanceof LeaseLostError) return this.dropped(run, "lease_lost", err);
+        if (err instanceof TaskCancelledError) return this.dropped(run, "cancelled", err);
+        const left = Date.parse(run.leaseExpiresAt) - Date.now();
+        if (!isOutage(err) || left <= 0 || halt.aborted) {
+          this.undeliverable(run, "fail", err);
+          return;
+        }
+        await sleep(Math.min(outageWait(err, backoff.next()), left), halt);
+      }
+    }
+  }
+
+  /** A result that never reached the server: the task comes back after its lease (P-SDK-9). */
+  private undeliverable(run: TaskRun, what: "complete" | "fail", err: unknown): void {
+    if (run.outcome !== undefined) return;
+    const why = err === undefined ? "its lease was lost first" : describeCause(err);
+    this.d.log.warn(`orch8: ${what} of task ${run.task.id} given up, counted as lease lost (${why})`);
+    this.finish(run, "lease_lost");
+  }
+
+  private dropped(run: TaskRun, by: "lease_lost" | "cancelled", err: Orch8Error): void {
+    // A shutdown `fail` may meet a lease that is already gone: count it once, as that loss.
+    if (run.settledBy === "shutdown") {
+      this.finish(run, by);
+      return;
+    }
     this.lose(run, by, err);
-    return false;
+    this.finish(run, by);
   }
 }

@@ -29,7 +29,7 @@ export class HeartbeatLoop {
     this.loop ??= this.runLoop();
   }
 
-  /** Stops the loop and waits for a heartbeat in flight. */
+  /** Stops the loop, aborting a heartbeat in flight (shutdown stays bounded, P-SDK-17). */
   async stop(): Promise<void> {
     this.stopCtl.abort();
     await this.loop;
@@ -57,6 +57,7 @@ export class HeartbeatLoop {
       // Bounded by one interval so a hung call never delays the next beat much.
       const answer = await this.d.client.heartbeatWorker(this.d.workerId, body, {
         timeoutMs: Math.max(1000, Math.min(10_000, this.intervalMs * 2)),
+        signal: this.stopCtl.signal,
       });
       if (!this.fixedInterval && answer.heartbeat_interval_ms > 0) this.intervalMs = answer.heartbeat_interval_ms;
       for (const status of answer.tasks) {
@@ -72,7 +73,7 @@ export class HeartbeatLoop {
       }
       this.d.directive(answer.directive);
     } catch (err) {
-      this.d.error(err);
+      if (!this.stopCtl.signal.aborted) this.d.error(err);
     }
   }
 }

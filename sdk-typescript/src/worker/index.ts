@@ -5,4 +5,7 @@ export type { Handler } from "./executor.js";
 export { TaskContext } from "./context.js";
 export { RetryableError, PermanentError, ShutdownError, isRetryableStatus, errorForStatus } from "./errors.js";
 export type { RetryableErrorOptions, PermanentErrorOptions } from "./errors.js";
-export type { WorkerStats, WorkerHooks, ErrorSite } from "./stats.js";
+export type { WorkerStats, WorkerHooks, ErrorOperation, ErrorSite, Logger } from "./stats.js";
+export { consoleAtWarn } from "./stats.js";
+export { InvalidOutputError } from "./output.js";
+export { MAX_POLL_BATCH, MAX_POLL_HANDLERS } from "./poller.js";

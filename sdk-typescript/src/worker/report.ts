@@ -1,4 +1,4 @@
-// Turns what a handler threw into the failure report the server stores (P-SDK-6).
+// Turns what a handler threw into the failure report the server stores (P-SDK-6, P-SDK-20).
 import type { TaskFailureReport } from "../types.js";
 import { PermanentError, RetryableError } from "./errors.js";
 
@@ -11,19 +11,20 @@ function messageOf(error: unknown): string {
 
 /** The fail body for `error`, bound to the lease that ran it. */
 export function failureReport(error: unknown, leaseId: string): TaskFailureReport {
-  if (error instanceof RetryableError) {
-    const report: TaskFailureReport = { lease_id: leaseId, error: messageOf(error), retryable: true, code: error.code };
-    if (error.retryAfterMs !== undefined) report.retry_after_ms = Math.max(0, Math.round(error.retryAfterMs));
+  if (error instanceof RetryableError || error instanceof PermanentError) {
+    const retryable = error instanceof RetryableError;
+    const report: TaskFailureReport = { lease_id: leaseId, error: messageOf(error), retryable, code: error.code };
+    if (retryable && error.retryAfterMs !== undefined) report.retry_after_ms = Math.max(0, Math.round(error.retryAfterMs));
     if (error.details !== undefined) report.details = error.details;
     if (error.checkpoint !== undefined) report.checkpoint = error.checkpoint;
     return report;
   }
-  if (error instanceof PermanentError) {
-    const report: TaskFailureReport = { lease_id: leaseId, error: messageOf(error), retryable: false, code: error.code };
-    if (error.details !== undefined) report.details = error.details;
-    return report;
-  }
-  // Anything else is a bug or an outage in the handler: worth another attempt.
-  const name = error instanceof Error ? error.name : typeof error;
-  return { lease_id: leaseId, error: messageOf(error), retryable: true, code: "unhandled_error", details: { type: name } };
+  // Anything else is a bug or an outage in the handler: worth another attempt. P-SDK-20:
+  // details have exactly the keys type, message and stack, in every SDK.
+  const type = error instanceof Error ? error.name : typeof error;
+  const stack = error instanceof Error && typeof error.stack === "string" ? error.stack : "";
+  return {
+    lease_id: leaseId, error: messageOf(error), retryable: true, code: "unhandled_error",
+    details: { type, message: error instanceof Error ? error.message : String(error), stack },
+  };
 }

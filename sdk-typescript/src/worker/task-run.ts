@@ -1,9 +1,12 @@
 // One claimed task from claim to reported result: its lease deadline, its handler's
-// cancellation signal and the rule that a task is reported at most once (P-SDK-5).
+// cancellation signal, the rule that a task is reported at most once (P-SDK-5), and the
+// rule that it is counted exactly once (P-SDK-11).
 import type { ClaimedTask } from "../types.js";
 
 export type RunPhase = "running" | "delivering" | "done";
 export type LossReason = "lease_lost" | "cancelled" | "shutdown";
+/** How a claimed task left the worker; each maps to one stats counter. */
+export type Outcome = "completed" | "failed" | "lease_lost" | "cancelled";
 
 export class TaskRun {
   /** Fires the handler's AbortSignal (lease lost, cancelled, grace period over). */
@@ -15,6 +18,10 @@ export class TaskRun {
   phase: RunPhase = "running";
   /** Set once nothing more may be reported for this lease (P-SDK-5, P-SDK-7). */
   settledBy: LossReason | undefined;
+  /** Set once the run is counted (P-SDK-11); never changes afterwards. */
+  outcome: Outcome | undefined;
+  /** The handler's run time in ms (float), once it returned or threw. */
+  handlerMs = 0;
   done: Promise<void> = Promise.resolve();
 
   constructor(readonly task: ClaimedTask) {
@@ -32,7 +39,7 @@ export class TaskRun {
 
   /**
    * Marks the run settled and fires the handler's signal with `reason`. Returns false when
-   * it was already settled, so callers count each loss once.
+   * it was already settled, so callers act on each loss once.
    */
   settle(by: LossReason, reason: Error): boolean {
     if (this.settledBy !== undefined) return false;

@@ -5,14 +5,17 @@ import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
 import { AuthError, NotFoundError, ValidationError } from "../errors.js";
-import type { ClaimedTask, PollBatchOptions, WorkerDirective } from "../types.js";
+import { isOutage, outageWait } from "../outage.js";
+import type { ClaimedTask, WorkerDirective } from "../types.js";
 import { USER_AGENT } from "../version.js";
+import { describeCause } from "./cause.js";
 import { ShutdownError } from "./errors.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
+import { PollPlan } from "./poller.js";
 import { installSignals } from "./signals.js";
-import { emptyStats, type Counter, type ErrorSite, type WorkerHooks, type WorkerStats } from "./stats.js";
+import { consoleAtWarn, emptyStats, type ErrorOperation, type Logger, type WorkerHooks, type WorkerStats } from "./stats.js";
 import { TaskRun } from "./task-run.js";
 
 /** Options of `new Worker(...)`; defaults are the protocol's (section 14). */
@@ -21,7 +24,7 @@ export interface WorkerOptions {
   handlers: Record<string, Handler>;
   /** Default: `new Orch8Client()` (reads ORCH8_URL / ORCH8_API_KEY). */
   client?: Orch8Client;
-  /** Default: `<hostname>-<pid>-<random>`. */
+  /** Default: `<hostname>-<pid>-<8 hex digits>` (P-SDK-21). */
   workerId?: string;
   /** Most tasks held at once (P-SDK-3). Default 10. */
   concurrency?: number;
@@ -29,7 +32,7 @@ export interface WorkerOptions {
   queueName?: string;
   /** Long-poll budget per poll. Default 30000. */
   waitMs?: number;
-  /** Lease length asked for per claim; default the server's. */
+  /** Lease length asked for per claim and per heartbeat; default the server's. */
   leaseMs?: number;
   /** How long running handlers may finish after a shutdown begins (P-SDK-7). Default 25000. */
   gracePeriodMs?: number;
@@ -40,11 +43,15 @@ export interface WorkerOptions {
   /** Install SIGTERM/SIGINT (shutdown) and SIGTSTP/SIGCONT (quiet/resume) handlers. Default true. */
   handleSignals?: boolean;
   hooks?: WorkerHooks;
+  /** Where warnings go, each naming its cause (P-SDK-22). Default: console, warn and error only. */
+  logger?: Logger;
 }
 
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_GRACE_PERIOD_MS = 25_000;
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+/** P-SDK-17: shutdown's own calls (leftover fails, deregister) get this long after the grace period. */
+const SHUTDOWN_CALLS_MS = 4_000;
 
 type Phase = "new" | "running" | "stopping" | "stopped";
 
@@ -54,47 +61,59 @@ export class Worker {
   readonly workerId: string;
   readonly concurrency: number;
   private readonly o: WorkerOptions;
+  private readonly log: Logger;
   private readonly handlerNames: string[];
   private readonly runs = new Map<string, TaskRun>();
   private readonly counters = emptyStats();
   private readonly wake = new Notifier();
   private readonly executor: TaskExecutor;
+  private readonly plan: PollPlan;
   private readonly stopCtl = new AbortController(); // fires when shutdown begins
   private readonly graceCtl = new AbortController(); // fires to cut the grace period short
   private pollCtl: AbortController | undefined;
   private heartbeats: HeartbeatLoop | undefined;
   private phase: Phase = "new";
-  private quietNow = false;
+  // P-SDK-18: two independent flags; claiming needs both clear.
+  private localQuiet = false;
+  private operatorQuiet = false;
   private lastDirective: WorkerDirective = "running";
   private finished: Promise<void> | undefined;
 
   constructor(options: WorkerOptions) {
     this.o = options;
+    this.log = options.logger ?? consoleAtWarn;
     this.client = options.client ?? new Orch8Client();
-    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`;
+    this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
     this.handlerNames = Object.keys(options.handlers);
     if (this.handlerNames.length === 0) throw new Error("Worker needs at least one handler");
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new Error("concurrency must be an integer >= 1");
+    this.plan = new PollPlan({
+      handlerNames: this.handlerNames, workerId: this.workerId, waitMs: options.waitMs ?? DEFAULT_WAIT_MS,
+      queueName: options.queueName, leaseMs: options.leaseMs,
+    });
     this.executor = new TaskExecutor({
       client: this.client,
       workerId: this.workerId,
       handlers: options.handlers,
-      hooks: options.hooks ?? {},
-      count: (c) => this.count(c),
+      leaseMs: options.leaseMs,
+      log: this.log,
+      count: (outcome) => this.counters[`tasks_${outcome}`]++,
       hook: (name, ...args) => this.hook(name, ...args),
-      report: (site, error, taskId) => this.report(site, error, taskId),
+      error: (operation, error) => this.error(operation, error),
     });
   }
 
   /** Counters and the number of tasks held now (P-SDK-11). */
   stats(): WorkerStats {
-    return { ...this.counters, in_flight: this.runs.size };
+    const c = this.counters;
+    const done = c.tasks_completed + c.tasks_failed + c.tasks_lease_lost + c.tasks_cancelled;
+    return { ...c, in_flight: c.tasks_claimed - done };
   }
 
-  /** True while claiming is paused (SIGTSTP, quiet(), or a `quiet` directive). */
+  /** True while claiming is paused: local quiet (SIGTSTP, quiet()) or an operator's `quiet`. */
   get isQuiet(): boolean {
-    return this.quietNow;
+    return this.localQuiet || this.operatorQuiet;
   }
 
   /**
@@ -121,18 +140,21 @@ export class Worker {
     return this.finished ?? Promise.resolve();
   }
 
-  /** Stops claiming; in-flight tasks go on (P-SDK-8). */
+  /** Local quiet: stops claiming; in-flight tasks go on (P-SDK-8). */
   quiet(): void {
-    if (this.quietNow) return;
-    this.quietNow = true;
-    this.pollCtl?.abort(); // a poll already waiting would otherwise still claim
-    this.wake.notify();
+    this.setQuiet("local", true);
   }
 
-  /** Resumes claiming after quiet() (P-SDK-8). */
+  /** Clears local quiet only; an operator's `quiet` stays in force (P-SDK-18). */
   resume(): void {
-    if (!this.quietNow) return;
-    this.quietNow = false;
+    this.setQuiet("local", false);
+  }
+
+  private setQuiet(who: "local" | "operator", on: boolean): void {
+    const before = this.isQuiet;
+    if (who === "local") this.localQuiet = on;
+    else this.operatorQuiet = on;
+    if (this.isQuiet && !before) this.pollCtl?.abort(); // a poll already waiting would still claim
     this.wake.notify();
   }
 
@@ -140,7 +162,7 @@ export class Worker {
     this.phase = "running";
     const removeSignals = this.o.handleSignals === false ? () => {} : installSignals({
       shutdown: () => {
-        // A second signal during shutdown ends the grace period now.
+        // P-SDK-17: a second signal during shutdown ends the grace period now.
         if (this.phase === "stopping") this.graceCtl.abort();
         else void this.stop();
       },
@@ -154,24 +176,25 @@ export class Worker {
         client: this.client,
         workerId: this.workerId,
         runs: () => this.runs.values(),
-        state: () => (this.phase === "stopping" ? "terminating" : this.quietNow ? "quiet" : "running"),
+        state: () => (this.phase === "stopping" ? "terminating" : this.isQuiet ? "quiet" : "running"),
         leaseMs: this.o.leaseMs,
         lose: this.executor.lose,
         directive: (d) => this.obey(d),
-        error: (err) => this.report("heartbeat", err),
+        error: (err) => this.error("heartbeat", err),
       }, this.o.heartbeatIntervalMs ?? interval, this.o.heartbeatIntervalMs !== undefined);
       this.heartbeats.start();
       await this.pollLoop();
       await this.drain();
       await this.heartbeats.stop();
-      await this.client.deregisterWorker(this.workerId).catch((err) => this.report("deregister", err));
+      await this.client.deregisterWorker(this.workerId, { signal: AbortSignal.timeout(SHUTDOWN_CALLS_MS) })
+        .catch((err) => this.error("deregister", err));
     } finally {
       this.phase = "stopped";
       removeSignals();
     }
   }
 
-  /** Registers the worker, riding out outages; resolves to the heartbeat interval. */
+  /** Registers the worker (P-SDK-21), riding out outages; resolves to the heartbeat interval. */
   private async register(): Promise<number | undefined> {
     const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
     while (!this.stopCtl.signal.aborted) {
@@ -191,20 +214,23 @@ export class Worker {
       } catch (err) {
         if (this.stopCtl.signal.aborted) break; // stopped while registering
         // A wrong key or a rejected registration will not fix itself: fail run().
-        if (err instanceof AuthError || err instanceof ValidationError || err instanceof NotFoundError) throw err;
-        this.report("register", err);
-        await sleep(backoff.next(), this.stopCtl.signal);
+        if (err instanceof AuthError || err instanceof ValidationError || err instanceof NotFoundError) {
+          this.log.error(`orch8: worker ${this.workerId} registration refused (${describeCause(err)})`);
+          throw err;
+        }
+        this.error("register", err);
+        await sleep(outageWait(err, backoff.next()), this.stopCtl.signal);
       }
     }
     return undefined;
   }
 
-  /** P-SDK-3: long-poll for exactly the free slots, never with zero free. */
+  /** P-SDK-3, P-SDK-13: long-poll for the free slots (at most 100), never with zero free. */
   private async pollLoop(): Promise<void> {
     const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
     while (this.phase === "running") {
       const free = this.concurrency - this.runs.size;
-      if (this.quietNow || free <= 0) {
+      if (this.isQuiet || free <= 0) {
         await this.wake.wait();
         continue;
       }
@@ -212,51 +238,43 @@ export class Worker {
       this.pollCtl = ctl;
       let tasks: ClaimedTask[];
       let pause = 0;
+      const started = performance.now();
       try {
-        this.count("polls");
-        const result = await this.client.pollTasks(this.pollBody(free), { signal: ctl.signal });
+        this.counters.polls++;
+        const result = await this.client.pollTasks(this.plan.body(free), { signal: ctl.signal });
         tasks = result.tasks;
         pause = result.next_poll_after_ms;
         backoff.reset(); // P-SDK-9: the first success resets the outage backoff
       } catch (err) {
         if (ctl.signal.aborted) continue; // quiet or shutdown interrupted it on purpose
-        this.count("poll_errors");
-        this.report("poll", err);
-        await sleep(backoff.next(), this.stopCtl.signal); // P-SDK-9
+        this.counters.poll_errors++;
+        const wait = isOutage(err) ? outageWait(err, backoff.next()) : backoff.next();
+        this.error("poll", err, `; next poll in ${wait} ms`);
+        await sleep(wait, this.stopCtl.signal); // P-SDK-9, P-SDK-16
         continue;
       } finally {
         this.pollCtl = undefined;
       }
-      this.hook("onPoll", { batchSize: free, claimed: tasks.length });
+      this.hook("onPoll", { claimed: tasks.length, durationMs: performance.now() - started });
       for (const task of tasks) this.start(task);
       if (pause > 0) await sleep(pause, this.stopCtl.signal);
     }
   }
 
-  private pollBody(free: number): PollBatchOptions {
-    const body: PollBatchOptions = {
-      handler_names: this.handlerNames,
-      worker_id: this.workerId,
-      batch_size: Math.min(free, 100),
-      wait_ms: this.o.waitMs ?? DEFAULT_WAIT_MS,
-    };
-    if (this.o.queueName !== undefined) body.queue_name = this.o.queueName;
-    if (this.o.leaseMs !== undefined) body.lease_ms = this.o.leaseMs;
-    return body;
-  }
-
   private start(task: ClaimedTask): void {
     const run = new TaskRun(task);
     this.runs.set(task.id, run);
-    this.count("tasks_claimed");
-    run.done = this.executor.execute(run).catch((err) => this.report("deliver", err, task.id)).finally(() => {
-      run.phase = "done";
-      this.runs.delete(task.id);
-      this.wake.notify();
-    });
+    this.counters.tasks_claimed++;
+    run.done = this.executor.execute(run)
+      .catch((err) => this.log.error(`orch8: task ${task.id}: unexpected ${describeCause(err)}`))
+      .finally(() => {
+        run.phase = "done";
+        this.runs.delete(task.id);
+        this.wake.notify();
+      });
   }
 
-  /** P-SDK-7: wait up to the grace period, then cancel and fail what is left with `shutdown`. */
+  /** P-SDK-7, P-SDK-17: wait up to the grace period, then cancel and fail what is left with `shutdown`. */
   private async drain(): Promise<void> {
     const all = () => Promise.all([...this.runs.values()].map((r) => r.done));
     const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
@@ -265,31 +283,28 @@ export class Worker {
     const outcome = await Promise.race([all().then(() => "drained" as const), graceOver]);
     timer.abort();
     if (outcome === "drained") return;
-    const leftovers = [...this.runs.values()];
-    await Promise.all(leftovers.map(async (run) => {
+    // Bounded: a handler that ignores its signal, or a server that does not answer, cannot
+    // hold the worker past grace + a few seconds.
+    const cut = AbortSignal.timeout(SHUTDOWN_CALLS_MS);
+    await Promise.all([...this.runs.values()].map(async (run) => {
       if (run.phase !== "running") {
         run.stopDelivery.abort(); // a result stuck in an outage: give up re-sending
         return;
       }
       const reason = new ShutdownError(`worker ${this.workerId} shut down; grace period of ${grace} ms exceeded`);
       if (!run.settle("shutdown", reason)) return;
-      await this.executor.fail(run, reason, {
-        lease_id: run.leaseId, error: reason.message, retryable: true, code: "shutdown",
-      });
+      this.log.warn(`orch8: task ${run.task.id} still running when the grace period ended; failing it with shutdown (retryable)`);
+      await this.executor.fail(run, { lease_id: run.leaseId, error: reason.message, retryable: true, code: "shutdown" }, cut);
     }));
   }
 
-  /** P-WORKER-3: act on a directive when it changes. */
+  /** P-WORKER-3, P-SDK-18: act on a directive when it changes; it sets only the operator flag. */
   private obey(directive: WorkerDirective): void {
     if (directive === this.lastDirective) return;
     this.lastDirective = directive;
-    if (directive === "quiet") this.quiet();
-    else if (directive === "running") this.resume();
+    if (directive === "quiet") this.setQuiet("operator", true);
+    else if (directive === "running") this.setQuiet("operator", false);
     else if (directive === "terminate") void this.stop();
-  }
-
-  private count(counter: Counter): void {
-    this.counters[counter]++;
   }
 
   private hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void {
@@ -298,11 +313,13 @@ export class Worker {
     try {
       fn(...args);
     } catch (error) {
-      if (name !== "onError") this.report("hook", error);
+      this.log.warn(`orch8: hook ${name} threw (${describeCause(error)}); ignored`);
     }
   }
 
-  private report(site: ErrorSite, error: unknown, taskId?: string): void {
-    this.hook("onError", taskId === undefined ? { site, error } : { site, error, taskId });
+  /** A call the worker made failed: log why (P-SDK-22) and tell onError (P-SDK-11). */
+  private error(operation: ErrorOperation, error: unknown, extra = ""): void {
+    this.log.warn(`orch8: worker ${this.workerId}: ${operation} failed (${describeCause(error)})${extra}`);
+    this.hook("onError", { operation, error });
   }
 }

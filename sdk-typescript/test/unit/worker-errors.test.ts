@@ -18,12 +18,19 @@ test("PermanentError fails permanently with code permanent_error unless given", 
     lease_id: "lease_1", error: "bad input", retryable: false, code: "permanent_error",
   });
   assert.equal(failureReport(new PermanentError("x", { code: "invalid_image" }), "l").code, "invalid_image");
+  // P-SDK-20: a PermanentError carries code, details and a checkpoint too.
+  assert.deepEqual(failureReport(new PermanentError("gone", { code: "c", details: { d: 1 }, checkpoint: { step: 2 } }), "l"), {
+    lease_id: "l", error: "gone", retryable: false, code: "c", details: { d: 1 }, checkpoint: { step: 2 },
+  });
 });
 
-test("anything else fails retryable with code unhandled_error", () => {
-  assert.deepEqual(failureReport(new TypeError("x is undefined"), "l"), {
-    lease_id: "l", error: "x is undefined", retryable: true, code: "unhandled_error", details: { type: "TypeError" },
+test("anything else fails retryable with code unhandled_error, details exactly {type, message, stack} (P-SDK-20)", () => {
+  const err = new TypeError("x is undefined");
+  assert.deepEqual(failureReport(err, "l"), {
+    lease_id: "l", error: "x is undefined", retryable: true, code: "unhandled_error",
+    details: { type: "TypeError", message: "x is undefined", stack: err.stack },
   });
+  assert.deepEqual(failureReport("just a string", "l").details, { type: "string", message: "just a string", stack: "" });
   const thrownString = failureReport("just a string", "l");
   assert.equal(thrownString.code, "unhandled_error");
   assert.equal(thrownString.error, "just a string");

@@ -3,7 +3,7 @@
 // routing mock; the real-server behaviour is covered by test/integration.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorSite, type Handler, type WorkerHooks } from "../../src/index.js";
+import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorOperation, type Handler, type WorkerHooks } from "../../src/index.js";
 import { json, problem, type Recorded } from "../helpers/mock-fetch.js";
 
 type Route = (req: Recorded, n: number) => Response | Promise<Response>;
@@ -80,7 +80,7 @@ test("a result is re-sent through an outage until the server takes it (P-SDK-9)"
 });
 
 test("an undeliverable result is dropped once its lease deadline passes", async () => {
-  const errors: ErrorSite[] = [];
+  const errors: ErrorOperation[] = [];
   const m = routed({
     "POST /workers": () => json(200, worker("w")),
     // Heartbeats fail too, so nothing extends the lease.
@@ -91,12 +91,13 @@ test("an undeliverable result is dropped once its lease deadline passes", async 
   });
   const w = new Worker({
     client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch, maxRetries: 0 }), workerId: "w", handleSignals: false,
-    handlers: { h: () => "lost" }, hooks: { onError: (e) => errors.push(e.site) },
+    handlers: { h: () => "lost" }, hooks: { onError: (e) => errors.push(e.operation) },
   });
   const run = w.run();
-  await until(() => errors.includes("deliver"), "the delivery to be given up");
+  await until(() => w.stats().tasks_lease_lost === 1, "the delivery to be given up (P-SDK-9: counts as lease lost)");
   assert.equal(w.stats().in_flight, 0, "the slot was freed");
   assert.equal(w.stats().tasks_completed, 0);
+  assert.ok(errors.includes("complete") && errors.includes("heartbeat"), "onError names the failed operations");
   assert.ok(m.count("POST /workers/tasks/complete/batch") >= 2, "re-sent at least once before the deadline");
   await w.stop();
   await run;

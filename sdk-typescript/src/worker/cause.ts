@@ -1,0 +1,12 @@
+// P-SDK-22: every warning names its cause. One wording for an error in a log line.
+import { Orch8Error } from "../errors.js";
+
+/** "HTTP 503 unavailable", "connection_error: connect ECONNREFUSED ...", "TypeError: ...". */
+export function describeCause(err: unknown): string {
+  if (err instanceof Orch8Error) {
+    if (err.status === 0) return `${err.code}: ${err.message}`;
+    return `HTTP ${err.status} ${err.code}${err.retryAfterMs !== undefined ? ` (Retry-After ${err.retryAfterMs} ms)` : ""}`;
+  }
+  if (err instanceof Error) return `${err.name}: ${err.message}`;
+  return String(err);
+}
