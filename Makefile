@@ -69,4 +69,6 @@ dist: setup
 		echo "=== dist: $$p"; \
 		$(MAKE) --no-print-directory -C $$p dist || { echo "make dist: $$p failed" >&2; exit 1; }; \
 	done
-	@echo; echo "release artefacts:"; ls -1d $(addsuffix /dist/*,$(DIST_PACKAGES)) 2>/dev/null | sed 's/^/  /'
+	@echo; echo "release artefacts:"; for p in $(DIST_PACKAGES); do \
+		ls -1d $$p/dist/*.whl $$p/dist/*.tar.gz $$p/dist/*.tgz $$p/dist/*.zip $$p/dist/goproxy 2>/dev/null; \
+	done | sed 's/^/  /'
