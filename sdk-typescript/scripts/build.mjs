@@ -4,17 +4,22 @@
 // says "commonjs" so Node reads those .js files as CJS inside this "type": "module" package.
 // Run by `npm run build`, `make build` and `prepack`, so `npm pack` always ships a fresh dist/.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
 const dist = join(root, "dist");
+// Built aside and swapped in, so a failed compile never leaves other users of dist/
+// (the conformance adapter, bench) without a build.
+const next = join(root, ".dist-next");
 
-rmSync(dist, { recursive: true, force: true });
-for (const config of ["tsconfig.build.json", "tsconfig.cjs.json"]) {
-  execFileSync(process.execPath, [tsc, "-p", config], { cwd: root, stdio: "inherit" });
+rmSync(next, { recursive: true, force: true });
+for (const [config, out] of [["tsconfig.build.json", next], ["tsconfig.cjs.json", join(next, "cjs")]]) {
+  execFileSync(process.execPath, [tsc, "-p", config, "--outDir", out], { cwd: root, stdio: "inherit" });
 }
-mkdirSync(join(dist, "cjs"), { recursive: true });
-writeFileSync(join(dist, "cjs", "package.json"), JSON.stringify({ type: "commonjs" }) + "\n");
+mkdirSync(join(next, "cjs"), { recursive: true });
+writeFileSync(join(next, "cjs", "package.json"), JSON.stringify({ type: "commonjs" }) + "\n");
+rmSync(dist, { recursive: true, force: true });
+renameSync(next, dist);
