@@ -18,3 +18,12 @@ def echo(ctx: TaskContext) -> dict:
 def sleepy(ctx: TaskContext) -> str:
     cancelled = ctx.cancelled.wait(float(ctx.params.get("seconds", 1)))
     return "cancelled" if cancelled else "slept"
+
+
+@worker.handler("deaf")
+def deaf(ctx: TaskContext) -> str:
+    """Busy and deaf to its cancellation signal, like the handler in issue 13 (P-SDK-17)."""
+    import time
+
+    time.sleep(float(ctx.params.get("seconds", 60)))
+    return "too late"

@@ -76,3 +76,22 @@ def test_sigtstp_quiets_and_sigcont_resumes(client: Orch8Client, cli_worker) -> 
     assert done.output == {"echo": {"a": 1}}
     proc.send_signal(signal.SIGINT)
     assert proc.wait(10) == 0
+
+
+def test_second_sigint_ends_the_grace_period_with_a_deaf_handler(
+    client: Orch8Client, cli_worker
+) -> None:
+    """P-SDK-17: issue 13 measured 58 s after Ctrl-C; a second Ctrl-C now ends it at once."""
+    proc = cli_worker("cli-deaf")
+    wait_until(lambda: _registered(client, "cli-deaf"), 15, "the CLI worker to register")
+    task = client.enqueue("deaf", params={"seconds": 60})
+    wait_until(lambda: client.get_task(task.id).status == "running", 10)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    wait_until(lambda: client.get_worker("cli-deaf").state == "terminating", 10, "terminating")
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(15) == 0
+    assert time.monotonic() - t0 < 8  # grace period is 10 s: the second signal ended it
+    done = client.get_task(task.id)
+    assert done.error is not None and done.error.code == "shutdown"
+    assert not _registered(client, "cli-deaf") or client.get_worker("cli-deaf").state == "dead"
