@@ -25,6 +25,7 @@ environment are NOT passed on (tests stay deterministic); pass them in `env`.
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -42,6 +43,18 @@ __all__ = ["LISTENING_LINE", "RunningServer", "ServerStartError", "free_port", "
 
 # Printed by orch8_server.cli.announce_listening.
 LISTENING_LINE = re.compile(r"^orch8-server listening on (http://(.+):(\d+))$")
+
+
+# Servers still running when the interpreter exits are killed, so a test run that crashes
+# or forgets to stop one leaves no orphan behind.
+_LIVE: set[subprocess.Popen[bytes]] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for process in list(_LIVE):
+        if process.poll() is None:
+            process.kill()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -78,6 +91,7 @@ class RunningServer:
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.stdout_lines: list[str] = []
+        self._reader: threading.Thread | None = None
         if tmpdir is not None:
             self._cleanup = weakref.finalize(self, shutil.rmtree, tmpdir, True)
 
@@ -92,21 +106,25 @@ class RunningServer:
                 env=self.env,
             )
         self.process = process
+        _LIVE.add(process)
 
         def read_stdout() -> None:
             # Keeps draining after the line so the pipe never fills up.
             assert process.stdout is not None
-            for raw in process.stdout:
-                line = raw.decode(errors="replace").rstrip("\n")
-                match = LISTENING_LINE.match(line)
-                if match and not found.is_set():
-                    self.url, self.host, self.port = match[1], match[2], int(match[3])
-                    found.set()
-                else:
-                    self.stdout_lines.append(line)
+            with process.stdout:
+                for raw in process.stdout:
+                    line = raw.decode(errors="replace").rstrip("\n")
+                    match = LISTENING_LINE.match(line)
+                    if match and not found.is_set():
+                        self.url, self.host, self.port = match[1], match[2], int(match[3])
+                        found.set()
+                    else:
+                        self.stdout_lines.append(line)
             found.set()  # EOF: the process exited
 
-        threading.Thread(target=read_stdout, name="orch8-server-stdout", daemon=True).start()
+        reader = threading.Thread(target=read_stdout, name="orch8-server-stdout", daemon=True)
+        reader.start()
+        self._reader = reader
         if not found.wait(self.timeout):
             self.kill()
             raise ServerStartError(
@@ -149,8 +167,9 @@ class RunningServer:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-        if process.stdout is not None:
-            process.stdout.close()
+        _LIVE.discard(process)
+        if self._reader is not None:
+            self._reader.join(timeout=5)  # EOF follows the exit; the reader closes the pipe
         return process.returncode
 
     def kill(self) -> None:
