@@ -5,7 +5,7 @@ import {
   ConflictError, LeaseLostError, NotFoundError, Orch8Client, SPEC_SHA256, SPEC_VERSION, TaskCancelledError,
   UnavailableError, ValidationError,
 } from "../../src/index.js";
-import { TestServer, freePort } from "../helpers/server.js";
+import { TestServer } from "../helpers/server.js";
 
 let server: TestServer;
 let client: Orch8Client;
@@ -141,7 +141,8 @@ test("workers: register, heartbeat, directives, list, deregister; queue stats", 
 });
 
 test("an unreachable server surfaces as UnavailableError connection_error", async () => {
-  const dead = new Orch8Client({ baseUrl: `http://127.0.0.1:${await freePort()}`, maxRetries: 1 });
+  // Port 1 is privileged and unused on loopback: the connection is refused at once.
+  const dead = new Orch8Client({ baseUrl: "http://127.0.0.1:1", maxRetries: 1 });
   const err = await dead.getTask("task_x").catch((e: unknown) => e);
   assert.ok(err instanceof UnavailableError, String(err));
   assert.equal(err.code, "connection_error");

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { SDK_DIR, TestServer, waitFor } from "../helpers/server.js";
+import { forwardPort, SDK_DIR, TestServer, waitFor } from "../helpers/server.js";
 
 const EXAMPLE = join(SDK_DIR, "examples", "minimal-worker.ts");
 const TSC = join(SDK_DIR, "node_modules", "typescript", "bin", "tsc");
@@ -40,7 +40,8 @@ test("the example type-checks with tsc --noEmit, importing @orch8/sdk by package
 });
 
 test("the example completes a task against the live server on localhost:3001", async () => {
-  const server = await TestServer.startOnPort(3001, 60_000);
+  const server = await TestServer.start();
+  const port = await forwardPort(3001, server, 60_000);
   const child = spawn(process.execPath, ["--import", "tsx", EXAMPLE], { cwd: SDK_DIR, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr.on("data", (b: Buffer) => (stderr += b.toString()));
@@ -56,6 +57,7 @@ test("the example completes a task against the live server on localhost:3001", a
     assert.equal(done.worker_id, "img-worker-1");
   } finally {
     child.kill("SIGTERM");
+    await port.close();
     await server.dispose();
   }
 });
