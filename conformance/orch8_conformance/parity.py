@@ -79,7 +79,9 @@ def parity_page(scenarios: list[dict], adapters: list[str], results: list[dict],
         "| rule | " + " | ".join(adapters) + " | scenarios |",
         "|---|" + "---|" * len(adapters) + "---|",
     ]
-    for rule, ids in by_rule(scenarios).items():
+    rules = by_rule(scenarios)
+    # The SDK rules first: they are what this page is about.
+    for rule, ids in sorted(rules.items(), key=lambda kv: (not kv[0].startswith("P-SDK-"), rule_key(kv[0]))):
         marks = []
         for sdk in adapters:
             states = [cell[(sid, sdk)]["status"] for sid in ids if (sid, sdk) in cell]

@@ -6,9 +6,6 @@ no port finding here; `restart()` keeps the port and the database.
 
 from __future__ import annotations
 
-import functools
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,27 +13,16 @@ from orch8_server.testing import RunningServer, ServerStartError, start_server
 
 from .api import Api
 
-# Scenario `server` keys -> orch8-server flags (docs/protocol.md section 13). The second
-# flag is the pre-1.1 spelling, used only by a server that does not know the new one.
+# Scenario `server` keys -> orch8-server flags (docs/protocol.md section 13).
 FLAGS = {
-    "lease_ms": ("--lease-ms",),
-    "wait_ms": ("--wait-ms",),
-    "max_wait_ms": ("--max-wait-ms",),
-    "reaper_interval_ms": ("--reaper-interval-ms",),
-    "heartbeat_interval_ms": ("--heartbeat-interval-ms", "--worker-heartbeat-ms"),
-    "dead_after_ms": ("--dead-after-ms", "--worker-dead-after-ms"),
-    "max_body_bytes": ("--max-body-bytes",),
+    "lease_ms": "--lease-ms",
+    "wait_ms": "--wait-ms",
+    "max_wait_ms": "--max-wait-ms",
+    "reaper_interval_ms": "--reaper-interval-ms",
+    "heartbeat_interval_ms": "--heartbeat-interval-ms",
+    "dead_after_ms": "--dead-after-ms",
+    "max_body_bytes": "--max-body-bytes",
 }
-
-
-@functools.cache
-def _server_help() -> str:
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", "orch8_server", "--help"], capture_output=True, text=True, timeout=30
-        ).stdout
-    except (OSError, subprocess.SubprocessError):
-        return ""
 
 
 def server_args(settings: dict) -> list[str]:
@@ -46,10 +32,8 @@ def server_args(settings: dict) -> list[str]:
         if key == "api_keys":
             for api_key in value:
                 args += ["--api-key", api_key]
-            continue
-        flags = FLAGS[key]
-        flag = next((f for f in flags if f in _server_help()), flags[0])
-        args += [flag, str(value)]
+        else:
+            args += [FLAGS[key], str(value)]
     return args
 
 
