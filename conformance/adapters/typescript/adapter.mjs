@@ -197,3 +197,6 @@ WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript" });
 await worker.run();
 emit("stopped", null, { stats: worker.stats() });
+// run() has returned (P-SDK-17), but a handler deaf to its signal (`stall`) still holds a
+// timer that would keep Node alive: the adapter contract says the process exits now.
+process.exit(0);
