@@ -23,7 +23,7 @@ from .._http import DEFAULT_WAIT_MS
 from .._units import ms_option
 from ..async_client import AsyncOrch8Client
 from ._execute import Handler
-from ._loops import SHUTDOWN_BUDGET_S, drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
+from ._loops import SHUTDOWN_STEP_S, drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from ._pool import DaemonPool
 from ._runtime import Runtime, Settings
 from .observe import Observer, WorkerStats, log
@@ -288,7 +288,7 @@ class Worker:
 
     async def _finish(self, rt: Runtime, registered: bool) -> None:
         """Results in flight land, then deregister; bounded so shutdown ends (P-SDK-17)."""
-        budget = SHUTDOWN_BUDGET_S / 2
+        budget = SHUTDOWN_STEP_S
         try:
             await asyncio.wait_for(rt.completer.aclose(), budget)
         except asyncio.TimeoutError:
