@@ -112,6 +112,9 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		w.mu.Unlock()
 		switch {
 		case r == nil:
+		case r.delivering() && (ts.LeaseLost || ts.CancelRequested):
+			// The result is on its way: our own completion may be what ended the lease, so
+			// the server's answer to the result decides, not this heartbeat.
 		case ts.LeaseLost:
 			w.abandon(r, ErrLeaseLost) // P-WORKER-2, P-SDK-5
 		case ts.CancelRequested:

@@ -384,3 +384,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// P-SDK-11, P-SDK-12: a worker heartbeat that says lease_lost while the task's completion
+// is in flight does not win over the completion's own answer (our completion ended the
+// lease); the task counts as completed, not lost.
+func TestHeartbeatLeaseLostDuringDeliveryDefersToTheResult(t *testing.T) {
+	s, c := newScripted(t)
+	inFirst, releaseFirst := make(chan struct{}), make(chan struct{})
+	s.batchHook = func(n int) {
+		if n == 1 {
+			close(inFirst)
+			<-releaseFirst
+		}
+	}
+	s.hbAnswer = func(id string) (bool, bool) { return true, false }
+	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
+	s.add("task_1", "echo")
+	stop := runWorker(t, w)
+	<-inFirst
+	hb := len(s.sent("POST", "/workers/w1/heartbeat"))
+	waitUntil(t, "two heartbeats during the delivery", func() bool { return len(s.sent("POST", "/workers/w1/heartbeat")) >= hb+2 })
+	close(releaseFirst)
+	waitUntil(t, "the outcome", func() bool { return w.Stats().InFlight == 0 })
+	stop()
+	if st := w.Stats(); st.TasksCompleted != 1 || st.TasksLeaseLost != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}

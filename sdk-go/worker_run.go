@@ -84,6 +84,13 @@ func (r *run) runTime() time.Duration {
 	return time.Since(r.started)
 }
 
+// delivering: the handler returned and its result is being sent.
+func (r *run) delivering() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.phase == phaseDelivering
+}
+
 // live: the task's outcome is still to come (shutdown waits for these).
 func (r *run) live() bool {
 	r.mu.Lock()

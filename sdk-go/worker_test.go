@@ -36,7 +36,7 @@ type scripted struct {
 	polls     int
 	// rejectedPolls counts polls the real server would refuse for size (P-SDK-13).
 	rejectedPolls int
-	directive     string                  // the worker heartbeat's directive; "running" when empty
+	directive     string                        // the worker heartbeat's directive; "running" when empty
 	taskHeartbeat func(id string) (int, string) // per-task heartbeat answer; 200 when nil
 }
 

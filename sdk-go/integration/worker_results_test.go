@@ -156,3 +156,74 @@ func TestConcurrencyNeverExceeded(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// P-SDK-13 (issue 13's measure): a worker with concurrency 150 drains 1,000 tasks and never
+// sends a poll the server rejects (batch_size stays <= 100).
+func TestConcurrency150Drains1000Tasks(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, "--lease-ms", "30000")
+	rec := &recorder{}
+	c := newClient(t, s, rec)
+	var pollErrors atomic.Int64
+	w := startWorker(t, c, orch8.WorkerOptions{Concurrency: 150, Hooks: orch8.Hooks{OnError: func(e orch8.ErrorEvent) {
+		if e.Operation == orch8.OpPoll {
+			pollErrors.Add(1)
+			t.Errorf("poll failed: %v", e.Err)
+		}
+	}}}, map[string]orch8.Handler{
+		"drain": func(ctx context.Context, task *orch8.Task) (any, error) {
+			time.Sleep(5 * time.Millisecond)
+			return task.Params["n"], nil
+		},
+	})
+	begin := time.Now()
+	var ids []string
+	for b := 0; b < 10; b++ {
+		batch := orch8.NewTaskBatch{}
+		for i := 0; i < 100; i++ {
+			batch.Tasks = append(batch.Tasks, orch8.NewTask{HandlerName: "drain", Params: orch8.JSONObject{"n": b*100 + i}})
+		}
+		res, err := c.EnqueueBatch(context.Background(), batch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range res.Tasks {
+			ids = append(ids, task.ID)
+		}
+	}
+	waitFor(t, 120*time.Second, "1,000 completions", func() bool { return w.Stats().TasksCompleted == 1000 })
+	if n := completedCount(t, c); n != 1000 {
+		t.Fatalf("%d tasks completed on the server, want 1000", n)
+	}
+	t.Logf("1,000 tasks drained in %v by one worker at concurrency 150", time.Since(begin).Round(time.Millisecond))
+	polls := rec.sent("POST", "/workers/tasks/poll/batch")
+	for _, p := range polls {
+		if n, _ := p.Body["batch_size"].(float64); n < 1 || n > 100 {
+			t.Fatalf("a poll asked for batch_size %v", p.Body["batch_size"])
+		}
+	}
+	if pollErrors.Load() != 0 || len(polls) == 0 {
+		t.Fatalf("%d poll errors in %d polls", pollErrors.Load(), len(polls))
+	}
+	if got := getTask(t, c, ids[999]); got.Output != float64(999) {
+		t.Fatalf("last task output %v", got.Output)
+	}
+}
+
+// completedCount counts the server's completed tasks, page by page.
+func completedCount(t *testing.T, c *orch8.Client) int {
+	t.Helper()
+	n := 0
+	var cursor *string
+	for {
+		page, err := c.ListTasks(context.Background(), &orch8.ListTasksParams{Status: []orch8.TaskStatus{orch8.StatusCompleted}, Limit: orch8.Ptr(500), Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(page.Tasks)
+		if page.NextCursor == nil || *page.NextCursor == "" {
+			return n
+		}
+		cursor = page.NextCursor
+	}
+}
