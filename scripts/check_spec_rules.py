@@ -54,6 +54,41 @@ def call_policy_violations(spec: dict, op: dict, where: str, seen_methods: set[s
     return found
 
 
+CODE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+CODE_MEANING = re.compile(r"^([45][0-9][0-9])\. \S")
+
+
+def problem_code_violations(spec: dict) -> list[str]:
+    """Problem.code lists every code in x-orch8-codes (code -> "<status>. meaning"), and
+    every problem example uses a listed code with its status (P-ERR-4)."""
+    code = spec["components"]["schemas"].get("Problem", {}).get("properties", {}).get("code", {})
+    codes = code.get("x-orch8-codes")
+    if not isinstance(codes, dict) or not codes:
+        return ["schema Problem: code has no x-orch8-codes map (code -> meaning)"]
+    if "enum" in code:
+        found = ["schema Problem: code must not be an enum (clients must accept new codes)"]
+    else:
+        found = []
+    status_of = {}
+    for name, meaning in codes.items():
+        match = CODE_MEANING.match(meaning) if isinstance(meaning, str) else None
+        if not CODE_NAME.match(str(name)) or match is None:
+            found.append(f"x-orch8-codes {name}: want a snake_case code and '<status>. meaning'")
+        else:
+            status_of[name] = int(match[1])
+    for name, response in spec["components"].get("responses", {}).items():
+        for media in response.get("content", {}).values():
+            example = media.get("example")
+            if not isinstance(example, dict) or "code" not in example:
+                continue
+            if example["code"] not in status_of:
+                found.append(f"response {name}: example code {example['code']!r} is not in x-orch8-codes")
+            elif example.get("status") != status_of[example["code"]]:
+                found.append(f"response {name}: example status {example.get('status')} "
+                             f"but x-orch8-codes says {status_of[example['code']]}")
+    return found
+
+
 def violations(spec: dict) -> list[str]:
     found: list[str] = []
     seen_ids: set[str] = set()
@@ -88,6 +123,7 @@ def violations(spec: dict) -> list[str]:
                         found.append(f"{where}: {kind} request body without an example")
                     if "$ref" not in media.get("schema", {}):
                         found.append(f"{where}: request body schema must be a named component")
+    found += problem_code_violations(spec)
     for name in spec["components"]["schemas"]:
         if any(bad in name for bad in FORBIDDEN_SCHEMA_NAMES):
             found.append(f"schema {name}: names containing {FORBIDDEN_SCHEMA_NAMES} collide in generators")

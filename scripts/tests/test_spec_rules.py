@@ -72,6 +72,19 @@ def test_each_rule_catches_its_fault() -> None:
     spec = copy.deepcopy(base)
     del spec["paths"]["/workers/tasks/poll/batch"]["post"]["x-orch8-long-poll"]
     cases.append((spec, "lacks x-orch8-long-poll"))
+    spec = copy.deepcopy(base)
+    del spec["components"]["schemas"]["Problem"]["properties"]["code"]["x-orch8-codes"]
+    cases.append((spec, "code has no x-orch8-codes map"))
+    spec = copy.deepcopy(base)
+    spec["components"]["responses"]["Conflict"]["content"]["application/problem+json"][
+        "example"
+    ]["code"] = "lease_stolen"
+    cases.append((spec, "example code 'lease_stolen' is not in x-orch8-codes"))
+    spec = copy.deepcopy(base)
+    spec["components"]["schemas"]["Problem"]["properties"]["code"]["x-orch8-codes"][
+        "lease_lost"
+    ] = "The lease is gone."
+    cases.append((spec, "x-orch8-codes lease_lost: want"))
     for broken, expected in cases:
         found = rules.violations(broken)
         assert any(expected in v for v in found), (expected, found)
