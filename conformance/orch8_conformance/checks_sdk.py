@@ -6,6 +6,7 @@ Each function returns human-readable reasons; an empty list means the check pass
 
 from __future__ import annotations
 
+import itertools
 import re
 import socket
 from typing import TYPE_CHECKING, Any
@@ -77,7 +78,8 @@ def requests_of(run: ScenarioRun, name: str, prefix: str) -> list[dict]:
 
 
 def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
-    """P-SDK-13: batch_size <= 100, handler_names <= 50, and every handler is polled for."""
+    """P-SDK-13: batch_size <= 100, handler_names <= 50, every handler is polled for, and one
+    long-poll at a time (a poll is sent only once the previous one was answered)."""
     polls = requests_of(run, name, POLL)
     if not polls:
         return [f"{name} sent no poll through the proxy"]
@@ -93,6 +95,11 @@ def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
             out.append(f"{name} polled with batch_size {size!r}, expected 1..{max_size} (P-SDK-13)")
         if len(names) > max_names:
             out.append(f"{name} polled with {len(names)} handler_names, expected at most {max_names} (P-SDK-13)")
+    ordered = sorted(polls, key=lambda r: r["t"])
+    for a, b in itertools.pairwise(ordered):
+        if a.get("answered") and b["t"] < a["answered"] - 5:  # 5 ms: the proxy's own clock reads
+            out.append(f"{name} sent a poll while another was in flight (P-SDK-13: one long-poll at a time)")
+            break
     registered = next(
         (_body(r).get("handlers") for r in requests_of(run, name, "/workers") if r["path"] == "/workers"), None
     )
