@@ -650,7 +650,9 @@ type TaskFailureBatch struct {
 type TaskFailureItem struct {
 	// Checkpoint Any JSON object.
 	Checkpoint JSONObject `json:"checkpoint,omitempty"`
-	Code       *string    `json:"code,omitempty"`
+
+	// Code Stored as `worker_error` when omitted (P-RETRY-7).
+	Code *string `json:"code,omitempty"`
 
 	// Details Any JSON object.
 	Details      JSONObject `json:"details,omitempty"`
@@ -668,7 +670,7 @@ type TaskFailureReport struct {
 	// Checkpoint Any JSON object.
 	Checkpoint JSONObject `json:"checkpoint,omitempty"`
 
-	// Code Machine code of the failure (e.g. `unhandled_error`, `shutdown`).
+	// Code Machine code of the failure (e.g. `unhandled_error`, `shutdown`); stored as `worker_error` when omitted (P-RETRY-7). Known codes: `TaskFailure.code`.
 	Code *string `json:"code,omitempty"`
 
 	// Details Any JSON object.

@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.1.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "d1b12e10c068075962c1c64af5e7ef61350f22000c13a6f43d8af00733e0c8fe"
+const SpecSHA256 = "8034ca069375ed5fd1830d50f5721521f65f55544c11d9aed856755f1bd4e255"
