@@ -1,19 +1,19 @@
-// The README's Worker example: concurrency, heartbeats, cancellation and graceful shutdown
-// come from the runtime. Run: ORCH8_URL=http://localhost:3001 npx tsx examples/worker.ts
-import { Worker, PermanentError, RetryableError, type TaskContext } from "@orch8/sdk";
+// The README's worker in TypeScript, type-checked by `make lint`.
+// Run: ORCH8_URL=http://localhost:3001 npx tsx examples/worker.ts (Node 20 cannot run .ts itself).
+import { PermanentError, Worker, type TaskContext } from "@orch8/sdk";
 
 const worker = new Worker({
-  workerId: "img-worker-1",
   concurrency: 4,
   handlers: {
-    async process_image(ctx: TaskContext) {
-      if (!ctx.params.image_url) throw new PermanentError("image_url is required");
-      const res = await fetch(String(ctx.params.image_url), { signal: ctx.signal });
-      if (res.status === 429) throw new RetryableError("rate limited", { retryAfterMs: 5000 });
-      await ctx.heartbeat({ percent: 50 }, { step: "downloaded" }); // progress + checkpoint
-      return { bytes: (await res.arrayBuffer()).byteLength };     // becomes the task's output
+    // Counts the words of params.text; the return value is the task's output.
+    word_count(ctx: TaskContext) {
+      const text = ctx.params.text;
+      if (typeof text !== "string") throw new PermanentError("params.text must be a string", { code: "bad_input" });
+      const words = text.split(/\s+/).filter(Boolean);
+      return { words: words.length, longest: words.reduce((a, w) => (w.length > a.length ? w : a), "") };
     },
   },
 });
-await worker.run(); // until SIGTERM / SIGINT / stop() / a terminate directive
+
+await worker.run(); // until SIGTERM / Ctrl-C; then finishes what it holds and deregisters
 console.log("worker stopped", worker.stats());
