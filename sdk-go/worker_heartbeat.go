@@ -20,12 +20,12 @@ func (w *Worker) register(ctx context.Context) error {
 	reg := WorkerRegistration{
 		WorkerID:    w.opts.WorkerID,
 		Hostname:    optString(host),
-		Pid:         Ptr(os.Getpid()),
+		PID:         Ptr(os.Getpid()),
 		Handlers:    w.names,
 		Queues:      []string{queue},
 		Concurrency: Ptr(w.opts.Concurrency),
 		Labels:      &w.opts.Labels,
-		Sdk:         Ptr("orch8-go/" + Version),
+		SDK:         Ptr("orch8-go/" + Version),
 	}
 	outage := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
 	for {

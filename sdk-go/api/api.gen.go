@@ -78,13 +78,13 @@ func (e BatchItemStatus) Valid() bool {
 
 // Defines values for HealthStatusStatus.
 const (
-	Ok HealthStatusStatus = "ok"
+	OK HealthStatusStatus = "ok"
 )
 
 // Valid indicates whether the value is a known member of the HealthStatusStatus enum.
 func (e HealthStatusStatus) Valid() bool {
 	switch e {
-	case Ok:
+	case OK:
 		return true
 	default:
 		return false
@@ -530,8 +530,8 @@ type ServerInfo struct {
 	Defaults ServerDefaults `json:"defaults"`
 	Name     string         `json:"name"`
 
-	// SpecSha256 SHA-256 of the openapi.yaml the server was built from.
-	SpecSha256  string            `json:"spec_sha256"`
+	// SpecSHA256 SHA-256 of the openapi.yaml the server was built from.
+	SpecSHA256  string            `json:"spec_sha256"`
 	SpecVersion string            `json:"spec_version"`
 	Storage     ServerInfoStorage `json:"storage"`
 	Version     string            `json:"version"`
@@ -783,10 +783,10 @@ type Worker struct {
 	Hostname            *string           `json:"hostname"`
 	Labels              map[string]string `json:"labels"`
 	LastHeartbeatAt     time.Time         `json:"last_heartbeat_at"`
-	Pid                 *int              `json:"pid"`
+	PID                 *int              `json:"pid"`
 	Queues              []string          `json:"queues"`
 	RegisteredAt        time.Time         `json:"registered_at"`
-	Sdk                 *string           `json:"sdk"`
+	SDK                 *string           `json:"sdk"`
 	State               WorkerState       `json:"state"`
 	WorkerID            string            `json:"worker_id"`
 }
@@ -829,11 +829,11 @@ type WorkerRegistration struct {
 	Handlers    []HandlerName      `json:"handlers,omitempty"`
 	Hostname    *string            `json:"hostname,omitempty"`
 	Labels      *map[string]string `json:"labels,omitempty"`
-	Pid         *int               `json:"pid,omitempty"`
+	PID         *int               `json:"pid,omitempty"`
 	Queues      []QueueName        `json:"queues,omitempty"`
 
-	// Sdk SDK name and version, e.g. `orch8-go/0.1.0`.
-	Sdk *string `json:"sdk,omitempty"`
+	// SDK SDK name and version, e.g. `orch8-go/0.1.0`.
+	SDK *string `json:"sdk,omitempty"`
 
 	// WorkerID Stable identifier of one worker process.
 	WorkerID WorkerID `json:"worker_id"`

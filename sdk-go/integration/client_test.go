@@ -83,8 +83,8 @@ func TestClientErrorsFromRealServer(t *testing.T) {
 	info, err := c.ServerInfo(ctx)
 	if err != nil || info.SpecVersion != orch8.SpecVersion {
 		t.Errorf("server info %v %+v", err, info)
-	} else if info.SpecSha256 != orch8.SpecSHA256 {
-		t.Logf("server built from spec %s, SDK from %s", info.SpecSha256, orch8.SpecSHA256)
+	} else if info.SpecSHA256 != orch8.SpecSHA256 {
+		t.Logf("server built from spec %s, SDK from %s", info.SpecSHA256, orch8.SpecSHA256)
 	}
 }
 
