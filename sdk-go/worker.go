@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -41,9 +40,8 @@ type Worker struct {
 	graceOnce sync.Once
 	graceCh   chan struct{} // closed to end the grace period at once (P-SDK-17)
 
-	stats struct {
-		claimed, completed, failed, leaseLost, cancelled, inFlight, polls, pollErrors atomic.Int64
-	}
+	statsMu sync.Mutex // one lock, so a snapshot always satisfies the invariant of Stats
+	stats   Stats
 }
 
 // NewWorker builds a Worker that talks to the server through client.
@@ -82,12 +80,16 @@ func (w *Worker) ID() string { return w.opts.WorkerID }
 
 // Stats returns a snapshot of the worker's counters (P-SDK-11).
 func (w *Worker) Stats() Stats {
-	s := &w.stats
-	return Stats{
-		TasksClaimed: s.claimed.Load(), TasksCompleted: s.completed.Load(), TasksFailed: s.failed.Load(),
-		TasksLeaseLost: s.leaseLost.Load(), TasksCancelled: s.cancelled.Load(), InFlight: s.inFlight.Load(),
-		Polls: s.polls.Load(), PollErrors: s.pollErrors.Load(),
-	}
+	w.statsMu.Lock()
+	defer w.statsMu.Unlock()
+	return w.stats
+}
+
+// count updates the counters under their lock.
+func (w *Worker) count(update func(s *Stats)) {
+	w.statsMu.Lock()
+	update(&w.stats)
+	w.statsMu.Unlock()
 }
 
 // Stop starts a graceful shutdown, like cancelling Run's context (P-SDK-7).

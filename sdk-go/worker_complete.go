@@ -170,6 +170,7 @@ func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 	}
 	if o.Status != api.BatchItemStatusError {
 		if r.settle(outcomeCompleted) {
+			w.release(r) // counted before the hook runs, so the hook sees current stats
 			w.log.Debug("orch8: task completed", "task_id", t.ID, "attempt", t.Attempt)
 			callHook(w, "OnTaskComplete", w.opts.Hooks.OnTaskComplete, TaskCompleteEvent{Task: t, Duration: r.runTime()})
 		}

@@ -45,7 +45,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 		names := chunks[turn%len(chunks)]
 		turn++
 		began := time.Now()
-		w.stats.polls.Add(1) // every HTTP poll attempt counts (P-SDK-11)
+		w.count(func(s *Stats) { s.Polls++ }) // every HTTP poll attempt counts (P-SDK-11)
 		res, err := w.client.PollTasks(pollCtx, PollBatchOptions{
 			HandlerNames: names,
 			QueueName:    optString(w.opts.QueueName),
@@ -64,7 +64,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			if aborted && errors.Is(err, context.Canceled) {
 				continue // stop or quiet aborted the long-poll on purpose
 			}
-			w.stats.pollErrors.Add(1)
+			w.count(func(s *Stats) { s.PollErrors++ })
 			w.fireError(OpPoll, err)
 			wait := outageWait(&outage, err) // P-SDK-9, P-SDK-16
 			w.log.Warn("orch8: poll failed, backing off", append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)

@@ -412,3 +412,26 @@ func TestHeartbeatLeaseLostDuringDeliveryDefersToTheResult(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// P-SDK-11: a completion or failure hook already sees the outcome in Stats.
+func TestHooksSeeCurrentStats(t *testing.T) {
+	s, c := newScripted(t)
+	var mu sync.Mutex
+	var seen []Stats
+	var w *Worker
+	w = NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Hooks: Hooks{
+		OnTaskComplete: func(TaskCompleteEvent) { mu.Lock(); seen = append(seen, w.Stats()); mu.Unlock() },
+		OnTaskFail:     func(TaskFailEvent) { mu.Lock(); seen = append(seen, w.Stats()); mu.Unlock() },
+	}})
+	w.Handle("ok", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
+	w.Handle("bad", func(ctx context.Context, t *Task) (any, error) { return nil, Permanent(errors.New("no")) })
+	s.add("task_ok", "ok")
+	stop := runWorker(t, w)
+	waitUntil(t, "the completion", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
+	s.add("task_bad", "bad")
+	waitUntil(t, "the failure", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 2 })
+	stop()
+	if a, b := seen[0], seen[1]; a.TasksCompleted != 1 || a.InFlight != 0 || b.TasksFailed != 1 || b.InFlight != 0 {
+		t.Fatalf("stats seen by the hooks: %+v then %+v", a, b)
+	}
+}

@@ -124,8 +124,7 @@ func (w *Worker) start(base context.Context, ct ClaimedTask) {
 	w.held[ct.ID] = r
 	w.notifyLocked()
 	w.mu.Unlock()
-	w.stats.claimed.Add(1)
-	w.stats.inFlight.Add(1)
+	w.count(func(s *Stats) { s.TasksClaimed++; s.InFlight++ })
 	go w.execute(r)
 }
 
@@ -244,6 +243,7 @@ func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 		cancel()
 		if err == nil {
 			if r.settle(outcomeFailed) {
+				w.release(r) // counted before the hook runs, so the hook sees current stats
 				w.log.Debug("orch8: task failed", "task_id", t.ID, "attempt", t.Attempt, "code", *rep.Code, "retryable", *rep.Retryable)
 				callHook(w, "OnTaskFail", w.opts.Hooks.OnTaskFail,
 					TaskFailEvent{Task: t, Code: *rep.Code, Retryable: *rep.Retryable, Duration: r.runTime()})
@@ -300,17 +300,19 @@ func (w *Worker) release(r *run) {
 	r.mu.Lock()
 	o := r.outcome
 	r.mu.Unlock()
-	switch o {
-	case outcomeCompleted:
-		w.stats.completed.Add(1)
-	case outcomeFailed:
-		w.stats.failed.Add(1)
-	case outcomeCancelled:
-		w.stats.cancelled.Add(1)
-	default:
-		w.stats.leaseLost.Add(1)
-	}
-	w.stats.inFlight.Add(-1)
+	w.count(func(s *Stats) {
+		switch o {
+		case outcomeCompleted:
+			s.TasksCompleted++
+		case outcomeFailed:
+			s.TasksFailed++
+		case outcomeCancelled:
+			s.TasksCancelled++
+		default:
+			s.TasksLeaseLost++
+		}
+		s.InFlight--
+	})
 	w.notifyLocked()
 }
 
