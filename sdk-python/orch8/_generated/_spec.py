@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.1.0"
-SPEC_SHA256 = "d1b12e10c068075962c1c64af5e7ef61350f22000c13a6f43d8af00733e0c8fe"
+SPEC_SHA256 = "8034ca069375ed5fd1830d50f5721521f65f55544c11d9aed856755f1bd4e255"

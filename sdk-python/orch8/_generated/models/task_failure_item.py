@@ -23,7 +23,7 @@ class TaskFailureItem:
         error (str):
         lease_id (str | Unset):  Example: lease_01JDZ8Y7A1B2C3D4E5F6G7H8J9.
         retryable (bool | Unset):  Default: False.
-        code (str | Unset):
+        code (str | Unset): Stored as `worker_error` when omitted (P-RETRY-7).
         retry_after_ms (int | Unset):
         details (JsonObject | Unset): Any JSON object.
         checkpoint (JsonObject | Unset): Any JSON object.

@@ -22,7 +22,8 @@ class TaskFailureReport:
         error (str): Human-readable message.
         lease_id (str | Unset):  Example: lease_01JDZ8Y7A1B2C3D4E5F6G7H8J9.
         retryable (bool | Unset):  Default: False.
-        code (str | Unset): Machine code of the failure (e.g. `unhandled_error`, `shutdown`).
+        code (str | Unset): Machine code of the failure (e.g. `unhandled_error`, `shutdown`); stored as `worker_error`
+            when omitted (P-RETRY-7). Known codes: `TaskFailure.code`.
         retry_after_ms (int | Unset): Ask for this exact delay before the next attempt (P-RETRY-4).
         details (JsonObject | Unset): Any JSON object.
         checkpoint (JsonObject | Unset): Any JSON object.
