@@ -435,3 +435,26 @@ func TestHooksSeeCurrentStats(t *testing.T) {
 		t.Fatalf("stats seen by the hooks: %+v then %+v", a, b)
 	}
 }
+
+// P-SDK-19: a handler heartbeat sends lease_ms (the worker's LeaseDuration), never the
+// deprecated extend_ms, with the checkpoint and progress.
+func TestHandlerHeartbeatSendsLeaseMs(t *testing.T) {
+	s, c := newScripted(t)
+	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	w.Handle("beat", func(ctx context.Context, t *Task) (any, error) {
+		return "ok", t.Heartbeat(ctx, map[string]any{"pct": 50}, map[string]any{"page": 2})
+	})
+	s.add("task_1", "beat")
+	stop := runWorker(t, w)
+	waitUntil(t, "the completion", func() bool { return w.Stats().TasksCompleted == 1 })
+	stop()
+	hb := s.sent("POST", "/workers/tasks/task_1/heartbeat")
+	if len(hb) != 1 {
+		t.Fatalf("%d task heartbeats", len(hb))
+	}
+	b := hb[0].Body
+	if b["lease_ms"] != float64(5000) || b["extend_ms"] != nil || b["lease_id"] != "lease_task_1" ||
+		fmt.Sprint(b["checkpoint"]) != "map[page:2]" || fmt.Sprint(b["progress"]) != "map[pct:50]" {
+		t.Fatalf("heartbeat body %v", b)
+	}
+}
