@@ -123,11 +123,11 @@ func invokeOnce[T any](ctx context.Context, c *Client, cl call, send func(contex
 
 // longPollTimeout is wait_ms + 10 s for operations marked x-orch8-long-poll (P-SDK-1).
 func longPollTimeout(waitMs *int) time.Duration {
-	w := DefaultWaitMs
+	w := DefaultPollWait
 	if waitMs != nil {
-		w = *waitMs
+		w = time.Duration(*waitMs) * time.Millisecond
 	}
-	return time.Duration(w)*time.Millisecond + LongPollSlack
+	return w + LongPollSlack
 }
 
 // hasIdempotencyKey decides x-orch8-retry: idempotency-key: an enqueue is repeated only

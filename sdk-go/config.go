@@ -20,7 +20,7 @@ const (
 	DefaultMaxRetries   = 3                      // P-SDK-2
 	DefaultRetryBase    = 200 * time.Millisecond // P-SDK-2
 	DefaultRetryCap     = 5 * time.Second        // P-SDK-2
-	DefaultWaitMs       = 30000                  // P-POLL-2, P-SDK-3
+	DefaultPollWait     = 30 * time.Second       // P-POLL-2, P-SDK-3: the long-poll wait_ms
 	DefaultConcurrency  = 10                     // P-SDK-3
 	DefaultGracePeriod  = 25 * time.Second       // P-SDK-7
 	DefaultHeartbeat    = 5 * time.Second        // P-SDK-4, until the server says otherwise

@@ -153,7 +153,7 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 		o.GracePeriod = 0
 	}
 	if o.PollWait <= 0 {
-		o.PollWait = DefaultWaitMs * time.Millisecond
+		o.PollWait = DefaultPollWait
 	}
 	if o.Labels == nil {
 		o.Labels = map[string]string{}
