@@ -34,6 +34,8 @@ type (
 	TaskRelease           = api.TaskRelease
 	TaskOutcome           = api.TaskOutcome
 	TaskCompletionItem    = api.TaskCompletionItem
+	TaskCompletionBatch   = api.TaskCompletionBatch
+	TaskFailureBatch      = api.TaskFailureBatch
 	TaskFailureItem       = api.TaskFailureItem
 	BatchOutcome          = api.BatchOutcome
 	BatchItemOutcome      = api.BatchItemOutcome
@@ -48,6 +50,8 @@ type (
 	QueueStatsParams      = api.GetQueueStatsParams
 	QueueStatsList        = api.QueueStatsList
 	ServerInfo            = api.ServerInfo
+	ServerDefaults        = api.ServerDefaults
+	WorkerState           = api.WorkerState
 	HealthStatus          = api.HealthStatus
 )
 
