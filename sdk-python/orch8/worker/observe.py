@@ -135,8 +135,9 @@ class Observer:
         self.error("poll", error)
 
     def polled(self, claimed: int, duration_ms: float) -> None:
-        self.count("tasks_claimed", claimed)
-        self.count("in_flight", claimed)
+        with self._lock:  # one lock: every snapshot keeps the invariant
+            self._stats.tasks_claimed += claimed
+            self._stats.in_flight += claimed
         self.fire("poll", PollEvent(claimed, duration_ms))
 
     def started(self, ctx: TaskContext) -> None:
