@@ -284,7 +284,9 @@ func (w *Worker) finish(r *run) {
 	r.phase = phaseDone
 	r.mu.Unlock()
 	r.cancel(context.Canceled)
-	w.release(r)
+	if !errors.Is(r.droppedCause(), ErrShutdown) {
+		w.release(r) // a task taken over by the shutdown is released once its fail is settled
+	}
 	close(r.done)
 }
 
