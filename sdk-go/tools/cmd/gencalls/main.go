@@ -254,6 +254,9 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 		ret = "*string" // a text answer (metrics)
 	}
 	summary := strings.TrimSuffix(op.Summary, ".")
+	if summary == "" {
+		return fmt.Errorf("no summary")
+	}
 	summary = strings.ToLower(summary[:1]) + summary[1:]
 	fmt.Fprintf(b, "\n// %s sends %s %s: %s. Operation %s, retry %s", name, op.Verb, op.Path, summary, op.OperationID, op.Retry)
 	if op.LongPoll {
