@@ -878,7 +878,7 @@ export interface components {
             error: string;
             /** @default false */
             retryable?: boolean;
-            /** @description Machine code of the failure (e.g. `unhandled_error`, `shutdown`). */
+            /** @description Machine code of the failure (e.g. `unhandled_error`, `shutdown`); stored as `worker_error` when omitted (P-RETRY-7). Known codes: `TaskFailure.code`. */
             code?: string;
             /** @description Ask for this exact delay before the next attempt (P-RETRY-4). */
             retry_after_ms?: number;
@@ -942,6 +942,7 @@ export interface components {
             error: string;
             /** @default false */
             retryable?: boolean;
+            /** @description Stored as `worker_error` when omitted (P-RETRY-7). */
             code?: string;
             retry_after_ms?: number;
             details?: components["schemas"]["JsonObject"];

@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.1.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "d1b12e10c068075962c1c64af5e7ef61350f22000c13a6f43d8af00733e0c8fe";
+export const SPEC_SHA256 = "8034ca069375ed5fd1830d50f5721521f65f55544c11d9aed856755f1bd4e255";
