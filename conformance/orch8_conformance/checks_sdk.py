@@ -34,7 +34,7 @@ STAT_NAMES = (
 
 def end_state(run: ScenarioRun, expect: dict) -> list[str]:
     """The expect-level checks of this module, in a fixed order."""
-    out = server_errors(run)
+    out = server_errors(run) + deprecated_fields(run)
     for name, limits in expect.get("poll_limits", {}).items():
         out += poll_limits(run, name, limits)
     if "server_rejections" in expect:
@@ -125,6 +125,21 @@ def server_errors(run: ScenarioRun) -> list[str]:
         return []
     shown = ", ".join(sorted({f"{r['method']} {r['path']}" for r in crashed})[:2])
     return [f"the server answered 500 to {len(crashed)} requests ({shown}): a server bug, see server.log"]
+
+
+# Wire names kept only as deprecated aliases (openapi 1.1, issue 19): an SDK never sends them.
+DEPRECATED_FIELDS = ("extend_ms",)
+
+
+def deprecated_fields(run: ScenarioRun) -> list[str]:
+    """Checked in every run: no request carries a deprecated field name (P-SDK-19: `lease_ms`)."""
+    used = {
+        (r["path"].rsplit("/", 1)[-1], field)
+        for r in list(run.proxy.requests)
+        for field in DEPRECATED_FIELDS
+        if field in (r.get("keys") or [])
+    }
+    return [f"a {what} request sent the deprecated field {field!r}" for what, field in sorted(used)]
 
 
 def completions_via_batch(run: ScenarioRun) -> list[str]:

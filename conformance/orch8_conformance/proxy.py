@@ -247,7 +247,7 @@ def summarize(method: str, path: str, body: bytes) -> dict:
         return {"task_ids": [i.get("task_id") for i in items if isinstance(i, dict)]}
     if path == "/workers":
         return {"body": data}
-    return {}
+    return {"keys": sorted(data)}  # heartbeats and the rest: which fields were sent
 
 
 def _problem(status: int, title: str, code: str, retry_after: str | None) -> bytes:
