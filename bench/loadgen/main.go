@@ -252,13 +252,25 @@ func emit(v map[string]any) {
 	fmt.Println(string(out))
 }
 
+// Marker lines on stderr around the measured part of `run`: the harness samples the
+// server's CPU time when it reads them, so warm-up work is not charged to the figure.
+const (
+	windowStart = "loadgen: measured window start"
+	windowEnd   = "loadgen: measured window end"
+)
+
 func modeRun(o opts) {
 	if o.warmup > 0 {
 		pipeline(o, o.warmup, "")
+		// Requests the warm-up cancelled may still be in the server's hands; let them end
+		// before the measured tasks exist, so none of those claims a measured task.
+		time.Sleep(200 * time.Millisecond)
 	}
+	fmt.Fprintln(os.Stderr, windowStart)
 	cpu0 := cpuSeconds()
 	secs, errs := pipeline(o, o.n, fmt.Sprintf("batch %d", o.batch))
 	cpu := cpuSeconds() - cpu0
+	fmt.Fprintln(os.Stderr, windowEnd)
 	emit(map[string]any{"tasks": o.n, "seconds": secs, "tasks_per_s": float64(o.n) / secs,
 		"client_cpu_s": cpu, "errors": errs})
 }

@@ -27,19 +27,23 @@ async function completed() {
   return r.rows[0].n;
 }
 
+// seconds and process CPU seconds (worker and producer: this one process) of one run
 async function one(n, already) {
+  const cpu0 = process.cpuUsage();
   const start = performance.now();
   for (let i = 0; i < n; i += BATCH) {
     const count = Math.min(BATCH, n - i);
     await boss.insert(QUEUE, Array.from({ length: count }, () => ({ data: {} })));
   }
   while ((await completed()) < already + n) await new Promise((r) => setTimeout(r, 5));
-  return (performance.now() - start) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return [(performance.now() - start) / 1000, (cpu.user + cpu.system) / 1e6];
 }
 
 if (warmup > 0) await one(warmup, 0);
-const secs = await one(tasks, warmup);
-console.log(JSON.stringify({ tasks, tasks_per_s: tasks / secs, settings: `useListenNotify, queue notify, work(${JSON.stringify(WORK)})` }));
+const [secs, cpu] = await one(tasks, warmup);
+const settings = `useListenNotify, queue notify, work(${JSON.stringify(WORK)}) (docs: types.d.ts JobPollingOptions)`;
+console.log(JSON.stringify({ tasks, seconds: secs, tasks_per_s: tasks / secs, cpu_s: cpu, settings }));
 await db.end();
 await boss.stop({ graceful: false, wait: true });
 process.exit(0);

@@ -10,17 +10,15 @@ import json
 import sys
 from pathlib import Path
 
-KEYS = ("sqlite", "pg", "sqlref_sqlite", "sqlref_pg", "sdk", "peers")
+KEYS = ("sqlite", "pg", "sdk", "peers")
+LIMITS = ("limit_sqlite", "limit_pg")  # {"http": rows, "sql": rows}
 LATENCY = ("latency_sqlite", "latency_pg", "latency_pg_cross")
 
 
 def rows(res: dict) -> dict[str, dict]:
-    out = {}
-    for key in KEYS:
-        for r in res.get(key, []):
-            if "median" in r:
-                out[r["label"]] = r
-    return out
+    found = [r for key in KEYS for r in res.get(key, [])]
+    found += [r for key in LIMITS for part in (res.get(key) or {}).values() for r in part]
+    return {r["label"]: r for r in found if "median" in r}
 
 
 def compare(a: dict, b: dict) -> list[str]:
@@ -37,6 +35,9 @@ def compare(a: dict, b: dict) -> list[str]:
         lines.append(
             f"{label:48} {x['median']:>10,.0f} {y['median']:>10,.0f} {change:>+8.0%}  {verdict}"
         )
+        if "cpu_us_per_task" in x and "cpu_us_per_task" in y:
+            lines.append(f"{'  CPU us/task':48} {x['cpu_us_per_task']:>10,.0f} "
+                         f"{y['cpu_us_per_task']:>10,.0f}")  # fmt: skip
     for key in LATENCY:
         if a.get(key) and b.get(key):
             for q in ("p50_ms", "p99_ms"):

@@ -124,6 +124,69 @@ def start_stub(batch: int) -> tuple[subprocess.Popen[str], str]:
     return proc, line.removeprefix(prefix)
 
 
+WINDOW_START = "loadgen: measured window start"
+WINDOW_END = "loadgen: measured window end"
+
+
+def loadgen_window(pid: int, *args: str) -> dict:
+    """`loadgen -mode=run` plus `cpu_s`: the CPU seconds process `pid` (the server under
+    test) spent between the client's measured-window markers, warm-up excluded."""
+    marks: dict[str, float] = {}
+
+    def on_line(line: str) -> None:
+        if line == WINDOW_START:
+            marks["start"] = cpu_seconds(pid)
+        elif line == WINDOW_END:
+            marks["end"] = cpu_seconds(pid)
+        else:
+            print(line, flush=True)
+
+    out = loadgen(*args, on_line=on_line)
+    if len(marks) == 2:
+        out["cpu_s"] = marks["end"] - marks["start"]
+    return out
+
+
+def start_minimal(target: str, logdir: Path, name: str) -> tuple[subprocess.Popen[str], str]:
+    """The minimal HTTP loop (orch8bench/minimal_http.py) on a port it picks itself, run by
+    the root venv's interpreter (Starlette, uvicorn) like the server; returns once it
+    printed its address."""
+    log_file = open(logdir / f"minimal-{name}.log", "w")  # noqa: SIM115 (lives with the process)
+    proc = subprocess.Popen(
+        [str(SERVER_PYTHON), "-m", "orch8bench.minimal_http", target],
+        stdout=subprocess.PIPE, stderr=log_file, text=True, cwd=BENCH,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    prefix = "orch8-minimal listening on "
+    if not line.startswith(prefix):
+        proc.kill()
+        proc.wait()
+        raise RuntimeError(f"minimal HTTP loop did not start (exit {proc.returncode}): {line!r}")
+    return proc, line.removeprefix(prefix)
+
+
+def revisions() -> dict[str, str]:
+    """Per package: the last commit that touched it, and whether the working tree differs
+    from it (what a measurement of that package's code really measured)."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              timeout=20).stdout.strip()  # fmt: skip
+
+    out = {}
+    for pkg in ("server", "sdk-python", "sdk-typescript", "sdk-go"):
+        rev = git("log", "-1", "--format=%h", "--", pkg)
+        dirty = git("status", "--porcelain", "--", pkg)
+        out[pkg] = rev + (" + uncommitted changes" if dirty else " (clean)")
+    # The TypeScript worker runs sdk-typescript/dist (gitignored): say if it predates src/.
+    dist, src = REPO / "sdk-typescript" / "dist" / "index.js", REPO / "sdk-typescript" / "src"
+    newest = max((f.stat().st_mtime for f in src.rglob("*.ts")), default=0.0)
+    if dist.exists() and dist.stat().st_mtime < newest:
+        out["sdk-typescript"] += ", dist/ older than src/ (stale build)"
+    return out
+
+
 def loadgen(*args: str, on_line: Callable[[str], None] | None = None) -> dict:
     """Run the Go client; returns its JSON answer plus its own wall time."""
     proc = subprocess.Popen(

@@ -30,24 +30,33 @@ def repeat(
     key: str = "tasks_per_s",
     server_pid: int | None = None,
 ) -> dict[str, Any]:
-    """Run `once` reps times; each returns a dict with `key` (and maybe seconds,
-    client_cpu_s). Adds the server's CPU use while it ran, as cores busy."""
+    """Run `once` reps times; each returns a dict with `key` and maybe `seconds`, `tasks`,
+    `client_cpu_s` and `cpu_s` (CPU seconds of the measured process over the measured
+    window). Without `cpu_s`, the CPU of `server_pid` across the whole call is used.
+    Adds cores busy (`server_cores`) and CPU microseconds per task (`cpu_us_per_task`)."""
     values: list[float] = []
     extra: list[dict] = []
     load_before = loadavg()
     for i in range(reps):
         cpu0 = cpu_seconds(server_pid) if server_pid else 0.0
         out = once()
-        if server_pid and out.get("seconds"):
-            out["server_cores"] = round((cpu_seconds(server_pid) - cpu0) / out["seconds"], 2)
+        if server_pid and "cpu_s" not in out:
+            out["cpu_s"] = cpu_seconds(server_pid) - cpu0
+        if out.get("cpu_s") is not None and out.get("seconds"):
+            out["server_cores"] = round(out["cpu_s"] / out["seconds"], 2)
+            if out.get("tasks"):
+                out["cpu_us_per_task"] = round(out["cpu_s"] / out["tasks"] * 1e6, 1)
         if out.get("client_cpu_s") is not None and out.get("seconds"):
             out["client_cores"] = round(out["client_cpu_s"] / out["seconds"], 2)
         values.append(out[key])
         extra.append(out)
-        log(f"  {label} run {i + 1}/{reps}: {out[key]:,.1f} {key}")
+        per_task = (
+            f", {out['cpu_us_per_task']:,.0f} CPU us/task" if "cpu_us_per_task" in out else ""
+        )
+        log(f"  {label} run {i + 1}/{reps}: {out[key]:,.1f} {key}{per_task}")
     row = summarize(values)
     row.update(label=label, load_before=load_before, load_after=loadavg(), details=extra)
-    for k in ("server_cores", "client_cores"):
+    for k in ("server_cores", "client_cores", "cpu_us_per_task"):
         got = [e[k] for e in extra if k in e]
         if got:
             row[k] = statistics.median(got)

@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,15 +23,19 @@ from orch8bench import report
 from orch8bench.env import (
     BENCH,
     REPO,
+    SERVER_PYTHON,
     PgCluster,
     RunningServer,
     Workdir,
     launch_server,
     loadavg,
     loadgen,
+    loadgen_window,
     log,
     machine,
+    revisions,
     rss_mb,
+    start_minimal,
     start_stub,
 )
 from orch8bench.measure import repeat
@@ -79,7 +84,7 @@ def throughput(url: str, batch: int, cfg: dict, pid: int, label: str) -> dict:
         "-mode=run", f"-url={url}", f"-batch={batch}", f"-n={cfg['tasks'][batch]}",
         f"-warmup={cfg['warmup']}", f"-producers={prod}", f"-consumers={cons}",
     ]  # fmt: skip
-    row = repeat(label, cfg["reps"], lambda: loadgen(*args), server_pid=pid)
+    row = repeat(label, cfg["reps"], lambda: loadgen_window(pid, *args))
     row.update(batch=batch, tasks=cfg["tasks"][batch], producers=prod, consumers=cons)
     return row
 
@@ -168,7 +173,7 @@ def sdk_run(name: str, cmd: list[str], server: RunningServer, cfg: dict) -> dict
                     raise RuntimeError(f"{name} worker did not drain {n} tasks in 600 s")
                 time.sleep(0.01)
             secs = time.perf_counter() - start
-            return {"tasks_per_s": n / secs, "seconds": secs}
+            return {"tasks_per_s": n / secs, "seconds": secs, "tasks": n}
 
         n = cfg["sdk_tasks"][name]
         once(max(200, n // 10))  # warm-up, not counted
@@ -189,8 +194,8 @@ def sdks(server: RunningServer, cfg: dict) -> list[dict]:
     rows = []
     args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']['raw']}",
             f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
-    raw = repeat("raw client, SDK request pattern", cfg["reps"], lambda: loadgen(*args),
-                 server_pid=server.process.pid)  # fmt: skip
+    raw = repeat("raw client, SDK request pattern", cfg["reps"],
+                 lambda: loadgen_window(server.process.pid, *args))  # fmt: skip
     raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"]["raw"])
     rows.append(raw)
     workers = {
@@ -253,23 +258,35 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
     }  # fmt: skip
 
 
-def sqlref(kind: str, target_for: dict, cfg: dict) -> list[dict]:
-    rows = []
+def limit(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict[str, list]:
+    """The physical limit, in the same run as the server: the minimal table over HTTP (one
+    process for every batch size, its table growing like the server's) and by bare SQL."""
+    http_rows = []
+    proc, url = start_minimal(db("minimal_http"), work.path, kind)
+    try:
+        for b in BATCHES:
+            log(f"minimal HTTP loop, {kind}, batch {b}")
+            http_rows.append(throughput(url, b, cfg, proc.pid, f"minimal HTTP {kind} batch {b}"))
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    sql_rows = []
     for b in BATCHES:
-        n = cfg["tasks"][b]
+        n, target = cfg["tasks"][b], db(f"minimal_sql_{b}")
 
-        def once(b: int = b, n: int = n) -> dict:
+        def once(b: int = b, n: int = n, target: str = target) -> dict:
             out = subprocess.run(
-                [PY, "-m", "orch8bench.sqlref", kind, target_for[b], f"--batch={b}",
+                [str(SERVER_PYTHON), "-m", "orch8bench.minimal", kind, target, f"--batch={b}",
                  f"--tasks={n}", f"--warmup={min(cfg['warmup'], n)}"],
                 capture_output=True, text=True, cwd=BENCH, check=True,
             )  # fmt: skip
             return json.loads(out.stdout)
 
-        row = repeat(f"direct SQL {kind}, batch {b}", cfg["reps"], once)
+        log(f"minimal table, bare SQL, {kind}, batch {b}")
+        row = repeat(f"minimal SQL {kind} batch {b}", cfg["reps"], once)
         row.update(batch=b, tasks=n)
-        rows.append(row)
-    return rows
+        sql_rows.append(row)
+    return {"http": http_rows, "sql": sql_rows}
 
 
 def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
@@ -314,6 +331,7 @@ def main() -> None:
                  "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY}  # fmt: skip
     res["partial"] = bool(a.only)
     res["machine"] = machine()
+    res["revisions"] = revisions()  # what the server and SDK rows measured
     res["load_start"] = loadavg()
     log(
         f"bench ({'QUICK' if a.quick else 'full'}) on {res['machine']['host']}, load {res['load_start']}"
@@ -342,9 +360,7 @@ def main() -> None:
         finally:
             server.stop()
         if "sqlite" in phases:
-            log("direct SQL reference, SQLite")
-            targets = {b: work.sqlite(f"ref{b}") for b in BATCHES}
-            res["sqlref_sqlite"] = sqlref("sqlite", targets, cfg)
+            res["limit_sqlite"] = limit("sqlite", work.sqlite, cfg, work)
 
     if phases & {"pg", "peers"}:
         log("starting a throwaway PostgreSQL cluster (fsync on)")
@@ -373,9 +389,7 @@ def main() -> None:
                 finally:
                     a_srv.stop()
                     b_srv.stop()
-                log("direct SQL reference, PostgreSQL")
-                targets = {b: cluster.create_database(f"ref{b}") for b in BATCHES}
-                res["sqlref_pg"] = sqlref("postgresql", targets, cfg)
+                res["limit_pg"] = limit("postgresql", cluster.create_database, cfg, work)
             if "peers" in phases:
                 res["peers"] = peers(cluster, cfg)
         finally:

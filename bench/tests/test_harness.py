@@ -1,5 +1,7 @@
 """Fast self-checks of the benchmark harness (never the benchmark itself): the statistics,
-the verdicts of the report, and the Go load client against a stub and a real server."""
+the verdicts of the report, the Go load client against a stub and a real server (with the
+server's CPU over the measured window), and the minimal-table limit by bare SQL and over
+its minimal HTTP loop."""
 
 from __future__ import annotations
 
@@ -13,9 +15,15 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
-from orch8bench import report  # noqa: E402
-from orch8bench.env import LOADGEN, launch_server, start_stub  # noqa: E402
-from orch8bench.measure import summarize  # noqa: E402
+from orch8bench import report, verdicts  # noqa: E402
+from orch8bench.env import (  # noqa: E402
+    LOADGEN,
+    launch_server,
+    loadgen_window,
+    start_minimal,
+    start_stub,
+)
+from orch8bench.measure import repeat, summarize  # noqa: E402
 
 
 def test_summarize_reports_median_and_spread() -> None:
@@ -25,10 +33,17 @@ def test_summarize_reports_median_and_spread() -> None:
     assert (s["min"], s["max"]) == (80.0, 120.0)
 
 
+def test_repeat_charges_the_window_cpu_per_task() -> None:
+    row = repeat("x", 2, lambda: {"tasks_per_s": 1000.0, "seconds": 2.0, "tasks": 2000,
+                                  "cpu_s": 1.0})  # fmt: skip
+    assert row["cpu_us_per_task"] == 500.0 and row["server_cores"] == 0.5
+
+
 def _result(ours_b100: float, p99: float, rss_end: float) -> dict:
     def tp(batch: int, median: float) -> dict:
         return {"batch": batch, "median": median, "spread_pct": 1.0, "runs": [median],
-                "tasks": 10, "load_before": [0.5], "load_after": [0.6]}  # fmt: skip
+                "tasks": 10, "load_before": [0.5], "load_after": [0.6],
+                "cpu_us_per_task": 90.0}  # fmt: skip
 
     return {
         "quick": False,
@@ -41,10 +56,18 @@ def _result(ours_b100: float, p99: float, rss_end: float) -> dict:
         "shape": {},
         "sdk_concurrency": 100,
         "sqlite": [tp(1, 3000.0), tp(100, ours_b100)],
-        "sqlref_sqlite": [tp(1, 6000.0), tp(100, 60_000.0)],
-        "pg": [tp(100, 12_000.0)],
-        "sqlref_pg": [tp(100, 24_000.0)],
+        "limit_sqlite": {
+            "sql": [tp(1, 6000.0), tp(100, 80_000.0)],
+            "http": [tp(1, 4000.0), tp(100, 60_000.0)],
+        },
+        "pg": [tp(1, 1000.0), tp(100, 12_000.0)],
+        "limit_pg": {"sql": [tp(100, 30_000.0)], "http": [tp(100, 24_000.0)]},
         "peers": [{"peer": "a", "median": 3000.0}, {"peer": "b", "median": 6000.0}],
+        "sdk": [
+            {"sdk": "raw", "median": 5000.0},
+            {"sdk": "Go", "median": ours_b100 * 0.9, "spread_pct": 1.0},
+            {"sdk": "Python", "error": "exited"},
+        ],
         "latency_sqlite": {
             "p50_ms": 1.0,
             "p99_ms": p99,
@@ -69,18 +92,44 @@ def _result(ours_b100: float, p99: float, rss_end: float) -> dict:
 
 
 def test_headline_verdicts_follow_the_design_targets() -> None:
-    rows = {r[0]: r for r in report.headline(_result(30_000.0, 10.0, 105.0))}
+    col = {name: i for i, name in enumerate(verdicts.HEAD)}
+    rows = {r[0]: r for r in verdicts.headline(_result(30_000.0, 10.0, 105.0))}
+    assert all(len(r) == len(verdicts.HEAD) for r in rows.values())
     b100 = rows["SQLite, batch 100, tasks/s"]
-    assert b100[1] == "30,000" and b100[5] == "50%" and b100[7] == "meets"
+    assert b100[col["ours"]] == "30,000" and b100[col["verdict"]] == "meets"
+    assert b100[col["ours / HTTP limit"]] == "50%" and b100[col["server CPU us/task"]] == "90"
+    assert b100[col["limit: bare SQL"]] == "80,000"
     pg = rows["PostgreSQL, batch 100, tasks/s"]
-    assert pg[2] == "6,000 (b)" and pg[3] == "2.0x" and pg[7] == "meets"
-    assert rows["pickup latency p99, SQLite, ms"][7] == "meets"
-    assert rows["server RSS draining 1,000,000 tasks (SQLite), MiB"][7] == "meets"
+    assert pg[col["best peer"]] == "6,000 (b)" and pg[col["ours / peer"]] == "2.00x"
+    assert pg[col["verdict"]] == "meets"
+    assert rows["PostgreSQL, single poll/complete, tasks/s"][col["verdict"]] == (
+        "misses (67% of target)"
+    )
+    assert rows["SQLite, batch 100, share of the minimal HTTP limit"][col["verdict"]] == "meets"
+    assert rows["PostgreSQL, batch 100, share of the minimal HTTP limit"][col["verdict"]] == "meets"
+    assert rows["pickup latency p99, SQLite, ms"][col["verdict"]] == "meets"
+    assert rows["Go SDK Worker, share of raw batch 100 (SQLite)"][col["verdict"]] == "meets"
+    assert rows["Python SDK Worker, share of raw batch 100 (SQLite)"][col["ours"]] == "FAILED"
+    assert rows["server RSS draining 1,000,000 tasks (SQLite), MiB"][col["verdict"]] == "meets"
 
-    bad = {r[0]: r for r in report.headline(_result(20_000.0, 40.0, 400.0))}
-    assert bad["SQLite, batch 100, tasks/s"][7] == "misses (80% of target)"
-    assert bad["pickup latency p99, SQLite, ms"][7].startswith("misses")
-    assert bad["server RSS draining 1,000,000 tasks (SQLite), MiB"][7] == "misses (grows)"
+    bad_res = _result(20_000.0, 40.0, 400.0)
+    bad_res["sdk"][1]["median"] = 14_000.0  # 70% of the raw batch-100 figure
+    bad = {r[0]: r for r in verdicts.headline(bad_res)}
+    assert bad["SQLite, batch 100, tasks/s"][col["verdict"]] == "misses (80% of target)"
+    assert bad["SQLite, batch 100, share of the minimal HTTP limit"][col["verdict"]] == (
+        "misses (83% of target)"
+    )
+    assert bad["pickup latency p99, SQLite, ms"][col["verdict"]].startswith("misses")
+    assert bad["Go SDK Worker, share of raw batch 100 (SQLite)"][col["verdict"]] == (
+        "misses (87% of target)"
+    )
+    assert bad["server RSS draining 1,000,000 tasks (SQLite), MiB"][col["verdict"]] == (
+        "misses (grows)"
+    )
+    res = _result(30_000.0, 10.0, 105.0)
+    res["peers"] = [{"peer": "b", "median": 10_000.0}]  # 1.2x < 1.5x
+    pg = {r[0]: r for r in verdicts.headline(res)}["PostgreSQL, batch 100, tasks/s"]
+    assert pg[col["verdict"]] == "misses (80% of target)"
 
 
 def test_render_flags_a_loaded_machine(tmp_path: Path) -> None:
@@ -117,8 +166,10 @@ def test_loadgen_drives_the_real_server(tmp_path: Path) -> None:
     try:
         assert server.process is not None and server.process.pid > 0  # what repeat() samples
         for batch in ("1", "100"):
-            out = _loadgen("-mode=run", f"-url={server.url}", "-n=300", f"-batch={batch}")
+            out = loadgen_window(server.process.pid, "-mode=run", f"-url={server.url}",
+                                 "-n=300", "-warmup=50", f"-batch={batch}")  # fmt: skip
             assert out["errors"] == 0 and out["tasks"] == 300
+            assert out["cpu_s"] > 0  # the server's CPU between the client's window markers
         lat = _loadgen("-mode=latency", f"-url={server.url}", "-n=5", "-warmup=1")
         assert lat["samples"] == 5 and 0 < lat["p50_ms"] <= lat["max_ms"]
         with __import__("urllib.request").request.urlopen(server.url + "/queues") as r:
@@ -128,20 +179,43 @@ def test_loadgen_drives_the_real_server(tmp_path: Path) -> None:
         server.stop()
 
 
-def test_direct_sql_reference_completes_every_task(tmp_path: Path) -> None:
-    db = tmp_path / "ref.db"
-    out = subprocess.run(
-        [sys.executable, "-m", "orch8bench.sqlref", "sqlite", str(db), "--batch=50", "--tasks=300"],
-        capture_output=True, text=True, cwd=BENCH, timeout=60,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout)["tasks_per_s"] > 0
+def _statuses(db: Path) -> dict[str, int]:
     import sqlite3
 
     with sqlite3.connect(db) as c:
-        statuses = dict(c.execute("SELECT status, count(*) FROM tasks GROUP BY status"))
-        attempts = c.execute("SELECT count(*) FROM attempts WHERE outcome = 'completed'")
-        assert statuses == {"completed": 300} and attempts.fetchone()[0] == 300
+        return dict(c.execute("SELECT status, count(*) FROM jobs GROUP BY status"))
+
+
+def test_minimal_table_bare_sql_completes_every_task(tmp_path: Path) -> None:
+    db = tmp_path / "min.db"
+    for batch in ("1", "50"):
+        out = subprocess.run(
+            [sys.executable, "-m", "orch8bench.minimal", "sqlite", str(db), f"--batch={batch}",
+             "--tasks=300", "--warmup=20"],
+            capture_output=True, text=True, cwd=BENCH, timeout=60,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        got = json.loads(out.stdout)
+        assert got["tasks"] == 300 and got["tasks_per_s"] > 0 and got["cpu_s"] > 0
+    assert _statuses(db) == {"done": 640}
+
+
+def test_minimal_http_loop_serves_the_load_client(tmp_path: Path) -> None:
+    db = tmp_path / "minhttp.db"
+    proc, url = start_minimal(str(db), tmp_path, "selftest")
+    try:
+        for batch, n in (("1", 400), ("100", 4000)):  # enough work for 10 ms CPU ticks
+            out = loadgen_window(proc.pid, "-mode=run", f"-url={url}", f"-n={n}", "-warmup=40",
+                                 f"-batch={batch}", "-consumers=4")  # fmt: skip
+            assert out["errors"] == 0 and out["tasks"] == n and out["cpu_s"] > 0
+        # A parked long-poll (wait_ms 30000) is woken by the enqueue: without the wake-up
+        # each sample would take 30 s and this would time out.
+        lat = _loadgen("-mode=latency", f"-url={url}", "-n=5", "-warmup=1")
+        assert lat["samples"] == 5 and lat["max_ms"] < 5000
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert _statuses(db) == {"done": 400 + 4000 + 80 + 6}
 
 
 def test_compare_calls_only_changes_beyond_the_spread() -> None:
