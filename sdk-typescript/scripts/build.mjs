@@ -4,7 +4,7 @@
 // says "commonjs" so Node reads those .js files as CJS inside this "type": "module" package.
 // Run by `npm run build`, `make build` and `prepack`, so `npm pack` always ships a fresh dist/.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -21,5 +21,9 @@ for (const [config, out] of [["tsconfig.build.json", next], ["tsconfig.cjs.json"
 }
 mkdirSync(join(next, "cjs"), { recursive: true });
 writeFileSync(join(next, "cjs", "package.json"), JSON.stringify({ type: "commonjs" }) + "\n");
-rmSync(dist, { recursive: true, force: true });
+// Two renames, so readers of dist/ see it missing for microseconds, not for a whole rmSync.
+const old = join(root, ".dist-old");
+rmSync(old, { recursive: true, force: true });
+if (existsSync(dist)) renameSync(dist, old);
 renameSync(next, dist);
+rmSync(old, { recursive: true, force: true });
