@@ -6,7 +6,9 @@ import { TestServer, waitFor } from "../helpers/server.js";
 import { startWorker } from "../helpers/workers.js";
 
 test("concurrency 150 drains 1,000 tasks; every poll is answered 200 and asks for at most 100", async () => {
-  const server = await TestServer.start();
+  // The server's default lease (60 s): this test is about poll sizes, and on a loaded
+  // machine the 2 s leases of FAST_FLAGS could expire under 150 held tasks.
+  const server = await TestServer.start({ "reaper-interval-ms": 100 });
   const client = server.client();
   for (let start = 0; start < 1000; start += 100) {
     await client.enqueueBatch(Array.from({ length: 100 }, (_, k) => ({ handler_name: "drain_task", params: { i: start + k } })));
@@ -17,7 +19,8 @@ test("concurrency 150 drains 1,000 tasks; every poll is answered 200 and asks fo
     handlers: { drain_task: async (ctx) => ({ i: ctx.params.i }) },
   });
   try {
-    await waitFor(() => w.worker.stats().tasks_completed >= 1000, "1,000 completions", 120_000, 100);
+    await waitFor(() => w.worker.stats().tasks_completed >= 1000, "1,000 completions", 120_000, 100)
+      .catch((err: Error) => { throw new Error(`${err.message}; stats ${JSON.stringify(w.worker.stats())}`); });
     const seconds = (Date.now() - t0) / 1000;
     const page = await client.listTasks({ handler_name: "drain_task", status: ["pending"], limit: 1 });
     assert.equal(page.tasks.length, 0, "nothing left pending");
