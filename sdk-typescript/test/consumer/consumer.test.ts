@@ -119,3 +119,22 @@ for (const [flavour, file] of [["ES module (import)", "worker.mjs"], ["CommonJS 
     assert.match(worker.out(), /worker stopped \{[^}]*tasks_completed: 4/, worker.out());
   });
 }
+
+test("TypeScript consumers type-check against the packed declarations, as ESM (.mts) and CommonJS (.cts)", async () => {
+  const tsc = join(SDK_DIR, "node_modules", "typescript", "bin", "tsc");
+  writeFileSync(join(project, "worker.mts"), readFileSync(join(SDK_DIR, "examples", "worker.ts"), "utf8"));
+  writeFileSync(join(project, "worker.cts"), [
+    'import { PermanentError, Worker, type TaskContext } from "@orch8/sdk";',
+    "const worker = new Worker({ handlers: { word_count: (ctx: TaskContext) => { if (typeof ctx.params.text !== \"string\") throw new PermanentError(\"no text\"); return ctx.params.text.length; } } });",
+    "void worker.run();",
+    "",
+  ].join("\n"));
+  // No skipLibCheck: the shipped .d.ts files themselves must be valid for a strict project.
+  const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2023,dom"];
+  for (const file of ["worker.mts", "worker.cts"]) {
+    const { stdout } = await run(process.execPath, [tsc, ...flags, "--traceResolution", file], { cwd: project, maxBuffer: 1 << 26 })
+      .catch((err: { stdout: string }) => assert.fail(`tsc ${file} failed:\n${err.stdout.split("\n").filter((l) => l.includes("error")).join("\n")}`));
+    const want = file === "worker.cts" ? "dist/cjs/index.d.ts" : "dist/index.d.ts";
+    assert.match(stdout, new RegExp(`'@orch8/sdk' was successfully resolved to '[^']*node_modules/@orch8/sdk/${want.replace(/[./]/g, "\\$&")}'`));
+  }
+});
