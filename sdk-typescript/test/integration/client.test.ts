@@ -37,6 +37,14 @@ test("seed flow: enqueue, pollTask, completeTask, getTask", async () => {
   assert.deepEqual(got.output, { url: "https://cdn.example.com/processed.png" });
 });
 
+test("seed 000's batch_size on pollTask is accepted; the answer is still one task (P-POLL-8)", async () => {
+  await client.enqueueBatch([{ handler_name: "it_seed_bs" }, { handler_name: "it_seed_bs" }]);
+  const task = await client.pollTask({ handler_names: ["it_seed_bs"], worker_id: "img-worker-1", batch_size: 5, wait_ms: 1000 });
+  assert.ok(task && typeof task.id === "string", "one claimed task, not a list");
+  const rest = await client.pollTask({ handler_names: ["it_seed_bs"], worker_id: "img-worker-1", batch_size: 5, wait_ms: 1000 });
+  assert.ok(rest && rest.id !== task.id, "the second task was left for the next poll");
+});
+
 test("pollTask resolves to null when nothing arrives (204)", async () => {
   assert.equal(await client.pollTask({ handler_names: ["it_nothing"], wait_ms: 0 }), null);
 });
