@@ -54,11 +54,9 @@ export class HeartbeatLoop {
     const body: WorkerHeartbeat = { state: this.d.state(), active_task_ids: [...held.keys()] };
     if (this.d.leaseMs !== undefined) body.lease_ms = this.d.leaseMs;
     try {
-      // Bounded by one interval so a hung call never delays the next beat much.
-      const answer = await this.d.client.heartbeatWorker(this.d.workerId, body, {
-        timeoutMs: Math.max(1000, Math.min(10_000, this.intervalMs * 2)),
-        signal: this.stopCtl.signal,
-      });
+      // The client's own timeout, as in the other SDKs: a short one made busy servers look
+      // down and let leases lapse while the answer was on its way.
+      const answer = await this.d.client.heartbeatWorker(this.d.workerId, body, { signal: this.stopCtl.signal });
       if (!this.fixedInterval && answer.heartbeat_interval_ms > 0) this.intervalMs = answer.heartbeat_interval_ms;
       for (const status of answer.tasks) {
         const run = held.get(status.task_id);
