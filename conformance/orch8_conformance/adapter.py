@@ -24,6 +24,7 @@ OPTION_ENV = {
     "wait_ms": "ORCH8_WAIT_MS",
     "lease_ms": "ORCH8_LEASE_MS",
     "extra_handlers": "ORCH8_EXTRA_HANDLERS",
+    "hooks_raise": "ORCH8_HOOKS_RAISE",
 }
 NOT_ENV = ("worker_id",)  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}
@@ -40,7 +41,7 @@ def adapter_env(url: str, worker_id: str | None, options: dict, api_key: str | N
     for key, value in options.items():
         if value is None or key in NOT_ENV:
             continue
-        env[OPTION_ENV[key]] = ",".join(value) if isinstance(value, list) else str(value)
+        env[OPTION_ENV[key]] = ",".join(value) if isinstance(value, list) else "1" if value is True else str(value)
     return env
 
 

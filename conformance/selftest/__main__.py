@@ -38,6 +38,7 @@ CATCHES = {
     "ignores_retry_after": ["outage-retry-after"],
     "ignores_second_signal": ["second-signal-ends-grace", "second-signal-sigint"],
     "miscounts_cancelled": ["stats-and-hooks"],
+    "hook_exception_escapes": ["hooks-that-raise"],
 }
 
 

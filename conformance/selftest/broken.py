@@ -106,6 +106,17 @@ def miscounts_cancelled(raw) -> None:
     raw.finish = finish
 
 
+def hook_exception_escapes(raw) -> None:
+    """Lets an exception of a hook escape into the worker loop (breaks P-SDK-11: logged and ignored)."""
+
+    def fire(hook, **payload):
+        raw.emit("hook", hook=hook, **payload)
+        if raw.env.get("ORCH8_HOOKS_RAISE"):
+            raise RuntimeError(f"hook {hook} raises")
+
+    raw.fire = fire
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -120,6 +131,7 @@ DEFECTS = {
         ignores_retry_after,
         ignores_second_signal,
         miscounts_cancelled,
+        hook_exception_escapes,
     )
 }
 

@@ -201,26 +201,40 @@ func reportHooks(w **orch8.Worker) orch8.Hooks {
 		emit("hook", nil, fields)
 	}
 	stats := func() { emit("stats", nil, map[string]any{"stats": (*w).Stats()}) }
+	// ORCH8_HOOKS_RAISE: every hook panics after reporting (P-SDK-11: logged and ignored).
+	boom := func(name string) {
+		if os.Getenv("ORCH8_HOOKS_RAISE") != "" {
+			panic("conformance: hook " + name + " panics on purpose")
+		}
+	}
 	msOf := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return orch8.Hooks{
 		OnPoll: func(e orch8.PollEvent) {
 			hook("poll", nil, map[string]any{"claimed": e.Claimed, "duration_ms": msOf(e.Duration)})
+			boom("OnPoll")
 		},
-		OnTaskStart: func(e orch8.TaskStartEvent) { hook("task_start", e.Task, map[string]any{}) },
+		OnTaskStart: func(e orch8.TaskStartEvent) {
+			hook("task_start", e.Task, map[string]any{})
+			boom("OnTaskStart")
+		},
 		OnTaskComplete: func(e orch8.TaskCompleteEvent) {
 			hook("task_complete", e.Task, map[string]any{"duration_ms": msOf(e.Duration)})
 			stats()
+			boom("OnTaskComplete")
 		},
 		OnTaskFail: func(e orch8.TaskFailEvent) {
 			hook("task_fail", e.Task, map[string]any{"code": e.Code, "retryable": e.Retryable, "duration_ms": msOf(e.Duration)})
 			stats()
+			boom("OnTaskFail")
 		},
 		OnTaskAbandoned: func(e orch8.TaskAbandonedEvent) {
 			hook("task_abandoned", e.Task, map[string]any{"reason": e.Reason})
 			stats()
+			boom("OnTaskAbandoned")
 		},
 		OnError: func(e orch8.ErrorEvent) {
 			hook("error", nil, map[string]any{"operation": e.Operation, "error": fmt.Sprint(e.Err)})
+			boom("OnError")
 		},
 	}
 }

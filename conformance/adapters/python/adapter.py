@@ -180,17 +180,32 @@ def report_hooks(worker: Worker) -> None:
     def hook(name: str, **fields) -> None:
         emit("hook", hook=name, **fields)
 
-    worker.on_poll(lambda e: hook("poll", claimed=e.claimed, duration_ms=e.duration_ms))
-    worker.on_task_start(lambda e: hook("task_start", task_id=e.task.id))
-    worker.on_task_complete(lambda e: (hook("task_complete", task_id=e.task.id, duration_ms=e.duration_ms), stats()))
+    def raising(fn):
+        """ORCH8_HOOKS_RAISE: every hook raises after reporting (P-SDK-11: logged and ignored)."""
+        if not os.environ.get("ORCH8_HOOKS_RAISE"):
+            return fn
+
+        def run(e) -> None:
+            fn(e)
+            raise RuntimeError("conformance: this hook raises on purpose")
+
+        return run
+
+    worker.on_poll(raising(lambda e: hook("poll", claimed=e.claimed, duration_ms=e.duration_ms)))
+    worker.on_task_start(raising(lambda e: hook("task_start", task_id=e.task.id)))
+    worker.on_task_complete(
+        raising(lambda e: (hook("task_complete", task_id=e.task.id, duration_ms=e.duration_ms), stats()))
+    )
     worker.on_task_fail(
-        lambda e: (
-            hook("task_fail", task_id=e.task.id, code=e.code, retryable=e.retryable, duration_ms=e.duration_ms),
-            stats(),
+        raising(
+            lambda e: (
+                hook("task_fail", task_id=e.task.id, code=e.code, retryable=e.retryable, duration_ms=e.duration_ms),
+                stats(),
+            )
         )
     )
-    worker.on_task_abandoned(lambda e: (hook("task_abandoned", task_id=e.task.id, reason=e.reason), stats()))
-    worker.on_error(lambda e: hook("error", operation=e.operation, error=repr(e.error)))
+    worker.on_task_abandoned(raising(lambda e: (hook("task_abandoned", task_id=e.task.id, reason=e.reason), stats())))
+    worker.on_error(raising(lambda e: hook("error", operation=e.operation, error=repr(e.error))))
 
 
 def observed(fn):

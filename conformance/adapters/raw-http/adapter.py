@@ -96,6 +96,16 @@ def emit(event: str, ctx: Ctx | None = None, **fields) -> None:
         print(json.dumps({**record, **fields}), flush=True)
 
 
+def fire(hook: str, **payload) -> None:
+    """A hook (P-SDK-11): reported as an event; one that raises (ORCH8_HOOKS_RAISE) is logged and ignored."""
+    try:
+        emit("hook", hook=hook, **payload)
+        if env.get("ORCH8_HOOKS_RAISE"):
+            raise RuntimeError(f"conformance: hook {hook} raises on purpose")
+    except RuntimeError as err:
+        print(f"warning: hook {hook} raised {err!r}; ignored", file=sys.stderr, flush=True)
+
+
 def snapshot() -> dict:
     with held_lock:
         return {**stats, "in_flight": len(held)}
@@ -107,7 +117,7 @@ def finish(ctx: Ctx, counter: str, hook: str, **payload) -> None:
         if held.pop(ctx.id, None) is None:
             return
         stats[counter] += 1
-    emit("hook", hook=hook, task_id=ctx.id, **payload)
+    fire(hook, task_id=ctx.id, **payload)
     emit("stats", stats=snapshot())
 
 
@@ -183,7 +193,7 @@ def fail(ctx: Ctx, body: dict) -> None:
         if status == 409:
             return finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")
         warn(f"fail of {ctx.id}", status, answer, error)
-        emit("hook", hook="error", operation="fail", error=f"HTTP {status}" if not error else repr(error))
+        fire("error", operation="fail", error=f"HTTP {status}" if not error else repr(error))
         if status not in OUTAGE:
             return
         time.sleep(pause_after(wait, backoff))
@@ -227,7 +237,7 @@ class Completer:
                     self.settle(ctx, item)
                 return
             warn(f"completion batch of {len(items)}", status, answer, error)
-            emit("hook", hook="error", operation="complete", error=f"HTTP {status}" if not error else repr(error))
+            fire("error", operation="complete", error=f"HTTP {status}" if not error else repr(error))
             if status not in OUTAGE:
                 return self.refused(items, status, answer)
             time.sleep(pause_after(wait, backoff))  # re-send: an outage (P-SDK-16)
@@ -270,7 +280,7 @@ def no_handler(ctx: Ctx) -> None:
 def run_task(ctx: Ctx) -> None:
     if ctx.handler_name not in NAMES:
         return no_handler(ctx)
-    emit("hook", hook="task_start", task_id=ctx.id)
+    fire("task_start", task_id=ctx.id)
     emit("start", ctx)
     result, body = "error", {}
     try:
@@ -354,12 +364,12 @@ def poll_loop() -> None:
         if status != 200:
             stats["poll_errors"] += 1
             warn("poll", status, answer, error)
-            emit("hook", hook="error", operation="poll", error=f"HTTP {status}" if not error else repr(error))
+            fire("error", operation="poll", error=f"HTTP {status}" if not error else repr(error))
             time.sleep(pause_after(wait, backoff))
             backoff = min(backoff * 2, 30.0)
             continue
         backoff = 0.5
-        emit("hook", hook="poll", claimed=len(answer["tasks"]), duration_ms=(time.monotonic() - started) * 1000)
+        fire("poll", claimed=len(answer["tasks"]), duration_ms=(time.monotonic() - started) * 1000)
         for task in answer["tasks"]:
             ctx = Ctx(task)
             with held_lock:

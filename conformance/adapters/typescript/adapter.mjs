@@ -181,6 +181,15 @@ const hooks = {
   onTaskAbandoned: (e) => (hook("task_abandoned", { task_id: e.task.id, reason: e.reason }), stats()),
   onError: (e) => hook("error", { operation: e.operation, error: String(e.error) }),
 };
+// ORCH8_HOOKS_RAISE: every hook throws after reporting (P-SDK-11: logged and ignored).
+if (env.ORCH8_HOOKS_RAISE) {
+  for (const [name, fn] of Object.entries(hooks)) {
+    hooks[name] = (e) => {
+      fn(e);
+      throw new Error(`conformance: ${name} throws on purpose`);
+    };
+  }
+}
 
 worker = new Worker({
   handlers: table,
