@@ -86,10 +86,12 @@ var handlers = map[string]orch8.Handler{
 		return output(t, nil), nil
 	},
 	"fail_always": func(ctx context.Context, t *orch8.Task) (any, error) {
+		code, _ := t.Params["code"].(string) // P-SDK-20: empty means the default code
+		details, _ := t.Params["details"].(map[string]any)
 		if permanent, _ := t.Params["permanent"].(bool); permanent {
-			return nil, orch8.Permanent(errors.New("fail_always: permanent failure"))
+			return nil, &orch8.PermanentError{Err: errors.New("fail_always: permanent failure"), Code: code, Details: details}
 		}
-		return nil, orch8.Retryable(errors.New("fail_always: retryable failure"), 0)
+		return nil, &orch8.RetryableError{Err: errors.New("fail_always: retryable failure"), Code: code, Details: details}
 	},
 	"unhandled": func(ctx context.Context, t *orch8.Task) (any, error) {
 		panic("unhandled: a panic the handler did not classify")

@@ -57,9 +57,10 @@ def fail_once(ctx: TaskContext) -> dict:
 
 
 def fail_always(ctx: TaskContext) -> dict:
+    typed = {k: ctx.params[k] for k in ("code", "details") if k in ctx.params}  # P-SDK-20
     if ctx.params.get("permanent"):
-        raise PermanentError("fail_always: permanent failure")
-    raise RetryableError("fail_always: retryable failure")
+        raise PermanentError("fail_always: permanent failure", **typed)
+    raise RetryableError("fail_always: retryable failure", **typed)
 
 
 def unhandled(ctx: TaskContext) -> dict:

@@ -291,7 +291,8 @@ def run_task(ctx: Ctx) -> None:
         extra = {"retry_after_ms": err.retry_after_ms, "details": err.details, "checkpoint": err.checkpoint}
         body.update({k: v for k, v in extra.items() if v is not None})
     except Permanent as err:
-        body = {"error": str(err), "retryable": False, "code": "permanent_error"}
+        body = {"error": str(err), "retryable": False, "code": err.code}
+        body.update({"details": err.details} if err.details is not None else {})
     except Exception as err:
         details = {"type": type(err).__name__, "message": str(err), "stack": traceback.format_exc()}
         body = {"error": repr(err), "retryable": True, "code": "unhandled_error", "details": details}

@@ -19,7 +19,9 @@ class Retryable(Exception):
 
 
 class Permanent(Exception):
-    pass
+    def __init__(self, message: str, code="permanent_error", details=None):
+        super().__init__(message)
+        self.code, self.details = code, details
 
 
 class HeartbeatRefused(Exception):
@@ -92,7 +94,8 @@ def huge_output(ctx) -> dict:
 
 
 def fail_always(ctx) -> dict:
-    raise (Permanent if ctx.params.get("permanent") else Retryable)("fail_always")
+    typed = {k: ctx.params[k] for k in ("code", "details") if k in ctx.params}
+    raise (Permanent if ctx.params.get("permanent") else Retryable)("fail_always", **typed)
 
 
 def echo(ctx) -> dict:

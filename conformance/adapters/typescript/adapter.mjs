@@ -59,8 +59,9 @@ const handlers = {
     return output(ctx);
   },
   async fail_always(ctx) {
-    if (ctx.params.permanent) throw new PermanentError("fail_always: permanent failure");
-    throw new RetryableError("fail_always: retryable failure");
+    const typed = { code: ctx.params.code, details: ctx.params.details }; // P-SDK-20
+    if (ctx.params.permanent) throw new PermanentError("fail_always: permanent failure", typed);
+    throw new RetryableError("fail_always: retryable failure", typed);
   },
   async unhandled() {
     throw new Error("unhandled: an exception the handler did not classify");
