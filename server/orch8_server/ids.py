@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import threading
 import time
 
-# RFC 4648 base32 (what the C encoder speaks) to Crockford's alphabet (what ULIDs use).
-_CROCKFORD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", "0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# Every 10-bit group as its two Crockford digits: a ULID is 13 table lookups (base64's
+# b32encode is a Python loop on 3.11, and it was 5% of the server at batch 100).
+_PAIRS = [a + b for a in _CROCKFORD for b in _CROCKFORD]
+
+
+def _digits(value: int, pairs: int) -> str:
+    """`value` as 2 * pairs Crockford digits, most significant first."""
+    return "".join([_PAIRS[(value >> shift) & 1023] for shift in range(10 * (pairs - 1), -1, -10)])
 
 
 class _Ulid:
@@ -19,22 +25,20 @@ class _Ulid:
         self._lock = threading.Lock()
         self._last_ms = 0
         self._last_rand = 0
+        self._time_digits = ""  # the 10 timestamp digits of _last_ms
 
     def new(self) -> str:
         ms = time.time_ns() // 1_000_000
         with self._lock:
             if ms <= self._last_ms:
-                ms = self._last_ms
                 self._last_rand = (self._last_rand + 1) & ((1 << 80) - 1)
             else:
                 self._last_ms = ms
                 self._last_rand = int.from_bytes(os.urandom(10), "big") >> 1
-            value = (ms << 80) | self._last_rand
-        # 26 Crockford digits are the top 130 bits of the value shifted into 17 bytes;
-        # the C encoder does in one call what a 26-step Python loop did (a hot path).
-        return (
-            base64.b32encode((value << 6).to_bytes(17, "big")).decode()[:26].translate(_CROCKFORD)
-        )
+                self._time_digits = _digits(ms, 5)  # 48-bit time, 10 digits
+            rand = self._last_rand
+            head = self._time_digits
+        return head + _digits(rand, 8)  # 80 random bits, 16 digits
 
 
 _ulid = _Ulid()

@@ -130,15 +130,18 @@ class Leases:
 
     async def complete(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         async with self.engine.storage.transaction() as tx:
-            reply, _ = await self._complete(tx, task_id, body, timefmt.now_ms())
+            reply, row = await self._complete(tx, task_id, body, timefmt.now_ms())
+        self._count_completed([row])
         return reply
 
     async def _complete(
         self, tx: Tx, task_id: str, body: dict[str, Any], now: int
-    ) -> tuple[TaskOutcome, bool]:
+    ) -> tuple[TaskOutcome, Row | None]:
+        """The completion's reply, and the row it completed (None for a replay): the
+        caller counts it once the transaction committed."""
         row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
         if replay is not None:
-            return replay, False
+            return replay, None
         fields = {
             "status": "completed",
             "output": body.get("output"),
@@ -149,8 +152,13 @@ class Leases:
         row.update(fields)
         reply = views.outcome(row)
         await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
-        self.engine.metrics.completed.labels(row["queue_name"], row["handler_name"]).inc()
-        return reply, True
+        return reply, row
+
+    def _count_completed(self, rows: list[Row | None]) -> None:
+        """Post-commit: one counter update per (queue, handler), not per row."""
+        pairs = Counter((r["queue_name"], r["handler_name"]) for r in rows if r is not None)
+        for pair, n in pairs.items():
+            self.engine.metrics.completed.labels(*pair).inc(n)
 
     async def fail(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         now = timefmt.now_ms()
@@ -261,15 +269,17 @@ class Leases:
 
     async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
         now = timefmt.now_ms()
-        out = []
+        out, rows = [], []
         async with self.engine.storage.transaction() as tx:
             await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
             for item in items:
                 try:
-                    reply, _ = await self._complete(tx, item["task_id"], item, now)
+                    reply, row = await self._complete(tx, item["task_id"], item, now)
+                    rows.append(row)
                     out.append(_item(reply, "completed"))
                 except Problem as problem:
                     out.append(self._item_error(item["task_id"], problem))
+        self._count_completed(rows)
         return {"items": out}
 
     async def fail_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:

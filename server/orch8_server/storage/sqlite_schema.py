@@ -1,0 +1,112 @@
+"""SQLite schema and its versioned migrations (PRAGMA user_version).
+
+MIGRATIONS[i] takes a database from version i to i + 1, each in its own transaction; a
+new database runs them all. A file written by a newer server (a higher version than
+len(MIGRATIONS)) is refused rather than guessed at. Add a step, never edit a released one.
+
+The claim indexes are partial (`WHERE status = 'pending'`) and lead with the claim's
+filter and ORDER BY columns, so a claim reads only claimable rows however many finished
+rows accumulate.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS tasks (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    handler_name TEXT NOT NULL,
+    queue_name TEXT NOT NULL,
+    status TEXT NOT NULL,
+    priority INTEGER NOT NULL,
+    params TEXT NOT NULL,
+    context TEXT NOT NULL,
+    headers TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    max_attempts INTEGER NOT NULL,
+    retry TEXT NOT NULL,
+    run_at INTEGER NOT NULL,
+    good_until INTEGER,
+    idempotency_key TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    started_at INTEGER,
+    finished_at INTEGER,
+    worker_id TEXT,
+    lease_id TEXT,
+    lease_expires_at INTEGER,
+    lease_ms INTEGER,
+    lease_started_at INTEGER,
+    output TEXT,
+    error TEXT,
+    checkpoint TEXT,
+    progress TEXT,
+    cancel_reason TEXT
+);
+CREATE INDEX IF NOT EXISTS tasks_claim_handler
+    ON tasks (queue_name, handler_name, priority, seq, run_at) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS tasks_claim_any
+    ON tasks (queue_name, priority, seq) WHERE status = 'pending';
+CREATE INDEX IF NOT EXISTS tasks_scheduled ON tasks (run_at) WHERE status = 'scheduled';
+CREATE INDEX IF NOT EXISTS tasks_leases ON tasks (lease_expires_at) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS tasks_good_until ON tasks (good_until)
+    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled');
+CREATE INDEX IF NOT EXISTS tasks_status_seq ON tasks (status, seq);
+CREATE INDEX IF NOT EXISTS tasks_worker_seq ON tasks (worker_id, seq) WHERE worker_id IS NOT NULL;
+CREATE UNIQUE INDEX IF NOT EXISTS tasks_idempotency_key
+    ON tasks (idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+CREATE TABLE IF NOT EXISTS attempts (
+    task_id TEXT NOT NULL,
+    lease_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    worker_id TEXT,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER NOT NULL,
+    outcome TEXT NOT NULL,
+    error TEXT,
+    reply TEXT,
+    PRIMARY KEY (task_id, lease_id)
+) WITHOUT ROWID;
+
+CREATE TABLE IF NOT EXISTS workers (
+    worker_id TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    directive TEXT NOT NULL,
+    hostname TEXT,
+    pid INTEGER,
+    handlers TEXT NOT NULL,
+    queues TEXT NOT NULL,
+    concurrency INTEGER,
+    labels TEXT NOT NULL,
+    sdk TEXT,
+    registered_at INTEGER NOT NULL,
+    last_heartbeat_at INTEGER NOT NULL
+);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1,)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the database to SCHEMA_VERSION; returns the number of steps applied."""
+    version: int = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"{path} has schema version {version}; this server knows {SCHEMA_VERSION}"
+        )
+    for step in range(version, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in MIGRATIONS[step].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(f"PRAGMA user_version = {step + 1}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    return SCHEMA_VERSION - version

@@ -1,0 +1,145 @@
+"""The SQLite backend's group commit and buffered writes, driven directly (no HTTP):
+transactions of one loop turn share one COMMIT, each rolls back alone, nothing is
+acknowledged before it is committed, and reads see committed data only."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.sqlite import SqliteStorage
+from orch8_server.storage.sqlite_schema import SCHEMA_VERSION
+
+
+class Boom(Exception):
+    pass
+
+
+def _row(handler: str = "h") -> dict[str, Any]:
+    return new_task_row({"handler_name": handler, "params": {"n": 1}}, 1_000)
+
+
+def _committed_ids(path: Path) -> set[str]:
+    """What another connection (a restarted process) sees: committed rows only."""
+    with sqlite3.connect(path) as c:
+        return {r[0] for r in c.execute("SELECT id FROM tasks")}
+
+
+def test_one_turn_shares_a_commit_and_a_failure_rolls_back_alone(tmp_path: Path) -> None:
+    path = tmp_path / "g.db"
+    rows = [_row() for _ in range(3)]
+
+    async def main() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        commits = []
+        real_commit = storage._commit_group
+
+        def counting_commit() -> None:
+            commits.append(storage._group is not None)
+            real_commit()
+
+        storage._commit_group = counting_commit  # type: ignore[method-assign]
+
+        async def insert(row: dict[str, Any], fail: bool) -> str:
+            async with storage.transaction() as tx:
+                await tx.insert_task(row)
+                if fail:
+                    raise Boom
+            # Acknowledged: another connection must see it now.
+            assert row["id"] in _committed_ids(path)
+            return str(row["id"])
+
+        results = await asyncio.gather(
+            insert(rows[0], False), insert(rows[1], True), insert(rows[2], False),
+            return_exceptions=True,
+        )  # fmt: skip
+        assert results[0] == rows[0]["id"] and results[2] == rows[2]["id"]
+        assert isinstance(results[1], Boom)
+        assert commits == [True]  # three transactions, one COMMIT
+        await storage.close()
+
+    asyncio.run(main())
+    assert _committed_ids(path) == {rows[0]["id"], rows[2]["id"]}
+
+
+def test_a_read_outside_a_transaction_waits_for_the_commit(tmp_path: Path) -> None:
+    async def main() -> None:
+        storage = SqliteStorage(str(tmp_path / "r.db"))
+        await storage.open()
+        row = _row()
+
+        async def writer() -> None:
+            async with storage.transaction() as tx:
+                await tx.insert_task(row)
+
+        async def reader() -> Any:
+            # Runs right after the writer's block, before the group's COMMIT task.
+            assert storage._group is not None
+            seen = await storage.get_task(row["id"])
+            assert storage._group is None  # it waited for the COMMIT before reading
+            return seen
+
+        _, seen = await asyncio.gather(writer(), reader())
+        assert seen is not None and seen["params"] == {"n": 1}
+        await storage.close()
+
+    asyncio.run(main())
+
+
+def test_buffered_writes_keep_their_order_and_reads_see_them(tmp_path: Path) -> None:
+    async def main() -> None:
+        storage = SqliteStorage(str(tmp_path / "b.db"))
+        await storage.open()
+        rows = [_row() for _ in range(5)]
+        async with storage.transaction() as tx:
+            for r in rows:
+                await tx.insert_task(r)
+            await tx.update_task(rows[0]["id"], {"priority": 7, "progress": {"p": 1}})
+            await tx.update_task(rows[0]["id"], {"status": "cancelled"})  # other shape
+            got = await tx.tasks_by_ids([r["id"] for r in rows])  # flushes the inserts
+            assert len(got) == 5
+            first = await tx.get_task(rows[0]["id"])
+            assert first is not None and first["status"] == "cancelled"
+        again = await storage.get_task(rows[0]["id"])
+        assert again is not None
+        assert (again["priority"], again["progress"], again["status"]) == (
+            7,
+            {"p": 1},
+            "cancelled",
+        )
+        await storage.close()
+
+    asyncio.run(main())
+
+
+def test_claim_returns_stored_json_spliced_as_fragments(tmp_path: Path) -> None:
+    import orjson
+
+    async def main() -> None:
+        storage = SqliteStorage(str(tmp_path / "c.db"))
+        await storage.open()
+        async with storage.transaction() as tx:
+            await tx.insert_task(_row("h"))
+        async with storage.transaction() as tx:
+            claimed, expired = await tx.claim("default", ["h"], 10, 2_000, 500, "w", lambda: "l1")
+        assert expired == 0 and len(claimed) == 1
+        row = claimed[0]
+        assert (row["status"], row["attempt"], row["lease_id"]) == ("running", 1, "l1")
+        assert orjson.loads(orjson.dumps({"params": row["params"]})) == {"params": {"n": 1}}
+        await storage.close()
+
+    asyncio.run(main())
+
+
+def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "v.db"
+    with sqlite3.connect(path) as c:
+        c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(RuntimeError, match="schema version"):
+        asyncio.run(SqliteStorage(str(path)).open())
