@@ -1,10 +1,15 @@
 """Long-poll waiters and the wake-ups that feed them (P-POLL-3, P-STATE-2).
 
 A poll that finds nothing parks a `Waiter`; every event that makes a task claimable
-(enqueue, retryable fail, reap, release, retry, a scheduled time reached) calls `wake`,
-which sets the event of every waiter interested in that queue and handler. Waiters then
-race to claim; losers park again. Scheduled tasks are promoted by a timer armed for the
-earliest `run_at`, so nothing waits for a sweep.
+(enqueue, retryable fail, reap, release, retry, a scheduled time reached) calls `wake`.
+When the caller knows how many tasks it made claimable (an enqueue), `wake` sets the
+events of the longest-parked interested waiters until their batch sizes cover that
+count: a single enqueue wakes one poll, not every parked one (a herd of empty claims,
+each a database statement, was most of the server's work in single-task mode). Without a
+count (promotion, reaping, another replica's NOTIFY) every interested waiter wakes and
+they race; losers park again. A woken waiter that leaves without claiming passes its
+wake-up on (Leases.poll), so none is lost. Scheduled tasks are promoted by a timer armed
+for the earliest `run_at`, so nothing waits for a sweep.
 """
 
 from __future__ import annotations
@@ -19,11 +24,12 @@ log = logging.getLogger("orch8.dispatcher")
 
 
 class Waiter:
-    __slots__ = ("event", "handlers", "queue")
+    __slots__ = ("event", "handlers", "queue", "want")
 
-    def __init__(self, queue: str, handlers: list[str] | None) -> None:
+    def __init__(self, queue: str, handlers: list[str] | None, want: int = 1) -> None:
         self.queue = queue
         self.handlers = frozenset(handlers) if handlers else None
+        self.want = want  # the poll's batch size
         self.event = asyncio.Event()
 
     def wants(self, handler: str | None) -> bool:
@@ -32,7 +38,8 @@ class Waiter:
 
 class Dispatcher:
     def __init__(self) -> None:
-        self._waiters: dict[str, set[Waiter]] = {}
+        # Per queue, waiters in parking order (a dict as an ordered set).
+        self._waiters: dict[str, dict[Waiter, None]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._promote: Callable[[], Awaitable[int | None]] | None = None
@@ -41,22 +48,29 @@ class Dispatcher:
     def waiting(self) -> int:
         return sum(len(s) for s in self._waiters.values())
 
-    def park(self, queue: str, handlers: list[str] | None) -> Waiter:
-        waiter = Waiter(queue, handlers)
-        self._waiters.setdefault(queue, set()).add(waiter)
+    def park(self, queue: str, handlers: list[str] | None, want: int = 1) -> Waiter:
+        waiter = Waiter(queue, handlers, want)
+        self._waiters.setdefault(queue, {})[waiter] = None
         return waiter
 
     def unpark(self, waiter: Waiter) -> None:
         waiters = self._waiters.get(waiter.queue)
         if waiters is not None:
-            waiters.discard(waiter)
+            waiters.pop(waiter, None)
             if not waiters:
                 del self._waiters[waiter.queue]
 
-    def wake(self, queue: str, handler: str | None = None) -> None:
+    def wake(self, queue: str, handler: str | None = None, count: int | None = None) -> None:
+        """Wake waiters for `handler` in `queue`: all of them, or (with `count`, the tasks
+        made claimable) the longest-parked ones not yet woken whose batch sizes cover it."""
+        left = count
         for waiter in self._waiters.get(queue, ()):
-            if waiter.wants(handler):
+            if left is not None and left <= 0:
+                return
+            if waiter.wants(handler) and not waiter.event.is_set():
                 waiter.event.set()
+                if left is not None:
+                    left -= waiter.want
 
     def wake_all(self) -> None:
         for waiters in self._waiters.values():

@@ -84,9 +84,12 @@ class Engine:
                 continue
             self.pollers.merge(others)
 
-    def made_claimable(self, queue: str, handler: str, run_at: int, now: int) -> None:
-        """Wake waiting polls now, or arm the timer for a future run_at (P-POLL-3)."""
+    def made_claimable(
+        self, queue: str, handler: str, run_at: int, now: int, count: int | None = None
+    ) -> None:
+        """Wake waiting polls now (enough for `count` tasks, or all), or arm the timer for
+        a future run_at (P-POLL-3)."""
         if run_at <= now:
-            self.dispatcher.wake(queue, handler)
+            self.dispatcher.wake(queue, handler, count)
         else:
             self.dispatcher.schedule(run_at)

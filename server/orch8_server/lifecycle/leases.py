@@ -55,7 +55,8 @@ class Leases:
         deadline = start + wait_ms
 
         dispatcher = self.engine.dispatcher
-        waiter = dispatcher.park(queue, handlers)  # parked before the claim: no lost wake-up
+        # Parked before the claim: no lost wake-up.
+        waiter = dispatcher.park(queue, handlers, limit)
         gone: asyncio.Future[Any] | None = None
         try:
             while True:
@@ -78,6 +79,11 @@ class Leases:
                     return []
         finally:
             dispatcher.unpark(waiter)
+            if waiter.event.is_set():
+                # Woken since its last claim began (caller gone, an error, a wake during
+                # the claim): those tasks may not be in its claim, so pass the wake-up on,
+                # or they would wait for the next event.
+                dispatcher.wake(queue, None, waiter.want)
             if gone is not None and not gone.done():
                 gone.cancel()
 
@@ -90,10 +96,9 @@ class Leases:
         worker_id: str | None,
     ) -> list[ClaimedTask]:
         now = timefmt.now_ms()
-        async with self.engine.storage.transaction() as tx:
-            rows, expired = await tx.claim(
-                queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id
-            )
+        rows, expired = await self.engine.storage.claim(
+            queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id
+        )
         metrics = self.engine.metrics
         if expired:
             metrics.expired.inc(expired)

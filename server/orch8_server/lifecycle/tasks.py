@@ -109,6 +109,7 @@ class Tasks:
         # Count and wake once per (queue, handler), not per row: batches share them.
         enqueued: Counter[tuple[str, str]] = Counter()
         due: dict[tuple[str, str, bool], int] = {}
+        ready: Counter[tuple[str, str, bool]] = Counter()
         expired = 0
         for row, created in results:
             if not created:
@@ -116,17 +117,19 @@ class Tasks:
             pair = (row["queue_name"], row["handler_name"])
             enqueued[pair] += 1
             if row["status"] in ("pending", "scheduled"):
-                # One wake per pair for what is claimable now; the earliest future
-                # run_at per pair arms the timer (it keeps only the earliest anyway).
+                # One wake per pair for what is claimable now (enough polls for that many
+                # tasks); the earliest future run_at per pair arms the timer.
                 key = (*pair, row["run_at"] <= now)
                 due[key] = min(due.get(key, row["run_at"]), row["run_at"])
+                ready[key] += 1
             elif row["status"] == "expired":
                 expired += 1
         metrics = self.engine.metrics
         for pair, n in enqueued.items():
             metrics.enqueued.labels(*pair).inc(n)
-        for (queue, handler, _), run_at in due.items():
-            self.engine.made_claimable(queue, handler, run_at, now)
+        for (queue, handler, now_due), run_at in due.items():
+            count = ready[(queue, handler, now_due)] if now_due else None
+            self.engine.made_claimable(queue, handler, run_at, now, count)
         if expired:
             metrics.expired.inc(expired)
         return [views.task(row) for row, _ in results], any(created for _, created in results)

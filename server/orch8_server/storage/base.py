@@ -157,6 +157,20 @@ class Storage(Protocol):
 
     def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
 
+    async def claim(
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
+    ) -> tuple[list[Row], int]:
+        """Tx.claim in a transaction of its own (the backend picks the cheapest one).
+        Rows carry at least the columns of the ClaimedTask view; a backend may hand JSON
+        columns back as orjson.Fragment (stored text, spliced into the response)."""
+
     async def get_task(self, task_id: str) -> Row | None: ...
 
     async def list_tasks(

@@ -32,7 +32,7 @@ import orjson
 from orch8_server.storage.base import Row, StorageUnavailable, TaskFilter
 from orch8_server.storage.postgres_listen import WakeListener
 from orch8_server.storage.postgres_schema import migrate
-from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx
+from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx, claim_rows
 
 log = logging.getLogger("orch8.storage.postgres")
 
@@ -70,6 +70,13 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         )
 
 
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Pool release hook: nothing to reset. The default reset (pg_advisory_unlock_all,
+    CLOSE ALL, UNLISTEN *, RESET ALL) is a round trip per release, and these connections
+    change no session state (SET LOCAL only; LISTEN and advisory locks live on their own
+    connections). asyncpg still rolls back a transaction left open before calling this."""
+
+
 class PgStorage:
     kind: Literal["sqlite", "postgresql"] = "postgresql"
     multi_replica = True
@@ -88,6 +95,7 @@ class PgStorage:
         # Names this replica's writes in NOTIFY payloads (postgres_schema.py).
         self.replica = uuid.uuid4().hex
         self._pool: asyncpg.Pool | None = None
+        self._claims_pool: asyncpg.Pool | None = None
         self._listener: WakeListener | None = None
         self._wake: Callable[[str, str], None] | None = None
         self._wake_all: Callable[[], None] | None = None
@@ -122,10 +130,24 @@ class PgStorage:
             min_size=min(2, self.pool_size),
             max_size=self.pool_size,
             init=_init_connection,
+            reset=_keep_session,
             server_settings=self._settings(),
             max_inactive_connection_lifetime=300,
             # Client-side bounds too: a database host that vanishes (no RST) must turn
             # into a 503, not a request hanging until TCP gives up.
+            timeout=self.acquire_timeout,
+            command_timeout=self.statement_timeout_ms / 1000 + 5,
+        )
+        # Claims only (P-LEASE-8: a claim need not wait for its WAL flush); short
+        # single statements, so half the main pool is plenty.
+        self._claims_pool = await asyncpg.create_pool(
+            self.url,
+            min_size=1,
+            max_size=max(2, self.pool_size // 2),
+            init=_init_connection,
+            reset=_keep_session,
+            server_settings={**self._settings("orch8-claims"), "synchronous_commit": "off"},
+            max_inactive_connection_lifetime=300,
             timeout=self.acquire_timeout,
             command_timeout=self.statement_timeout_ms / 1000 + 5,
         )
@@ -142,24 +164,35 @@ class PgStorage:
         if self._listener is not None:
             await self._listener.stop()
             self._listener = None
-        if self._pool is not None:
-            pool, self._pool = self._pool, None
+        for name in ("_pool", "_claims_pool"):
+            pool = getattr(self, name)
+            if pool is None:
+                continue
+            setattr(self, name, None)
             try:
                 await asyncio.wait_for(pool.close(), timeout=5)
             except _TRANSIENT:
                 pool.terminate()
 
+    @property
+    def _claims(self) -> asyncpg.Pool:
+        if self._claims_pool is None:
+            raise RuntimeError("storage is not open")
+        return self._claims_pool
+
     def _unavailable(self, exc: BaseException) -> StorageUnavailable:
-        if isinstance(exc, _LOST) and self._pool is not None:
+        if isinstance(exc, _LOST):
             # Every pooled connection may be dead (database restart): replace them all on
             # next use instead of failing one request per stale connection.
-            self._pool.expire_connections()
+            for pool in (self._pool, self._claims_pool):
+                if pool is not None:
+                    pool.expire_connections()
         log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
         return StorageUnavailable(f"database unavailable: {type(exc).__name__}")
 
     @asynccontextmanager
-    async def _conn(self) -> AsyncIterator[asyncpg.Connection]:
-        pool = self.pool
+    async def _conn(self, pool: asyncpg.Pool | None = None) -> AsyncIterator[asyncpg.Connection]:
+        pool = pool or self.pool
         try:
             conn = await pool.acquire(timeout=self.acquire_timeout)
         except _TRANSIENT as exc:
@@ -179,10 +212,32 @@ class PgStorage:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PgTx]:
-        async with self._conn() as conn, conn.transaction():
-            tx = PgTx(conn)
-            yield tx
-            await tx.flush()
+        async with self._conn() as conn:
+            tx = PgTx(conn)  # BEGIN is sent lazily (postgres_tx.py)
+            try:
+                yield tx
+                await tx.commit()
+            except BaseException:
+                with contextlib.suppress(*_TRANSIENT):
+                    await tx.rollback()
+                raise
+
+    async def claim(
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
+    ) -> tuple[list[Row], int]:
+        """A claim in autocommit on a connection with synchronous_commit off (P-LEASE-8):
+        one round trip, where BEGIN, SET LOCAL, the claim and COMMIT took four."""
+        async with self._conn(self._claims) as conn:
+            return await claim_rows(
+                conn, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
+            )
 
     async def _fetch(self, sql: str, *args: Any) -> list[Row]:
         async with self._conn() as conn:

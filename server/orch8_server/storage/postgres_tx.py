@@ -13,6 +13,11 @@ idempotency key) are buffered and sent as pipelined `executemany` batches before
 read and at commit: a batch complete of 100 tasks is one locking SELECT and two pipelined
 writes instead of 300 round trips. Rows this transaction locked are kept (and updated by
 update_task), so rule code re-reading them costs nothing.
+
+BEGIN is sent lazily, before the first statement that reads. A transaction that only
+buffered writes of one statement (an enqueue without idempotency keys, single or batch)
+sends them at commit as one `execute`/`executemany`, atomic by itself (one implicit
+transaction): one round trip instead of BEGIN, INSERT, COMMIT.
 """
 
 from __future__ import annotations
@@ -101,6 +106,42 @@ CLAIM_BY_HANDLER = _claim_sql(True)
 CLAIM_ANY = _claim_sql(False)
 
 
+async def claim_rows(
+    conn: asyncpg.Connection,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
+    now: int,
+    lease_ms: int,
+    worker_id: str | None,
+    new_lease_id: Any,
+) -> tuple[list[Row], int]:
+    """The claim's statements (Tx.claim in base.py). Each is atomic by itself, so they
+    also run in autocommit (PgStorage.claim). P-LEASE-8: a claim need not wait for its WAL
+    flush; lost in a crash, the task is still pending and is delivered again
+    (at-least-once) while enqueues and results stay fully durable."""
+    claimed: list[Row] = []
+    expired = 0
+    while len(claimed) < limit:
+        want = limit - len(claimed)
+        args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
+        args.append([new_lease_id() for _ in range(want)])
+        if handler_names:
+            records = await conn.fetch(CLAIM_BY_HANDLER, *args, handler_names)
+        else:
+            records = await conn.fetch(CLAIM_ANY, *args)
+        rows = [dict(r) for r in records]
+        fresh = sorted(
+            (r for r in rows if r["status"] == "running"),
+            key=lambda r: (r["priority"], r["seq"]),
+        )
+        claimed += fresh
+        expired += len(rows) - len(fresh)
+        if len(fresh) == len(rows):  # nothing expired on the way: no need to look again
+            break
+    return claimed, expired
+
+
 def _row(record: asyncpg.Record | None) -> Row | None:
     return None if record is None else dict(record)
 
@@ -114,6 +155,7 @@ class PgTx:
 
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.c = conn
+        self._tx: Any = None  # the asyncpg Transaction, once BEGIN was sent
         self._locked: dict[str, Row | None] = {}  # task id -> row as this tx left it
         self._writes: dict[
             str, list[tuple[Any, ...]]
@@ -126,8 +168,28 @@ class PgTx:
         self._written_by[key] = sql
         self._writes.setdefault(sql, []).append(args)
 
+    async def begin(self) -> None:
+        if self._tx is None:
+            self._tx = self.c.transaction()
+            await self._tx.start()
+
+    async def commit(self) -> None:
+        if self._tx is None and len(self._writes) <= 1:
+            await self._send_writes()  # nothing read: the writes alone, atomic by themselves
+            return
+        await self.flush()
+        await self._tx.commit()
+
+    async def rollback(self) -> None:
+        if self._tx is not None and not self.c.is_closed():
+            await self._tx.rollback()
+
     async def flush(self) -> None:
-        """Send buffered writes (before any read, and at commit)."""
+        """Send buffered writes (before any read, and at commit), inside the transaction."""
+        await self.begin()
+        await self._send_writes()
+
+    async def _send_writes(self) -> None:
         if not self._writes:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
@@ -213,30 +275,11 @@ class PgTx:
     ) -> tuple[list[Row], int]:
         await self.flush()
         self._locked.clear()  # rows written below bypass update_task
-        # P-LEASE-8: a claim need not wait for its WAL flush. Lost in a crash, the task is
-        # still pending and is delivered again (at-least-once); enqueues and results stay
-        # fully durable. Saves one fsync per poll, which is most of the pickup latency.
+        # P-LEASE-8: a claim need not wait for its WAL flush (see claim_rows).
         await self.c.execute("SET LOCAL synchronous_commit = off")
-        claimed: list[Row] = []
-        expired = 0
-        while len(claimed) < limit:
-            want = limit - len(claimed)
-            args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
-            args.append([new_lease_id() for _ in range(want)])
-            if handler_names:
-                records = await self.c.fetch(CLAIM_BY_HANDLER, *args, handler_names)
-            else:
-                records = await self.c.fetch(CLAIM_ANY, *args)
-            rows = [dict(r) for r in records]
-            fresh = sorted(
-                (r for r in rows if r["status"] == "running"),
-                key=lambda r: (r["priority"], r["seq"]),
-            )
-            claimed += fresh
-            expired += len(rows) - len(fresh)
-            if len(fresh) == len(rows):  # nothing expired on the way: no need to look again
-                break
-        return claimed, expired
+        return await claim_rows(
+            self.c, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
+        )
 
     async def promote_due(self, now: int) -> list[tuple[str, str]]:
         await self.flush()

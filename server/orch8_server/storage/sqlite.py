@@ -114,6 +114,21 @@ class SqliteStorage:
             conn.execute("RELEASE tx")
         await asyncio.shield(group)  # acknowledged only once durable
 
+    async def claim(
+        self,
+        queue_name: str,
+        handler_names: list[str] | None,
+        limit: int,
+        now: int,
+        lease_ms: int,
+        worker_id: str | None,
+        new_lease_id: Any,
+    ) -> tuple[list[Row], int]:
+        async with self.transaction() as tx:
+            return await tx.claim(
+                queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
+            )
+
     def _roll_back_savepoint(self, exc: BaseException) -> None:
         conn = self.c
         try:

@@ -1,0 +1,89 @@
+"""The PostgreSQL backend's round-trip savings, driven directly (no HTTP): a transaction
+that only writes one statement sends no BEGIN/COMMIT and is still atomic, a transaction
+that reads begins first, and claims run in autocommit with synchronous_commit off."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import pytest
+
+from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.postgres import PgStorage
+
+
+def _row(handler: str = "h", key: str | None = None) -> dict[str, Any]:
+    return new_task_row({"handler_name": handler, "idempotency_key": key}, 1_000)
+
+
+def test_write_only_transactions_skip_begin_and_stay_atomic(
+    new_database: Callable[[], str],
+) -> None:
+    url = new_database()
+
+    async def main() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        try:
+            rows = [_row() for _ in range(3)]
+            async with storage.transaction() as tx:
+                for r in rows:
+                    await tx.insert_task(r)
+                lazy = tx
+            assert lazy._tx is None  # no BEGIN was sent: one executemany did it all
+            for r in rows:
+                assert await storage.get_task(r["id"]) is not None
+
+            # Atomic without BEGIN: a batch whose second row breaks a constraint leaves
+            # no row behind (asyncpg's executemany is one implicit transaction).
+            bad = [_row(), {**_row(), "id": rows[0]["id"]}]
+            with pytest.raises(asyncpg.UniqueViolationError):
+                async with storage.transaction() as tx:
+                    for r in bad:
+                        await tx.insert_task(r)
+            assert await storage.get_task(bad[0]["id"]) is None
+
+            async with storage.transaction() as tx:
+                await tx.get_task(rows[0]["id"])  # a read: BEGIN first (FOR UPDATE needs it)
+                assert tx._tx is not None
+        finally:
+            await storage.close()
+
+    asyncio.run(main())
+
+
+def test_claims_run_in_autocommit_without_waiting_for_the_wal(
+    new_database: Callable[[], str],
+) -> None:
+    url = new_database()
+
+    async def main() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        try:
+            async with storage.transaction() as tx:
+                await tx.insert_task(_row("h"))
+            pools = []
+            conn_of = storage._conn
+
+            def recording(pool: Any = None) -> Any:
+                pools.append(pool)
+                return conn_of(pool)
+
+            storage._conn = recording  # type: ignore[method-assign]
+            claimed, expired = await storage.claim(
+                "default", ["h"], 5, 2_000, 500, "w", lambda: "l"
+            )
+            assert expired == 0 and [r["lease_id"] for r in claimed] == ["l"]
+            assert pools == [storage._claims]  # one statement, on the claims pool
+            async with storage._claims.acquire() as conn:
+                assert await conn.fetchval("SHOW synchronous_commit") == "off"
+            async with storage.pool.acquire() as conn:  # results stay durable
+                assert await conn.fetchval("SHOW synchronous_commit") == "on"
+        finally:
+            await storage.close()
+
+    asyncio.run(main())
