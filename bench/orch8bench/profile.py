@@ -1,5 +1,6 @@
 """`make -C bench profile`: sample the server with py-spy while the load client drives it.
 
+Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints).
 For each scenario a fresh server is started, py-spy attaches to it (`record --pid`,
 native frames off, idle off: what the one event-loop thread spends CPU on), the Go client
 runs a fixed task count, py-spy is stopped with SIGINT and writes collapsed stacks. We
@@ -106,7 +107,7 @@ def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=30_000)
-    ap.add_argument("--only", default="sqlite-b100,sqlite-b1,pg-b100")
+    ap.add_argument("--only", default="sqlite-b100,sqlite-b1,pg-b100,pg-b1")
     a = ap.parse_args()
     OUT.mkdir(exist_ok=True)
     work = Workdir()
@@ -115,10 +116,13 @@ def main() -> None:
         profile("sqlite-b100", work.sqlite("p100"), work, 100, a.tasks)
     if "sqlite-b1" in only:
         profile("sqlite-b1", work.sqlite("p1"), work, 1, a.tasks // 5)
-    if "pg-b100" in only:
+    if only & {"pg-b100", "pg-b1"}:
         cluster = PgCluster(fsync=True).init()
         try:
-            profile("pg-b100", cluster.create_database("prof"), work, 100, a.tasks)
+            if "pg-b100" in only:
+                profile("pg-b100", cluster.create_database("prof"), work, 100, a.tasks)
+            if "pg-b1" in only:
+                profile("pg-b1", cluster.create_database("prof1"), work, 1, a.tasks // 10)
         finally:
             cluster.destroy()
     shutil.rmtree(work.path, ignore_errors=True)
