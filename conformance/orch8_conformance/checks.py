@@ -11,6 +11,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import checks_sdk as sdk_checks
+from . import checks_stats
 from .api import ApiError
 
 if TYPE_CHECKING:
@@ -71,7 +72,10 @@ def end_state(run: ScenarioRun) -> list[str]:
         reasons += batch_polls(run, name, concurrency, attempts)
     for name, exp in expect.get("workers", {}).items():
         reasons += worker(run, name, exp)
-    return reasons + sdk_checks.end_state(run, expect)
+    reasons += sdk_checks.end_state(run, expect)
+    for name in expect.get("observability", []):
+        reasons += checks_stats.observability(run, name)
+    return reasons
 
 
 def tasks(run: ScenarioRun, expectations: dict) -> list[str]:
