@@ -416,3 +416,32 @@ def test_task_heartbeat_lease_ms_and_deprecated_extend_ms(api: httpx.Client, nam
     assert problem["errors"] == [
         {"pointer": "/extend_ms", "detail": "differs from lease_ms; send lease_ms only"}
     ]
+
+
+def test_batch_complete_repeats_and_mixed_items_keep_their_answers(
+    api: httpx.Client, name: str
+) -> None:
+    """P-IDEM-1, P-BATCH-1 through the set-based completion: an item repeated in the batch
+    and a repeated batch get the stored reply, the output is stored, one attempt each."""
+    tasks = [enqueue(api, name) for _ in range(3)]
+    claimed = api.post(
+        "/workers/tasks/poll/batch", json={"handler_names": [name], "batch_size": 3, "wait_ms": 0}
+    ).json()["tasks"]
+    a, b, c = sorted(claimed, key=lambda t: t["id"])
+    items = [
+        {"task_id": a["id"], "lease_id": a["lease"]["id"], "output": {"n": 1}},
+        {"task_id": a["id"], "lease_id": a["lease"]["id"], "output": {"n": 1}},
+        {"task_id": b["id"]},  # no lease_id: acts on the current lease
+        {"task_id": c["id"], "lease_id": "lease_wrong"},
+    ]
+    first = api.post("/workers/tasks/complete/batch", json={"items": items}).json()["items"]
+    assert [i["status"] for i in first] == ["completed", "completed", "completed", "error"]
+    assert first[0] == first[1] and first[3]["problem"]["code"] == "lease_lost"
+    again = api.post("/workers/tasks/complete/batch", json={"items": items[:1]}).json()["items"]
+    assert again == first[:1]
+    done = api.get(f"/tasks/{a['id']}").json()
+    assert (done["status"], done["output"], done["attempt"]) == ("completed", {"n": 1}, 1)
+    attempts = api.get(f"/tasks/{a['id']}/attempts").json()["attempts"]
+    assert [x["outcome"] for x in attempts] == ["completed"]
+    assert api.get(f"/tasks/{c['id']}").json()["status"] == "running"
+    assert {t["id"] for t in tasks} == {a["id"], b["id"], c["id"]}

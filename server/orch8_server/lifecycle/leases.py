@@ -134,10 +134,40 @@ class Leases:
     # Complete / fail ---------------------------------------------------------------------
 
     async def complete(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+        item = {**body, "task_id": task_id}
+        (outcome,), rows = await self._complete_items([item])
+        self._count_completed(rows)
+        if isinstance(outcome, Problem):
+            raise outcome
+        return outcome
+
+    async def _complete_items(
+        self, items: list[dict[str, Any]]
+    ) -> tuple[list[TaskOutcome | Problem], list[Row | None]]:
+        """Complete items in one transaction: the ones running under their lease by one
+        set-based statement, the rest (replays, lost leases, no lease_id) by the
+        per-item rules. Returns a reply or a problem per item, and the completed rows."""
+        now = timefmt.now_ms()
+        out: list[TaskOutcome | Problem] = []
+        rows: list[Row | None] = []
         async with self.engine.storage.transaction() as tx:
-            reply, row = await self._complete(tx, task_id, body, timefmt.now_ms())
-        self._count_completed([row])
-        return reply
+            fast = [
+                (i["task_id"], i["lease_id"], i.get("output")) for i in items if i.get("lease_id")
+            ]
+            done = {(r["id"], r["lease_id"]): r for r in await tx.complete_running(fast, now)}
+            for item in items:
+                row = done.pop((item["task_id"], item.get("lease_id")), None)
+                try:
+                    if row is not None:
+                        reply = views.outcome(row)
+                        await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
+                    else:
+                        reply, row = await self._complete(tx, item["task_id"], item, now)
+                    rows.append(row)
+                    out.append(reply)
+                except Problem as problem:
+                    out.append(problem)
+        return out, rows
 
     async def _complete(
         self, tx: Tx, task_id: str, body: dict[str, Any], now: int
@@ -273,19 +303,16 @@ class Leases:
         return _item_error_body(task_id, problem)
 
     async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
-        now = timefmt.now_ms()
-        out, rows = [], []
-        async with self.engine.storage.transaction() as tx:
-            await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
-            for item in items:
-                try:
-                    reply, row = await self._complete(tx, item["task_id"], item, now)
-                    rows.append(row)
-                    out.append(_item(reply, "completed"))
-                except Problem as problem:
-                    out.append(self._item_error(item["task_id"], problem))
+        outcomes, rows = await self._complete_items(items)
         self._count_completed(rows)
-        return {"items": out}
+        return {
+            "items": [
+                self._item_error(item["task_id"], o)
+                if isinstance(o, Problem)
+                else _item(o, "completed")
+                for item, o in zip(items, outcomes, strict=True)
+            ]
+        }
 
     async def fail_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
         now = timefmt.now_ms()

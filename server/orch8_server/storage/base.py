@@ -58,6 +58,11 @@ ATTEMPT_COLUMNS = (
     "error",
     "reply",
 )
+# What complete_running returns: the outcome, the attempt record and the metrics need.
+COMPLETED_COLUMNS = (
+    "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
+    "queue_name", "handler_name", "run_at",
+)  # fmt: skip
 WORKER_COLUMNS = (
     "worker_id",
     "state",
@@ -101,6 +106,12 @@ class Tx(Protocol):
     async def update_task(self, task_id: str, fields: Row) -> None: ...
 
     async def insert_attempt(self, row: Row) -> None: ...
+
+    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
+        """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task is
+        running under that lease becomes completed at `now`, in one statement. Returns
+        those rows with COMPLETED_COLUMNS (as after the update); items not returned were
+        left untouched for the per-item rules (replays, lease_lost, not_found)."""
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None: ...
 

@@ -25,8 +25,15 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
+import orjson
 
-from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS, WORKER_COLUMNS, Row
+from orch8_server.storage.base import (
+    ATTEMPT_COLUMNS,
+    COMPLETED_COLUMNS,
+    TASK_COLUMNS,
+    WORKER_COLUMNS,
+    Row,
+)
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
@@ -51,6 +58,13 @@ _UPSERT_WORKER = (
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
     "ON CONFLICT (worker_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:])
+)
+
+_COMPLETE_RUNNING = (
+    "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
+    "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
+    "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' RETURNING "
+    + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
 )
 
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
@@ -245,6 +259,21 @@ class PgTx:
     async def insert_attempt(self, row: Row) -> None:
         key = ("a", row["task_id"], row["lease_id"])
         await self._write(key, _UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
+
+    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
+        if not items:
+            return []
+        await self.flush()
+        self._locked.clear()  # rows written below bypass update_task
+        items = sorted(items)  # rows locked in id order, like tasks_by_ids: no deadlock
+        rows = await self.c.fetch(
+            _COMPLETE_RUNNING,
+            [i for i, _, _ in items],
+            [lease for _, lease, _ in items],
+            [None if out is None else orjson.dumps(out).decode() for _, _, out in items],
+            now,
+        )
+        return [dict(r) for r in rows]
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
         await self.flush()

@@ -17,7 +17,13 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS, WORKER_COLUMNS, Row
+from orch8_server.storage.base import (
+    ATTEMPT_COLUMNS,
+    COMPLETED_COLUMNS,
+    TASK_COLUMNS,
+    WORKER_COLUMNS,
+    Row,
+)
 
 TASK_JSON = frozenset(
     ("params", "context", "headers", "retry", "output", "error", "checkpoint", "progress")
@@ -49,6 +55,23 @@ _LEASE = (
     "WHERE seq = ?"
 )
 _update_sql: dict[tuple[str, ...], str] = {}  # column set -> UPDATE text, built once each
+_complete_sql: dict[int, str] = {}  # batch size -> set-based completion, built once each
+
+
+def _complete_statement(n: int) -> str:
+    sql = _complete_sql.get(n)
+    if sql is None:
+        values = ", ".join(["(?, ?, ?)"] * n)
+        sql = _complete_sql[n] = (
+            f"WITH c(id, lease_id, output) AS (VALUES {values}) "
+            "UPDATE tasks SET status = 'completed', output = c.output, finished_at = ?, "
+            "updated_at = ? FROM c WHERE tasks.id = c.id AND tasks.lease_id = c.lease_id "
+            "AND tasks.status = 'running' RETURNING "
+            + ", ".join(f"tasks.{col}" for col in COMPLETED_COLUMNS)
+        )
+    return sql
+
+
 _loads = orjson.loads
 
 
@@ -154,6 +177,17 @@ class SqliteTx:
     async def insert_attempt(self, row: Row) -> None:
         values = [dumps(row.get(c)) if c in ATTEMPT_JSON else row.get(c) for c in ATTEMPT_COLUMNS]
         self._write(("a", row["task_id"], row["lease_id"]), _UPSERT_ATTEMPT, values)
+
+    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
+        if not items:
+            return []
+        self.flush()
+        self._rows.clear()  # rows written below bypass update_task
+        params: list[Any] = []
+        for task_id, lease_id, output in items:
+            params += (task_id, lease_id, dumps(output))
+        rows = self.c.execute(_complete_statement(len(items)), [*params, now, now]).fetchall()
+        return [dict(zip(COMPLETED_COLUMNS, r, strict=True)) for r in rows]
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
         self.flush()
