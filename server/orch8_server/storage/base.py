@@ -58,6 +58,12 @@ ATTEMPT_COLUMNS = (
     "error",
     "reply",
 )
+# What a claim returns at least: the ClaimedTask view's columns and what the claim needs.
+CLAIM_COLUMNS = (
+    "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
+    "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
+)  # fmt: skip
+CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
 # What complete_running returns: the outcome, the attempt record and the metrics need.
 COMPLETED_COLUMNS = (
     "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",

@@ -29,6 +29,8 @@ import orjson
 
 from orch8_server.storage.base import (
     ATTEMPT_COLUMNS,
+    CLAIM_COLUMNS,
+    CLAIM_JSON,
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
@@ -53,6 +55,34 @@ _UPSERT_ATTEMPT = (
     "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
 )
+# Column types for the bulk forms below (json columns travel as text and are cast).
+_TYPES = {
+    "id": "text", "handler_name": "text", "queue_name": "text", "status": "text",
+    "priority": "integer", "params": "json", "context": "json", "headers": "json",
+    "attempt": "integer", "max_attempts": "integer", "retry": "json", "run_at": "bigint",
+    "good_until": "bigint", "idempotency_key": "text", "created_at": "bigint",
+    "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
+    "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
+    "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
+    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "task_id": "text",
+    "ended_at": "bigint", "outcome": "text", "reply": "json",
+}  # fmt: skip
+
+
+def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
+    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
+    few arrays instead of executemany's Bind+Execute per row."""
+    args = ", ".join(
+        f"${i + 1}::{'text' if _TYPES[c] == 'json' else _TYPES[c]}[]" for i, c in enumerate(cols)
+    )
+    exprs = ", ".join(f"c{i}::json" if _TYPES[c] == "json" else f"c{i}" for i, c in enumerate(cols))
+    names = ", ".join(f"c{i}" for i in range(len(cols)))
+    return (
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
+        + tail
+    )
+
+
 _UPSERT_WORKER = (
     f"INSERT INTO workers ({', '.join(WORKER_COLUMNS)}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
@@ -67,8 +97,45 @@ _COMPLETE_RUNNING = (
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
 )
 
+_INSERT_TASKS_BULK = _bulk_insert("tasks", _NEW_TASK_COLS)
+_UPSERT_ATTEMPTS_BULK = _bulk_insert(
+    "attempts",
+    ATTEMPT_COLUMNS,
+    " ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:]),
+)
+# Buffered statement -> (its bulk form, which positions are json, the key positions that
+# must be unique within one bulk statement).
+_BULK: dict[str, tuple[str, list[bool], tuple[int, ...]]] = {
+    _INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, [_TYPES[c] == "json" for c in _NEW_TASK_COLS], (0,)),
+    _UPSERT_ATTEMPT: (
+        _UPSERT_ATTEMPTS_BULK,
+        [_TYPES[c] == "json" for c in ATTEMPT_COLUMNS],
+        (0, 1),
+    ),
+}
+
+
+def _columns(rows: list[tuple[Any, ...]], json_at: list[bool]) -> list[list[Any]]:
+    cols = [list(c) for c in zip(*rows, strict=True)]
+    for i, is_json in enumerate(json_at):
+        if is_json:
+            cols[i] = [None if v is None else orjson.dumps(v).decode() for v in cols[i]]
+    return cols
+
+
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
 _LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
+
+
+_LEASE_COLUMNS = (
+    "status",
+    "lease_id",
+    "worker_id",
+    "lease_expires_at",
+    "lease_ms",
+    "lease_started_at",
+)
 
 
 def _claim_sql(by_handler: bool) -> str:
@@ -96,7 +163,12 @@ def _claim_sql(by_handler: bool) -> str:
     def when(then: str, otherwise: str) -> str:
         return f"CASE WHEN {live} THEN {then} ELSE {otherwise} END"
 
-    cols = ", ".join(f"t.{c}" for c in TASK_COLUMNS)
+    # Only what the wire and the claim need; JSON as its stored text (spliced, P-LEASE-8
+    # rows are never parsed here).
+    cols = ", ".join(
+        f"t.{c}::text AS {c}" if c in CLAIM_JSON else f"t.{c}"
+        for c in (*CLAIM_COLUMNS, *_LEASE_COLUMNS)
+    )
     running, expired = "'running'", "'expired'"
     return (
         f"WITH pick AS ({pick}), "
@@ -118,6 +190,15 @@ def _claim_sql(by_handler: bool) -> str:
 
 CLAIM_BY_HANDLER = _claim_sql(True)
 CLAIM_ANY = _claim_sql(False)
+
+
+def _claimed(record: asyncpg.Record) -> Row:
+    row = dict(record)
+    for col in CLAIM_JSON:
+        value = row[col]
+        if value is not None:
+            row[col] = orjson.Fragment(value)
+    return row
 
 
 async def claim_rows(
@@ -144,7 +225,7 @@ async def claim_rows(
             records = await conn.fetch(CLAIM_BY_HANDLER, *args, handler_names)
         else:
             records = await conn.fetch(CLAIM_ANY, *args)
-        rows = [dict(r) for r in records]
+        rows = [_claimed(r) for r in records]
         fresh = sorted(
             (r for r in rows if r["status"] == "running"),
             key=lambda r: (r["priority"], r["seq"]),
@@ -208,7 +289,10 @@ class PgTx:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
         for sql, rows in writes.items():
-            if len(rows) == 1:
+            bulk = _BULK.get(sql) if len(rows) > 1 else None
+            if bulk is not None and len({tuple(r[k] for k in bulk[2]) for r in rows}) == len(rows):
+                await self.c.execute(bulk[0], *_columns(rows, bulk[1]))
+            elif len(rows) == 1:
                 await self.c.execute(sql, *rows[0])
             else:
                 await self.c.executemany(sql, rows)

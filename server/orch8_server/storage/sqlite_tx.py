@@ -19,6 +19,8 @@ import orjson
 
 from orch8_server.storage.base import (
     ATTEMPT_COLUMNS,
+    CLAIM_COLUMNS,
+    CLAIM_JSON,
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
@@ -42,12 +44,7 @@ _UPSERT_ATTEMPT = (
     f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})"
 )
-# What a claim reads: the ClaimedTask view's columns plus what the claim itself needs.
-CLAIM_COLUMNS = (
-    "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
-    "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
-)  # fmt: skip
-_CLAIM_FRAGMENTS = ("params", "context", "headers", "checkpoint")
+_CLAIM_FRAGMENTS = CLAIM_JSON
 _CLAIM_SELECT = "SELECT " + ", ".join(CLAIM_COLUMNS) + " FROM tasks"
 _LEASE = (
     "UPDATE tasks SET status = 'running', attempt = ?, lease_id = ?, lease_expires_at = ?, "
