@@ -17,7 +17,9 @@ LATENCY = ("latency_sqlite", "latency_pg", "latency_pg_cross")
 
 def rows(res: dict) -> dict[str, dict]:
     found = [r for key in KEYS for r in res.get(key, [])]
-    found += [r for key in LIMITS for part in (res.get(key) or {}).values() for r in part]
+    found += [
+        r for key in LIMITS for part in ("http", "sql") for r in (res.get(key) or {}).get(part, [])
+    ]
     return {r["label"]: r for r in found if "median" in r}
 
 

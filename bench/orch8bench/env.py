@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -187,20 +188,27 @@ def revisions() -> dict[str, str]:
     return out
 
 
-def loadgen(*args: str, on_line: Callable[[str], None] | None = None) -> dict:
-    """Run the Go client; returns its JSON answer plus its own wall time."""
+def loadgen(*args: str, on_line: Callable[[str], None] | None = None, timeout: float = 900) -> dict:
+    """Run the Go client; returns its JSON answer plus its own wall time. Killed after
+    `timeout` seconds (a task lost by the system under test would hang it forever)."""
     proc = subprocess.Popen(
         [str(LOADGEN), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     assert proc.stderr is not None and proc.stdout is not None
-    for line in proc.stderr:
-        if on_line is not None:
-            on_line(line.rstrip())
-        else:
-            print(line.rstrip(), flush=True)
-    out = proc.stdout.read()
-    if proc.wait() != 0:
-        raise RuntimeError(f"loadgen {' '.join(args)} failed: {out}")
+    watchdog = threading.Timer(timeout, proc.kill)
+    watchdog.start()
+    try:
+        for line in proc.stderr:
+            if on_line is not None:
+                on_line(line.rstrip())
+            else:
+                print(line.rstrip(), flush=True)
+        out = proc.stdout.read()
+        code = proc.wait()
+    finally:
+        watchdog.cancel()
+    if code != 0:
+        raise RuntimeError(f"loadgen {' '.join(args)} failed (exit {code}): {out}")
     return json.loads(out)
 
 

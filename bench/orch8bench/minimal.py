@@ -64,6 +64,8 @@ class SqliteJobs:
         "WHERE id = ? AND lease = ? AND status = 'running'"
     )
 
+    _RELEASE = "UPDATE jobs SET status = 'pending', lease = NULL WHERE id = ? AND lease = ?"
+
     def __init__(self, path: str) -> None:
         self.db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         for pragma in ("journal_mode = WAL", "synchronous = NORMAL", "cache_size = -65536"):
@@ -97,6 +99,12 @@ class SqliteJobs:
         self.db.executemany(self._COMPLETE, items)
         self.db.execute("COMMIT")
         return self.db.total_changes - before
+
+    def release(self, claimed: list[Claimed]) -> None:
+        """Back to pending (a claim whose client hung up before the answer)."""
+        self.db.execute("BEGIN IMMEDIATE")
+        self.db.executemany(self._RELEASE, [(i, lease) for i, _, lease in claimed])
+        self.db.execute("COMMIT")
 
     def close(self) -> None:
         self.db.close()
@@ -147,6 +155,15 @@ class PgJobs:
             self._COMPLETE, [i for i, _ in items], [lease for _, lease in items]
         )
         return int(status.rsplit(" ", 1)[1])
+
+    async def release(self, claimed: list[Claimed]) -> None:
+        """Back to pending (a claim whose client hung up before the answer)."""
+        await self.durable.execute(
+            "UPDATE jobs SET status = 'pending', lease = NULL WHERE id = ANY($1::bigint[]) "
+            "AND lease = $2",
+            [i for i, _, _ in claimed],
+            claimed[0][2],
+        )
 
     async def close(self) -> None:
         await self.durable.close()

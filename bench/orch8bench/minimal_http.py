@@ -61,6 +61,12 @@ class Store:
     async def claim(self, n: int) -> list[Claimed]:
         return self.sqlite.claim(n) if self.sqlite else await self.pg.claim(n)  # type: ignore[union-attr]
 
+    async def release(self, claimed: list[Claimed]) -> None:
+        if self.sqlite:
+            self.sqlite.release(claimed)
+        else:
+            await self.pg.release(claimed)  # type: ignore[union-attr]
+
     async def complete(self, items: list[tuple[int, str]]) -> int:
         return self.sqlite.complete(items) if self.sqlite else await self.pg.complete(items)  # type: ignore[union-attr]
 
@@ -123,6 +129,12 @@ def create_app(target: str, conns: int = 4) -> Starlette:
         claimed = await store.claim(n)
         if not claimed and wait_ms > 0 and await wake.wait(n, wait_ms / 1000, req):
             claimed = await store.claim(n)
+            # Woken just as its client hung up (a load client that exited): the answer
+            # would be lost, and this table has no lease expiry to bring the tasks back.
+            if claimed and await req.is_disconnected():
+                await store.release(claimed)
+                wake.fire(len(claimed))
+                return []
         return claimed
 
     async def enqueue_batch(req: Request) -> Response:

@@ -116,7 +116,9 @@ def render(res: dict) -> str:
               "by the same load client, batch sizes and counts as the server. CPU us/task is "
               "that process's own CPU time per task.", ""]  # fmt: skip
         for key, name in (("limit_sqlite", "SQLite"), ("limit_pg", "PostgreSQL")):
-            if res.get(key):
+            if res.get(key, {}).get("error"):
+                L += [f"### {name}", "", f"FAILED: {res[key]['error']}", ""]
+            elif res.get(key):
                 L += [f"### {name}", "", *limit_table(res[key])]
     lat = [res[k] for k in ("latency_sqlite", "latency_pg", "latency_pg_cross") if res.get(k)]
     if lat:

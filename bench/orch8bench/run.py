@@ -258,6 +258,15 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
     }  # fmt: skip
 
 
+def limit_or_error(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict:
+    """One broken limit row must not lose the whole run."""
+    try:
+        return limit(kind, db, cfg, work)
+    except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
+        log(f"  physical limit, {kind} FAILED: {exc}")
+        return {"error": str(exc)[-500:]}
+
+
 def limit(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict[str, list]:
     """The physical limit, in the same run as the server: the minimal table over HTTP (one
     process for every batch size, its table growing like the server's) and by bare SQL."""
@@ -360,7 +369,7 @@ def main() -> None:
         finally:
             server.stop()
         if "sqlite" in phases:
-            res["limit_sqlite"] = limit("sqlite", work.sqlite, cfg, work)
+            res["limit_sqlite"] = limit_or_error("sqlite", work.sqlite, cfg, work)
 
     if phases & {"pg", "peers"}:
         log("starting a throwaway PostgreSQL cluster (fsync on)")
@@ -389,7 +398,7 @@ def main() -> None:
                 finally:
                     a_srv.stop()
                     b_srv.stop()
-                res["limit_pg"] = limit("postgresql", cluster.create_database, cfg, work)
+                res["limit_pg"] = limit_or_error("postgresql", cluster.create_database, cfg, work)
             if "peers" in phases:
                 res["peers"] = peers(cluster, cfg)
         finally:
