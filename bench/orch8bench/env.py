@@ -201,7 +201,7 @@ def loadgen(*args: str, on_line: Callable[[str], None] | None = None, timeout: f
         for line in proc.stderr:
             if on_line is not None:
                 on_line(line.rstrip())
-            else:
+            elif not line.startswith("loadgen: measured window"):  # markers: loadgen_window
                 print(line.rstrip(), flush=True)
         out = proc.stdout.read()
         code = proc.wait()

@@ -229,3 +229,11 @@ def test_compare_calls_only_changes_beyond_the_spread() -> None:
     assert compare(run(1000, 5), run(1200, 5))[-1].endswith("better")
     assert compare(run(1000, 5), run(800, 30))[-1].endswith("noise")
     assert compare(run(1000, 5), run(800, 10))[-1].endswith("worse")
+
+
+def test_ab_exports_a_revision_to_run_from(tmp_path: Path) -> None:
+    from orch8bench.ab import export
+
+    path = Path(export("HEAD", tmp_path / "A"))
+    assert (path / "orch8_server" / "__init__.py").is_file()
+    assert (path / "orch8_server" / "storage" / "sqlite.py").is_file()

@@ -1,0 +1,110 @@
+"""A/B of two server revisions on this machine, runs interleaved (A, B, A, B, ...), so a
+load that changes during the comparison hits both alike. Prints per batch size the median
+tasks/s and the server's CPU microseconds per task (over the client's measured window),
+the figure a code change moves even when other processes share the cores.
+
+    python -m orch8bench.ab --before 7652e05 [--after REV] --backend sqlite|postgresql
+        [--batches 1,100] [--reps 3]
+
+A revision is exported with `git archive` into a temp dir and run from there (PYTHONPATH);
+without --after, the working tree runs as B. Same launcher, load client and shapes as
+`make bench`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from orch8bench.env import (
+    REPO,
+    SERVER_PYTHON,
+    PgCluster,
+    RunningServer,
+    loadavg,
+    loadgen_window,
+    log,
+    start_server,
+)
+
+COUNTS = {1: (3000, 4, 8), 10: (20_000, 2, 4), 50: (30_000, 2, 4), 100: (30_000, 2, 4)}
+
+
+def export(rev: str, into: Path) -> str:
+    """`git archive REV server/orch8_server` under `into`; returns the PYTHONPATH entry."""
+    into.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(REPO), "archive", rev, "server/orch8_server"],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return str(into / "server")
+
+
+def launch(db: str, workdir: Path, name: str, pythonpath: str | None) -> RunningServer:
+    env = {"PYTHONPATH": pythonpath} if pythonpath else {}
+    check = subprocess.run(
+        [str(SERVER_PYTHON), "-c", "import orch8_server; print(orch8_server.__file__)"],
+        capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"}, cwd=workdir,
+    )  # fmt: skip
+    log(f"{name}: orch8_server from {check.stdout.strip()}")
+    return start_server(
+        "--log-level", "warning", db=db, log=workdir / f"{name}.log",
+        python=str(SERVER_PYTHON), env=env, timeout=60,
+    )  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--before", required=True, help="git revision run as A")
+    ap.add_argument("--after", default=None, help="git revision run as B (default: working tree)")
+    ap.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
+    ap.add_argument("--batches", default="1,100")
+    ap.add_argument("--reps", type=int, default=3)
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="orch8-ab-"))
+    cluster = PgCluster(fsync=True).init() if a.backend == "postgresql" else None
+    servers: dict[str, RunningServer] = {}
+    try:
+        for label, rev in (("A " + a.before, a.before), ("B " + (a.after or "tree"), a.after)):
+            path = export(rev, work / label.split()[0]) if rev else None
+            name = label.split()[0]
+            db = (
+                cluster.create_database(f"ab_{name.lower()}")
+                if cluster
+                else str(work / f"{name}.db")
+            )
+            servers[label] = launch(db, work, name, path)
+        for batch in (int(b) for b in a.batches.split(",")):
+            n, producers, consumers = COUNTS[batch]
+            runs: dict[str, list[tuple[float, float]]] = {k: [] for k in servers}
+            for _ in range(a.reps):
+                for label, s in servers.items():
+                    out = loadgen_window(
+                        s.process.pid, "-mode=run", f"-url={s.url}", f"-batch={batch}",
+                        f"-n={n}", f"-warmup={n // 10}", f"-producers={producers}",
+                        f"-consumers={consumers}",
+                    )  # fmt: skip
+                    runs[label].append((out["tasks_per_s"], out["cpu_s"] / out["tasks"] * 1e6))
+            for label, got in runs.items():
+                rate = statistics.median(r for r, _ in got)
+                us = statistics.median(u for _, u in got)
+                print(
+                    f"{a.backend} batch {batch} {label}: {rate:,.0f} tasks/s, {us:,.0f} server "
+                    f"CPU us/task (runs {[(round(r), round(u)) for r, u in got]}), load {loadavg()[0]}",
+                    flush=True,
+                )
+    finally:
+        for s in servers.values():
+            s.stop()
+        if cluster is not None:
+            cluster.destroy()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
