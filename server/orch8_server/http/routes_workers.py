@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
@@ -10,6 +10,7 @@ from orch8_server import __version__, timefmt
 from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
 from orch8_server.http.endpoint import Call, Endpoint, endpoint, json_response
 from orch8_server.lifecycle.engine import Engine
+from orch8_server.lifecycle.queues import queue_rows
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
@@ -54,35 +55,6 @@ def _directive(path: str, directive: str) -> Endpoint:
         )
 
     return set_directive
-
-
-async def queue_rows(engine: Engine, queue_name: str | None) -> list[dict[str, Any]]:
-    now = timefmt.now_ms()
-    stats = {
-        (r["queue_name"], r["handler_name"]): r
-        for r in await engine.storage.queue_stats(queue_name)
-    }
-    for pair in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue still shows up
-        if queue_name is None or pair[0] == queue_name:
-            stats.setdefault(
-                pair,
-                {
-                    "queue_name": pair[0],
-                    "handler_name": pair[1],
-                    "pending": 0,
-                    "scheduled": 0,
-                    "running": 0,
-                    "failed": 0,
-                    "oldest_pending_run_at": None,
-                },
-            )
-    rows = []
-    for (queue, handler), s in sorted(stats.items()):
-        oldest = s.pop("oldest_pending_run_at")
-        s["oldest_pending_age_ms"] = None if oldest is None else max(0, now - oldest)
-        s["active_pollers"] = engine.pollers.count(queue, handler, now)
-        rows.append(s)
-    return rows
 
 
 @endpoint("/queues", "GET")
