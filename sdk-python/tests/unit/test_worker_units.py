@@ -26,6 +26,7 @@ from orch8.worker._execute import Slot, classify
 from orch8.worker.observe import Observer
 
 from .conftest import BASE, claimed_task, problem
+from .fake_server import worker_record
 
 
 def test_classify_follows_p_sdk_6() -> None:
@@ -100,36 +101,16 @@ def test_register_and_decorator() -> None:
         worker.register("c", "not callable")  # type: ignore[arg-type]
 
 
-def _worker_record(worker_id: str) -> dict:
-    return {
-        "worker_id": worker_id,
-        "state": "running",
-        "directive": "running",
-        "hostname": "h",
-        "pid": 1,
-        "handlers": ["process_image"],
-        "queues": ["default"],
-        "concurrency": 2,
-        "labels": {},
-        "sdk": "orch8-python/0.1.0",
-        "active_tasks": 0,
-        "registered_at": "2026-11-21T10:29:00.000Z",
-        "last_heartbeat_at": "2026-11-21T10:29:00.000Z",
-        "heartbeat_interval_ms": 50,
-        "dead_after_ms": 30000,
-    }
-
-
 @respx.mock
 def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> None:
     """P-SDK-9 and P-SDK-3 against a mocked server: 503s on complete, then success."""
     far_lease = claimed_task("t1")
     far_lease["lease"]["expires_at"] = "2999-01-01T00:00:00.000Z"
-    respx.post(f"{BASE}/workers").respond(200, json=_worker_record("w"))
+    respx.post(f"{BASE}/workers").respond(200, json=worker_record("w"))
     respx.post(f"{BASE}/workers/w/heartbeat").respond(
         200, json={"directive": "running", "heartbeat_interval_ms": 50, "tasks": []}
     )
-    respx.delete(f"{BASE}/workers/w").respond(200, json=_worker_record("w"))
+    respx.delete(f"{BASE}/workers/w").respond(200, json=worker_record("w"))
     sizes: list[int] = []
 
     def poll(request: httpx.Request) -> httpx.Response:
@@ -347,11 +328,11 @@ def test_lease_lost_item_is_not_resent_and_counts_as_lease_lost() -> None:
 def test_worker_counts_a_lease_lost_batch_item_and_sends_nothing_more() -> None:
     far_lease = claimed_task("t1")
     far_lease["lease"]["expires_at"] = "2999-01-01T00:00:00.000Z"
-    respx.post(f"{BASE}/workers").respond(200, json=_worker_record("w"))
+    respx.post(f"{BASE}/workers").respond(200, json=worker_record("w"))
     respx.post(f"{BASE}/workers/w/heartbeat").respond(
         200, json={"directive": "running", "heartbeat_interval_ms": 50, "tasks": []}
     )
-    respx.delete(f"{BASE}/workers/w").respond(200, json=_worker_record("w"))
+    respx.delete(f"{BASE}/workers/w").respond(200, json=worker_record("w"))
     polls = iter([[far_lease]])
     respx.post(f"{BASE}/workers/tasks/poll/batch").mock(
         side_effect=lambda request: httpx.Response(
