@@ -26,7 +26,7 @@ from orch8.worker._execute import Slot, classify
 from orch8.worker.observe import Observer
 
 from .conftest import BASE, claimed_task, problem
-from .fake_server import worker_record
+from .fake_server import outcome_item, worker_record
 
 
 def test_classify_follows_p_sdk_6() -> None:
@@ -125,7 +125,7 @@ def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> No
     complete = respx.post(f"{BASE}/workers/tasks/complete/batch")  # P-SDK-12
     # 2 client calls of 4 tries each fail, then the third call succeeds.
     complete.side_effect = [unavailable] * 8 + [
-        httpx.Response(200, json={"items": [batch_item("t1")]})
+        httpx.Response(200, json={"items": [outcome_item("t1")]})
     ]
     done = threading.Event()
     client = AsyncOrch8Client(BASE, retry=RetryPolicy(base_delay_ms=1, max_delay_ms=2))
@@ -157,17 +157,6 @@ def test_result_is_resent_through_an_outage_and_polls_ask_for_free_slots() -> No
 
 
 # --- P-SDK-12: completions go out group-commit style through complete/batch ----------------
-
-
-def batch_item(task_id: str, status: str = "completed", problem: Any = None) -> dict:
-    return {
-        "task_id": task_id,
-        "status": status,
-        "attempt": 1 if problem is None else None,
-        "attempts_left": 2 if problem is None else None,
-        "next_attempt_at": None,
-        "problem": problem,
-    }
 
 
 def _slot(task_id: str) -> Slot:
@@ -221,7 +210,7 @@ COMPLETED = Verdict("completed")
 
 
 async def _all_completed(items: list[dict], n: int) -> httpx.Response:
-    return httpx.Response(200, json={"items": [batch_item(i["task_id"]) for i in items]})
+    return httpx.Response(200, json={"items": [outcome_item(i["task_id"]) for i in items]})
 
 
 def test_a_lone_result_goes_out_at_once_as_a_batch_of_one() -> None:
@@ -311,7 +300,7 @@ def test_lease_lost_item_is_not_resent_and_counts_as_lease_lost() -> None:
     lost = {"code": "lease_lost", "status": 409, "detail": "lease is no longer current"}
 
     async def answer(items: list[dict], n: int) -> httpx.Response:
-        return httpx.Response(200, json={"items": [batch_item("t1", "error", lost)]})
+        return httpx.Response(200, json={"items": [outcome_item("t1", "error", lost)]})
 
     server = _Server(answer)
     slot = _slot("t1")
@@ -341,7 +330,7 @@ def test_worker_counts_a_lease_lost_batch_item_and_sends_nothing_more() -> None:
     )
     lost = {"code": "lease_lost", "status": 409, "detail": "lease is no longer current"}
     batch = respx.post(f"{BASE}/workers/tasks/complete/batch").respond(
-        200, json={"items": [batch_item("t1", "error", lost)]}
+        200, json={"items": [outcome_item("t1", "error", lost)]}
     )
     fail = respx.post(f"{BASE}/workers/tasks/t1/fail").respond(500)
     single = respx.post(f"{BASE}/workers/tasks/t1/complete").respond(500)
