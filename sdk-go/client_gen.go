@@ -276,6 +276,19 @@ func (c *Client) Metrics(ctx context.Context) (string, error) {
 	return *s, nil
 }
 
+// PauseQueue sends POST /queues/{queue_name}/pause: operator - stop handing out the queue's tasks. Operation pauseQueue, retry safe.
+func (c *Client) PauseQueue(ctx context.Context, queueName string) (*api.QueueControl, error) {
+	return invoke(ctx, c, call{op: "pauseQueue", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.PauseQueue(ctx, queueName) },
+		func(r *http.Response) (*api.QueueControl, error) {
+			p, err := api.ParsePauseQueueResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("pauseQueue", r, p.JSON200)
+		})
+}
+
 // PollTask sends POST /workers/tasks/poll: claim one task, long-polling up to wait_ms. Operation pollTask, retry never, long-poll (timeout wait_ms + 10 s); nil, nil on 204.
 func (c *Client) PollTask(ctx context.Context, body api.PollOptions) (*api.ClaimedTask, error) {
 	return invoke(ctx, c, call{op: "pollTask", safe: false, timeout: longPollTimeout(body.WaitMs)},
@@ -302,6 +315,21 @@ func (c *Client) PollTasks(ctx context.Context, body api.PollBatchOptions) (*api
 				return nil, err
 			}
 			return first("pollTasks", r, p.JSON200)
+		})
+}
+
+// QueueHistory sends GET /queues/{queue_name}/history: the queue's last hour, one point per minute. Operation getQueueHistory, retry safe.
+func (c *Client) QueueHistory(ctx context.Context, queueName string, params *api.GetQueueHistoryParams) (*api.QueueHistory, error) {
+	return invoke(ctx, c, call{op: "getQueueHistory", safe: true},
+		func(ctx context.Context) (*http.Response, error) {
+			return c.raw.GetQueueHistory(ctx, queueName, params)
+		},
+		func(r *http.Response) (*api.QueueHistory, error) {
+			p, err := api.ParseGetQueueHistoryResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("getQueueHistory", r, p.JSON200)
 		})
 }
 
@@ -357,6 +385,19 @@ func (c *Client) ReleaseTask(ctx context.Context, taskID string, body api.TaskRe
 		})
 }
 
+// ResumeQueue sends POST /queues/{queue_name}/resume: operator - hand out the queue's tasks again. Operation resumeQueue, retry safe.
+func (c *Client) ResumeQueue(ctx context.Context, queueName string) (*api.QueueControl, error) {
+	return invoke(ctx, c, call{op: "resumeQueue", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.ResumeQueue(ctx, queueName) },
+		func(r *http.Response) (*api.QueueControl, error) {
+			p, err := api.ParseResumeQueueResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("resumeQueue", r, p.JSON200)
+		})
+}
+
 // ResumeWorker sends POST /workers/{worker_id}/resume: operator directive - back to running after quiet. Operation resumeWorker, retry never.
 func (c *Client) ResumeWorker(ctx context.Context, workerID string) (*api.Worker, error) {
 	return invoke(ctx, c, call{op: "resumeWorker", safe: false},
@@ -393,6 +434,34 @@ func (c *Client) ServerInfo(ctx context.Context) (*api.ServerInfo, error) {
 				return nil, err
 			}
 			return first("getServerInfo", r, p.JSON200)
+		})
+}
+
+// SetHandlerLimit sends PUT /handlers/{handler_name}/limit: operator - cap the handler's running tasks. Operation setHandlerLimit, retry safe.
+func (c *Client) SetHandlerLimit(ctx context.Context, handlerName string, body api.RunningLimit) (*api.HandlerControl, error) {
+	return invoke(ctx, c, call{op: "setHandlerLimit", safe: true},
+		func(ctx context.Context) (*http.Response, error) {
+			return c.raw.SetHandlerLimit(ctx, handlerName, body)
+		},
+		func(r *http.Response) (*api.HandlerControl, error) {
+			p, err := api.ParseSetHandlerLimitResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("setHandlerLimit", r, p.JSON200)
+		})
+}
+
+// SetQueueLimit sends PUT /queues/{queue_name}/limit: operator - cap the queue's running tasks. Operation setQueueLimit, retry safe.
+func (c *Client) SetQueueLimit(ctx context.Context, queueName string, body api.RunningLimit) (*api.QueueControl, error) {
+	return invoke(ctx, c, call{op: "setQueueLimit", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.SetQueueLimit(ctx, queueName, body) },
+		func(r *http.Response) (*api.QueueControl, error) {
+			p, err := api.ParseSetQueueLimitResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("setQueueLimit", r, p.JSON200)
 		})
 }
 

@@ -76,6 +76,30 @@ func (e BatchItemStatus) Valid() bool {
 	}
 }
 
+// Defines values for BlockedReason.
+const (
+	HandlerCap BlockedReason = "handler_cap"
+	Paused     BlockedReason = "paused"
+	QueueCap   BlockedReason = "queue_cap"
+	Unroutable BlockedReason = "unroutable"
+)
+
+// Valid indicates whether the value is a known member of the BlockedReason enum.
+func (e BlockedReason) Valid() bool {
+	switch e {
+	case HandlerCap:
+		return true
+	case Paused:
+		return true
+	case QueueCap:
+		return true
+	case Unroutable:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatusStatus.
 const (
 	OK HealthStatusStatus = "ok"
@@ -264,6 +288,10 @@ type BatchOutcome struct {
 	Items []BatchItemOutcome `json:"items"`
 }
 
+// BlockedReason `paused`: the queue is paused; `queue_cap` / `handler_cap`: running tasks are at the
+// cap; `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
+type BlockedReason string
+
 // ClaimedTask defines model for ClaimedTask.
 type ClaimedTask struct {
 	Attempt int `json:"attempt"`
@@ -305,6 +333,16 @@ type FieldProblem struct {
 
 	// Pointer JSON pointer into the request body (or `#/query/<name>` for a parameter).
 	Pointer string `json:"pointer"`
+}
+
+// HandlerControl Operator controls of one handler (P-CTRL-2).
+type HandlerControl struct {
+	HandlerName string `json:"handler_name"`
+
+	// MaxRunning Most tasks of this handler running at once (all queues, every replica); null for no cap.
+	MaxRunning *int       `json:"max_running"`
+	Running    int        `json:"running"`
+	UpdatedAt  *time.Time `json:"updated_at"`
 }
 
 // HandlerName defines model for HandlerName.
@@ -388,6 +426,11 @@ type NewTask struct {
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
 
+	// RequiredLabels Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
+	// registered worker whose `labels` include every one of these pairs claims the task.
+	// `{}` (the default) means any worker.
+	RequiredLabels *RequiredLabels `json:"required_labels,omitempty"`
+
 	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
 	Retry *RetryPolicy `json:"retry,omitempty"`
 
@@ -409,7 +452,16 @@ type PollBatchOptions struct {
 
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
-	WaitMs    *int       `json:"wait_ms,omitempty"`
+
+	// QueueNames Several queues, claimed from in this strict order (P-QUEUE-2), or by weight with
+	// `queue_weights` (P-QUEUE-3). Not together with `queue_name` (422).
+	QueueNames []QueueName `json:"queue_names,omitempty"`
+
+	// QueueWeights Weight per queue of `queue_names` (every name, no other): each claimed task's
+	// queue is drawn with probability weight / sum of weights among the named queues
+	// that have claimable work (P-QUEUE-3). Needs `queue_names`.
+	QueueWeights map[string]int `json:"queue_weights,omitempty"`
+	WaitMs       *int           `json:"wait_ms,omitempty"`
 
 	// WorkerID Stable identifier of one worker process.
 	WorkerID *WorkerID `json:"worker_id,omitempty"`
@@ -438,6 +490,15 @@ type PollOptions struct {
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
 
+	// QueueNames Several queues, claimed from in this strict order (P-QUEUE-2), or by weight with
+	// `queue_weights` (P-QUEUE-3). Not together with `queue_name` (422).
+	QueueNames []QueueName `json:"queue_names,omitempty"`
+
+	// QueueWeights Weight per queue of `queue_names` (every name, no other): each claimed task's
+	// queue is drawn with probability weight / sum of weights among the named queues
+	// that have claimable work (P-QUEUE-3). Needs `queue_names`.
+	QueueWeights map[string]int `json:"queue_weights,omitempty"`
+
 	// WaitMs Long-poll budget; 0 returns at once. Capped by the server's `max_wait_ms` (P-POLL-2).
 	WaitMs *int `json:"wait_ms,omitempty"`
 
@@ -458,27 +519,95 @@ type Problem struct {
 	Type     string         `json:"type"`
 }
 
+// QueueControl Operator controls of one queue (P-CTRL-1, P-CTRL-2).
+type QueueControl struct {
+	// MaxRunning Most tasks of this queue running at once, across every replica; null for no cap.
+	MaxRunning *int       `json:"max_running"`
+	Paused     bool       `json:"paused"`
+	PausedAt   *time.Time `json:"paused_at"`
+	QueueName  string     `json:"queue_name"`
+
+	// Running Tasks of this queue running now.
+	Running int `json:"running"`
+
+	// UpdatedAt Last change; null if never set.
+	UpdatedAt *time.Time `json:"updated_at"`
+}
+
+// QueueHistory The queue's last minutes, one point per minute, oldest first (P-OBS-5).
+type QueueHistory struct {
+	// BucketMs Width of one point (60000).
+	BucketMs    int                 `json:"bucket_ms"`
+	GeneratedAt time.Time           `json:"generated_at"`
+	Points      []QueueHistoryPoint `json:"points"`
+	QueueName   string              `json:"queue_name"`
+}
+
+// QueueHistoryPoint defines model for QueueHistoryPoint.
+type QueueHistoryPoint struct {
+	// At Start of the minute.
+	At        time.Time `json:"at"`
+	Completed int       `json:"completed"`
+
+	// Depth Pending tasks at the end of the minute (the latest sample for the current one); null when not sampled.
+	Depth    *int `json:"depth"`
+	Enqueued int  `json:"enqueued"`
+
+	// Failed Attempts that failed (retried or final).
+	Failed int `json:"failed"`
+
+	// WaitP50Ms Median queue wait (ready to claimed) of the minute's claims; null without claims.
+	WaitP50Ms *int `json:"wait_p50_ms"`
+	WaitP95Ms *int `json:"wait_p95_ms"`
+}
+
 // QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 type QueueName = string
 
 // QueueStats defines model for QueueStats.
 type QueueStats struct {
 	// ActivePollers Workers that polled for this handler on this queue recently (P-OBS-1).
-	ActivePollers      int    `json:"active_pollers"`
-	Failed             int    `json:"failed"`
+	ActivePollers int `json:"active_pollers"`
+
+	// Blocked Why pending tasks of this row are not being handed out, or null (P-OBS-4).
+	Blocked *BlockedReason `json:"blocked"`
+	Failed  int            `json:"failed"`
+
+	// HandlerMaxRunning The handler's running cap (P-CTRL-2).
+	HandlerMaxRunning  *int   `json:"handler_max_running"`
 	HandlerName        string `json:"handler_name"`
 	OldestPendingAgeMs *int   `json:"oldest_pending_age_ms"`
-	Pending            int    `json:"pending"`
-	QueueName          string `json:"queue_name"`
-	Running            int    `json:"running"`
-	Scheduled          int    `json:"scheduled"`
+
+	// Paused The queue is paused (P-CTRL-1).
+	Paused  bool `json:"paused"`
+	Pending int  `json:"pending"`
+
+	// QueueMaxRunning The queue's running cap (P-CTRL-2).
+	QueueMaxRunning *int   `json:"queue_max_running"`
+	QueueName       string `json:"queue_name"`
+	Running         int    `json:"running"`
+	Scheduled       int    `json:"scheduled"`
+
+	// Unroutable Pending tasks whose `required_labels` no live registered worker has (P-LABEL-3).
+	Unroutable int `json:"unroutable"`
 }
 
 // QueueStatsList defines model for QueueStatsList.
 type QueueStatsList struct {
-	GeneratedAt time.Time    `json:"generated_at"`
-	Queues      []QueueStats `json:"queues"`
+	GeneratedAt time.Time `json:"generated_at"`
+
+	// HandlerControls Every handler that is capped.
+	HandlerControls []HandlerControl `json:"handler_controls"`
+
+	// QueueControls Every queue that is paused or capped, with or without tasks.
+	QueueControls []QueueControl `json:"queue_controls"`
+	Queues        []QueueStats   `json:"queues"`
 }
+
+// RequiredLabels Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
+// registered worker whose `labels` include every one of these pairs claims the task.
+// `{}` (the default) means any worker.
+type RequiredLabels map[string]string
 
 // RetryPolicy Server-computed exponential backoff with jitter and cap (P-RETRY-2).
 type RetryPolicy struct {
@@ -500,6 +629,12 @@ type RetryPolicySettings struct {
 	Jitter            float64 `json:"jitter"`
 	MaxAttempts       int     `json:"max_attempts"`
 	MaxBackoffMs      int     `json:"max_backoff_ms"`
+}
+
+// RunningLimit defines model for RunningLimit.
+type RunningLimit struct {
+	// MaxRunning The cap; null removes it.
+	MaxRunning *int `json:"max_running"`
 }
 
 // ServerDefaults defines model for ServerDefaults.
@@ -583,6 +718,9 @@ type Task struct {
 	// Progress Latest progress reported by a heartbeat (any JSON value).
 	Progress  interface{} `json:"progress"`
 	QueueName string      `json:"queue_name"`
+
+	// RequiredLabels Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
+	RequiredLabels map[string]string `json:"required_labels"`
 
 	// Retry The effective retry policy of a task.
 	Retry RetryPolicySettings `json:"retry"`
@@ -842,6 +980,9 @@ type WorkerRegistration struct {
 // WorkerState defines model for WorkerState.
 type WorkerState string
 
+// QueueNamePath Named queue; tasks without one go to `default` (P-QUEUE-1).
+type QueueNamePath = QueueName
+
 // TaskIDPath Server-assigned id, `task_` + a time-ordered ULID.
 type TaskIDPath = TaskID
 
@@ -880,6 +1021,12 @@ type GetQueueStatsParams struct {
 	QueueName *QueueName `form:"queue_name,omitempty" json:"queue_name,omitempty"`
 }
 
+// GetQueueHistoryParams defines parameters for GetQueueHistory.
+type GetQueueHistoryParams struct {
+	// Minutes How many minutes back, the current one included.
+	Minutes *int `form:"minutes,omitempty" json:"minutes,omitempty"`
+}
+
 // ListTasksParams defines parameters for ListTasks.
 type ListTasksParams struct {
 	// Status Only tasks in these states (repeat the parameter for several).
@@ -901,6 +1048,12 @@ type ListTasksParams struct {
 type ListWorkersParams struct {
 	State *WorkerState `form:"state,omitempty" json:"state,omitempty"`
 }
+
+// SetHandlerLimitJSONRequestBody defines body for SetHandlerLimit for application/json ContentType.
+type SetHandlerLimitJSONRequestBody = RunningLimit
+
+// SetQueueLimitJSONRequestBody defines body for SetQueueLimit for application/json ContentType.
+type SetQueueLimitJSONRequestBody = RunningLimit
 
 // EnqueueTaskJSONRequestBody defines body for EnqueueTask for application/json ContentType.
 type EnqueueTaskJSONRequestBody = NewTask
@@ -1024,6 +1177,26 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 // The interface specification for the client above.
 type ClientInterface interface {
 
+	// SetHandlerLimitWithBody Operator - cap the handler's running tasks
+	//
+	// At most `max_running` tasks of this handler run at once, on every queue and
+	// replica (P-CTRL-2). `null` removes the cap.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+	SetHandlerLimitWithBody(ctx context.Context, handlerName HandlerName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetHandlerLimit Operator - cap the handler's running tasks
+	//
+	// At most `max_running` tasks of this handler run at once, on every queue and
+	// replica (P-CTRL-2). `null` removes the cap.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+	SetHandlerLimit(ctx context.Context, handlerName HandlerName, body SetHandlerLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetLiveness The process is up
 	//
 	// Corresponds with GET /health/live (the `GetLiveness` operationId).
@@ -1048,9 +1221,63 @@ type ClientInterface interface {
 	//
 	// One row per (queue, handler) with any unfinished or failed task, or an active poller.
 	// `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+	// `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+	// labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+	// every pause and cap (P-CTRL-3).
 	//
 	// Corresponds with GET /queues (the `GetQueueStats` operationId).
 	GetQueueStats(ctx context.Context, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetQueueHistory The queue's last hour, one point per minute
+	//
+	// Enqueued, completed and failed per minute, pending depth, and p50/p95 queue wait
+	// (P-OBS-5). The server keeps this rolling window itself (no external service), for
+	// every replica on PostgreSQL. A queue without traffic answers points of zeros.
+	//
+	// Corresponds with GET /queues/{queue_name}/history (the `GetQueueHistory` operationId).
+	GetQueueHistory(ctx context.Context, queueName QueueNamePath, params *GetQueueHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetQueueLimitWithBody Operator - cap the queue's running tasks
+	//
+	// At most `max_running` tasks of this queue run at once, across every replica; a
+	// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+	// cap. Lowering the cap below the running count stops no running task: claims wait
+	// until running tasks finish.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+	SetQueueLimitWithBody(ctx context.Context, queueName QueueNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetQueueLimit Operator - cap the queue's running tasks
+	//
+	// At most `max_running` tasks of this queue run at once, across every replica; a
+	// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+	// cap. Lowering the cap below the running count stops no running task: claims wait
+	// until running tasks finish.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+	SetQueueLimit(ctx context.Context, queueName QueueNamePath, body SetQueueLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseQueue Operator - stop handing out the queue's tasks
+	//
+	// The queue keeps accepting enqueues but no poll claims from it, on any replica,
+	// until it is resumed; waiting polls are not woken for it (P-CTRL-1). Running tasks
+	// are not touched. Any valid queue name may be paused, with or without tasks.
+	// Pausing a paused queue changes nothing.
+	//
+	// Corresponds with POST /queues/{queue_name}/pause (the `PauseQueue` operationId).
+	PauseQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeQueue Operator - hand out the queue's tasks again
+	//
+	// Ends a pause and wakes the polls waiting for the queue at once (P-CTRL-1).
+	// Resuming a queue that is not paused changes nothing.
+	//
+	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
+	ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTasks List tasks, newest first, with filters and cursor pagination
 	//
@@ -1267,6 +1494,10 @@ type ClientInterface interface {
 	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
 	// one task whatever its value and always answers one task or 204; claim several
 	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
+	// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+	// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+	// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+	// registered worker with those labels (P-LABEL-1).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1282,6 +1513,10 @@ type ClientInterface interface {
 	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
 	// one task whatever its value and always answers one task or 204; claim several
 	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
+	// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+	// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+	// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+	// registered worker with those labels (P-LABEL-1).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1443,6 +1678,46 @@ type ClientInterface interface {
 	TerminateWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
+// SetHandlerLimitWithBody Operator - cap the handler's running tasks
+//
+// At most `max_running` tasks of this handler run at once, on every queue and
+// replica (P-CTRL-2). `null` removes the cap.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+func (c *Client) SetHandlerLimitWithBody(ctx context.Context, handlerName HandlerName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetHandlerLimitRequestWithBody(c.Server, handlerName, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetHandlerLimit Operator - cap the handler's running tasks
+//
+// At most `max_running` tasks of this handler run at once, on every queue and
+// replica (P-CTRL-2). `null` removes the cap.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+func (c *Client) SetHandlerLimit(ctx context.Context, handlerName HandlerName, body SetHandlerLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetHandlerLimitRequest(c.Server, handlerName, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetLiveness The process is up
 //
 // Corresponds with GET /health/live (the `GetLiveness` operationId).
@@ -1507,10 +1782,114 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 //
 // One row per (queue, handler) with any unfinished or failed task, or an active poller.
 // `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+// `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+// labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+// every pause and cap (P-CTRL-3).
 //
 // Corresponds with GET /queues (the `GetQueueStats` operationId).
 func (c *Client) GetQueueStats(ctx context.Context, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetQueueStatsRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetQueueHistory The queue's last hour, one point per minute
+//
+// Enqueued, completed and failed per minute, pending depth, and p50/p95 queue wait
+// (P-OBS-5). The server keeps this rolling window itself (no external service), for
+// every replica on PostgreSQL. A queue without traffic answers points of zeros.
+//
+// Corresponds with GET /queues/{queue_name}/history (the `GetQueueHistory` operationId).
+func (c *Client) GetQueueHistory(ctx context.Context, queueName QueueNamePath, params *GetQueueHistoryParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetQueueHistoryRequest(c.Server, queueName, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetQueueLimitWithBody Operator - cap the queue's running tasks
+//
+// At most `max_running` tasks of this queue run at once, across every replica; a
+// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+// cap. Lowering the cap below the running count stops no running task: claims wait
+// until running tasks finish.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+func (c *Client) SetQueueLimitWithBody(ctx context.Context, queueName QueueNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetQueueLimitRequestWithBody(c.Server, queueName, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetQueueLimit Operator - cap the queue's running tasks
+//
+// At most `max_running` tasks of this queue run at once, across every replica; a
+// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+// cap. Lowering the cap below the running count stops no running task: claims wait
+// until running tasks finish.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+func (c *Client) SetQueueLimit(ctx context.Context, queueName QueueNamePath, body SetQueueLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetQueueLimitRequest(c.Server, queueName, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseQueue Operator - stop handing out the queue's tasks
+//
+// The queue keeps accepting enqueues but no poll claims from it, on any replica,
+// until it is resumed; waiting polls are not woken for it (P-CTRL-1). Running tasks
+// are not touched. Any valid queue name may be paused, with or without tasks.
+// Pausing a paused queue changes nothing.
+//
+// Corresponds with POST /queues/{queue_name}/pause (the `PauseQueue` operationId).
+func (c *Client) PauseQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseQueueRequest(c.Server, queueName)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeQueue Operator - hand out the queue's tasks again
+//
+// Ends a pause and wakes the polls waiting for the queue at once (P-CTRL-1).
+// Resuming a queue that is not paused changes nothing.
+//
+// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
+func (c *Client) ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeQueueRequest(c.Server, queueName)
 	if err != nil {
 		return nil, err
 	}
@@ -1956,6 +2335,10 @@ func (c *Client) FailTasks(ctx context.Context, body FailTasksJSONRequestBody, r
 // `batch_size` is accepted as seed 000 documents it, but this call claims at most
 // one task whatever its value and always answers one task or 204; claim several
 // with `POST /workers/tasks/poll/batch` (P-POLL-8).
+// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+// registered worker with those labels (P-LABEL-1).
 //
 // Takes any type of body and a specified content type.
 //
@@ -1981,6 +2364,10 @@ func (c *Client) PollTaskWithBody(ctx context.Context, contentType string, body 
 // `batch_size` is accepted as seed 000 documents it, but this call claims at most
 // one task whatever its value and always answers one task or 204; claim several
 // with `POST /workers/tasks/poll/batch` (P-POLL-8).
+// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+// registered worker with those labels (P-LABEL-1).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2321,6 +2708,53 @@ func (c *Client) TerminateWorker(ctx context.Context, workerID WorkerIDPath, req
 	return c.Client.Do(req)
 }
 
+// NewSetHandlerLimitRequest calls the generic SetHandlerLimit builder with application/json body
+func NewSetHandlerLimitRequest(server string, handlerName HandlerName, body SetHandlerLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetHandlerLimitRequestWithBody(server, handlerName, "application/json", bodyReader)
+}
+
+// NewSetHandlerLimitRequestWithBody constructs an http.Request for the SetHandlerLimit method, with any body, and a specified content type
+func NewSetHandlerLimitRequestWithBody(server string, handlerName HandlerName, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "handler_name", handlerName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/handlers/%s/limit", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetLivenessRequest constructs an http.Request for the GetLiveness method
 func NewGetLivenessRequest(server string) (*http.Request, error) {
 	var err error
@@ -2476,6 +2910,182 @@ func NewGetQueueStatsRequest(server string, params *GetQueueStatsParams) (*http.
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetQueueHistoryRequest constructs an http.Request for the GetQueueHistory method
+func NewGetQueueHistoryRequest(server string, queueName QueueNamePath, params *GetQueueHistoryParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue_name", queueName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/history", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Minutes != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "minutes", *params.Minutes, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetQueueLimitRequest calls the generic SetQueueLimit builder with application/json body
+func NewSetQueueLimitRequest(server string, queueName QueueNamePath, body SetQueueLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetQueueLimitRequestWithBody(server, queueName, "application/json", bodyReader)
+}
+
+// NewSetQueueLimitRequestWithBody constructs an http.Request for the SetQueueLimit method, with any body, and a specified content type
+func NewSetQueueLimitRequestWithBody(server string, queueName QueueNamePath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue_name", queueName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/limit", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewPauseQueueRequest constructs an http.Request for the PauseQueue method
+func NewPauseQueueRequest(server string, queueName QueueNamePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue_name", queueName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/pause", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewResumeQueueRequest constructs an http.Request for the ResumeQueue method
+func NewResumeQueueRequest(server string, queueName QueueNamePath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "queue_name", queueName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/queues/%s/resume", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -3660,6 +4270,26 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// SetHandlerLimitWithBodyWithResponse Operator - cap the handler's running tasks
+	//
+	// At most `max_running` tasks of this handler run at once, on every queue and
+	// replica (P-CTRL-2). `null` removes the cap.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+	SetHandlerLimitWithBodyWithResponse(ctx context.Context, handlerName HandlerName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetHandlerLimitResponse, error)
+
+	// SetHandlerLimitWithResponse Operator - cap the handler's running tasks
+	//
+	// At most `max_running` tasks of this handler run at once, on every queue and
+	// replica (P-CTRL-2). `null` removes the cap.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+	SetHandlerLimitWithResponse(ctx context.Context, handlerName HandlerName, body SetHandlerLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetHandlerLimitResponse, error)
+
 	// GetLivenessWithResponse The process is up
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -3692,11 +4322,71 @@ type ClientWithResponsesInterface interface {
 	//
 	// One row per (queue, handler) with any unfinished or failed task, or an active poller.
 	// `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+	// `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+	// labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+	// every pause and cap (P-CTRL-3).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /queues (the `GetQueueStats` operationId).
 	GetQueueStatsWithResponse(ctx context.Context, params *GetQueueStatsParams, reqEditors ...RequestEditorFn) (*GetQueueStatsResponse, error)
+
+	// GetQueueHistoryWithResponse The queue's last hour, one point per minute
+	//
+	// Enqueued, completed and failed per minute, pending depth, and p50/p95 queue wait
+	// (P-OBS-5). The server keeps this rolling window itself (no external service), for
+	// every replica on PostgreSQL. A queue without traffic answers points of zeros.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /queues/{queue_name}/history (the `GetQueueHistory` operationId).
+	GetQueueHistoryWithResponse(ctx context.Context, queueName QueueNamePath, params *GetQueueHistoryParams, reqEditors ...RequestEditorFn) (*GetQueueHistoryResponse, error)
+
+	// SetQueueLimitWithBodyWithResponse Operator - cap the queue's running tasks
+	//
+	// At most `max_running` tasks of this queue run at once, across every replica; a
+	// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+	// cap. Lowering the cap below the running count stops no running task: claims wait
+	// until running tasks finish.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+	SetQueueLimitWithBodyWithResponse(ctx context.Context, queueName QueueNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetQueueLimitResponse, error)
+
+	// SetQueueLimitWithResponse Operator - cap the queue's running tasks
+	//
+	// At most `max_running` tasks of this queue run at once, across every replica; a
+	// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+	// cap. Lowering the cap below the running count stops no running task: claims wait
+	// until running tasks finish.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+	SetQueueLimitWithResponse(ctx context.Context, queueName QueueNamePath, body SetQueueLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetQueueLimitResponse, error)
+
+	// PauseQueueWithResponse Operator - stop handing out the queue's tasks
+	//
+	// The queue keeps accepting enqueues but no poll claims from it, on any replica,
+	// until it is resumed; waiting polls are not woken for it (P-CTRL-1). Running tasks
+	// are not touched. Any valid queue name may be paused, with or without tasks.
+	// Pausing a paused queue changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue_name}/pause (the `PauseQueue` operationId).
+	PauseQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error)
+
+	// ResumeQueueWithResponse Operator - hand out the queue's tasks again
+	//
+	// Ends a pause and wakes the polls waiting for the queue at once (P-CTRL-1).
+	// Resuming a queue that is not paused changes nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
+	ResumeQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
 
 	// ListTasksWithResponse List tasks, newest first, with filters and cursor pagination
 	//
@@ -3921,6 +4611,10 @@ type ClientWithResponsesInterface interface {
 	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
 	// one task whatever its value and always answers one task or 204; claim several
 	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
+	// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+	// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+	// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+	// registered worker with those labels (P-LABEL-1).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3936,6 +4630,10 @@ type ClientWithResponsesInterface interface {
 	// `batch_size` is accepted as seed 000 documents it, but this call claims at most
 	// one task whatever its value and always answers one task or 204; claim several
 	// with `POST /workers/tasks/poll/batch` (P-POLL-8).
+	// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+	// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+	// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+	// registered worker with those labels (P-LABEL-1).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4105,6 +4803,103 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
 	TerminateWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error)
+}
+
+// SetHandlerLimitResponse503Headers the declared response headers of an HTTP 503 response for SetHandlerLimit
+type SetHandlerLimitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetHandlerLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *HandlerControl
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetHandlerLimitResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetHandlerLimitResponse) GetJSON200() *HandlerControl {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetHandlerLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetHandlerLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetHandlerLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetHandlerLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type GetLivenessResponse struct {
@@ -4376,6 +5171,331 @@ func (r GetQueueStatsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetQueueStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetQueueHistoryResponse503Headers the declared response headers of an HTTP 503 response for GetQueueHistory
+type GetQueueHistoryResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetQueueHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueHistory
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetQueueHistoryResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetQueueHistoryResponse) GetJSON200() *QueueHistory {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetQueueHistoryResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetQueueHistoryResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueHistoryResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetQueueHistoryResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetQueueHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetQueueHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetQueueHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetQueueHistoryResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetQueueLimitResponse503Headers the declared response headers of an HTTP 503 response for SetQueueLimit
+type SetQueueLimitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetQueueLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueControl
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetQueueLimitResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetQueueLimitResponse) GetJSON200() *QueueControl {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetQueueLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetQueueLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetQueueLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetQueueLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// PauseQueueResponse503Headers the declared response headers of an HTTP 503 response for PauseQueue
+type PauseQueueResponse503Headers struct {
+	RetryAfter *int
+}
+
+type PauseQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueControl
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *PauseQueueResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseQueueResponse) GetJSON200() *QueueControl {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ResumeQueueResponse503Headers the declared response headers of an HTTP 503 response for ResumeQueue
+type ResumeQueueResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ResumeQueueResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *QueueControl
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeQueueResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeQueueResponse) GetJSON200() *QueueControl {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeQueueResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeQueueResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeQueueResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeQueueResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6569,6 +7689,38 @@ func (r TerminateWorkerResponse) ContentType() string {
 	return ""
 }
 
+// SetHandlerLimitWithBodyWithResponse Operator - cap the handler's running tasks
+//
+// At most `max_running` tasks of this handler run at once, on every queue and
+// replica (P-CTRL-2). `null` removes the cap.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+func (c *ClientWithResponses) SetHandlerLimitWithBodyWithResponse(ctx context.Context, handlerName HandlerName, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetHandlerLimitResponse, error) {
+	rsp, err := c.SetHandlerLimitWithBody(ctx, handlerName, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetHandlerLimitResponse(rsp)
+}
+
+// SetHandlerLimitWithResponse Operator - cap the handler's running tasks
+//
+// At most `max_running` tasks of this handler run at once, on every queue and
+// replica (P-CTRL-2). `null` removes the cap.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /handlers/{handler_name}/limit (the `SetHandlerLimit` operationId).
+func (c *ClientWithResponses) SetHandlerLimitWithResponse(ctx context.Context, handlerName HandlerName, body SetHandlerLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetHandlerLimitResponse, error) {
+	rsp, err := c.SetHandlerLimit(ctx, handlerName, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetHandlerLimitResponse(rsp)
+}
+
 // GetLivenessWithResponse The process is up
 //
 // Returns a wrapper object for the known response body format(s).
@@ -6625,6 +7777,9 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 //
 // One row per (queue, handler) with any unfinished or failed task, or an active poller.
 // `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+// `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+// labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+// every pause and cap (P-CTRL-3).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -6635,6 +7790,93 @@ func (c *ClientWithResponses) GetQueueStatsWithResponse(ctx context.Context, par
 		return nil, err
 	}
 	return ParseGetQueueStatsResponse(rsp)
+}
+
+// GetQueueHistoryWithResponse The queue's last hour, one point per minute
+//
+// Enqueued, completed and failed per minute, pending depth, and p50/p95 queue wait
+// (P-OBS-5). The server keeps this rolling window itself (no external service), for
+// every replica on PostgreSQL. A queue without traffic answers points of zeros.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /queues/{queue_name}/history (the `GetQueueHistory` operationId).
+func (c *ClientWithResponses) GetQueueHistoryWithResponse(ctx context.Context, queueName QueueNamePath, params *GetQueueHistoryParams, reqEditors ...RequestEditorFn) (*GetQueueHistoryResponse, error) {
+	rsp, err := c.GetQueueHistory(ctx, queueName, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetQueueHistoryResponse(rsp)
+}
+
+// SetQueueLimitWithBodyWithResponse Operator - cap the queue's running tasks
+//
+// At most `max_running` tasks of this queue run at once, across every replica; a
+// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+// cap. Lowering the cap below the running count stops no running task: claims wait
+// until running tasks finish.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+func (c *ClientWithResponses) SetQueueLimitWithBodyWithResponse(ctx context.Context, queueName QueueNamePath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetQueueLimitResponse, error) {
+	rsp, err := c.SetQueueLimitWithBody(ctx, queueName, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetQueueLimitResponse(rsp)
+}
+
+// SetQueueLimitWithResponse Operator - cap the queue's running tasks
+//
+// At most `max_running` tasks of this queue run at once, across every replica; a
+// claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+// cap. Lowering the cap below the running count stops no running task: claims wait
+// until running tasks finish.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /queues/{queue_name}/limit (the `SetQueueLimit` operationId).
+func (c *ClientWithResponses) SetQueueLimitWithResponse(ctx context.Context, queueName QueueNamePath, body SetQueueLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetQueueLimitResponse, error) {
+	rsp, err := c.SetQueueLimit(ctx, queueName, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetQueueLimitResponse(rsp)
+}
+
+// PauseQueueWithResponse Operator - stop handing out the queue's tasks
+//
+// The queue keeps accepting enqueues but no poll claims from it, on any replica,
+// until it is resumed; waiting polls are not woken for it (P-CTRL-1). Running tasks
+// are not touched. Any valid queue name may be paused, with or without tasks.
+// Pausing a paused queue changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue_name}/pause (the `PauseQueue` operationId).
+func (c *ClientWithResponses) PauseQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*PauseQueueResponse, error) {
+	rsp, err := c.PauseQueue(ctx, queueName, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseQueueResponse(rsp)
+}
+
+// ResumeQueueWithResponse Operator - hand out the queue's tasks again
+//
+// Ends a pause and wakes the polls waiting for the queue at once (P-CTRL-1).
+// Resuming a queue that is not paused changes nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
+func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error) {
+	rsp, err := c.ResumeQueue(ctx, queueName, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeQueueResponse(rsp)
 }
 
 // ListTasksWithResponse List tasks, newest first, with filters and cursor pagination
@@ -6992,6 +8234,10 @@ func (c *ClientWithResponses) FailTasksWithResponse(ctx context.Context, body Fa
 // `batch_size` is accepted as seed 000 documents it, but this call claims at most
 // one task whatever its value and always answers one task or 204; claim several
 // with `POST /workers/tasks/poll/batch` (P-POLL-8).
+// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+// registered worker with those labels (P-LABEL-1).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7013,6 +8259,10 @@ func (c *ClientWithResponses) PollTaskWithBodyWithResponse(ctx context.Context, 
 // `batch_size` is accepted as seed 000 documents it, but this call claims at most
 // one task whatever its value and always answers one task or 204; claim several
 // with `POST /workers/tasks/poll/batch` (P-POLL-8).
+// `queue_names` (with optional `queue_weights`) polls several queues in strict or
+// weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+// running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+// registered worker with those labels (P-LABEL-1).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -7291,6 +8541,94 @@ func (c *ClientWithResponses) TerminateWorkerWithResponse(ctx context.Context, w
 	return ParseTerminateWorkerResponse(rsp)
 }
 
+// ParseSetHandlerLimitResponse parses an HTTP response from a SetHandlerLimitWithResponse call
+func ParseSetHandlerLimitResponse(rsp *http.Response) (*SetHandlerLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetHandlerLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest HandlerControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers SetHandlerLimitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetLivenessResponse parses an HTTP response from a GetLivenessWithResponse call
 func ParseGetLivenessResponse(rsp *http.Response) (*GetLivenessResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7492,6 +8830,295 @@ func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, err
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	return response, nil
+}
+
+// ParseGetQueueHistoryResponse parses an HTTP response from a GetQueueHistoryWithResponse call
+func ParseGetQueueHistoryResponse(rsp *http.Response) (*GetQueueHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetQueueHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueHistory
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetQueueHistoryResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetQueueLimitResponse parses an HTTP response from a SetQueueLimitWithResponse call
+func ParseSetQueueLimitResponse(rsp *http.Response) (*SetQueueLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetQueueLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers SetQueueLimitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParsePauseQueueResponse parses an HTTP response from a PauseQueueWithResponse call
+func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers PauseQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseResumeQueueResponse parses an HTTP response from a ResumeQueueWithResponse call
+func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeQueueResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest QueueControl
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

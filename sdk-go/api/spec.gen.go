@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.1.0"
+const SpecVersion = "1.2.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "8034ca069375ed5fd1830d50f5721521f65f55544c11d9aed856755f1bd4e255"
+const SpecSHA256 = "bfca973fcc56475497c42d1a5795aa69b6119d78c6bfcd27eee9b7f36d935ae5"

@@ -14,7 +14,14 @@ from typing import Any, cast
 
 from .._http import OMIT, Call, check_items, iso, long_poll_timeout, warn_deprecated
 from .api.health import get_liveness, get_metrics, get_readiness, get_server_info
-from .api.queues import get_queue_stats
+from .api.queues import (
+    get_queue_history,
+    get_queue_stats,
+    pause_queue,
+    resume_queue,
+    set_handler_limit,
+    set_queue_limit,
+)
 from .api.tasks import (
     cancel_task,
     complete_task_manually,
@@ -50,6 +57,7 @@ from .models import (
     AttemptList,
     BatchOutcome,
     ClaimedTask,
+    HandlerControl,
     HealthStatus,
     ManualCompletion,
     ManualFailure,
@@ -58,7 +66,10 @@ from .models import (
     PollBatchOptions,
     PollBatchResult,
     PollOptions,
+    QueueControl,
+    QueueHistory,
     QueueStatsList,
+    RunningLimit,
     ServerInfo,
     Task,
     TaskCancellation,
@@ -103,6 +114,7 @@ class SyncMethods:
         good_until: datetime.datetime | str | None = None,
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
+        required_labels: Mapping[str, Any] | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -127,6 +139,8 @@ class SyncMethods:
             body["idempotency_key"] = idempotency_key
         if retry is not None:
             body["retry"] = dict(retry)
+        if required_labels is not None:
+            body["required_labels"] = dict(required_labels)
         call = Call(
             enqueue_task,
             {
@@ -184,6 +198,7 @@ class SyncMethods:
                 "params",
                 "priority",
                 "queue_name",
+                "required_labels",
                 "retry",
                 "run_at",
             ],
@@ -322,6 +337,8 @@ class SyncMethods:
         *,
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
+        queue_names: Sequence[str] | None = None,
+        queue_weights: Mapping[str, Any] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -333,6 +350,10 @@ class SyncMethods:
             body["handler_names"] = list(handler_names)
         if queue_name is not None:
             body["queue_name"] = queue_name
+        if queue_names is not None:
+            body["queue_names"] = list(queue_names)
+        if queue_weights is not None:
+            body["queue_weights"] = dict(queue_weights)
         if worker_id is not None:
             body["worker_id"] = worker_id
         if wait_ms is not None:
@@ -356,6 +377,8 @@ class SyncMethods:
         *,
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
+        queue_names: Sequence[str] | None = None,
+        queue_weights: Mapping[str, Any] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -367,6 +390,10 @@ class SyncMethods:
             body["handler_names"] = list(handler_names)
         if queue_name is not None:
             body["queue_name"] = queue_name
+        if queue_names is not None:
+            body["queue_names"] = list(queue_names)
+        if queue_weights is not None:
+            body["queue_weights"] = dict(queue_weights)
         if worker_id is not None:
             body["worker_id"] = worker_id
         if wait_ms is not None:
@@ -713,6 +740,89 @@ class SyncMethods:
         )
         return cast("QueueStatsList", self._run(call))
 
+    def pause_queue(
+        self,
+        queue_name: str,
+    ) -> QueueControl:
+        """Operator - stop handing out the queue's tasks (x-orch8-retry: safe)."""
+        call = Call(
+            pause_queue,
+            {
+                "queue_name": queue_name,
+            },
+            safe=True,
+        )
+        return cast("QueueControl", self._run(call))
+
+    def resume_queue(
+        self,
+        queue_name: str,
+    ) -> QueueControl:
+        """Operator - hand out the queue's tasks again (x-orch8-retry: safe)."""
+        call = Call(
+            resume_queue,
+            {
+                "queue_name": queue_name,
+            },
+            safe=True,
+        )
+        return cast("QueueControl", self._run(call))
+
+    def set_queue_limit(
+        self,
+        queue_name: str,
+        *,
+        max_running: Any,
+    ) -> QueueControl:
+        """Operator - cap the queue's running tasks (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["max_running"] = max_running
+        call = Call(
+            set_queue_limit,
+            {
+                "queue_name": queue_name,
+                "body": RunningLimit.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("QueueControl", self._run(call))
+
+    def queue_history(
+        self,
+        queue_name: str,
+        *,
+        minutes: int | None = None,
+    ) -> QueueHistory:
+        """The queue's last hour, one point per minute (x-orch8-retry: safe)."""
+        call = Call(
+            get_queue_history,
+            {
+                "queue_name": queue_name,
+                "minutes": UNSET if minutes is None else minutes,
+            },
+            safe=True,
+        )
+        return cast("QueueHistory", self._run(call))
+
+    def set_handler_limit(
+        self,
+        handler_name: str,
+        *,
+        max_running: Any,
+    ) -> HandlerControl:
+        """Operator - cap the handler's running tasks (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["max_running"] = max_running
+        call = Call(
+            set_handler_limit,
+            {
+                "handler_name": handler_name,
+                "body": RunningLimit.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("HandlerControl", self._run(call))
+
     def health_live(
         self,
     ) -> HealthStatus:
@@ -778,6 +888,7 @@ class AsyncMethods:
         good_until: datetime.datetime | str | None = None,
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
+        required_labels: Mapping[str, Any] | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -802,6 +913,8 @@ class AsyncMethods:
             body["idempotency_key"] = idempotency_key
         if retry is not None:
             body["retry"] = dict(retry)
+        if required_labels is not None:
+            body["required_labels"] = dict(required_labels)
         call = Call(
             enqueue_task,
             {
@@ -859,6 +972,7 @@ class AsyncMethods:
                 "params",
                 "priority",
                 "queue_name",
+                "required_labels",
                 "retry",
                 "run_at",
             ],
@@ -997,6 +1111,8 @@ class AsyncMethods:
         *,
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
+        queue_names: Sequence[str] | None = None,
+        queue_weights: Mapping[str, Any] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -1008,6 +1124,10 @@ class AsyncMethods:
             body["handler_names"] = list(handler_names)
         if queue_name is not None:
             body["queue_name"] = queue_name
+        if queue_names is not None:
+            body["queue_names"] = list(queue_names)
+        if queue_weights is not None:
+            body["queue_weights"] = dict(queue_weights)
         if worker_id is not None:
             body["worker_id"] = worker_id
         if wait_ms is not None:
@@ -1031,6 +1151,8 @@ class AsyncMethods:
         *,
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
+        queue_names: Sequence[str] | None = None,
+        queue_weights: Mapping[str, Any] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -1042,6 +1164,10 @@ class AsyncMethods:
             body["handler_names"] = list(handler_names)
         if queue_name is not None:
             body["queue_name"] = queue_name
+        if queue_names is not None:
+            body["queue_names"] = list(queue_names)
+        if queue_weights is not None:
+            body["queue_weights"] = dict(queue_weights)
         if worker_id is not None:
             body["worker_id"] = worker_id
         if wait_ms is not None:
@@ -1387,6 +1513,89 @@ class AsyncMethods:
             safe=True,
         )
         return cast("QueueStatsList", await self._run(call))
+
+    async def pause_queue(
+        self,
+        queue_name: str,
+    ) -> QueueControl:
+        """Operator - stop handing out the queue's tasks (x-orch8-retry: safe)."""
+        call = Call(
+            pause_queue,
+            {
+                "queue_name": queue_name,
+            },
+            safe=True,
+        )
+        return cast("QueueControl", await self._run(call))
+
+    async def resume_queue(
+        self,
+        queue_name: str,
+    ) -> QueueControl:
+        """Operator - hand out the queue's tasks again (x-orch8-retry: safe)."""
+        call = Call(
+            resume_queue,
+            {
+                "queue_name": queue_name,
+            },
+            safe=True,
+        )
+        return cast("QueueControl", await self._run(call))
+
+    async def set_queue_limit(
+        self,
+        queue_name: str,
+        *,
+        max_running: Any,
+    ) -> QueueControl:
+        """Operator - cap the queue's running tasks (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["max_running"] = max_running
+        call = Call(
+            set_queue_limit,
+            {
+                "queue_name": queue_name,
+                "body": RunningLimit.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("QueueControl", await self._run(call))
+
+    async def queue_history(
+        self,
+        queue_name: str,
+        *,
+        minutes: int | None = None,
+    ) -> QueueHistory:
+        """The queue's last hour, one point per minute (x-orch8-retry: safe)."""
+        call = Call(
+            get_queue_history,
+            {
+                "queue_name": queue_name,
+                "minutes": UNSET if minutes is None else minutes,
+            },
+            safe=True,
+        )
+        return cast("QueueHistory", await self._run(call))
+
+    async def set_handler_limit(
+        self,
+        handler_name: str,
+        *,
+        max_running: Any,
+    ) -> HandlerControl:
+        """Operator - cap the handler's running tasks (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["max_running"] = max_running
+        call = Call(
+            set_handler_limit,
+            {
+                "handler_name": handler_name,
+                "body": RunningLimit.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("HandlerControl", await self._run(call))
 
     async def health_live(
         self,

@@ -49,6 +49,11 @@ export const OPERATIONS = {
   resumeWorker: { operationId: "resumeWorker", method: "POST", path: "/workers/{worker_id}/resume", retry: "never", longPoll: false, parseAs: "json" },
   terminateWorker: { operationId: "terminateWorker", method: "POST", path: "/workers/{worker_id}/terminate", retry: "never", longPoll: false, parseAs: "json" },
   queueStats: { operationId: "getQueueStats", method: "GET", path: "/queues", retry: "safe", longPoll: false, parseAs: "json" },
+  pauseQueue: { operationId: "pauseQueue", method: "POST", path: "/queues/{queue_name}/pause", retry: "safe", longPoll: false, parseAs: "json" },
+  resumeQueue: { operationId: "resumeQueue", method: "POST", path: "/queues/{queue_name}/resume", retry: "safe", longPoll: false, parseAs: "json" },
+  setQueueLimit: { operationId: "setQueueLimit", method: "PUT", path: "/queues/{queue_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
+  queueHistory: { operationId: "getQueueHistory", method: "GET", path: "/queues/{queue_name}/history", retry: "safe", longPoll: false, parseAs: "json" },
+  setHandlerLimit: { operationId: "setHandlerLimit", method: "PUT", path: "/handlers/{handler_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
   healthLive: { operationId: "getLiveness", method: "GET", path: "/health/live", retry: "safe", longPoll: false, parseAs: "json" },
   healthReady: { operationId: "getReadiness", method: "GET", path: "/health/ready", retry: "safe", longPoll: false, parseAs: "json" },
   metrics: { operationId: "getMetrics", method: "GET", path: "/metrics", retry: "safe", longPoll: false, parseAs: "text" },
@@ -197,6 +202,31 @@ export abstract class Orch8Operations {
   /** Depth and pollers per queue and handler (`GET /queues`, retried on outages). */
   queueStats(query: NonNullable<operations["getQueueStats"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["QueueStatsList"]> {
     return this.invoke("queueStats", { query }, call);
+  }
+
+  /** Operator - stop handing out the queue's tasks (`POST /queues/{queue_name}/pause`, retried on outages). */
+  pauseQueue(queueName: string, call?: CallOptions): Promise<Schemas["QueueControl"]> {
+    return this.invoke("pauseQueue", { path: { queue_name: queueName } }, call);
+  }
+
+  /** Operator - hand out the queue's tasks again (`POST /queues/{queue_name}/resume`, retried on outages). */
+  resumeQueue(queueName: string, call?: CallOptions): Promise<Schemas["QueueControl"]> {
+    return this.invoke("resumeQueue", { path: { queue_name: queueName } }, call);
+  }
+
+  /** Operator - cap the queue's running tasks (`PUT /queues/{queue_name}/limit`, retried on outages). */
+  setQueueLimit(queueName: string, body: Schemas["RunningLimit"], call?: CallOptions): Promise<Schemas["QueueControl"]> {
+    return this.invoke("setQueueLimit", { path: { queue_name: queueName }, body }, call);
+  }
+
+  /** The queue's last hour, one point per minute (`GET /queues/{queue_name}/history`, retried on outages). */
+  queueHistory(queueName: string, query: NonNullable<operations["getQueueHistory"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["QueueHistory"]> {
+    return this.invoke("queueHistory", { path: { queue_name: queueName }, query }, call);
+  }
+
+  /** Operator - cap the handler's running tasks (`PUT /handlers/{handler_name}/limit`, retried on outages). */
+  setHandlerLimit(handlerName: string, body: Schemas["RunningLimit"], call?: CallOptions): Promise<Schemas["HandlerControl"]> {
+    return this.invoke("setHandlerLimit", { path: { handler_name: handlerName }, body }, call);
   }
 
   /** The process is up (`GET /health/live`, retried on outages). */

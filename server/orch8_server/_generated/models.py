@@ -56,22 +56,7 @@ class RetryPolicySettings(TypedDict, closed=True):
     jitter: float
 
 
-class NewTask(TypedDict, closed=True):
-    handler_name: HandlerName
-    params: NotRequired[JsonObject]
-    context: NotRequired[JsonObject]
-    queue_name: NotRequired[QueueName]
-    priority: NotRequired[int]
-    headers: NotRequired[dict[str, str]]
-    run_at: NotRequired[str]
-    delay_ms: NotRequired[int]
-    good_until: NotRequired[str]
-    idempotency_key: NotRequired[str]
-    retry: NotRequired[RetryPolicy]
-
-
-class NewTaskBatch(TypedDict, closed=True):
-    tasks: list[NewTask]
+RequiredLabels: TypeAlias = dict[str, str]
 
 
 class Lease(TypedDict):
@@ -123,6 +108,7 @@ class Task(TypedDict):
     checkpoint: dict[str, Any] | None
     progress: Any
     cancel_reason: str | None
+    required_labels: dict[str, str]
 
 
 class TaskPage(TypedDict):
@@ -179,6 +165,8 @@ class AttemptList(TypedDict):
 class PollOptions(TypedDict, closed=True):
     handler_names: NotRequired[list[HandlerName]]
     queue_name: NotRequired[QueueName]
+    queue_names: NotRequired[list[QueueName]]
+    queue_weights: NotRequired[dict[str, int]]
     worker_id: NotRequired[WorkerId]
     wait_ms: NotRequired[int]
     lease_ms: NotRequired[int]
@@ -188,6 +176,8 @@ class PollOptions(TypedDict, closed=True):
 class PollBatchOptions(TypedDict, closed=True):
     handler_names: NotRequired[list[HandlerName]]
     queue_name: NotRequired[QueueName]
+    queue_names: NotRequired[list[QueueName]]
+    queue_weights: NotRequired[dict[str, int]]
     worker_id: NotRequired[WorkerId]
     wait_ms: NotRequired[int]
     lease_ms: NotRequired[int]
@@ -377,20 +367,45 @@ class WorkerHeartbeatResult(TypedDict):
     tasks: list[ActiveTaskStatus]
 
 
-class QueueStats(TypedDict):
+BlockedReason: TypeAlias = Literal['paused', 'queue_cap', 'handler_cap', 'unroutable']
+
+
+class QueueControl(TypedDict):
+    """
+    Operator controls of one queue (P-CTRL-1, P-CTRL-2).
+    """
+
     queue_name: str
-    handler_name: str
-    pending: int
-    scheduled: int
+    paused: bool
+    paused_at: str | None
+    max_running: int | None
     running: int
+    updated_at: str | None
+
+
+class HandlerControl(TypedDict):
+    """
+    Operator controls of one handler (P-CTRL-2).
+    """
+
+    handler_name: str
+    max_running: int | None
+    running: int
+    updated_at: str | None
+
+
+class RunningLimit(TypedDict, closed=True):
+    max_running: int | None
+
+
+class QueueHistoryPoint(TypedDict):
+    at: str
+    enqueued: int
+    completed: int
     failed: int
-    oldest_pending_age_ms: int | None
-    active_pollers: int
-
-
-class QueueStatsList(TypedDict):
-    queues: list[QueueStats]
-    generated_at: str
+    depth: int | None
+    wait_p50_ms: int | None
+    wait_p95_ms: int | None
 
 
 class HealthStatus(TypedDict):
@@ -439,5 +454,58 @@ class Problem(TypedDict):
     errors: list[FieldProblem]
 
 
+class NewTask(TypedDict, closed=True):
+    handler_name: HandlerName
+    params: NotRequired[JsonObject]
+    context: NotRequired[JsonObject]
+    queue_name: NotRequired[QueueName]
+    priority: NotRequired[int]
+    headers: NotRequired[dict[str, str]]
+    run_at: NotRequired[str]
+    delay_ms: NotRequired[int]
+    good_until: NotRequired[str]
+    idempotency_key: NotRequired[str]
+    retry: NotRequired[RetryPolicy]
+    required_labels: NotRequired[RequiredLabels]
+
+
+class NewTaskBatch(TypedDict, closed=True):
+    tasks: list[NewTask]
+
+
 class EnqueuedTasks(TypedDict):
     tasks: list[Task]
+
+
+class QueueStats(TypedDict):
+    queue_name: str
+    handler_name: str
+    pending: int
+    scheduled: int
+    running: int
+    failed: int
+    oldest_pending_age_ms: int | None
+    active_pollers: int
+    unroutable: int
+    paused: bool
+    queue_max_running: int | None
+    handler_max_running: int | None
+    blocked: BlockedReason | None
+
+
+class QueueStatsList(TypedDict):
+    queues: list[QueueStats]
+    queue_controls: list[QueueControl]
+    handler_controls: list[HandlerControl]
+    generated_at: str
+
+
+class QueueHistory(TypedDict):
+    """
+    The queue's last minutes, one point per minute, oldest first (P-OBS-5).
+    """
+
+    queue_name: str
+    bucket_ms: int
+    generated_at: str
+    points: list[QueueHistoryPoint]

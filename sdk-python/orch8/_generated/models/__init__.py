@@ -7,11 +7,13 @@ from .attempt_outcome import AttemptOutcome
 from .batch_item_outcome import BatchItemOutcome
 from .batch_item_status import BatchItemStatus
 from .batch_outcome import BatchOutcome
+from .blocked_reason import BlockedReason
 from .claimed_task import ClaimedTask
 from .claimed_task_checkpoint_type_0 import ClaimedTaskCheckpointType0
 from .claimed_task_headers import ClaimedTaskHeaders
 from .enqueued_tasks import EnqueuedTasks
 from .field_problem import FieldProblem
+from .handler_control import HandlerControl
 from .health_status import HealthStatus
 from .health_status_checks import HealthStatusChecks
 from .health_status_status import HealthStatusStatus
@@ -24,13 +26,20 @@ from .new_task import NewTask
 from .new_task_batch import NewTaskBatch
 from .new_task_headers import NewTaskHeaders
 from .poll_batch_options import PollBatchOptions
+from .poll_batch_options_queue_weights import PollBatchOptionsQueueWeights
 from .poll_batch_result import PollBatchResult
 from .poll_options import PollOptions
+from .poll_options_queue_weights import PollOptionsQueueWeights
 from .problem import Problem
+from .queue_control import QueueControl
+from .queue_history import QueueHistory
+from .queue_history_point import QueueHistoryPoint
 from .queue_stats import QueueStats
 from .queue_stats_list import QueueStatsList
+from .required_labels import RequiredLabels
 from .retry_policy import RetryPolicy
 from .retry_policy_settings import RetryPolicySettings
+from .running_limit import RunningLimit
 from .server_defaults import ServerDefaults
 from .server_info import ServerInfo
 from .server_info_storage import ServerInfoStorage
@@ -52,6 +61,7 @@ from .task_metadata import TaskMetadata
 from .task_outcome import TaskOutcome
 from .task_page import TaskPage
 from .task_release import TaskRelease
+from .task_required_labels import TaskRequiredLabels
 from .task_retry import TaskRetry
 from .task_status import TaskStatus
 from .worker import Worker
@@ -73,11 +83,13 @@ __all__ = (
     "BatchItemOutcome",
     "BatchItemStatus",
     "BatchOutcome",
+    "BlockedReason",
     "ClaimedTask",
     "ClaimedTaskCheckpointType0",
     "ClaimedTaskHeaders",
     "EnqueuedTasks",
     "FieldProblem",
+    "HandlerControl",
     "HealthStatus",
     "HealthStatusChecks",
     "HealthStatusStatus",
@@ -90,13 +102,20 @@ __all__ = (
     "NewTaskBatch",
     "NewTaskHeaders",
     "PollBatchOptions",
+    "PollBatchOptionsQueueWeights",
     "PollBatchResult",
     "PollOptions",
+    "PollOptionsQueueWeights",
     "Problem",
+    "QueueControl",
+    "QueueHistory",
+    "QueueHistoryPoint",
     "QueueStats",
     "QueueStatsList",
+    "RequiredLabels",
     "RetryPolicy",
     "RetryPolicySettings",
+    "RunningLimit",
     "ServerDefaults",
     "ServerInfo",
     "ServerInfoStorage",
@@ -118,6 +137,7 @@ __all__ = (
     "TaskOutcome",
     "TaskPage",
     "TaskRelease",
+    "TaskRequiredLabels",
     "TaskRetry",
     "TaskStatus",
     "Worker",

@@ -13,6 +13,7 @@ from ..types import UNSET, Unset
 if TYPE_CHECKING:
     from ..models.json_object import JsonObject
     from ..models.new_task_headers import NewTaskHeaders
+    from ..models.required_labels import RequiredLabels
     from ..models.retry_policy import RetryPolicy
 
 
@@ -35,6 +36,11 @@ class NewTask:
             never delivered (P-EXPIRE-1).
         idempotency_key (str | Unset): Enqueueing the same key again returns the existing task (P-TASK-3).
         retry (RetryPolicy | Unset): Server-computed exponential backoff with jitter and cap (P-RETRY-2).
+        required_labels (RequiredLabels | Unset): Worker labels a claimer must have (P-LABEL-1): only a poll whose
+            `worker_id` is a
+            registered worker whose `labels` include every one of these pairs claims the task.
+            `{}` (the default) means any worker.
+             Example: {'gpu': 'true'}.
     """
 
     handler_name: str
@@ -48,6 +54,7 @@ class NewTask:
     good_until: datetime.datetime | Unset = UNSET
     idempotency_key: str | Unset = UNSET
     retry: RetryPolicy | Unset = UNSET
+    required_labels: RequiredLabels | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         handler_name = self.handler_name
@@ -84,6 +91,10 @@ class NewTask:
         if not isinstance(self.retry, Unset):
             retry = self.retry.to_dict()
 
+        required_labels: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.required_labels, Unset):
+            required_labels = self.required_labels.to_dict()
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -111,6 +122,8 @@ class NewTask:
             field_dict["idempotency_key"] = idempotency_key
         if retry is not UNSET:
             field_dict["retry"] = retry
+        if required_labels is not UNSET:
+            field_dict["required_labels"] = required_labels
 
         return field_dict
 
@@ -118,6 +131,7 @@ class NewTask:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.json_object import JsonObject
         from ..models.new_task_headers import NewTaskHeaders
+        from ..models.required_labels import RequiredLabels
         from ..models.retry_policy import RetryPolicy
 
         d = dict(src_dict)
@@ -173,6 +187,13 @@ class NewTask:
         else:
             retry = RetryPolicy.from_dict(_retry)
 
+        _required_labels = d.pop("required_labels", UNSET)
+        required_labels: RequiredLabels | Unset
+        if isinstance(_required_labels, Unset):
+            required_labels = UNSET
+        else:
+            required_labels = RequiredLabels.from_dict(_required_labels)
+
         new_task = cls(
             handler_name=handler_name,
             params=params,
@@ -185,6 +206,7 @@ class NewTask:
             good_until=good_until,
             idempotency_key=idempotency_key,
             retry=retry,
+            required_labels=required_labels,
         )
 
         return new_task

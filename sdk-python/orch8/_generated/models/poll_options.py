@@ -1,12 +1,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from typing_extensions import Self
 
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.poll_options_queue_weights import PollOptionsQueueWeights
+
 
 T = TypeVar("T", bound="PollOptions")
 
@@ -17,6 +21,13 @@ class PollOptions:
     Attributes:
         handler_names (list[str] | Unset): Only these handlers; omitted or empty means any handler (P-POLL-4).
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1). Example: gpu-workers.
+        queue_names (list[str] | Unset): Several queues, claimed from in this strict order (P-QUEUE-2), or by weight
+            with
+            `queue_weights` (P-QUEUE-3). Not together with `queue_name` (422).
+        queue_weights (PollOptionsQueueWeights | Unset): Weight per queue of `queue_names` (every name, no other): each
+            claimed task's
+            queue is drawn with probability weight / sum of weights among the named queues
+            that have claimable work (P-QUEUE-3). Needs `queue_names`.
         worker_id (str | Unset): Stable identifier of one worker process. Example: img-worker-1.
         wait_ms (int | Unset): Long-poll budget; 0 returns at once. Capped by the server's `max_wait_ms` (P-POLL-2).
             Default: 30000.
@@ -29,6 +40,8 @@ class PollOptions:
 
     handler_names: list[str] | Unset = UNSET
     queue_name: str | Unset = UNSET
+    queue_names: list[str] | Unset = UNSET
+    queue_weights: PollOptionsQueueWeights | Unset = UNSET
     worker_id: str | Unset = UNSET
     wait_ms: int | Unset = 30000
     lease_ms: int | Unset = UNSET
@@ -40,6 +53,14 @@ class PollOptions:
             handler_names = self.handler_names
 
         queue_name = self.queue_name
+
+        queue_names: list[str] | Unset = UNSET
+        if not isinstance(self.queue_names, Unset):
+            queue_names = self.queue_names
+
+        queue_weights: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.queue_weights, Unset):
+            queue_weights = self.queue_weights.to_dict()
 
         worker_id = self.worker_id
 
@@ -56,6 +77,10 @@ class PollOptions:
             field_dict["handler_names"] = handler_names
         if queue_name is not UNSET:
             field_dict["queue_name"] = queue_name
+        if queue_names is not UNSET:
+            field_dict["queue_names"] = queue_names
+        if queue_weights is not UNSET:
+            field_dict["queue_weights"] = queue_weights
         if worker_id is not UNSET:
             field_dict["worker_id"] = worker_id
         if wait_ms is not UNSET:
@@ -69,10 +94,21 @@ class PollOptions:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.poll_options_queue_weights import PollOptionsQueueWeights
+
         d = dict(src_dict)
         handler_names = cast(list[str], d.pop("handler_names", UNSET))
 
         queue_name = d.pop("queue_name", UNSET)
+
+        queue_names = cast(list[str], d.pop("queue_names", UNSET))
+
+        _queue_weights = d.pop("queue_weights", UNSET)
+        queue_weights: PollOptionsQueueWeights | Unset
+        if isinstance(_queue_weights, Unset):
+            queue_weights = UNSET
+        else:
+            queue_weights = PollOptionsQueueWeights.from_dict(_queue_weights)
 
         worker_id = d.pop("worker_id", UNSET)
 
@@ -85,6 +121,8 @@ class PollOptions:
         poll_options = cls(
             handler_names=handler_names,
             queue_name=queue_name,
+            queue_names=queue_names,
+            queue_weights=queue_weights,
             worker_id=worker_id,
             wait_ms=wait_ms,
             lease_ms=lease_ms,

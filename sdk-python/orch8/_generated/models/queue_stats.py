@@ -7,6 +7,8 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 from typing_extensions import Self
 
+from ..models.blocked_reason import BlockedReason, check_blocked_reason
+
 T = TypeVar("T", bound="QueueStats")
 
 
@@ -22,6 +24,11 @@ class QueueStats:
         failed (int):
         oldest_pending_age_ms (int | None):
         active_pollers (int): Workers that polled for this handler on this queue recently (P-OBS-1).
+        unroutable (int): Pending tasks whose `required_labels` no live registered worker has (P-LABEL-3).
+        paused (bool): The queue is paused (P-CTRL-1).
+        queue_max_running (int | None): The queue's running cap (P-CTRL-2).
+        handler_max_running (int | None): The handler's running cap (P-CTRL-2).
+        blocked (BlockedReason | None): Why pending tasks of this row are not being handed out, or null (P-OBS-4).
     """
 
     queue_name: str
@@ -32,6 +39,11 @@ class QueueStats:
     failed: int
     oldest_pending_age_ms: int | None
     active_pollers: int
+    unroutable: int
+    paused: bool
+    queue_max_running: int | None
+    handler_max_running: int | None
+    blocked: BlockedReason | None
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +64,22 @@ class QueueStats:
 
         active_pollers = self.active_pollers
 
+        unroutable = self.unroutable
+
+        paused = self.paused
+
+        queue_max_running: int | None
+        queue_max_running = self.queue_max_running
+
+        handler_max_running: int | None
+        handler_max_running = self.handler_max_running
+
+        blocked: None | str
+        if isinstance(self.blocked, str):
+            blocked = self.blocked
+        else:
+            blocked = self.blocked
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -64,6 +92,11 @@ class QueueStats:
                 "failed": failed,
                 "oldest_pending_age_ms": oldest_pending_age_ms,
                 "active_pollers": active_pollers,
+                "unroutable": unroutable,
+                "paused": paused,
+                "queue_max_running": queue_max_running,
+                "handler_max_running": handler_max_running,
+                "blocked": blocked,
             }
         )
 
@@ -95,6 +128,39 @@ class QueueStats:
 
         active_pollers = d.pop("active_pollers")
 
+        unroutable = d.pop("unroutable")
+
+        paused = d.pop("paused")
+
+        def _parse_queue_max_running(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        queue_max_running = _parse_queue_max_running(d.pop("queue_max_running"))
+
+        def _parse_handler_max_running(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        handler_max_running = _parse_handler_max_running(d.pop("handler_max_running"))
+
+        def _parse_blocked(data: object) -> BlockedReason | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                blocked_type_0 = check_blocked_reason(data)
+
+                return blocked_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(BlockedReason | None, data)
+
+        blocked = _parse_blocked(d.pop("blocked"))
+
         queue_stats = cls(
             queue_name=queue_name,
             handler_name=handler_name,
@@ -104,6 +170,11 @@ class QueueStats:
             failed=failed,
             oldest_pending_age_ms=oldest_pending_age_ms,
             active_pollers=active_pollers,
+            unroutable=unroutable,
+            paused=paused,
+            queue_max_running=queue_max_running,
+            handler_max_running=handler_max_running,
+            blocked=blocked,
         )
 
         queue_stats.additional_properties = d

@@ -10,6 +10,8 @@ from dateutil.parser import isoparse
 from typing_extensions import Self
 
 if TYPE_CHECKING:
+    from ..models.handler_control import HandlerControl
+    from ..models.queue_control import QueueControl
     from ..models.queue_stats import QueueStats
 
 
@@ -21,10 +23,14 @@ class QueueStatsList:
     """
     Attributes:
         queues (list[QueueStats]):
+        queue_controls (list[QueueControl]): Every queue that is paused or capped, with or without tasks.
+        handler_controls (list[HandlerControl]): Every handler that is capped.
         generated_at (datetime.datetime):
     """
 
     queues: list[QueueStats]
+    queue_controls: list[QueueControl]
+    handler_controls: list[HandlerControl]
     generated_at: datetime.datetime
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -34,6 +40,16 @@ class QueueStatsList:
             queues_item = queues_item_data.to_dict()
             queues.append(queues_item)
 
+        queue_controls = []
+        for queue_controls_item_data in self.queue_controls:
+            queue_controls_item = queue_controls_item_data.to_dict()
+            queue_controls.append(queue_controls_item)
+
+        handler_controls = []
+        for handler_controls_item_data in self.handler_controls:
+            handler_controls_item = handler_controls_item_data.to_dict()
+            handler_controls.append(handler_controls_item)
+
         generated_at = self.generated_at.isoformat()
 
         field_dict: dict[str, Any] = {}
@@ -41,6 +57,8 @@ class QueueStatsList:
         field_dict.update(
             {
                 "queues": queues,
+                "queue_controls": queue_controls,
+                "handler_controls": handler_controls,
                 "generated_at": generated_at,
             }
         )
@@ -49,6 +67,8 @@ class QueueStatsList:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.handler_control import HandlerControl
+        from ..models.queue_control import QueueControl
         from ..models.queue_stats import QueueStats
 
         d = dict(src_dict)
@@ -59,10 +79,26 @@ class QueueStatsList:
 
             queues.append(queues_item)
 
+        queue_controls = []
+        _queue_controls = d.pop("queue_controls")
+        for queue_controls_item_data in _queue_controls:
+            queue_controls_item = QueueControl.from_dict(queue_controls_item_data)
+
+            queue_controls.append(queue_controls_item)
+
+        handler_controls = []
+        _handler_controls = d.pop("handler_controls")
+        for handler_controls_item_data in _handler_controls:
+            handler_controls_item = HandlerControl.from_dict(handler_controls_item_data)
+
+            handler_controls.append(handler_controls_item)
+
         generated_at = isoparse(d.pop("generated_at"))
 
         queue_stats_list = cls(
             queues=queues,
+            queue_controls=queue_controls,
+            handler_controls=handler_controls,
             generated_at=generated_at,
         )
 

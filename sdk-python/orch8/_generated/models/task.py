@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..models.task_checkpoint_type_0 import TaskCheckpointType0
     from ..models.task_failure import TaskFailure
     from ..models.task_headers import TaskHeaders
+    from ..models.task_required_labels import TaskRequiredLabels
 
 
 T = TypeVar("T", bound="Task")
@@ -53,6 +54,7 @@ class Task:
         checkpoint (None | TaskCheckpointType0): Latest checkpoint saved by a heartbeat or fail (P-CKPT-1).
         progress (Any): Latest progress reported by a heartbeat (any JSON value).
         cancel_reason (None | str):
+        required_labels (TaskRequiredLabels): Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
     """
 
     id: str
@@ -81,6 +83,7 @@ class Task:
     checkpoint: None | TaskCheckpointType0
     progress: Any
     cancel_reason: None | str
+    required_labels: TaskRequiredLabels
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -171,6 +174,8 @@ class Task:
         cancel_reason: None | str
         cancel_reason = self.cancel_reason
 
+        required_labels = self.required_labels.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -201,6 +206,7 @@ class Task:
                 "checkpoint": checkpoint,
                 "progress": progress,
                 "cancel_reason": cancel_reason,
+                "required_labels": required_labels,
             }
         )
 
@@ -214,6 +220,7 @@ class Task:
         from ..models.task_checkpoint_type_0 import TaskCheckpointType0
         from ..models.task_failure import TaskFailure
         from ..models.task_headers import TaskHeaders
+        from ..models.task_required_labels import TaskRequiredLabels
 
         d = dict(src_dict)
         id = d.pop("id")
@@ -374,6 +381,8 @@ class Task:
 
         cancel_reason = _parse_cancel_reason(d.pop("cancel_reason"))
 
+        required_labels = TaskRequiredLabels.from_dict(d.pop("required_labels"))
+
         task = cls(
             id=id,
             handler_name=handler_name,
@@ -401,6 +410,7 @@ class Task:
             checkpoint=checkpoint,
             progress=progress,
             cancel_reason=cancel_reason,
+            required_labels=required_labels,
         )
 
         task.additional_properties = d

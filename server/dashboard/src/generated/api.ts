@@ -201,6 +201,10 @@ export interface paths {
          *     `batch_size` is accepted as seed 000 documents it, but this call claims at most
          *     one task whatever its value and always answers one task or 204; claim several
          *     with `POST /workers/tasks/poll/batch` (P-POLL-8).
+         *     `queue_names` (with optional `queue_weights`) polls several queues in strict or
+         *     weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+         *     running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+         *     registered worker with those labels (P-LABEL-1).
          */
         post: operations["pollTask"];
         delete?: never;
@@ -500,9 +504,132 @@ export interface paths {
          * Depth and pollers per queue and handler
          * @description One row per (queue, handler) with any unfinished or failed task, or an active poller.
          *     `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+         *     `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+         *     labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+         *     every pause and cap (P-CTRL-3).
          */
         get: operations["getQueueStats"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue_name}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operator - stop handing out the queue's tasks
+         * @description The queue keeps accepting enqueues but no poll claims from it, on any replica,
+         *     until it is resumed; waiting polls are not woken for it (P-CTRL-1). Running tasks
+         *     are not touched. Any valid queue name may be paused, with or without tasks.
+         *     Pausing a paused queue changes nothing.
+         */
+        post: operations["pauseQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue_name}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Operator - hand out the queue's tasks again
+         * @description Ends a pause and wakes the polls waiting for the queue at once (P-CTRL-1).
+         *     Resuming a queue that is not paused changes nothing.
+         */
+        post: operations["resumeQueue"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue_name}/limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Operator - cap the queue's running tasks
+         * @description At most `max_running` tasks of this queue run at once, across every replica; a
+         *     claim that would pass the cap claims fewer or none (P-CTRL-2). `null` removes the
+         *     cap. Lowering the cap below the running count stops no running task: claims wait
+         *     until running tasks finish.
+         */
+        put: operations["setQueueLimit"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/queues/{queue_name}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The queue's last hour, one point per minute
+         * @description Enqueued, completed and failed per minute, pending depth, and p50/p95 queue wait
+         *     (P-OBS-5). The server keeps this rolling window itself (no external service), for
+         *     every replica on PostgreSQL. A queue without traffic answers points of zeros.
+         */
+        get: operations["getQueueHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/handlers/{handler_name}/limit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                handler_name: components["schemas"]["HandlerName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Operator - cap the handler's running tasks
+         * @description At most `max_running` tasks of this handler run at once, on every queue and
+         *     replica (P-CTRL-2). `null` removes the cap.
+         */
+        put: operations["setHandlerLimit"];
         post?: never;
         delete?: never;
         options?: never;
@@ -668,6 +795,18 @@ export interface components {
             /** @description Enqueueing the same key again returns the existing task (P-TASK-3). */
             idempotency_key?: string;
             retry?: components["schemas"]["RetryPolicy"];
+            required_labels?: components["schemas"]["RequiredLabels"];
+        };
+        /**
+         * @description Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
+         *     registered worker whose `labels` include every one of these pairs claims the task.
+         *     `{}` (the default) means any worker.
+         * @example {
+         *       "gpu": "true"
+         *     }
+         */
+        RequiredLabels: {
+            [key: string]: string;
         };
         NewTaskBatch: {
             tasks: components["schemas"]["NewTask"][];
@@ -755,6 +894,10 @@ export interface components {
             /** @description Latest progress reported by a heartbeat (any JSON value). */
             progress: unknown;
             cancel_reason: string | null;
+            /** @description Worker labels a claimer must have (P-LABEL-1); `{}` for any worker. */
+            required_labels: {
+                [key: string]: string;
+            };
         };
         TaskPage: {
             tasks: components["schemas"]["Task"][];
@@ -803,6 +946,19 @@ export interface components {
             /** @description Only these handlers; omitted or empty means any handler (P-POLL-4). */
             handler_names?: components["schemas"]["HandlerName"][];
             queue_name?: components["schemas"]["QueueName"];
+            /**
+             * @description Several queues, claimed from in this strict order (P-QUEUE-2), or by weight with
+             *     `queue_weights` (P-QUEUE-3). Not together with `queue_name` (422).
+             */
+            queue_names?: components["schemas"]["QueueName"][];
+            /**
+             * @description Weight per queue of `queue_names` (every name, no other): each claimed task's
+             *     queue is drawn with probability weight / sum of weights among the named queues
+             *     that have claimable work (P-QUEUE-3). Needs `queue_names`.
+             */
+            queue_weights?: {
+                [key: string]: number;
+            };
             worker_id?: components["schemas"]["WorkerId"];
             /**
              * @description Long-poll budget; 0 returns at once. Capped by the server's `max_wait_ms` (P-POLL-2).
@@ -822,6 +978,19 @@ export interface components {
         PollBatchOptions: {
             handler_names?: components["schemas"]["HandlerName"][];
             queue_name?: components["schemas"]["QueueName"];
+            /**
+             * @description Several queues, claimed from in this strict order (P-QUEUE-2), or by weight with
+             *     `queue_weights` (P-QUEUE-3). Not together with `queue_name` (422).
+             */
+            queue_names?: components["schemas"]["QueueName"][];
+            /**
+             * @description Weight per queue of `queue_names` (every name, no other): each claimed task's
+             *     queue is drawn with probability weight / sum of weights among the named queues
+             *     that have claimable work (P-QUEUE-3). Needs `queue_names`.
+             */
+            queue_weights?: {
+                [key: string]: number;
+            };
             worker_id?: components["schemas"]["WorkerId"];
             /** @default 30000 */
             wait_ms?: number;
@@ -1055,11 +1224,85 @@ export interface components {
             oldest_pending_age_ms: number | null;
             /** @description Workers that polled for this handler on this queue recently (P-OBS-1). */
             active_pollers: number;
+            /** @description Pending tasks whose `required_labels` no live registered worker has (P-LABEL-3). */
+            unroutable: number;
+            /** @description The queue is paused (P-CTRL-1). */
+            paused: boolean;
+            /** @description The queue's running cap (P-CTRL-2). */
+            queue_max_running: number | null;
+            /** @description The handler's running cap (P-CTRL-2). */
+            handler_max_running: number | null;
+            /** @description Why pending tasks of this row are not being handed out, or null (P-OBS-4). */
+            blocked: components["schemas"]["BlockedReason"] | null;
         };
+        /**
+         * @description `paused`: the queue is paused; `queue_cap` / `handler_cap`: running tasks are at the
+         *     cap; `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
+         * @enum {string}
+         */
+        BlockedReason: "paused" | "queue_cap" | "handler_cap" | "unroutable";
         QueueStatsList: {
             queues: components["schemas"]["QueueStats"][];
+            /** @description Every queue that is paused or capped, with or without tasks. */
+            queue_controls: components["schemas"]["QueueControl"][];
+            /** @description Every handler that is capped. */
+            handler_controls: components["schemas"]["HandlerControl"][];
             /** Format: date-time */
             generated_at: string;
+        };
+        /** @description Operator controls of one queue (P-CTRL-1, P-CTRL-2). */
+        QueueControl: {
+            queue_name: string;
+            paused: boolean;
+            /** Format: date-time */
+            paused_at: string | null;
+            /** @description Most tasks of this queue running at once, across every replica; null for no cap. */
+            max_running: number | null;
+            /** @description Tasks of this queue running now. */
+            running: number;
+            /**
+             * Format: date-time
+             * @description Last change; null if never set.
+             */
+            updated_at: string | null;
+        };
+        /** @description Operator controls of one handler (P-CTRL-2). */
+        HandlerControl: {
+            handler_name: string;
+            /** @description Most tasks of this handler running at once (all queues, every replica); null for no cap. */
+            max_running: number | null;
+            running: number;
+            /** Format: date-time */
+            updated_at: string | null;
+        };
+        RunningLimit: {
+            /** @description The cap; null removes it. */
+            max_running: number | null;
+        };
+        /** @description The queue's last minutes, one point per minute, oldest first (P-OBS-5). */
+        QueueHistory: {
+            queue_name: string;
+            /** @description Width of one point (60000). */
+            bucket_ms: number;
+            /** Format: date-time */
+            generated_at: string;
+            points: components["schemas"]["QueueHistoryPoint"][];
+        };
+        QueueHistoryPoint: {
+            /**
+             * Format: date-time
+             * @description Start of the minute.
+             */
+            at: string;
+            enqueued: number;
+            completed: number;
+            /** @description Attempts that failed (retried or final). */
+            failed: number;
+            /** @description Pending tasks at the end of the minute (the latest sample for the current one); null when not sampled. */
+            depth: number | null;
+            /** @description Median queue wait (ready to claimed) of the minute's claims; null without claims. */
+            wait_p50_ms: number | null;
+            wait_p95_ms: number | null;
         };
         HealthStatus: {
             /** @enum {string} */
@@ -1308,6 +1551,7 @@ export interface components {
     };
     parameters: {
         TaskIdPath: components["schemas"]["TaskId"];
+        QueueNamePath: components["schemas"]["QueueName"];
         WorkerIdPath: components["schemas"]["WorkerId"];
     };
     requestBodies: never;
@@ -1384,7 +1628,8 @@ export interface operations {
                      *           "error": null,
                      *           "checkpoint": null,
                      *           "progress": null,
-                     *           "cancel_reason": null
+                     *           "cancel_reason": null,
+                     *           "required_labels": {}
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -1471,7 +1716,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -1522,7 +1768,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -1615,7 +1862,8 @@ export interface operations {
                      *           "error": null,
                      *           "checkpoint": null,
                      *           "progress": null,
-                     *           "cancel_reason": null
+                     *           "cancel_reason": null,
+                     *           "required_labels": {}
                      *         }
                      *       ]
                      *     }
@@ -1687,7 +1935,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -1760,7 +2009,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": "customer withdrew the order"
+                     *       "cancel_reason": "customer withdrew the order",
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -1842,7 +2092,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -1926,7 +2177,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2008,7 +2260,8 @@ export interface operations {
                      *       "error": null,
                      *       "checkpoint": null,
                      *       "progress": null,
-                     *       "cancel_reason": null
+                     *       "cancel_reason": null,
+                     *       "required_labels": {}
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -3040,7 +3293,30 @@ export interface operations {
                      *           "running": 4,
                      *           "failed": 0,
                      *           "oldest_pending_age_ms": 5300,
-                     *           "active_pollers": 2
+                     *           "active_pollers": 2,
+                     *           "unroutable": 0,
+                     *           "paused": false,
+                     *           "queue_max_running": null,
+                     *           "handler_max_running": 4,
+                     *           "blocked": "handler_cap"
+                     *         }
+                     *       ],
+                     *       "queue_controls": [
+                     *         {
+                     *           "queue_name": "emails",
+                     *           "paused": true,
+                     *           "paused_at": "2026-11-21T10:30:00.000Z",
+                     *           "max_running": null,
+                     *           "running": 0,
+                     *           "updated_at": "2026-11-21T10:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "handler_controls": [
+                     *         {
+                     *           "handler_name": "process_image",
+                     *           "max_running": 4,
+                     *           "running": 4,
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
                      *         }
                      *       ]
                      *     }
@@ -3050,6 +3326,228 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    pauseQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's controls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queue_name": "emails",
+                     *       "paused": true,
+                     *       "paused_at": "2026-11-21T10:30:00.000Z",
+                     *       "max_running": null,
+                     *       "running": 0,
+                     *       "updated_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueControl"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    resumeQueue: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The queue's controls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queue_name": "emails",
+                     *       "paused": false,
+                     *       "paused_at": null,
+                     *       "max_running": null,
+                     *       "running": 0,
+                     *       "updated_at": "2026-11-21T10:31:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueControl"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    setQueueLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "max_running": 4
+                 *     }
+                 */
+                "application/json": components["schemas"]["RunningLimit"];
+            };
+        };
+        responses: {
+            /** @description The queue's controls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queue_name": "emails",
+                     *       "paused": false,
+                     *       "paused_at": null,
+                     *       "max_running": 4,
+                     *       "running": 0,
+                     *       "updated_at": "2026-11-21T10:31:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueControl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    getQueueHistory: {
+        parameters: {
+            query?: {
+                /** @description How many minutes back, the current one included. */
+                minutes?: number;
+            };
+            header?: never;
+            path: {
+                queue_name: components["parameters"]["QueueNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One point per minute, oldest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "queue_name": "emails",
+                     *       "bucket_ms": 60000,
+                     *       "generated_at": "2026-11-21T10:30:20.000Z",
+                     *       "points": [
+                     *         {
+                     *           "at": "2026-11-21T10:29:00.000Z",
+                     *           "enqueued": 120,
+                     *           "completed": 118,
+                     *           "failed": 2,
+                     *           "depth": 3,
+                     *           "wait_p50_ms": 4,
+                     *           "wait_p95_ms": 40
+                     *         },
+                     *         {
+                     *           "at": "2026-11-21T10:30:00.000Z",
+                     *           "enqueued": 10,
+                     *           "completed": 9,
+                     *           "failed": 0,
+                     *           "depth": 1,
+                     *           "wait_p50_ms": 3,
+                     *           "wait_p95_ms": 12
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["QueueHistory"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    setHandlerLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                handler_name: components["schemas"]["HandlerName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "max_running": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["RunningLimit"];
+            };
+        };
+        responses: {
+            /** @description The handler's controls. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "handler_name": "transcode",
+                     *       "max_running": 2,
+                     *       "running": 0,
+                     *       "updated_at": "2026-11-21T10:31:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["HandlerControl"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };

@@ -72,6 +72,9 @@ def sync_detailed(
 
      One row per (queue, handler) with any unfinished or failed task, or an active poller.
     `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+    `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+    labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+    every pause and cap (P-CTRL-3).
 
     Args:
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
@@ -105,6 +108,9 @@ def sync(
 
      One row per (queue, handler) with any unfinished or failed task, or an active poller.
     `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+    `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+    labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+    every pause and cap (P-CTRL-3).
 
     Args:
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
@@ -133,6 +139,9 @@ async def asyncio_detailed(
 
      One row per (queue, handler) with any unfinished or failed task, or an active poller.
     `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+    `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+    labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+    every pause and cap (P-CTRL-3).
 
     Args:
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
@@ -164,6 +173,9 @@ async def asyncio(
 
      One row per (queue, handler) with any unfinished or failed task, or an active poller.
     `pending > 0` with `active_pollers == 0` is the stuck-queue signal (P-OBS-1).
+    `blocked` says why a row's pending tasks are not handed out (paused, a cap, or
+    labels no live worker has; P-OBS-4); `queue_controls` and `handler_controls` list
+    every pause and cap (P-CTRL-3).
 
     Args:
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).

@@ -102,6 +102,10 @@ def sync_detailed(
     `batch_size` is accepted as seed 000 documents it, but this call claims at most
     one task whatever its value and always answers one task or 204; claim several
     with `POST /workers/tasks/poll/batch` (P-POLL-8).
+    `queue_names` (with optional `queue_weights`) polls several queues in strict or
+    weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+    running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+    registered worker with those labels (P-LABEL-1).
 
     Args:
         body (PollOptions | Unset):
@@ -139,6 +143,10 @@ def sync(
     `batch_size` is accepted as seed 000 documents it, but this call claims at most
     one task whatever its value and always answers one task or 204; claim several
     with `POST /workers/tasks/poll/batch` (P-POLL-8).
+    `queue_names` (with optional `queue_weights`) polls several queues in strict or
+    weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+    running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+    registered worker with those labels (P-LABEL-1).
 
     Args:
         body (PollOptions | Unset):
@@ -171,6 +179,10 @@ async def asyncio_detailed(
     `batch_size` is accepted as seed 000 documents it, but this call claims at most
     one task whatever its value and always answers one task or 204; claim several
     with `POST /workers/tasks/poll/batch` (P-POLL-8).
+    `queue_names` (with optional `queue_weights`) polls several queues in strict or
+    weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+    running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+    registered worker with those labels (P-LABEL-1).
 
     Args:
         body (PollOptions | Unset):
@@ -206,6 +218,10 @@ async def asyncio(
     `batch_size` is accepted as seed 000 documents it, but this call claims at most
     one task whatever its value and always answers one task or 204; claim several
     with `POST /workers/tasks/poll/batch` (P-POLL-8).
+    `queue_names` (with optional `queue_weights`) polls several queues in strict or
+    weighted order (P-QUEUE-2, P-QUEUE-3). Paused queues hand out nothing (P-CTRL-1),
+    running caps hold (P-CTRL-2), and a task with `required_labels` goes only to a
+    registered worker with those labels (P-LABEL-1).
 
     Args:
         body (PollOptions | Unset):
