@@ -119,7 +119,37 @@ CREATE TABLE pollers (
 CREATE INDEX pollers_seen ON pollers (seen_at);
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2)]
+# Queue controls, label routing and queue history (contract 1.2.0). required_labels is
+# NULL for a task without labels, so the claim's label test costs nothing for them.
+_V3 = """
+ALTER TABLE tasks ADD COLUMN required_labels jsonb;
+CREATE INDEX tasks_running_queue ON tasks (queue_name, handler_name) WHERE status = 'running';
+CREATE TABLE queue_controls (
+    queue_name text PRIMARY KEY,
+    paused boolean NOT NULL DEFAULT false,
+    paused_at bigint,
+    max_running integer,
+    updated_at bigint NOT NULL
+);
+CREATE TABLE handler_controls (
+    handler_name text PRIMARY KEY,
+    max_running integer,
+    updated_at bigint NOT NULL
+);
+CREATE TABLE queue_minutes (
+    queue_name text NOT NULL,
+    minute bigint NOT NULL,
+    enqueued bigint NOT NULL DEFAULT 0,
+    completed bigint NOT NULL DEFAULT 0,
+    failed bigint NOT NULL DEFAULT 0,
+    depth bigint,
+    wait_hist jsonb,
+    PRIMARY KEY (queue_name, minute)
+);
+CREATE INDEX queue_minutes_minute ON queue_minutes (minute);
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3)]
 LATEST = MIGRATIONS[-1][0]
 
 

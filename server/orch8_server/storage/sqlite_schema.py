@@ -87,7 +87,37 @@ CREATE TABLE IF NOT EXISTS workers (
 );
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1,)
+# Queue controls, label routing and queue history (contract 1.2.0).
+_V2 = """
+ALTER TABLE tasks ADD COLUMN required_labels TEXT;
+CREATE INDEX IF NOT EXISTS tasks_running_queue
+    ON tasks (queue_name, handler_name) WHERE status = 'running';
+CREATE TABLE IF NOT EXISTS queue_controls (
+    queue_name TEXT PRIMARY KEY,
+    paused INTEGER NOT NULL DEFAULT 0,
+    paused_at INTEGER,
+    max_running INTEGER,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS handler_controls (
+    handler_name TEXT PRIMARY KEY,
+    max_running INTEGER,
+    updated_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS queue_minutes (
+    queue_name TEXT NOT NULL,
+    minute INTEGER NOT NULL,
+    enqueued INTEGER NOT NULL DEFAULT 0,
+    completed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    depth INTEGER,
+    wait_hist TEXT,
+    PRIMARY KEY (queue_name, minute)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS queue_minutes_minute ON queue_minutes (minute);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
