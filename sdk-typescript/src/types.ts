@@ -43,6 +43,13 @@ export type WorkerHeartbeatResult = Schemas["WorkerHeartbeatResult"];
 export type ActiveTaskStatus = Schemas["ActiveTaskStatus"];
 export type QueueStats = Schemas["QueueStats"];
 export type QueueStatsList = Schemas["QueueStatsList"];
+export type BlockedReason = Schemas["BlockedReason"];
+export type QueueControl = Schemas["QueueControl"];
+export type HandlerControl = Schemas["HandlerControl"];
+export type RunningLimit = Schemas["RunningLimit"];
+export type QueueHistory = Schemas["QueueHistory"];
+export type QueueHistoryPoint = Schemas["QueueHistoryPoint"];
+export type RequiredLabels = Schemas["RequiredLabels"];
 export type HealthStatus = Schemas["HealthStatus"];
 export type ServerInfo = Schemas["ServerInfo"];
 export type Problem = Schemas["Problem"];
@@ -54,3 +61,5 @@ export type ListTasksQuery = NonNullable<operations["listTasks"]["parameters"]["
 export type ListWorkersQuery = NonNullable<operations["listWorkers"]["parameters"]["query"]>;
 /** Query of `GET /queues`. */
 export type QueueStatsQuery = NonNullable<operations["getQueueStats"]["parameters"]["query"]>;
+/** Query of `GET /queues/{queue_name}/history`. */
+export type QueueHistoryQuery = NonNullable<operations["getQueueHistory"]["parameters"]["query"]>;

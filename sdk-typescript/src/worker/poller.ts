@@ -1,7 +1,9 @@
 // What one poll asks for (P-SDK-3, P-SDK-13): min(free slots, 100) tasks, and at most 50
 // handler names, the chunks taken in turn so every handler is polled. The worker never
-// sends a poll the server rejects for its size.
+// sends a poll the server rejects for its size. Its queues ride along unchanged in every
+// poll (P-SDK-23).
 import type { PollBatchOptions } from "../types.js";
+import type { QueueSelection } from "./queues.js";
 
 /** PollBatchOptions.batch_size maximum. */
 export const MAX_POLL_BATCH = 100;
@@ -12,7 +14,7 @@ export interface PollPlanOptions {
   handlerNames: readonly string[];
   workerId: string;
   waitMs: number;
-  queueName: string | undefined;
+  queues: QueueSelection;
   leaseMs: number | undefined;
 }
 
@@ -37,7 +39,14 @@ export class PollPlan {
       batch_size: Math.min(free, MAX_POLL_BATCH),
       wait_ms: this.o.waitMs,
     };
-    if (this.o.queueName !== undefined) body.queue_name = this.o.queueName;
+    const q = this.o.queues;
+    if (q.kind === "single") {
+      if (q.queueName !== undefined) body.queue_name = q.queueName;
+    } else {
+      // P-QUEUE-2, P-QUEUE-3: the list (and weights) as given, in every poll.
+      body.queue_names = [...q.queueNames];
+      if (q.queueWeights !== undefined) body.queue_weights = { ...q.queueWeights };
+    }
     if (this.o.leaseMs !== undefined) body.lease_ms = this.o.leaseMs;
     return body;
   }

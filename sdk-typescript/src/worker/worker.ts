@@ -14,6 +14,7 @@ import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
 import { PollPlan } from "./poller.js";
+import { registeredQueues, selectQueues, type QueueSelection } from "./queues.js";
 import { installSignals } from "./signals.js";
 import { consoleAtWarn, emptyStats, type ErrorOperation, type Logger, type WorkerHooks, type WorkerStats } from "./stats.js";
 import { TaskRun } from "./task-run.js";
@@ -28,8 +29,18 @@ export interface WorkerOptions {
   workerId?: string;
   /** Most tasks held at once (P-SDK-3). Default 10. */
   concurrency?: number;
-  /** Queue to claim from; default the `default` queue (P-QUEUE-1). */
+  /** Queue to claim from; default the `default` queue (P-QUEUE-1). Not with `queueNames`. */
   queueName?: string;
+  /**
+   * Several queues (1-10, distinct), claimed from in this order: a later queue only when the
+   * earlier ones have nothing claimable (P-QUEUE-2, P-SDK-23). Not with `queueName`.
+   */
+  queueNames?: string[];
+  /**
+   * A weight 1-1000 for every name of `queueNames`: each claimed task's queue is drawn with
+   * probability weight / sum among the queues that have work (P-QUEUE-3).
+   */
+  queueWeights?: Record<string, number>;
   /** Long-poll budget per poll. Default 30000. */
   waitMs?: number;
   /** Lease length asked for per claim and per heartbeat; default the server's. */
@@ -63,6 +74,7 @@ export class Worker {
   private readonly o: WorkerOptions;
   private readonly log: Logger;
   private readonly handlerNames: string[];
+  private readonly queues: QueueSelection;
   private readonly runs = new Map<string, TaskRun>();
   private readonly counters = emptyStats();
   private readonly wake = new Notifier();
@@ -88,9 +100,11 @@ export class Worker {
     this.handlerNames = Object.keys(options.handlers);
     if (this.handlerNames.length === 0) throw new Error("Worker needs at least one handler");
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new Error("concurrency must be an integer >= 1");
+    // P-SDK-23: a bad queue option throws TypeError here, before any request.
+    this.queues = selectQueues(options);
     this.plan = new PollPlan({
       handlerNames: this.handlerNames, workerId: this.workerId, waitMs: options.waitMs ?? DEFAULT_WAIT_MS,
-      queueName: options.queueName, leaseMs: options.leaseMs,
+      queues: this.queues, leaseMs: options.leaseMs,
     });
     this.executor = new TaskExecutor({
       client: this.client,
@@ -204,7 +218,7 @@ export class Worker {
           hostname: hostname(),
           pid: process.pid,
           handlers: this.handlerNames,
-          queues: [this.o.queueName ?? "default"],
+          queues: registeredQueues(this.queues), // P-SDK-21, P-SDK-23
           concurrency: this.concurrency,
           labels: this.o.labels ?? {},
           sdk: USER_AGENT,
