@@ -70,7 +70,7 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
                 hostname=socket.gethostname()[:255],
                 pid=os.getpid(),
                 handlers=deps.handler_names,
-                queues=[cfg.queue_name or "default"],
+                queues=cfg.queues.registered,  # P-SDK-21, P-SDK-23: the list itself
                 concurrency=cfg.concurrency,
                 labels=cfg.labels,
                 sdk=USER_AGENT,
@@ -189,7 +189,10 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
         poll = asyncio.ensure_future(
             deps.client.poll_tasks(
                 handler_names=deps.handler_chunk(),
-                queue_name=cfg.queue_name,
+                # P-SDK-23: queue_names / queue_weights unchanged in every poll (P-QUEUE-2/3).
+                queue_name=cfg.queues.queue_name,
+                queue_names=cfg.queues.queue_names,
+                queue_weights=cfg.queues.queue_weights,
                 worker_id=cfg.worker_id,
                 wait_ms=cfg.wait_ms,
                 lease_ms=cfg.lease_ms,

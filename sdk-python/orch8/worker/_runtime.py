@@ -18,6 +18,7 @@ from ..errors import PermanentError
 from ..models import ClaimedTask
 from ._completer import Completer
 from ._execute import NO_HANDLER, Handler, Slot
+from ._queues import QueueSelection
 from .backoff import Backoff
 from .context import TaskContext
 from .observe import Observer, log
@@ -31,7 +32,7 @@ class Settings:
     """The configuration the loops read, resolved from the Worker's options."""
 
     worker_id: str
-    queue_name: str | None
+    queues: QueueSelection  # one queue or an ordered list with weights (P-SDK-23)
     concurrency: int
     wait_ms: int
     lease_ms: int | None

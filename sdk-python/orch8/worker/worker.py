@@ -15,7 +15,7 @@ import socket
 import threading
 import uuid
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
@@ -25,6 +25,7 @@ from ..async_client import AsyncOrch8Client
 from ._execute import Handler
 from ._loops import SHUTDOWN_STEP_S, drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from ._pool import DaemonPool
+from ._queues import select_queues
 from ._runtime import Runtime, Settings
 from .observe import Observer, WorkerStats, log
 
@@ -58,6 +59,8 @@ class Worker:
         api_key: str | None = None,
         worker_id: str | None = None,
         queue_name: str | None = None,
+        queue_names: Sequence[str] | None = None,
+        queue_weights: Mapping[str, int] | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
         wait_ms: int = DEFAULT_WAIT_MS,
         lease_ms: int | None = None,
@@ -77,7 +80,12 @@ class Worker:
         self._base_url = base_url
         self._api_key = api_key
         self.worker_id = worker_id or default_worker_id()
+        # P-SDK-23: one queue, or an ordered list with optional weights; refused here, before
+        # any request, with a ValueError naming the option.
+        self._queues = select_queues(queue_name, queue_names, queue_weights)
         self.queue_name = queue_name
+        self.queue_names = None if queue_names is None else list(queue_names)
+        self.queue_weights = None if queue_weights is None else dict(queue_weights)
         self.concurrency = concurrency
         self.wait_ms = wait_ms
         self.lease_ms = lease_ms
@@ -243,7 +251,7 @@ class Worker:
             raise ValueError("register at least one handler before running the worker")
         settings = Settings(
             worker_id=self.worker_id,
-            queue_name=self.queue_name,
+            queues=self._queues,
             concurrency=self.concurrency,
             wait_ms=self.wait_ms,
             lease_ms=self.lease_ms,

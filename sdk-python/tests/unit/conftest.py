@@ -96,6 +96,7 @@ def task(task_id: str = "task_1", status: str = "pending") -> dict[str, Any]:
         "checkpoint": None,
         "progress": None,
         "cancel_reason": None,
+        "required_labels": {},  # contract 1.2.0: always present on a Task (P-LABEL-1)
     }
 
 
