@@ -27,6 +27,10 @@ var (
 // ErrShutdown is the cancellation cause a handler sees when the grace period ran out (P-SDK-7).
 var ErrShutdown = errors.New("orch8: worker shutting down")
 
+// ErrInvalidOptions is wrapped by every error NewWorker returns for options it refuses
+// before any request (P-SDK-23); the message names the option.
+var ErrInvalidOptions = errors.New("orch8: invalid worker options")
+
 // CodeConnectionError is the code of a ProblemError made from a network failure (section 12).
 const CodeConnectionError = "connection_error"
 

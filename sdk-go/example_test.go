@@ -22,10 +22,13 @@ func ExampleWorker() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "example-worker", Concurrency: 4,
+	w, err := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "example-worker", Concurrency: 4,
 		Hooks: orch8.Hooks{OnTaskComplete: func(e orch8.TaskCompleteEvent) {
 			fmt.Println("completed", e.Task.ID)
 		}}})
+	if err != nil {
+		log.Fatal(err)
+	}
 	w.Handle("sha256", func(ctx context.Context, t *orch8.Task) (any, error) {
 		text, ok := t.Params["text"].(string)
 		if !ok {

@@ -49,6 +49,15 @@ type (
 	WorkerDirective       = api.WorkerDirective
 	QueueStatsParams      = api.GetQueueStatsParams
 	QueueStatsList        = api.QueueStatsList
+	QueueStats            = api.QueueStats
+	BlockedReason         = api.BlockedReason
+	QueueControl          = api.QueueControl
+	HandlerControl        = api.HandlerControl
+	RunningLimit          = api.RunningLimit
+	QueueHistoryParams    = api.GetQueueHistoryParams
+	QueueHistory          = api.QueueHistory
+	QueueHistoryPoint     = api.QueueHistoryPoint
+	RequiredLabels        = api.RequiredLabels
 	ServerInfo            = api.ServerInfo
 	ServerDefaults        = api.ServerDefaults
 	WorkerState           = api.WorkerState
@@ -68,6 +77,14 @@ const (
 	DirectiveRunning   = api.WorkerDirectiveRunning
 	DirectiveQuiet     = api.WorkerDirectiveQuiet
 	DirectiveTerminate = api.WorkerDirectiveTerminate
+)
+
+// Why a queue's pending tasks are not handed out: QueueStats.Blocked (P-OBS-4).
+const (
+	BlockedPaused     = api.Paused
+	BlockedQueueCap   = api.QueueCap
+	BlockedHandlerCap = api.HandlerCap
+	BlockedUnroutable = api.Unroutable
 )
 
 // SpecVersion and SpecSHA256 name the openapi.yaml this SDK was generated from.

@@ -44,9 +44,14 @@ type Worker struct {
 	stats   Stats
 }
 
-// NewWorker builds a Worker that talks to the server through client.
-func NewWorker(client *Client, opts WorkerOptions) *Worker {
-	opts = opts.withDefaults()
+// NewWorker builds a Worker that talks to the server through client. It refuses a queue
+// configuration the server would refuse with an error wrapping ErrInvalidOptions, before
+// any request (P-SDK-23).
+func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
+	if err := opts.checkQueues(); err != nil {
+		return nil, err
+	}
+	opts = opts.ownQueues().withDefaults()
 	w := &Worker{
 		client:   client,
 		opts:     opts,
@@ -59,7 +64,7 @@ func NewWorker(client *Client, opts WorkerOptions) *Worker {
 		interval: DefaultHeartbeat,
 	}
 	w.completions = &completer{w: w}
-	return w
+	return w, nil
 }
 
 // Handle registers fn for tasks whose handler_name is name. Call it before Run.

@@ -71,7 +71,7 @@ func (s *scripted) batches() [][]string {
 func TestWorkerSendsLoneResultAtOnceAsBatchOfOne(t *testing.T) {
 	s, c := newScripted(t)
 	var completed []string
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond,
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond,
 		Hooks: Hooks{OnTaskComplete: func(e TaskCompleteEvent) { completed = append(completed, e.Task.ID) }}})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_1", "echo")
@@ -105,7 +105,7 @@ func TestWorkerGroupsResultsReadyWhileABatchIsInFlight(t *testing.T) {
 			<-releaseFirst
 		}
 	}
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 5, PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 5, PollWait: 50 * time.Millisecond})
 	gate := make(chan struct{})
 	w.Handle("first", func(ctx context.Context, t *Task) (any, error) { return "1", nil })
 	w.Handle("later", func(ctx context.Context, t *Task) (any, error) { <-gate; return "2", nil })
@@ -144,7 +144,7 @@ func TestWorkerBatchItemLeaseLostIsNotResent(t *testing.T) {
 		return ""
 	}
 	completed := 0
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 1, PollWait: 50 * time.Millisecond,
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 1, PollWait: 50 * time.Millisecond,
 		Hooks: Hooks{OnTaskComplete: func(TaskCompleteEvent) { completed++ }}})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_lost", "echo")
@@ -170,7 +170,7 @@ func TestWorkerBatch503ResendsTheSameItems(t *testing.T) {
 		}
 		return 200
 	}
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 2, PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 2, PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return t.ID, nil })
 	s.add("task_1", "echo")
 	stop := runWorker(t, w)

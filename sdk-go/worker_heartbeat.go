@@ -13,16 +13,12 @@ import (
 // Outages are ridden out with backoff (P-SDK-9); any other refusal ends Run.
 func (w *Worker) register(ctx context.Context) error {
 	host, _ := os.Hostname()
-	queue := w.opts.QueueName
-	if queue == "" {
-		queue = "default"
-	}
 	reg := WorkerRegistration{
 		WorkerID:    w.opts.WorkerID,
 		Hostname:    optString(host),
 		PID:         Ptr(os.Getpid()),
 		Handlers:    w.names,
-		Queues:      []string{queue},
+		Queues:      w.opts.registeredQueues(), // P-SDK-21, P-SDK-23
 		Concurrency: Ptr(w.opts.Concurrency),
 		Labels:      &w.opts.Labels,
 		SDK:         Ptr("orch8-go/" + Version),

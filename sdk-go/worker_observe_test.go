@@ -34,7 +34,7 @@ func TestIdentityAndRegistration(t *testing.T) {
 		t.Fatalf("default worker id %q", id)
 	}
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("b", func(ctx context.Context, t *Task) (any, error) { return nil, nil })
 	w.Handle("a", func(ctx context.Context, t *Task) (any, error) { return nil, nil })
 	stop := runWorker(t, w)
@@ -59,7 +59,7 @@ func TestStatsHooksAndLogs(t *testing.T) {
 	logs := &bytes.Buffer{}
 	var logMu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(lockedWriter{&logMu, logs}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Logger: logger, Hooks: Hooks{
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Logger: logger, Hooks: Hooks{
 		OnPoll:      func(e PollEvent) { note("poll", fmt.Sprint(e.Claimed)); panic("hook bug") },
 		OnTaskStart: func(e TaskStartEvent) { note("start", e.Task.ID) },
 		OnTaskComplete: func(e TaskCompleteEvent) {
@@ -124,7 +124,7 @@ func TestHeartbeatLeaseLostDuringDeliveryDefersToTheResult(t *testing.T) {
 		}
 	}
 	s.hbAnswer = func(id string) (bool, bool) { return true, false }
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_1", "echo")
 	stop := runWorker(t, w)
@@ -145,7 +145,7 @@ func TestHooksSeeCurrentStats(t *testing.T) {
 	var mu sync.Mutex
 	var seen []Stats
 	var w *Worker
-	w = NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Hooks: Hooks{
+	w = mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Hooks: Hooks{
 		OnTaskComplete: func(TaskCompleteEvent) { mu.Lock(); seen = append(seen, w.Stats()); mu.Unlock() },
 		OnTaskFail:     func(TaskFailEvent) { mu.Lock(); seen = append(seen, w.Stats()); mu.Unlock() },
 	}})

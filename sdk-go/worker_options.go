@@ -25,8 +25,16 @@ type WorkerOptions struct {
 	// GracePeriod is how long a shutdown lets running handlers finish (P-SDK-7); 25 s when
 	// zero, none when negative.
 	GracePeriod time.Duration
-	// QueueName to claim from; the default queue when empty (P-QUEUE-1).
+	// QueueName to claim from; the default queue when empty (P-QUEUE-1). Not together
+	// with QueueNames.
 	QueueName string
+	// QueueNames are several queues to claim from, in this strict order (P-QUEUE-2): 1 to
+	// 10 distinct names, sent unchanged in every poll and registered as the worker's
+	// queues (P-SDK-23).
+	QueueNames []string
+	// QueueWeights turns QueueNames' strict order into a weighted draw (P-QUEUE-3): a
+	// weight 1-1000 for every name of QueueNames and no other.
+	QueueWeights map[string]int
 	// PollWait is the long-poll wait_ms (P-SDK-3); 30 s when zero.
 	PollWait time.Duration
 	// LeaseDuration asks for this lease_ms on each claim and per-task heartbeat; the server

@@ -49,6 +49,8 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 		res, err := w.client.PollTasks(pollCtx, PollBatchOptions{
 			HandlerNames: names,
 			QueueName:    optString(w.opts.QueueName),
+			QueueNames:   w.opts.QueueNames,   // P-SDK-23: unchanged in every poll (P-QUEUE-2)
+			QueueWeights: w.opts.QueueWeights, // P-QUEUE-3
 			WorkerID:     Ptr(w.opts.WorkerID),
 			WaitMs:       Ptr(int(w.opts.PollWait / time.Millisecond)),
 			LeaseMs:      optMillis(w.opts.LeaseDuration),

@@ -37,7 +37,7 @@ func (s *scripted) failBodies() map[string]map[string]any {
 // chunks of at most 50 and every chunk is polled; the server never refuses a poll.
 func TestPollLimitsBatchSizeAndHandlerChunks(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 150, PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 150, PollWait: 50 * time.Millisecond})
 	for i := range 120 {
 		w.Handle(fmt.Sprintf("h%03d", i), func(ctx context.Context, t *Task) (any, error) { return nil, nil })
 	}
@@ -86,7 +86,7 @@ func TestHandlerChunks(t *testing.T) {
 // P-SDK-14: a claimed task without a handler fails at once, permanently, code no_handler.
 func TestNoHandlerFailsPermanently(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_ghost", "ghost")
 	stop := runWorker(t, w)
@@ -102,7 +102,7 @@ func TestNoHandlerFailsPermanently(t *testing.T) {
 // P-SDK-15: an output that is not strict JSON fails the task once with invalid_output.
 func TestNonJSONOutputFailsInvalidOutput(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("nan", func(ctx context.Context, t *Task) (any, error) { return map[string]any{"x": math.NaN()}, nil })
 	w.Handle("chan", func(ctx context.Context, t *Task) (any, error) { return make(chan int), nil })
 	s.add("task_nan", "nan")
@@ -140,7 +140,7 @@ func TestRefusedBatchIsSplitAndTheBigItemRejected(t *testing.T) {
 			<-releaseFirst
 		}
 	}
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 8, PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 8, PollWait: 50 * time.Millisecond})
 	gate := make(chan struct{})
 	w.Handle("first", func(ctx context.Context, t *Task) (any, error) { return "1", nil })
 	w.Handle("later", func(ctx context.Context, t *Task) (any, error) { <-gate; return t.ID, nil })
@@ -183,7 +183,7 @@ func TestPollHonoursRetryAfter(t *testing.T) {
 		}
 		return 0, ""
 	}
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	stop := runWorker(t, w)
 	waitUntil(t, "a second poll", func() bool { mu.Lock(); defer mu.Unlock(); return len(times) >= 2 })

@@ -16,7 +16,7 @@ import (
 // handler ignores its cancellation; the task is failed with shutdown.
 func TestSecondStopEndsGracePeriod(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", GracePeriod: time.Minute, PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", GracePeriod: time.Minute, PollWait: 50 * time.Millisecond})
 	started := make(chan struct{})
 	w.Handle("stubborn", func(ctx context.Context, t *Task) (any, error) {
 		close(started)
@@ -50,7 +50,7 @@ func TestSecondStopEndsGracePeriod(t *testing.T) {
 // P-SDK-18: Resume clears only the local flag; the operator's quiet still stops claiming.
 func TestQuietPrecedence(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.mu.Lock()
 	s.directive = "quiet"
@@ -77,7 +77,7 @@ func TestQuietPrecedence(t *testing.T) {
 func TestHandlerHeartbeatLeaseLost(t *testing.T) {
 	s, c := newScripted(t)
 	s.taskHeartbeat = func(string) (int, string) { return 409, "lease_lost" }
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	got := make(chan [2]error, 1)
 	w.Handle("beat", func(ctx context.Context, t *Task) (any, error) {
 		err := t.Heartbeat(ctx, nil, map[string]any{"step": 1})
@@ -104,7 +104,7 @@ func TestHandlerHeartbeatLeaseLost(t *testing.T) {
 // deprecated extend_ms, with the checkpoint and progress.
 func TestHandlerHeartbeatSendsLeaseMs(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, LeaseDuration: 5 * time.Second})
 	w.Handle("beat", func(ctx context.Context, t *Task) (any, error) {
 		return "ok", t.Heartbeat(ctx, map[string]any{"pct": 50}, map[string]any{"page": 2})
 	})
@@ -136,7 +136,7 @@ func TestShutdownFailCountsWhenTheHandlerReturnsMeanwhile(t *testing.T) {
 	}
 	var fails []string
 	var mu sync.Mutex
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", GracePeriod: 100 * time.Millisecond, PollWait: 50 * time.Millisecond,
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", GracePeriod: 100 * time.Millisecond, PollWait: 50 * time.Millisecond,
 		Hooks: Hooks{OnTaskFail: func(e TaskFailEvent) { mu.Lock(); fails = append(fails, e.Code); mu.Unlock() }}})
 	started := make(chan struct{})
 	w.Handle("slow", func(ctx context.Context, t *Task) (any, error) {

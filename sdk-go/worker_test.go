@@ -203,7 +203,7 @@ func runWorker(t *testing.T, w *Worker) (stop func()) {
 
 func TestWorkerFailureReportShapes(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("panics", func(ctx context.Context, t *Task) (any, error) { panic("kaboom") })
 	w.Handle("later", func(ctx context.Context, t *Task) (any, error) {
 		return nil, Retryable(errors.New("busy"), 1500*time.Millisecond)
@@ -251,7 +251,7 @@ func TestWorkerFailureReportShapes(t *testing.T) {
 
 func TestWorkerRegistersHeartbeatsAndDeregisters(t *testing.T) {
 	s, c := newScripted(t)
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", Concurrency: 4, PollWait: 50 * time.Millisecond, Labels: map[string]string{"zone": "a"}})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 4, PollWait: 50 * time.Millisecond, Labels: map[string]string{"zone": "a"}})
 	release := make(chan struct{})
 	w.Handle("hold", func(ctx context.Context, t *Task) (any, error) { <-release; return "ok", nil })
 	s.add("task_a", "hold")
@@ -291,7 +291,7 @@ func TestWorkerRegistersHeartbeatsAndDeregisters(t *testing.T) {
 func TestWorkerLeaseLostFromHeartbeatSendsNothing(t *testing.T) {
 	s, c := newScripted(t)
 	s.hbAnswer = func(id string) (bool, bool) { return id == "task_lost", id == "task_cancelled" }
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	causes := make(chan error, 2)
 	w.Handle("block", func(ctx context.Context, t *Task) (any, error) {
 		<-ctx.Done()
@@ -323,7 +323,7 @@ func TestWorkerRedeliversResultThroughOutage(t *testing.T) {
 		}
 		return 200
 	}
-	w := NewWorker(c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
 	s.add("task_1", "echo")
 	stop := runWorker(t, w)
@@ -336,7 +336,7 @@ func TestWorkerRedeliversResultThroughOutage(t *testing.T) {
 
 func TestWorkerRunNeedsHandlers(t *testing.T) {
 	_, c := newScripted(t)
-	if err := NewWorker(c, WorkerOptions{}).Run(context.Background()); err == nil {
+	if err := mustWorker(t, c, WorkerOptions{}).Run(context.Background()); err == nil {
 		t.Fatal("Run without handlers succeeded")
 	}
 }
@@ -349,4 +349,14 @@ func TestWorkerOptionDefaults(t *testing.T) {
 	if workerIDUnsafe.MatchString(o.WorkerID) {
 		t.Fatalf("worker id %q has characters the contract rejects", o.WorkerID)
 	}
+}
+
+// mustWorker is NewWorker for options a test knows to be valid.
+func mustWorker(t *testing.T, c *Client, opts WorkerOptions) *Worker {
+	t.Helper()
+	w, err := NewWorker(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -244,6 +244,16 @@ type runningWorker struct {
 	done   chan error
 }
 
+// newWorker is NewWorker for options a test knows to be valid.
+func newWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions) *orch8.Worker {
+	t.Helper()
+	w, err := orch8.NewWorker(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handlers map[string]orch8.Handler) *runningWorker {
 	t.Helper()
 	if opts.WorkerID == "" {
@@ -253,7 +263,7 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	w := orch8.NewWorker(c, opts)
+	w := newWorker(t, c, opts)
 	for name, h := range handlers {
 		w.Handle(name, h)
 	}

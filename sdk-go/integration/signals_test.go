@@ -16,7 +16,7 @@ import (
 func TestRunWithSignals(t *testing.T) {
 	s := startServer(t)
 	c := newClient(t, s, nil)
-	w := orch8.NewWorker(c, orch8.WorkerOptions{WorkerID: "go-signals"})
+	w := newWorker(t, c, orch8.WorkerOptions{WorkerID: "go-signals"})
 	w.Handle("echo", func(ctx context.Context, task *orch8.Task) (any, error) { return "ok", nil })
 	done := make(chan error, 1)
 	go func() { done <- w.RunWithSignals(context.Background()) }()
@@ -56,7 +56,7 @@ func TestRunWithSignals(t *testing.T) {
 func TestSecondSignalEndsGracePeriod(t *testing.T) {
 	s := startServer(t)
 	c := newClient(t, s, nil)
-	w := orch8.NewWorker(c, orch8.WorkerOptions{WorkerID: "go-second-signal", GracePeriod: time.Minute})
+	w := newWorker(t, c, orch8.WorkerOptions{WorkerID: "go-second-signal", GracePeriod: time.Minute})
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)

@@ -19,7 +19,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := orch8.NewWorker(client, orch8.WorkerOptions{Concurrency: 4})
+	w, err := orch8.NewWorker(client, orch8.WorkerOptions{Concurrency: 4})
+	if err != nil {
+		log.Fatal(err)
+	}
 	w.Handle("sha256", func(ctx context.Context, t *orch8.Task) (any, error) {
 		text, ok := t.Params["text"].(string)
 		if !ok {
