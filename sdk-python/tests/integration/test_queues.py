@@ -1,0 +1,60 @@
+"""P-SDK-23 a Worker polling several queues, through the real server (P-QUEUE-2, P-QUEUE-3)."""
+
+from __future__ import annotations
+
+import threading
+
+from orch8 import Orch8Client, TaskContext
+
+from .conftest import make_worker, wait_until
+
+
+def _recording_worker(server, **options: object):
+    """A concurrency-1 worker recording the queue of each task it runs, in order."""
+    order: list[str] = []
+    lock = threading.Lock()
+    worker, transport = make_worker(server, concurrency=1, **options)
+
+    @worker.handler("job")
+    def job(ctx: TaskContext) -> None:
+        with lock:
+            order.append(ctx.queue_name)  # the claimed task's own queue (P-SDK-23)
+
+    return worker, transport, order
+
+
+def _enqueue(client: Orch8Client, queue: str, count: int) -> None:
+    for start in range(0, count, 100):  # the contract's batch limit
+        n = min(100, count - start)
+        client.enqueue_batch([{"handler_name": "job", "queue_name": queue}] * n)
+
+
+def test_p_sdk_23_strict_list_drains_high_before_low(server, client, run_worker) -> None:
+    """P-QUEUE-2: with ["high", "low"] no "low" task runs while "high" has one."""
+    _enqueue(client, "low", 5)  # enqueued first: FIFO alone would run these first
+    _enqueue(client, "high", 5)
+    worker, transport, order = _recording_worker(server, queue_names=["high", "low"])
+    rw = run_worker(worker)
+    wait_until(lambda: len(order) == 10, 20, "all 10 tasks run")
+    rw.stop_and_join()
+    assert order == ["high"] * 5 + ["low"] * 5
+    polls = [b for m, p, b in transport.sent if p == "/workers/tasks/poll/batch"]
+    assert polls and all(b["queue_names"] == ["high", "low"] for b in polls)
+    registration = next(b for m, p, b in transport.sent if (m, p) == ("POST", "/workers"))
+    assert registration["queues"] == ["high", "low"]
+
+
+def test_p_sdk_23_weighted_list_shares_claims_by_weight(server, client, run_worker) -> None:
+    """P-QUEUE-3: weights {a: 3, b: 1}: "a" takes 3/4 of the first 100 claims (+-0.12)."""
+    _enqueue(client, "a", 200)
+    _enqueue(client, "b", 200)
+    worker, transport, order = _recording_worker(
+        server, queue_names=["a", "b"], queue_weights={"a": 3, "b": 1}
+    )
+    rw = run_worker(worker)
+    wait_until(lambda: len(order) >= 100, 60, "100 tasks run")
+    rw.stop_and_join()
+    share = order[:100].count("a") / 100
+    assert 0.63 <= share <= 0.87, f"share of 'a' among the first 100: {share}"
+    polls = [b for m, p, b in transport.sent if p == "/workers/tasks/poll/batch"]
+    assert polls and all(b["queue_weights"] == {"a": 3, "b": 1} for b in polls)
