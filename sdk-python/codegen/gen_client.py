@@ -130,6 +130,13 @@ class Spec:
         _, schema = self.resolve(node)
         flags = {"any_json": False, "datetime": False, "mapping": False, "sequence": False}
         kind = schema.get("type")
+        if isinstance(kind, list) and "null" in kind and len(kind) == 2:
+            # `[integer, 'null']` (a cap whose null removes it): the type or None, and None is
+            # a real JSON null, so an optional one defaults to OMIT.
+            (inner_kind,) = (k for k in kind if k != "null")
+            inner, _ = self.py_type({**schema, "type": inner_kind})
+            flags["any_json"] = True
+            return f"{inner} | None", flags
         if kind == "string":
             if schema.get("format") == "date-time":
                 flags["datetime"] = True
@@ -141,6 +148,11 @@ class Spec:
             return "bool", flags
         if kind == "object":
             flags["mapping"] = True
+            values = schema.get("additionalProperties")
+            if isinstance(values, dict) and values.get("type") in ("string", "integer"):
+                # A map of plain values (labels, headers, queue_weights): typed values.
+                inner, _ = self.py_type(values)
+                return f"Mapping[str, {inner}]", flags
             return "Mapping[str, Any]", flags
         if kind == "array":
             flags["sequence"] = True

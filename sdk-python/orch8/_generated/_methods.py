@@ -108,13 +108,13 @@ class SyncMethods:
         context: Mapping[str, Any] | None = None,
         queue_name: str | None = None,
         priority: int | None = None,
-        headers: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         run_at: datetime.datetime | str | None = None,
         delay_ms: int | None = None,
         good_until: datetime.datetime | str | None = None,
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
-        required_labels: Mapping[str, Any] | None = None,
+        required_labels: Mapping[str, str] | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -338,7 +338,7 @@ class SyncMethods:
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
         queue_names: Sequence[str] | None = None,
-        queue_weights: Mapping[str, Any] | None = None,
+        queue_weights: Mapping[str, int] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -378,7 +378,7 @@ class SyncMethods:
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
         queue_names: Sequence[str] | None = None,
-        queue_weights: Mapping[str, Any] | None = None,
+        queue_weights: Mapping[str, int] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -585,7 +585,7 @@ class SyncMethods:
         handlers: Sequence[str] | None = None,
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
-        labels: Mapping[str, Any] | None = None,
+        labels: Mapping[str, str] | None = None,
         sdk: str | None = None,
     ) -> Worker:
         """Register (or re-register) a worker (x-orch8-retry: safe)."""
@@ -772,7 +772,7 @@ class SyncMethods:
         self,
         queue_name: str,
         *,
-        max_running: Any,
+        max_running: int | None,
     ) -> QueueControl:
         """Operator - cap the queue's running tasks (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -808,7 +808,7 @@ class SyncMethods:
         self,
         handler_name: str,
         *,
-        max_running: Any,
+        max_running: int | None,
     ) -> HandlerControl:
         """Operator - cap the handler's running tasks (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -882,13 +882,13 @@ class AsyncMethods:
         context: Mapping[str, Any] | None = None,
         queue_name: str | None = None,
         priority: int | None = None,
-        headers: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
         run_at: datetime.datetime | str | None = None,
         delay_ms: int | None = None,
         good_until: datetime.datetime | str | None = None,
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
-        required_labels: Mapping[str, Any] | None = None,
+        required_labels: Mapping[str, str] | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -1112,7 +1112,7 @@ class AsyncMethods:
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
         queue_names: Sequence[str] | None = None,
-        queue_weights: Mapping[str, Any] | None = None,
+        queue_weights: Mapping[str, int] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -1152,7 +1152,7 @@ class AsyncMethods:
         handler_names: Sequence[str] | None = None,
         queue_name: str | None = None,
         queue_names: Sequence[str] | None = None,
-        queue_weights: Mapping[str, Any] | None = None,
+        queue_weights: Mapping[str, int] | None = None,
         worker_id: str | None = None,
         wait_ms: int | None = None,
         lease_ms: int | None = None,
@@ -1359,7 +1359,7 @@ class AsyncMethods:
         handlers: Sequence[str] | None = None,
         queues: Sequence[str] | None = None,
         concurrency: int | None = None,
-        labels: Mapping[str, Any] | None = None,
+        labels: Mapping[str, str] | None = None,
         sdk: str | None = None,
     ) -> Worker:
         """Register (or re-register) a worker (x-orch8-retry: safe)."""
@@ -1546,7 +1546,7 @@ class AsyncMethods:
         self,
         queue_name: str,
         *,
-        max_running: Any,
+        max_running: int | None,
     ) -> QueueControl:
         """Operator - cap the queue's running tasks (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -1582,7 +1582,7 @@ class AsyncMethods:
         self,
         handler_name: str,
         *,
-        max_running: Any,
+        max_running: int | None,
     ) -> HandlerControl:
         """Operator - cap the handler's running tasks (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
