@@ -18,6 +18,11 @@ export type ManualCompletion = Schemas["ManualCompletion"];
 export type ManualFailure = Schemas["ManualFailure"];
 export type TaskCancellation = Schemas["TaskCancellation"];
 export type TaskRetry = Schemas["TaskRetry"];
+export type BlockedReason = Schemas["BlockedReason"];
+export type QueueControl = Schemas["QueueControl"];
+export type HandlerControl = Schemas["HandlerControl"];
+export type QueueHistory = Schemas["QueueHistory"];
+export type QueueHistoryPoint = Schemas["QueueHistoryPoint"];
 
 export const TASK_STATUSES: TaskStatus[] = [
   "pending",
@@ -142,6 +147,15 @@ const enc = encodeURIComponent;
 export const api = {
   info: () => call<ServerInfo>("GET", "/info"),
   queues: () => call<QueueStatsList>("GET", "/queues"),
+  // P-OBS-5: the queue's last hour, one point per minute.
+  queueHistory: (queueName: string) => call<QueueHistory>("GET", `/queues/${enc(queueName)}/history`),
+  // P-CTRL-1: pause / resume; P-CTRL-2: running caps (null removes the cap).
+  pauseQueue: (queueName: string) => call<QueueControl>("POST", `/queues/${enc(queueName)}/pause`),
+  resumeQueue: (queueName: string) => call<QueueControl>("POST", `/queues/${enc(queueName)}/resume`),
+  setQueueLimit: (queueName: string, maxRunning: number | null) =>
+    call<QueueControl>("PUT", `/queues/${enc(queueName)}/limit`, { max_running: maxRunning }),
+  setHandlerLimit: (handlerName: string, maxRunning: number | null) =>
+    call<HandlerControl>("PUT", `/handlers/${enc(handlerName)}/limit`, { max_running: maxRunning }),
   workers: () => call<WorkerList>("GET", "/workers"),
   tasks: (params: Record<string, string | string[] | undefined>) =>
     call<TaskPage>("GET", `/tasks${query(params)}`),

@@ -1,11 +1,12 @@
-// Entry point: routing (#/ overview, #/tasks/<id> detail), the refresh loop and the
-// connection banner. Everything shown comes from the public API (openapi.yaml).
+// Entry point: routing (#/ overview, #/tasks/<id> detail, #/queues/<name> queue view), the
+// refresh loop and the connection banner. Everything shown comes from the public API (openapi.yaml).
 import { api, ApiError, apiKey, forgetKey, onUnauthorized, type QueueStats, type Worker } from "./api";
 import { promptForKey } from "./auth";
 import { TaskDetail } from "./detail";
 import { byId, fill, h } from "./dom";
 import { stamp } from "./format";
-import { renderQueues } from "./queues";
+import { QueueView } from "./queue-view";
+import { renderQueues, withControlRows } from "./queues";
 import { NO_FILTERS, RANGES, TaskList, type Filters } from "./tasks";
 import { problemBox } from "./widgets";
 import { renderWorkers } from "./workers";
@@ -45,6 +46,7 @@ const list = new TaskList(
   reachability,
 );
 let detail: TaskDetail | null = null;
+let queueView: QueueView | null = null;
 
 function overviewHash(f: Filters): string {
   const q = new URLSearchParams();
@@ -66,7 +68,7 @@ function filtersFrom(hash: string): Filters {
 
 async function loadOverview(withTasks: boolean): Promise<void> {
   const [queues, workers] = await Promise.all([
-    api.queues().then((r) => r.queues).catch(report(byId("queues"), "queues")),
+    api.queues().catch(report(byId("queues"), "queues")),
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null,
   ]);
@@ -86,7 +88,7 @@ async function loadOverview(withTasks: boolean): Promise<void> {
       },
     });
   }
-  suggest(queues ?? [], workers ?? []);
+  suggest(queues ? withControlRows(queues) : [], workers ?? []);
   byId("queue-updated").textContent = queues ? `updated ${stamp(new Date().toISOString()).slice(11)}` : "";
 }
 
@@ -97,7 +99,7 @@ function showTasks(): void {
 
 function suggest(queues: QueueStats[], workers: Worker[]): void {
   list.suggest(
-    [...queues.map((q) => q.handler_name), ...workers.flatMap((w) => w.handlers)],
+    [...queues.map((q) => q.handler_name).filter(Boolean), ...workers.flatMap((w) => w.handlers)],
     [...queues.map((q) => q.queue_name), ...workers.flatMap((w) => w.queues)],
     workers.map((w) => w.worker_id),
   );
@@ -114,9 +116,19 @@ function report(el: HTMLElement, what: string) {
 
 function route(): void {
   const m = /^#\/tasks\/([^?]+)/.exec(location.hash);
+  const q = /^#\/queues\/([^?]+)/.exec(location.hash);
   const overview = byId("overview");
   const detailRoot = byId("detail");
-  if (m) {
+  detail = null;
+  queueView = null;
+  if (q) {
+    overview.hidden = true;
+    detailRoot.hidden = false;
+    queueView = new QueueView(decodeURIComponent(q[1]), reachability);
+    queueView.mount(detailRoot);
+    document.title = `${queueView.queue} · queue · Orch8`;
+    void queueView.load();
+  } else if (m) {
     overview.hidden = true;
     detailRoot.hidden = false;
     detail = new TaskDetail(decodeURIComponent(m[1]), reachability);
@@ -124,7 +136,6 @@ function route(): void {
     document.title = `${detail.id} · Orch8`;
     void detail.load();
   } else {
-    detail = null;
     fill(detailRoot);
     detailRoot.hidden = true;
     overview.hidden = false;
@@ -141,7 +152,9 @@ async function tick(): Promise<void> {
   if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
-    if (detail) {
+    if (queueView) {
+      await queueView.load();
+    } else if (detail) {
       if (detail.isLive() || unreachableSince) await detail.load();
     } else {
       await loadOverview(list.isLive() || unreachableSince !== null);

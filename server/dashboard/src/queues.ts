@@ -1,9 +1,11 @@
 // Queue depth per queue and handler (GET /queues, P-OBS-1): one stacked bar per row, a
-// badge for its pollers, and a click that filters the task list.
-import type { QueueStats, TaskStatus } from "./api";
+// badge for its pollers, why it does not drain (P-OBS-4) with its pause and caps, and a
+// click that filters the task list. Paused or capped queues without tasks get a row too,
+// capped handlers a line under the table (P-CTRL-3).
+import type { QueueStats, QueueStatsList, TaskStatus } from "./api";
 import { h, fill } from "./dom";
 import { duration } from "./format";
-import { empty, pollerBadge, pollerState } from "./widgets";
+import { blockedBadge, empty, pollerBadge, pollerState } from "./widgets";
 
 export interface QueueFilter {
   queue: string;
@@ -13,17 +15,46 @@ export interface QueueFilter {
 
 const SEGMENTS = ["pending", "scheduled", "running", "failed"] as const;
 
-// Stuck rows first: they are what an operator opens this page for.
-const RANK = { stuck: 0, polling: 1, idle: 2 } as const;
+// Stuck rows first, then blocked ones: they are what an operator opens this page for.
+const RANK = { stuck: 0, blocked: 1, polling: 2, idle: 3 } as const;
+const rank = (r: QueueStats) => RANK[pollerState(r) === "stuck" ? "stuck" : r.blocked ? "blocked" : pollerState(r)];
 
-export function renderQueues(el: HTMLElement, rows: QueueStats[], onPick: (f: QueueFilter) => void): void {
+/** The queue view of one queue: its charts and controls. */
+export const queueHref = (queue: string) => `#/queues/${encodeURIComponent(queue)}`;
+
+/** GET /queues rows plus a row (handler "") for each paused or capped queue that has none (P-CTRL-3). */
+export function withControlRows(list: QueueStatsList): QueueStats[] {
+  const seen = new Set(list.queues.map((r) => r.queue_name));
+  const extra = (list.queue_controls ?? [])
+    .filter((c) => !seen.has(c.queue_name))
+    .map((c): QueueStats => ({
+      queue_name: c.queue_name, handler_name: "", pending: 0, scheduled: 0, running: c.running, failed: 0,
+      oldest_pending_age_ms: null, active_pollers: 0, unroutable: 0, paused: c.paused,
+      queue_max_running: c.max_running, handler_max_running: null, blocked: null,
+    }));
+  return [...list.queues, ...extra];
+}
+
+export function renderQueues(el: HTMLElement, list: QueueStatsList, onPick: (f: QueueFilter) => void): void {
+  const rows = withControlRows(list);
+  const handlerCaps = list.handler_controls ?? [];
+  const capsLine = handlerCaps.length
+    ? h(
+        "div",
+        { class: "handler-caps muted small", "data-testid": "handler-caps" },
+        "Handler caps (every queue): ",
+        handlerCaps.map((c) =>
+          h("span", { class: "chip", "data-handler-cap": c.handler_name }, `${c.handler_name} ≤ ${c.max_running ?? "∞"} · ${c.running} running`),
+        ),
+      )
+    : null;
   if (rows.length === 0) {
-    fill(el, empty("No queues yet: nothing is waiting, running or failed, and no worker is polling."));
+    fill(el, empty("No queues yet: nothing is waiting, running or failed, and no worker is polling."), capsLine);
     return;
   }
   const sorted = [...rows].sort(
     (a, b) =>
-      RANK[pollerState(a)] - RANK[pollerState(b)] ||
+      rank(a) - rank(b) ||
       a.queue_name.localeCompare(b.queue_name) ||
       a.handler_name.localeCompare(b.handler_name),
   );
@@ -36,9 +67,31 @@ export function renderQueues(el: HTMLElement, rows: QueueStats[], onPick: (f: Qu
       h("span", null, "Pollers"),
       h("span", null, "Queue / handler"),
       h("span", null, "Depth"),
+      h("span", null, "Controls"),
       h("span", { class: "num" }, "Oldest pending"),
     ),
     sorted.map((row) => queueRow(row, widest, onPick)),
+    capsLine,
+  );
+}
+
+/** Why the row does not drain (P-OBS-4), its pause and caps, and the way to its queue view. */
+function controlsCell(row: QueueStats): HTMLElement {
+  const chip = (key: string, text: string, title: string) => h("span", { class: "chip", "data-control": key, title }, text);
+  return h(
+    "div",
+    { class: "controls-cell" },
+    blockedBadge(row.blocked),
+    row.paused && row.blocked !== "paused" ? chip("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
+    row.queue_max_running !== null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
+    row.handler_max_running !== null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
+    row.unroutable > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
+    h("a", {
+      class: "queue-link small",
+      href: queueHref(row.queue_name),
+      title: `Charts, pause and caps of queue ${row.queue_name}`,
+      onclick: (ev: Event) => ev.stopPropagation(),
+    }, "charts & controls ›"),
   );
 }
 
@@ -78,7 +131,9 @@ function queueRow(row: QueueStats, widest: number, onPick: (f: QueueFilter) => v
     h(
       "div",
       { class: "queue-name" },
-      h("span", { class: "handler", title: row.handler_name }, row.handler_name),
+      row.handler_name
+        ? h("span", { class: "handler", title: row.handler_name }, row.handler_name)
+        : h("span", { class: "handler muted", title: "No task of this queue is waiting, running or failed" }, "no tasks"),
       h("span", { class: "queue muted", title: `queue ${row.queue_name}` }, row.queue_name),
     ),
     h(
@@ -99,6 +154,7 @@ function queueRow(row: QueueStats, widest: number, onPick: (f: QueueFilter) => v
         ),
       ),
     ),
+    controlsCell(row),
     h(
       "div",
       { class: "num oldest" },

@@ -1,5 +1,5 @@
 // Small building blocks shared by the views: status pills, problem boxes, JSON blocks.
-import { ApiError, type QueueStats } from "./api";
+import { ApiError, type BlockedReason, type QueueStats } from "./api";
 import { h } from "./dom";
 import { isEmpty, json } from "./format";
 
@@ -30,6 +30,21 @@ export function pollerBadge(row: QueueStats): HTMLElement {
         ? `${row.active_pollers} worker(s) polled for this handler recently.`
         : "No worker polls for this handler, and nothing is pending.";
   return h("span", { class: `badge badge-${state}`, "data-badge": state, title: why }, h("span", { class: "dot" }), label);
+}
+
+// P-OBS-4: why a row's pending tasks are not handed out, in an operator's words.
+const BLOCKED: Record<BlockedReason, [string, string]> = {
+  paused: ["paused", "The queue is paused: polls claim none of its tasks until it is resumed."],
+  queue_cap: ["queue cap reached", "The queue's running cap is reached: claims wait until running tasks finish."],
+  handler_cap: ["handler cap reached", "The handler's running cap (on every queue) is reached: claims wait until running tasks finish."],
+  unroutable: ["unroutable", "Every pending task requires worker labels that no live registered worker has."],
+};
+
+/** The blocked reason of a GET /queues row (P-OBS-4), or nothing when the row drains. */
+export function blockedBadge(reason: BlockedReason | null | undefined): HTMLElement | null {
+  if (!reason) return null;
+  const [label, why] = BLOCKED[reason] ?? [reason, reason];
+  return h("span", { class: `badge badge-blocked blocked-${reason}`, "data-blocked": reason, title: why }, h("span", { class: "dot" }), label);
 }
 
 /** An error, readable: a problem+json body shows its status, code, detail and field errors. */

@@ -94,13 +94,20 @@ function query(params) {
     if (value === void 0 || value === "") continue;
     for (const v of Array.isArray(value) ? value : [value]) q.append(name, v);
   }
-  const s = q.toString();
-  return s ? `?${s}` : "";
+  const s2 = q.toString();
+  return s2 ? `?${s2}` : "";
 }
 var enc = encodeURIComponent;
 var api = {
   info: () => call("GET", "/info"),
   queues: () => call("GET", "/queues"),
+  // P-OBS-5: the queue's last hour, one point per minute.
+  queueHistory: (queueName) => call("GET", `/queues/${enc(queueName)}/history`),
+  // P-CTRL-1: pause / resume; P-CTRL-2: running caps (null removes the cap).
+  pauseQueue: (queueName) => call("POST", `/queues/${enc(queueName)}/pause`),
+  resumeQueue: (queueName) => call("POST", `/queues/${enc(queueName)}/resume`),
+  setQueueLimit: (queueName, maxRunning) => call("PUT", `/queues/${enc(queueName)}/limit`, { max_running: maxRunning }),
+  setHandlerLimit: (handlerName2, maxRunning) => call("PUT", `/handlers/${enc(handlerName2)}/limit`, { max_running: maxRunning }),
   workers: () => call("GET", "/workers"),
   tasks: (params) => call("GET", `/tasks${query(params)}`),
   task: (id) => call("GET", `/tasks/${enc(id)}`),
@@ -184,10 +191,10 @@ function promptForKey(rejected) {
 
 // src/format.ts
 function duration(ms) {
-  const s = Math.round(Math.abs(ms) / 1e3);
-  if (s < 1) return `${Math.max(0, Math.round(Math.abs(ms)))} ms`;
-  if (s < 90) return `${s} s`;
-  const m = Math.round(s / 60);
+  const s2 = Math.round(Math.abs(ms) / 1e3);
+  if (s2 < 1) return `${Math.max(0, Math.round(Math.abs(ms)))} ms`;
+  if (s2 < 90) return `${s2} s`;
+  const m = Math.round(s2 / 60);
   if (m < 90) return `${m} min`;
   const hours = Math.round(m / 60);
   if (hours < 48) return `${hours} h`;
@@ -229,6 +236,17 @@ function pollerBadge(row) {
   const label = state === "polling" ? `${row.active_pollers} polling` : state === "stuck" ? "no poller" : "idle";
   const why = state === "stuck" ? "Tasks are pending but no worker has polled for this handler recently: the queue is stuck." : state === "polling" ? `${row.active_pollers} worker(s) polled for this handler recently.` : "No worker polls for this handler, and nothing is pending.";
   return h("span", { class: `badge badge-${state}`, "data-badge": state, title: why }, h("span", { class: "dot" }), label);
+}
+var BLOCKED = {
+  paused: ["paused", "The queue is paused: polls claim none of its tasks until it is resumed."],
+  queue_cap: ["queue cap reached", "The queue's running cap is reached: claims wait until running tasks finish."],
+  handler_cap: ["handler cap reached", "The handler's running cap (on every queue) is reached: claims wait until running tasks finish."],
+  unroutable: ["unroutable", "Every pending task requires worker labels that no live registered worker has."]
+};
+function blockedBadge(reason) {
+  if (!reason) return null;
+  const [label, why] = BLOCKED[reason] ?? [reason, reason];
+  return h("span", { class: `badge badge-blocked blocked-${reason}`, "data-blocked": reason, title: why }, h("span", { class: "dot" }), label);
 }
 function problemBox(err, context = "") {
   if (err instanceof ApiError && err.problem) {
@@ -518,18 +536,484 @@ function timeline(attempts) {
   );
 }
 
+// src/chart.ts
+var SVG = "http://www.w3.org/2000/svg";
+var W = 460;
+var H = 170;
+var M = { left: 46, right: 12, top: 12, bottom: 26 };
+function s(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c);
+  return el;
+}
+function ticks(max, integer = false) {
+  if (!(max > 0)) return [0, 1];
+  const raw = max / 4;
+  const pow = 10 ** Math.floor(Math.log10(raw));
+  let step = [1, 2, 5, 10].map((m) => m * pow).find((v) => v >= raw) ?? 10 * pow;
+  if (integer) step = Math.max(1, Math.round(step));
+  const top = Math.ceil(max / step) * step;
+  const out = [];
+  for (let v = 0; v <= top + step / 2; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
+}
+function hhmm(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? "" : `${String(d.getHours()).padStart(2, "0")}:${String(d.getMinutes()).padStart(2, "0")}`;
+}
+function latest(values) {
+  for (let i = values.length - 1; i >= 0; i--) if (values[i] !== null) return values[i];
+  return null;
+}
+function lineChart(spec) {
+  const n = spec.times.length;
+  const all = spec.series.flatMap((ser) => ser.values.filter((v) => v !== null));
+  const yTicks = ticks(Math.max(0, ...all), spec.integer);
+  const top = yTicks[yTicks.length - 1];
+  const plotW = W - M.left - M.right;
+  const plotH = H - M.top - M.bottom;
+  const x = (i) => M.left + (n <= 1 ? plotW : plotW * i / (n - 1));
+  const y = (v) => M.top + plotH - plotH * v / top;
+  const grid = yTicks.map(
+    (v) => s(
+      "g",
+      { class: "tick-y" },
+      s("line", { x1: M.left, x2: W - M.right, y1: y(v), y2: y(v), class: v === 0 ? "axis" : "gridline" }),
+      s("text", { x: M.left - 6, y: y(v) + 4, "text-anchor": "end", class: "tick-label" }, spec.format(v))
+    )
+  );
+  const xLabels = spec.times.flatMap(
+    (t, i) => (n - 1 - i) % 15 === 0 ? [s("text", { x: x(i), y: H - 8, "text-anchor": i === 0 ? "start" : i === n - 1 ? "end" : "middle", class: "tick-label", "data-x": t }, hhmm(t))] : []
+  );
+  const lines = spec.series.map((ser) => {
+    let d = "";
+    let pen = false;
+    ser.values.forEach((v, i) => {
+      if (v === null) {
+        pen = false;
+        return;
+      }
+      d += `${pen ? "L" : "M"}${x(i).toFixed(1)} ${y(v).toFixed(1)}`;
+      pen = true;
+    });
+    const end = latest(ser.values);
+    let endAt = ser.values.length - 1;
+    while (endAt >= 0 && ser.values[endAt] === null) endAt--;
+    return s(
+      "g",
+      { "data-series": ser.key },
+      s("path", { d: d || "M0 0", fill: "none", stroke: ser.color, "stroke-width": 2, "stroke-linejoin": "round", "data-values": ser.values.map((v) => v === null ? "" : v).join(",") }),
+      end === null ? "" : s("circle", { cx: x(endAt), cy: y(end), r: 3.5, fill: ser.color, class: "end-dot" })
+    );
+  });
+  const hovers = spec.times.map(
+    (t, i) => s(
+      "rect",
+      { x: x(i) - plotW / Math.max(1, n - 1) / 2, y: M.top, width: plotW / Math.max(1, n - 1), height: plotH, class: "hover" },
+      s("title", {}, `${hhmm(t)}  ${spec.series.map((ser) => `${ser.label} ${ser.values[i] === null ? "—" : spec.format(ser.values[i])}`).join(" · ")}`)
+    )
+  );
+  const svg = s(
+    "svg",
+    { viewBox: `0 0 ${W} ${H}`, class: "chart-svg", role: "img", "aria-label": `${spec.title}, last ${n} minutes` },
+    ...grid,
+    ...xLabels,
+    ...lines,
+    ...hovers
+  );
+  return h(
+    "figure",
+    { class: "chart", "data-chart": spec.id },
+    h("figcaption", null, h("strong", null, spec.title), h("span", { class: "muted small" }, ` · ${spec.unit}`)),
+    h(
+      "div",
+      { class: "legend" },
+      spec.series.map((ser) => {
+        const v = latest(ser.values);
+        return h(
+          "span",
+          { class: "legend-item", "data-legend": ser.key },
+          h("span", { class: "swatch", style: `background:${ser.color}` }),
+          `${ser.label} `,
+          h("b", { "data-latest": ser.key }, v === null ? "—" : spec.format(v)),
+          ser.note ? h("span", { class: "muted", "data-note": ser.key }, ` · ${ser.note}`) : null
+        );
+      })
+    ),
+    svg
+  );
+}
+
+// src/queue-controls.ts
+var PAUSE_EXPLAIN = "Polls on every replica stop claiming this queue's tasks from now on. Enqueues are still accepted and running tasks are not touched. Resume hands the tasks out again at once.";
+function capValue(input) {
+  const n = Number(input.value.trim());
+  if (input.value.trim() === "" || !Number.isFinite(n)) throw new Error("type a number of running tasks, or remove the cap");
+  return n;
+}
+function handlerName(input) {
+  const name = input.value.trim();
+  if (!name) throw new Error("type the handler's name");
+  return name;
+}
+var QueueControls = class {
+  constructor(queue, refresh) {
+    this.queue = queue;
+    this.refresh = refresh;
+    this.pauseBtn.addEventListener("click", () => this.askPause());
+    this.resumeBtn.addEventListener("click", () => void this.run("resume", () => api.resumeQueue(queue), `Queue ${queue} resumed.`));
+    const capForm = (input, set, what, key) => [
+      input,
+      h("button", { class: "btn small", "data-cap-set": key, onclick: () => void this.run(`set the cap of ${what}`, () => set(capValue(input)), `Cap of ${what} set.`, input) }, "Set cap"),
+      h("button", { class: "btn small", "data-cap-clear": key, onclick: () => void this.run(`remove the cap of ${what}`, () => set(null), `Cap of ${what} removed.`, input) }, "Remove cap")
+    ];
+    this.el = h(
+      "div",
+      { class: "queue-controls", "data-testid": "queue-controls" },
+      h(
+        "div",
+        { class: "control-row" },
+        h("h3", null, "Delivery"),
+        this.pauseBtn,
+        this.resumeBtn,
+        this.stateText
+      ),
+      this.confirm,
+      h(
+        "div",
+        { class: "control-row" },
+        h("h3", null, "Queue cap"),
+        capForm(this.queueCap, (n) => api.setQueueLimit(queue, n), `queue ${queue}`, "queue"),
+        this.queueCapText
+      ),
+      h(
+        "div",
+        { class: "control-block" },
+        h("h3", null, "Handler caps", h("span", { class: "muted small" }, " · a handler's cap counts its running tasks on every queue")),
+        h(
+          "table",
+          { class: "grid handler-caps-table" },
+          h("thead", null, h("tr", null, h("th", null, "Handler"), h("th", null, "Cap · running (all queues)"), h("th", null, "New cap"))),
+          this.handlerRows
+        ),
+        h(
+          "div",
+          { class: "control-row other-handler" },
+          h("span", { class: "muted small" }, "Another handler:"),
+          this.otherName,
+          capForm(this.otherCap, (n) => api.setHandlerLimit(handlerName(this.otherName), n), "that handler", "other")
+        )
+      ),
+      this.message
+    );
+  }
+  queue;
+  refresh;
+  el;
+  state = { control: null, running: 0, handlers: [] };
+  confirming = false;
+  pauseBtn = h("button", { class: "btn danger-outline", "data-control-action": "pause" }, "Pause…");
+  resumeBtn = h("button", { class: "btn primary", "data-control-action": "resume" }, "Resume");
+  stateText = h("span", { class: "muted", "data-testid": "pause-state" });
+  confirm = h("div", { class: "confirm-slot" });
+  message = h("div", { class: "message-slot", "data-testid": "control-message" });
+  queueCap = h("input", { type: "number", min: 1, step: 1, name: "queue-cap", placeholder: "no cap", "aria-label": "queue running cap" });
+  queueCapText = h("span", { class: "muted", "data-testid": "queue-cap-state" });
+  handlerRows = h("tbody");
+  rowFor = /* @__PURE__ */ new Map();
+  otherName = h("input", { type: "text", name: "other-handler", placeholder: "handler name", "aria-label": "handler name", spellcheck: "false" });
+  otherCap = h("input", { type: "number", min: 1, step: 1, name: "other-handler-cap", placeholder: "cap", "aria-label": "handler running cap" });
+  update(state) {
+    this.state = state;
+    const c = state.control;
+    const paused = c?.paused ?? false;
+    this.pauseBtn.disabled = paused || this.confirming;
+    this.resumeBtn.disabled = !paused;
+    this.stateText.textContent = paused ? `paused since ${stamp(c?.paused_at)}: no poll claims its tasks` : "handing out tasks";
+    this.stateText.dataset.paused = String(paused);
+    const cap = c?.max_running ?? null;
+    this.queueCapText.textContent = cap === null ? `no cap · ${state.running} running` : `at most ${cap} running · ${state.running} running now`;
+    this.queueCap.placeholder = cap === null ? "no cap" : String(cap);
+    for (const { name, control } of state.handlers) this.handlerRow(name, control);
+    if (state.handlers.length === 0 && this.rowFor.size === 0) {
+      fill(this.handlerRows, h("tr", null, h("td", { colspan: 3, class: "muted" }, "No task of this queue yet: cap any handler below.")));
+    }
+  }
+  handlerRow(name, control) {
+    let row = this.rowFor.get(name);
+    if (!row) {
+      if (this.rowFor.size === 0) fill(this.handlerRows);
+      const input2 = h("input", { type: "number", min: 1, step: 1, name: `handler-cap-${name}`, placeholder: "no cap", "aria-label": `running cap of ${name}` });
+      const text = h("td", { "data-testid": "handler-cap-state" });
+      const tr = h(
+        "tr",
+        { "data-cap-handler": name },
+        h("td", { class: "mono" }, name),
+        text,
+        h(
+          "td",
+          { class: "cap-form" },
+          input2,
+          h("button", { class: "btn small", "data-cap-set": name, onclick: () => void this.run(`set the cap of handler ${name}`, () => api.setHandlerLimit(name, capValue(input2)), `Cap of handler ${name} set.`, input2) }, "Set cap"),
+          h("button", { class: "btn small", "data-cap-clear": name, onclick: () => void this.run(`remove the cap of handler ${name}`, () => api.setHandlerLimit(name, null), `Cap of handler ${name} removed.`, input2) }, "Remove cap")
+        )
+      );
+      row = { tr, text };
+      this.rowFor.set(name, row);
+      this.handlerRows.append(tr);
+    }
+    const cap = control?.max_running ?? null;
+    row.text.textContent = cap === null ? "no cap" : `≤ ${cap} · ${control?.running ?? 0} running`;
+    const input = row.tr.querySelector("input");
+    if (input) input.placeholder = cap === null ? "no cap" : String(cap);
+  }
+  /** Pausing stops delivery: like the task actions, it asks first. */
+  askPause() {
+    this.confirming = true;
+    this.pauseBtn.disabled = true;
+    const go = h("button", { class: "btn danger", "data-confirm": "pause" }, "Confirm pause");
+    go.addEventListener("click", async () => {
+      go.disabled = true;
+      if (await this.run("pause", () => api.pauseQueue(this.queue), `Queue ${this.queue} paused.`)) this.closeConfirm();
+      else go.disabled = false;
+    });
+    fill(
+      this.confirm,
+      h(
+        "div",
+        { class: "confirm", "data-testid": "confirm" },
+        h("h3", null, `Pause queue ${this.queue}?`),
+        h("p", { class: "muted" }, PAUSE_EXPLAIN),
+        h("div", { class: "row" }, go, h("button", { class: "btn", onclick: () => this.closeConfirm() }, "Back"))
+      )
+    );
+  }
+  closeConfirm() {
+    this.confirming = false;
+    fill(this.confirm);
+    this.update(this.state);
+  }
+  /** Apply one control; a problem shows its title and code (RFC 9457), like every action. */
+  async run(what, action, done, input) {
+    fill(this.message);
+    try {
+      await action();
+      if (input) input.value = "";
+      fill(this.message, h("div", { class: "notice", role: "status" }, done));
+      await this.refresh();
+      return true;
+    } catch (err) {
+      fill(this.message, problemBox(err, `Could not ${what}: `));
+      return false;
+    }
+  }
+};
+
+// src/queue-view.ts
+var COLORS = {
+  enqueued: "#7c3aed",
+  completed: "#15803d",
+  failed: "#dc2626",
+  depth: "#d97706",
+  p50: "#2563eb",
+  p95: "#db2777"
+};
+function waitText(ms) {
+  if (ms < 1e3) return `${Math.round(ms)} ms`;
+  if (ms < 1e4) return `${(ms / 1e3).toFixed(1)} s`;
+  return duration(ms);
+}
+var QueueView = class {
+  constructor(queue, onUnreachable) {
+    this.queue = queue;
+    this.onUnreachable = onUnreachable;
+    this.controls = new QueueControls(queue, () => this.load());
+  }
+  queue;
+  onUnreachable;
+  controls;
+  head = h("div", { class: "detail-head" });
+  handlers = h("div", { "data-testid": "queue-handlers" });
+  charts = h("div", { class: "charts", "data-testid": "charts" }, empty("Loading the last hour…"));
+  updated = h("span", { class: "muted small" });
+  shown = false;
+  mount(root) {
+    fill(
+      root,
+      h("a", { href: "#/", class: "back" }, "← Overview"),
+      h("div", { class: "card", "data-testid": "queue-view" }, this.head, this.controls.el, this.handlers),
+      h(
+        "div",
+        { class: "card" },
+        h("div", { class: "card-head" }, h("h2", null, "Last hour"), h("span", { class: "muted" }, "per minute · hover a chart for every minute's values"), h("span", { class: "spacer" }), this.updated),
+        this.charts
+      )
+    );
+  }
+  async load() {
+    const [stats, history2] = await Promise.allSettled([api.queues(), api.queueHistory(this.queue)]);
+    const unreachable = [stats, history2].find((r) => r.status === "rejected" && r.reason instanceof ApiError && r.reason.unreachable);
+    this.onUnreachable(unreachable?.status === "rejected" ? unreachable.reason : null);
+    if (unreachable && this.shown) return;
+    if (stats.status === "fulfilled") this.renderStats(stats.value);
+    else fill(this.handlers, problemBox(stats.reason, "Could not load the queue: "));
+    if (history2.status === "fulfilled") this.renderHistory(history2.value);
+    else fill(this.charts, problemBox(history2.reason, "Could not load the queue's history: "));
+    this.shown = true;
+  }
+  renderStats(list2) {
+    const rows = list2.queues.filter((r) => r.queue_name === this.queue);
+    const control = (list2.queue_controls ?? []).find((c) => c.queue_name === this.queue) ?? null;
+    const paused = control?.paused ?? rows.some((r) => r.paused);
+    const reasons = [...new Set(rows.map((r) => r.blocked).filter((b) => b !== null && b !== "paused"))];
+    fill(
+      this.head,
+      h(
+        "div",
+        null,
+        h("h2", { class: "mono", "data-testid": "queue-name" }, this.queue),
+        h("div", { class: "muted" }, `queue · ${rows.length} handler(s) with work or pollers`)
+      ),
+      h(
+        "div",
+        { class: "row", "data-testid": "queue-state" },
+        h("span", { class: `pill ${paused ? "pill-paused" : "pill-active"}`, "data-paused": String(paused) }, paused ? "paused" : "active"),
+        reasons.map((r) => blockedBadge(r))
+      )
+    );
+    const handlerNames = [...new Set(rows.map((r) => r.handler_name))].sort();
+    this.controls.update({
+      control,
+      running: control?.running ?? rows.reduce((n, r) => n + r.running, 0),
+      handlers: handlerNames.map((name) => ({ name, control: (list2.handler_controls ?? []).find((c) => c.handler_name === name) ?? null }))
+    });
+    fill(this.handlers, rows.length ? handlerTable(rows) : empty("Nothing is waiting, running or failed on this queue, and no worker polls it."));
+  }
+  renderHistory(hist) {
+    const pts = hist.points;
+    const times = pts.map((p) => p.at);
+    const total = (k) => pts.reduce((n, p) => n + p[k], 0);
+    const span = `${pts.length} min`;
+    this.updated.textContent = `as of ${stamp(hist.generated_at).slice(11)}`;
+    fill(
+      this.charts,
+      lineChart({
+        id: "throughput",
+        title: "Throughput",
+        unit: "tasks per minute · latest minute in bold",
+        times,
+        integer: true,
+        format: (v) => String(v),
+        series: ["enqueued", "completed", "failed"].map((k) => ({
+          key: k,
+          label: k,
+          color: COLORS[k],
+          values: pts.map((p) => p[k]),
+          note: `${total(k)} in ${span}`
+        }))
+      }),
+      lineChart({
+        id: "depth",
+        title: "Depth",
+        unit: "pending tasks at the end of each minute",
+        times,
+        integer: true,
+        format: (v) => String(v),
+        series: [{ key: "depth", label: "pending", color: COLORS.depth, values: pts.map((p) => p.depth) }]
+      }),
+      lineChart({
+        id: "wait",
+        title: "Queue wait",
+        unit: "ready to claimed, of each minute's claims",
+        times,
+        format: waitText,
+        series: [
+          { key: "wait_p50_ms", label: "p50", color: COLORS.p50, values: pts.map((p) => p.wait_p50_ms) },
+          { key: "wait_p95_ms", label: "p95", color: COLORS.p95, values: pts.map((p) => p.wait_p95_ms) }
+        ]
+      })
+    );
+  }
+};
+function handlerTable(rows) {
+  const head = ["Handler", "Pollers", "Pending", "Running", "Failed", "Unroutable", "Blocked", "Caps"];
+  return h(
+    "div",
+    { class: "table-wrap" },
+    h(
+      "table",
+      { class: "grid queue-handlers" },
+      h("thead", null, h("tr", null, head.map((t) => h("th", { class: ["Pending", "Running", "Failed", "Unroutable"].includes(t) ? "num" : null }, t)))),
+      h(
+        "tbody",
+        null,
+        [...rows].sort((a, b) => a.handler_name.localeCompare(b.handler_name)).map(
+          (r) => h(
+            "tr",
+            { "data-handler": r.handler_name },
+            h("td", { class: "mono" }, r.handler_name),
+            h("td", null, pollerBadge(r)),
+            h("td", { class: "num" }, String(r.pending)),
+            h("td", { class: "num" }, String(r.running)),
+            h("td", { class: "num" }, String(r.failed)),
+            h("td", { class: "num", "data-testid": "unroutable" }, String(r.unroutable)),
+            h("td", null, blockedBadge(r.blocked) ?? h("span", { class: "muted" }, "—")),
+            h(
+              "td",
+              { class: "muted small" },
+              [r.queue_max_running !== null ? `queue ≤ ${r.queue_max_running}` : null, r.handler_max_running !== null ? `handler ≤ ${r.handler_max_running}` : null].filter(Boolean).join(" · ") || "none"
+            )
+          )
+        )
+      )
+    )
+  );
+}
+
 // src/queues.ts
 var SEGMENTS = ["pending", "scheduled", "running", "failed"];
-var RANK = { stuck: 0, polling: 1, idle: 2 };
-function renderQueues(el, rows, onPick) {
+var RANK = { stuck: 0, blocked: 1, polling: 2, idle: 3 };
+var rank = (r) => RANK[pollerState(r) === "stuck" ? "stuck" : r.blocked ? "blocked" : pollerState(r)];
+var queueHref = (queue) => `#/queues/${encodeURIComponent(queue)}`;
+function withControlRows(list2) {
+  const seen = new Set(list2.queues.map((r) => r.queue_name));
+  const extra = (list2.queue_controls ?? []).filter((c) => !seen.has(c.queue_name)).map((c) => ({
+    queue_name: c.queue_name,
+    handler_name: "",
+    pending: 0,
+    scheduled: 0,
+    running: c.running,
+    failed: 0,
+    oldest_pending_age_ms: null,
+    active_pollers: 0,
+    unroutable: 0,
+    paused: c.paused,
+    queue_max_running: c.max_running,
+    handler_max_running: null,
+    blocked: null
+  }));
+  return [...list2.queues, ...extra];
+}
+function renderQueues(el, list2, onPick) {
+  const rows = withControlRows(list2);
+  const handlerCaps = list2.handler_controls ?? [];
+  const capsLine = handlerCaps.length ? h(
+    "div",
+    { class: "handler-caps muted small", "data-testid": "handler-caps" },
+    "Handler caps (every queue): ",
+    handlerCaps.map(
+      (c) => h("span", { class: "chip", "data-handler-cap": c.handler_name }, `${c.handler_name} ≤ ${c.max_running ?? "∞"} · ${c.running} running`)
+    )
+  ) : null;
   if (rows.length === 0) {
-    fill(el, empty("No queues yet: nothing is waiting, running or failed, and no worker is polling."));
+    fill(el, empty("No queues yet: nothing is waiting, running or failed, and no worker is polling."), capsLine);
     return;
   }
   const sorted = [...rows].sort(
-    (a, b) => RANK[pollerState(a)] - RANK[pollerState(b)] || a.queue_name.localeCompare(b.queue_name) || a.handler_name.localeCompare(b.handler_name)
+    (a, b) => rank(a) - rank(b) || a.queue_name.localeCompare(b.queue_name) || a.handler_name.localeCompare(b.handler_name)
   );
-  const widest = Math.max(1, ...rows.map((r) => SEGMENTS.reduce((n, s) => n + r[s], 0)));
+  const widest = Math.max(1, ...rows.map((r) => SEGMENTS.reduce((n, s2) => n + r[s2], 0)));
   fill(
     el,
     h(
@@ -538,9 +1022,29 @@ function renderQueues(el, rows, onPick) {
       h("span", null, "Pollers"),
       h("span", null, "Queue / handler"),
       h("span", null, "Depth"),
+      h("span", null, "Controls"),
       h("span", { class: "num" }, "Oldest pending")
     ),
-    sorted.map((row) => queueRow(row, widest, onPick))
+    sorted.map((row) => queueRow(row, widest, onPick)),
+    capsLine
+  );
+}
+function controlsCell(row) {
+  const chip = (key, text, title) => h("span", { class: "chip", "data-control": key, title }, text);
+  return h(
+    "div",
+    { class: "controls-cell" },
+    blockedBadge(row.blocked),
+    row.paused && row.blocked !== "paused" ? chip("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
+    row.queue_max_running !== null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
+    row.handler_max_running !== null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
+    row.unroutable > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
+    h("a", {
+      class: "queue-link small",
+      href: queueHref(row.queue_name),
+      title: `Charts, pause and caps of queue ${row.queue_name}`,
+      onclick: (ev) => ev.stopPropagation()
+    }, "charts & controls ›")
   );
 }
 function queueRow(row, widest, onPick) {
@@ -548,18 +1052,18 @@ function queueRow(row, widest, onPick) {
     ev.stopPropagation();
     onPick({ queue: row.queue_name, handler: row.handler_name, status });
   };
-  const total = SEGMENTS.reduce((n, s) => n + row[s], 0);
+  const total = SEGMENTS.reduce((n, s2) => n + row[s2], 0);
   const bar = h(
     "div",
     { class: "bar", style: `width:${Math.max(2, 100 * total / widest)}%` },
-    SEGMENTS.filter((s) => row[s] > 0).map(
-      (s) => h("button", {
-        class: `seg seg-${s}`,
-        style: `flex-grow:${row[s]}`,
-        title: `${row[s]} ${s}: show these tasks`,
-        "aria-label": `${row[s]} ${s}`,
-        "data-segment": s,
-        onclick: pick(s)
+    SEGMENTS.filter((s2) => row[s2] > 0).map(
+      (s2) => h("button", {
+        class: `seg seg-${s2}`,
+        style: `flex-grow:${row[s2]}`,
+        title: `${row[s2]} ${s2}: show these tasks`,
+        "aria-label": `${row[s2]} ${s2}`,
+        "data-segment": s2,
+        onclick: pick(s2)
       })
     )
   );
@@ -579,7 +1083,7 @@ function queueRow(row, widest, onPick) {
     h(
       "div",
       { class: "queue-name" },
-      h("span", { class: "handler", title: row.handler_name }, row.handler_name),
+      row.handler_name ? h("span", { class: "handler", title: row.handler_name }, row.handler_name) : h("span", { class: "handler muted", title: "No task of this queue is waiting, running or failed" }, "no tasks"),
       h("span", { class: "queue muted", title: `queue ${row.queue_name}` }, row.queue_name)
     ),
     h(
@@ -590,16 +1094,17 @@ function queueRow(row, widest, onPick) {
         "div",
         { class: "counts" },
         SEGMENTS.map(
-          (s) => h(
+          (s2) => h(
             "button",
-            { class: `count count-${s}${row[s] ? "" : " zero"}`, "data-count": s, onclick: pick(s) },
-            h("span", { class: `swatch seg-${s}` }),
-            h("b", null, String(row[s])),
-            ` ${s}`
+            { class: `count count-${s2}${row[s2] ? "" : " zero"}`, "data-count": s2, onclick: pick(s2) },
+            h("span", { class: `swatch seg-${s2}` }),
+            h("b", null, String(row[s2])),
+            ` ${s2}`
           )
         )
       )
     ),
+    controlsCell(row),
     h(
       "div",
       { class: "num oldest" },
@@ -661,7 +1166,7 @@ var TaskList = class {
         ["7d", "Last 7 days"],
         ["all", "Any time"]
       ]),
-      select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s) => [s, s])]),
+      select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s2) => [s2, s2])]),
       input("handler", "Handler", "any handler", "dl-handlers"),
       input("queue", "Queue", "any queue", "dl-queues"),
       input("worker", "Worker", "any worker", "dl-workers"),
@@ -905,11 +1410,12 @@ var list = new TaskList(
   reachability
 );
 var detail = null;
+var queueView = null;
 function overviewHash(f) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(f)) if (v !== NO_FILTERS[k]) q.set(k, v);
-  const s = q.toString();
-  return s ? `#/?${s}` : "#/";
+  const s2 = q.toString();
+  return s2 ? `#/?${s2}` : "#/";
 }
 function filtersFrom(hash) {
   const q = new URLSearchParams(hash.split("?")[1] ?? "");
@@ -923,7 +1429,7 @@ function filtersFrom(hash) {
 }
 async function loadOverview(withTasks) {
   const [queues, workers] = await Promise.all([
-    api.queues().then((r) => r.queues).catch(report(byId("queues"), "queues")),
+    api.queues().catch(report(byId("queues"), "queues")),
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null
   ]);
@@ -943,7 +1449,7 @@ async function loadOverview(withTasks) {
       }
     });
   }
-  suggest(queues ?? [], workers ?? []);
+  suggest(queues ? withControlRows(queues) : [], workers ?? []);
   byId("queue-updated").textContent = queues ? `updated ${stamp((/* @__PURE__ */ new Date()).toISOString()).slice(11)}` : "";
 }
 function showTasks() {
@@ -951,7 +1457,7 @@ function showTasks() {
 }
 function suggest(queues, workers) {
   list.suggest(
-    [...queues.map((q) => q.handler_name), ...workers.flatMap((w) => w.handlers)],
+    [...queues.map((q) => q.handler_name).filter(Boolean), ...workers.flatMap((w) => w.handlers)],
     [...queues.map((q) => q.queue_name), ...workers.flatMap((w) => w.queues)],
     workers.map((w) => w.worker_id)
   );
@@ -965,9 +1471,19 @@ function report(el, what) {
 }
 function route() {
   const m = /^#\/tasks\/([^?]+)/.exec(location.hash);
+  const q = /^#\/queues\/([^?]+)/.exec(location.hash);
   const overview = byId("overview");
   const detailRoot = byId("detail");
-  if (m) {
+  detail = null;
+  queueView = null;
+  if (q) {
+    overview.hidden = true;
+    detailRoot.hidden = false;
+    queueView = new QueueView(decodeURIComponent(q[1]), reachability);
+    queueView.mount(detailRoot);
+    document.title = `${queueView.queue} · queue · Orch8`;
+    void queueView.load();
+  } else if (m) {
     overview.hidden = true;
     detailRoot.hidden = false;
     detail = new TaskDetail(decodeURIComponent(m[1]), reachability);
@@ -975,7 +1491,6 @@ function route() {
     document.title = `${detail.id} · Orch8`;
     void detail.load();
   } else {
-    detail = null;
     fill(detailRoot);
     detailRoot.hidden = true;
     overview.hidden = false;
@@ -990,7 +1505,9 @@ async function tick() {
   if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
-    if (detail) {
+    if (queueView) {
+      await queueView.load();
+    } else if (detail) {
       if (detail.isLive() || unreachableSince) await detail.load();
     } else {
       await loadOverview(list.isLive() || unreachableSince !== null);
