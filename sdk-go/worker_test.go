@@ -1,6 +1,7 @@
 package orch8
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ type scripted struct {
 	mu       sync.Mutex
 	queue    []string // task ids waiting to be claimed
 	handler  map[string]string
+	queueOf  map[string]string // the claimed task's queue_name; "default" when absent
 	reqs     []recorded
 	hbAnswer func(taskID string) (leaseLost, cancelRequested bool)
 	result   func(path string, n int) int // status for complete/fail (single or batch); 200 when nil
@@ -41,7 +43,7 @@ type scripted struct {
 }
 
 func newScripted(t *testing.T) (*scripted, *Client) {
-	s := &scripted{t: t, handler: map[string]string{}}
+	s := &scripted{t: t, handler: map[string]string{}, queueOf: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	c, err := NewClient(Config{BaseURL: srv.URL})
@@ -150,7 +152,7 @@ func (s *scripted) poll(w http.ResponseWriter, rec recorded) {
 		id := s.queue[0]
 		s.queue = s.queue[1:]
 		body := strings.NewReplacer(`"task_1"`, fmt.Sprintf("%q", id), `"lease_1"`, fmt.Sprintf("%q", "lease_"+id),
-			`"echo"`, fmt.Sprintf("%q", s.handler[id])).Replace(claimedJSON)
+			`"echo"`, fmt.Sprintf("%q", s.handler[id]), `"default"`, fmt.Sprintf("%q", cmp.Or(s.queueOf[id], "default"))).Replace(claimedJSON)
 		claimed = append(claimed, json.RawMessage(body))
 	}
 	s.mu.Unlock()
