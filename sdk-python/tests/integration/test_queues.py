@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import threading
+from pathlib import Path
 
 from orch8 import Orch8Client, TaskContext
 
@@ -58,3 +60,37 @@ def test_p_sdk_23_weighted_list_shares_claims_by_weight(server, client, run_work
     assert 0.63 <= share <= 0.87, f"share of 'a' among the first 100: {share}"
     polls = [b for m, p, b in transport.sent if p == "/workers/tasks/poll/batch"]
     assert polls and all(b["queue_weights"] == {"a": 3, "b": 1} for b in polls)
+
+
+def _readme_block(name: str) -> str:
+    """The python block after `<!-- readme-test: NAME -->` in this package's README."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    match = re.search(rf"<!-- readme-test: {name} -->\s*```python\n(.*?)```", readme, re.S)
+    assert match, f"README.md has no readme-test {name} block"
+    return match.group(1)
+
+
+def test_p_sdk_23_readme_several_queues_example_runs(
+    server, client, run_worker, monkeypatch
+) -> None:
+    """The README's "Several queues" example, as written, against the real server."""
+    monkeypatch.setenv("ORCH8_URL", server.url)
+    names: dict[str, object] = {"__name__": "readme_queues"}
+    exec(_readme_block("queues"), names)
+    strict, weighted = names["strict"], names["weighted"]
+    assert weighted.queue_weights == {"bulk": 3, "trickle": 1}
+    strict.handle_signals = False
+    low = client.enqueue("word_count", queue_name="low", params={"text": "a b c"})
+    rw = run_worker(strict)
+    done = wait_until(lambda: (t := client.get_task(low.id)).status == "completed" and t, 10)
+    rw.stop_and_join()
+    assert done.output == {"queue": "low", "words": 3}
+
+
+def test_p_ctrl_readme_queue_controls_example_runs(server, monkeypatch, capsys) -> None:
+    """The README's "Queue controls" example, as written, against the real server."""
+    monkeypatch.setenv("ORCH8_URL", server.url)
+    exec(_readme_block("controls"), {"__name__": "readme_controls"})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "[('emails', 4, 0)]"  # the capped queue is listed (P-CTRL-3)
+    assert len(printed) == 2 + 15  # one history point per minute asked for (P-OBS-5)
