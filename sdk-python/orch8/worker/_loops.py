@@ -88,7 +88,10 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
             )
             await _sleep_unless(deps.stopping, delay)
             continue
-        log.info("worker registered", extra=deps.observer.extra(handlers=deps.handler_names))
+        log.info(
+            "worker registered",
+            extra=deps.observer.extra(handlers=deps.handler_names, queues=cfg.queues.registered),
+        )
         return cfg.heartbeat_interval_ms or record.heartbeat_interval_ms or 5000
     return None
 

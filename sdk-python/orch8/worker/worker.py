@@ -48,7 +48,8 @@ class Worker:
     """Runs registered handlers for tasks claimed from an Orch8 server.
 
     Sync handlers run in a pool of `concurrency` threads, async handlers on the event loop.
-    `run()` blocks until shutdown (SIGTERM/SIGINT, `stop()` or a terminate directive).
+    It claims from one queue (`queue_name`) or an ordered list (`queue_names`, optionally
+    weighted by `queue_weights`, P-SDK-23). `run()` blocks until shutdown (SIGTERM/SIGINT, `stop()` or a terminate directive).
     """
 
     def __init__(
