@@ -83,7 +83,7 @@ class Worker:
         self.worker_id = worker_id or default_worker_id()
         # P-SDK-23: one queue, or an ordered list with optional weights; refused here, before
         # any request, with a ValueError naming the option.
-        self._queues = select_queues(queue_name, queue_names, queue_weights)
+        select_queues(queue_name, queue_names, queue_weights)
         self.queue_name = queue_name
         self.queue_names = None if queue_names is None else list(queue_names)
         self.queue_weights = None if queue_weights is None else dict(queue_weights)
@@ -252,7 +252,8 @@ class Worker:
             raise ValueError("register at least one handler before running the worker")
         settings = Settings(
             worker_id=self.worker_id,
-            queues=self._queues,
+            # Read again here: the options are public attributes, as queue_name always was.
+            queues=select_queues(self.queue_name, self.queue_names, self.queue_weights),
             concurrency=self.concurrency,
             wait_ms=self.wait_ms,
             lease_ms=self.lease_ms,
