@@ -25,8 +25,11 @@ OPTION_ENV = {
     "lease_ms": "ORCH8_LEASE_MS",
     "extra_handlers": "ORCH8_EXTRA_HANDLERS",
     "hooks_raise": "ORCH8_HOOKS_RAISE",
+    "queue_names": "ORCH8_QUEUE_NAMES",  # P-SDK-23: "high,low"
+    "queue_weights": "ORCH8_QUEUE_WEIGHTS",  # "a=3,b=1"
+    "labels": "ORCH8_LABELS",  # "gpu=true" (P-LABEL-1)
 }
-NOT_ENV = ("worker_id",)  # options the runner handles itself
+NOT_ENV = ("worker_id", "expect_refusal")  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}
 
 
@@ -41,8 +44,17 @@ def adapter_env(url: str, worker_id: str | None, options: dict, api_key: str | N
     for key, value in options.items():
         if value is None or key in NOT_ENV:
             continue
-        env[OPTION_ENV[key]] = ",".join(value) if isinstance(value, list) else "1" if value is True else str(value)
+        env[OPTION_ENV[key]] = env_value(value)
     return env
+
+
+def env_value(value) -> str:
+    """A list as "a,b", a map as "k=v,k=v", true as "1"."""
+    if isinstance(value, list):
+        return ",".join(value)
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return "1" if value is True else str(value)
 
 
 class AdapterProcess:

@@ -10,8 +10,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+from . import checks_queues, checks_stats
 from . import checks_sdk as sdk_checks
-from . import checks_stats
 from .api import ApiError
 
 if TYPE_CHECKING:
@@ -50,7 +50,9 @@ def converge(run: ScenarioRun, deadline: float) -> None:
         for ref in run.groups.get(key, [key])
     }
     exits = [
-        name for name, exp in expect.get("workers", {}).items() if exp.get("running") is False or "exit_code" in exp
+        name
+        for name, exp in expect.get("workers", {}).items()
+        if exp.get("running") is False or "exit_code" in exp or "refused" in exp
     ]
     while time.time() * 1000 < deadline:
         if all(run.status(ref) in as_set(want) for ref, want in statuses.items()) and all(
@@ -73,6 +75,7 @@ def end_state(run: ScenarioRun) -> list[str]:
     for name, exp in expect.get("workers", {}).items():
         reasons += worker(run, name, exp)
     reasons += sdk_checks.end_state(run, expect)
+    reasons += checks_queues.end_state(run, expect)
     for name in expect.get("observability", []):
         reasons += checks_stats.observability(run, name)
     return reasons
@@ -218,6 +221,8 @@ def batch_polls(run: ScenarioRun, name: str, concurrency: int, attempts: dict) -
 
 def worker(run: ScenarioRun, name: str, exp: dict) -> list[str]:
     proc = run.worker(name)
+    if "refused" in exp:  # P-SDK-23: it never ran, so nothing else applies
+        return checks_queues.refused(run, name, exp["refused"])
     out = []
     if "running" in exp and (proc.exited_at is None) != exp["running"]:
         out.append(

@@ -49,6 +49,7 @@ class ScenarioRun:
         self.workers: dict[str, AdapterProcess] = {}
         self.ids: dict[str, str] = {}  # task ref -> task id
         self.groups: dict[str, list[str]] = {}  # ref or group ref -> member refs
+        self.visible_at: dict[str, float] = {}  # task ref -> when its enqueue was acknowledged
         self.t0 = 0.0
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -105,7 +106,8 @@ class ScenarioRun:
     def _enqueue(self, specs: list[dict]) -> None:
         self.groups.update(task_refs(specs))
         for spec in specs:
-            body = {k: spec[k] for k in ("handler_name", "params", "queue_name", "priority", "retry") if k in spec}
+            fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels")
+            body = {k: spec[k] for k in fields if k in spec}
             members = task_refs([spec])[spec["ref"]]
             try:
                 if spec.get("count"):
@@ -116,8 +118,10 @@ class ScenarioRun:
                     created = [self.api.enqueue(body)]
             except ApiError as err:
                 raise Failure(f"enqueue {spec['ref']}: {err}") from None
+            acknowledged = now_ms()  # committed: from now on a poll may claim it (P-QUEUE-2 check)
             for ref, task in zip(members, created, strict=True):
                 self.ids[ref] = task["id"]
+                self.visible_at[ref] = acknowledged
                 self.groups.setdefault(ref, [ref])
 
     def _start_worker(self, name: str, overrides: dict) -> None:
@@ -132,6 +136,10 @@ class ScenarioRun:
             raise Failure(f"cannot start the adapter {self.command}: {err}") from None
         self.workers[name] = worker
         deadline = time.monotonic() + READY_TIMEOUT_S
+        if options.get("expect_refusal"):  # P-SDK-23: it must exit before `ready`; checks.refused judges it
+            while not worker.ready.wait(0.05) and worker.proc.poll() is None and time.monotonic() < deadline:
+                pass
+            return
         while not worker.ready.wait(0.05):
             if worker.proc.poll() is not None or time.monotonic() > deadline:
                 raise Failure(
@@ -158,6 +166,8 @@ class ScenarioRun:
             worker = self.worker(step["worker"])
             worker.last_command_at = now_ms()
             self._call("POST", f"/workers/{worker.worker_id}/{step['op']}", None, what)
+        elif action in ("pause_queue", "resume_queue"):  # P-CTRL-1, an operator's call
+            self._call("POST", f"/queues/{step['queue']}/{action.split('_')[0]}", None, what)
         elif action == "cancel":
             self._call("POST", f"/tasks/{self.task_id(step['task'])}/cancel", {}, what)
         elif action == "restart_server":

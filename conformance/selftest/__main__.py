@@ -39,6 +39,11 @@ CATCHES = {
     "ignores_second_signal": ["second-signal-ends-grace", "second-signal-sigint"],
     "miscounts_cancelled": ["stats-and-hooks"],
     "hook_exception_escapes": ["hooks-that-raise"],
+    "ignores_queue_list": ["multi-queue-strict", "paused-queue"],
+    "reverses_queue_order": ["multi-queue-strict"],
+    "ignores_weights": ["multi-queue-weighted"],
+    "accepts_bad_queue_config": ["worker-queue-config-refused"],
+    "ignores_labels": ["label-routing"],
 }
 
 

@@ -117,6 +117,47 @@ def hook_exception_escapes(raw) -> None:
     raw.fire = fire
 
 
+def ignores_queue_list(raw) -> None:
+    """Polls only the first queue of its queue_names (breaks P-SDK-23, P-QUEUE-2)."""
+    raw.queues.QueueOptions.poll_fields = lambda self: {"queue_name": (self.names or [self.name or "default"])[0]}
+
+
+def reverses_queue_order(raw) -> None:
+    """Sends queue_names in reverse order (breaks P-SDK-23: the list goes unchanged)."""
+    original = raw.queues.QueueOptions.poll_fields
+
+    def poll_fields(self) -> dict:
+        fields = original(self)
+        if "queue_names" in fields:
+            fields["queue_names"] = fields["queue_names"][::-1]
+        return fields
+
+    raw.queues.QueueOptions.poll_fields = poll_fields
+
+
+def ignores_weights(raw) -> None:
+    """Drops queue_weights from its polls: strict order instead of weighted (breaks P-SDK-23, P-QUEUE-3)."""
+    original = raw.queues.QueueOptions.poll_fields
+    raw.queues.QueueOptions.poll_fields = lambda self: {k: v for k, v in original(self).items() if k != "queue_weights"}
+
+
+def accepts_bad_queue_config(raw) -> None:
+    """Starts with queue options the SDK must refuse, and polls with them (breaks P-SDK-23)."""
+    raw.queues.check = lambda name, names, weights: None
+
+
+def ignores_labels(raw) -> None:
+    """Registers without its labels (breaks P-SDK-21; its gpu tasks are never routed to it, P-LABEL-1)."""
+    original = raw.queues.from_env
+
+    def from_env(env):
+        options = original(env)
+        options.labels = {}
+        return options
+
+    raw.queues.from_env = from_env
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -132,6 +173,11 @@ DEFECTS = {
         ignores_second_signal,
         miscounts_cancelled,
         hook_exception_escapes,
+        ignores_queue_list,
+        reverses_queue_order,
+        ignores_weights,
+        accepts_bad_queue_config,
+        ignores_labels,
     )
 }
 

@@ -262,6 +262,21 @@ func envMs(key string) time.Duration {
 	return ms(float64(v))
 }
 
+// envPairs reads ORCH8_QUEUE_WEIGHTS / ORCH8_LABELS ("k=v,k=v"); nil when unset.
+func envPairs(key string) map[string]string {
+	raw := os.Getenv(key)
+	if raw == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, item := range strings.Split(raw, ",") {
+		if k, v, ok := strings.Cut(item, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// An empty Config: the SDK reads ORCH8_URL and ORCH8_API_KEY itself (P-SDK-1).
@@ -282,17 +297,35 @@ func main() {
 	for i := 1; i <= extra; i++ {
 		handlers[fmt.Sprintf("extra_%d", i)] = handlers["echo"]
 	}
+	var queueNames []string
+	if v := os.Getenv("ORCH8_QUEUE_NAMES"); v != "" {
+		queueNames = strings.Split(v, ",")
+	}
+	var queueWeights map[string]int
+	if weights := envPairs("ORCH8_QUEUE_WEIGHTS"); weights != nil {
+		queueWeights = map[string]int{}
+		for name, v := range weights {
+			queueWeights[name], _ = strconv.Atoi(v)
+		}
+	}
 	var w *orch8.Worker
-	w = orch8.NewWorker(client, orch8.WorkerOptions{
+	w, err = orch8.NewWorker(client, orch8.WorkerOptions{
 		Hooks:             reportHooks(&w),
 		WorkerID:          workerID,
 		Concurrency:       concurrency,
 		GracePeriod:       grace,
 		QueueName:         os.Getenv("ORCH8_QUEUE"),
+		QueueNames:        queueNames,
+		QueueWeights:      queueWeights,
+		Labels:            envPairs("ORCH8_LABELS"),
 		PollWait:          envMs("ORCH8_WAIT_MS"),
 		LeaseDuration:     envMs("ORCH8_LEASE_MS"),
 		HeartbeatInterval: envMs("ORCH8_HEARTBEAT_INTERVAL_MS"),
 	})
+	if err != nil { // P-SDK-23: the SDK refuses the options before any request
+		fmt.Fprintln(os.Stderr, "orch8 NewWorker refused its options:", err)
+		os.Exit(2)
+	}
 	workerID = w.ID()
 	names := strings.FieldsFunc(os.Getenv("ORCH8_HANDLERS"), func(r rune) bool { return r == ',' })
 	all := len(names) == 0

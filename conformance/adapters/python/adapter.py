@@ -223,20 +223,37 @@ def observed(fn):
     return run
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-    env = os.environ
+def pairs(raw: str | None) -> dict[str, str] | None:
+    """ORCH8_QUEUE_WEIGHTS / ORCH8_LABELS: `k=v,k=v` into a dict; unset is None."""
+    return dict(item.split("=", 1) for item in raw.split(",") if item) if raw else None
+
+
+def build(env) -> Worker:
+    """The Worker of the ORCH8_* settings; a ValueError for options P-SDK-23 refuses."""
     ms = lambda key: int(env[key]) if env.get(key) else None  # noqa: E731
-    global WORKER_ID
-    worker = Worker(  # no base_url / api_key: the SDK reads ORCH8_URL and ORCH8_API_KEY (P-SDK-1)
+    weights = pairs(env.get("ORCH8_QUEUE_WEIGHTS"))
+    return Worker(  # no base_url / api_key: the SDK reads ORCH8_URL and ORCH8_API_KEY (P-SDK-1)
         worker_id=WORKER_ID,
         queue_name=env.get("ORCH8_QUEUE") or None,
+        queue_names=env["ORCH8_QUEUE_NAMES"].split(",") if env.get("ORCH8_QUEUE_NAMES") else None,
+        queue_weights={k: int(v) for k, v in weights.items()} if weights is not None else None,
+        labels=pairs(env.get("ORCH8_LABELS")),
         concurrency=ms("ORCH8_CONCURRENCY") or 10,
         grace_period_ms=ms("ORCH8_GRACE_PERIOD_MS") or 25000,
         heartbeat_interval_ms=ms("ORCH8_HEARTBEAT_INTERVAL_MS"),
         wait_ms=ms("ORCH8_WAIT_MS") or 30000,
         lease_ms=ms("ORCH8_LEASE_MS"),
     )
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    env = os.environ
+    global WORKER_ID
+    try:
+        worker = build(env)
+    except ValueError as err:  # P-SDK-23: the SDK refuses the options before any request
+        sys.exit(f"orch8 Worker refused its options: {err}")
     WORKER_ID = worker.worker_id
     names = [n for n in env.get("ORCH8_HANDLERS", "").split(",") if n] or list(HANDLERS)
     names += [n for n in HANDLERS if n.startswith("extra_") and n not in names]

@@ -27,6 +27,7 @@ import traceback
 import urllib.error
 import urllib.request
 
+import queues
 from handlers import TABLE, HeartbeatRefused, Permanent, Retryable
 
 env = os.environ
@@ -35,7 +36,7 @@ API_KEY = env.get("ORCH8_API_KEY")
 WORKER_ID = env.get("ORCH8_WORKER_ID") or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
 CONCURRENCY = int(env.get("ORCH8_CONCURRENCY") or 10)
 GRACE_S = int(env.get("ORCH8_GRACE_PERIOD_MS") or 25000) / 1000
-QUEUE = env.get("ORCH8_QUEUE") or None
+QUEUES: queues.QueueOptions  # read and checked first thing in main() (P-SDK-23)
 WAIT_MS = int(env.get("ORCH8_WAIT_MS") or 5000)  # long-poll budget; a signal aborts the poll in flight
 USER_AGENT = "orch8-raw-http/0.1.0"
 OUTAGE = (0, 408, 429, 500, 502, 503, 504)  # 0: no answer (refused, reset, timeout)
@@ -349,8 +350,7 @@ def poll_loop() -> None:
             continue
         names, chunk = CHUNKS[chunk % len(CHUNKS)], chunk + 1
         body = {"handler_names": names, "worker_id": WORKER_ID, "batch_size": min(free, MAX_BATCH), "wait_ms": WAIT_MS}
-        if QUEUE:
-            body["queue_name"] = QUEUE
+        body.update(QUEUES.poll_fields())  # queue_name, or queue_names (+ queue_weights)
         started, error = time.monotonic(), None
         stats["polls"] += 1
         try:
@@ -408,8 +408,14 @@ def on_signal(signum, _frame) -> None:
 
 
 def main() -> None:
+    global QUEUES
+    try:
+        QUEUES = queues.from_env(env)
+    except queues.QueueOptionsError as err:  # P-SDK-23: refused before any request
+        sys.exit(f"orch8-raw-http: invalid worker options: {err}")
     registration = {"worker_id": WORKER_ID, "handlers": NAMES, "concurrency": CONCURRENCY, "sdk": USER_AGENT}
-    registration.update(queues=[QUEUE or "default"], hostname=socket.gethostname(), pid=os.getpid(), labels={})
+    registration.update(queues=QUEUES.registered_queues(), hostname=socket.gethostname(), pid=os.getpid())
+    registration["labels"] = QUEUES.labels  # P-LABEL-1
     while True:
         try:
             status, record, _ = call("POST", "/workers", registration)

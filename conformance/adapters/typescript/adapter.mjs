@@ -192,17 +192,30 @@ if (env.ORCH8_HOOKS_RAISE) {
   }
 }
 
-worker = new Worker({
-  handlers: table,
-  hooks,
-  workerId: WORKER_ID,
-  concurrency: num("ORCH8_CONCURRENCY"),
-  queueName: env.ORCH8_QUEUE || undefined,
-  gracePeriodMs: num("ORCH8_GRACE_PERIOD_MS"),
-  heartbeatIntervalMs: num("ORCH8_HEARTBEAT_INTERVAL_MS"),
-  waitMs: num("ORCH8_WAIT_MS"),
-  leaseMs: num("ORCH8_LEASE_MS"),
-});
+// ORCH8_QUEUE_WEIGHTS / ORCH8_LABELS: "k=v,k=v" into an object; unset is undefined.
+const pairs = (raw) =>
+  raw ? Object.fromEntries(raw.split(",").filter(Boolean).map((item) => [item.slice(0, item.indexOf("=")), item.slice(item.indexOf("=") + 1)])) : undefined;
+const weights = pairs(env.ORCH8_QUEUE_WEIGHTS);
+try {
+  worker = new Worker({
+    handlers: table,
+    hooks,
+    workerId: WORKER_ID,
+    concurrency: num("ORCH8_CONCURRENCY"),
+    queueName: env.ORCH8_QUEUE || undefined,
+    queueNames: env.ORCH8_QUEUE_NAMES ? env.ORCH8_QUEUE_NAMES.split(",") : undefined,
+    queueWeights: weights && Object.fromEntries(Object.entries(weights).map(([k, v]) => [k, Number(v)])),
+    labels: pairs(env.ORCH8_LABELS),
+    gracePeriodMs: num("ORCH8_GRACE_PERIOD_MS"),
+    heartbeatIntervalMs: num("ORCH8_HEARTBEAT_INTERVAL_MS"),
+    waitMs: num("ORCH8_WAIT_MS"),
+    leaseMs: num("ORCH8_LEASE_MS"),
+  });
+} catch (err) {
+  // P-SDK-23: the SDK refuses the options (TypeError) before any request.
+  console.error(`orch8 Worker refused its options: ${err}`);
+  process.exit(1);
+}
 WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript" });
 await worker.run();
