@@ -3,8 +3,10 @@
 // registration (P-LABEL-1), and the operator's queue controls (P-CTRL-1..3, P-OBS-5).
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { join } from "node:path";
 import type { NewTask, Orch8Client, TaskContext } from "../../src/index.js";
-import { TestServer, waitFor } from "../helpers/server.js";
+import { SDK_DIR, TestServer, waitFor } from "../helpers/server.js";
 import { startWorker } from "../helpers/workers.js";
 
 let server: TestServer;
@@ -111,4 +113,29 @@ test("P-CTRL-1..3, P-OBS-5: pause, resume, limits and history through the client
   assert.equal(history.queue_name, "iq_ops");
   assert.equal(history.bucket_ms, 60_000);
   assert.ok(history.points.length <= 5);
+});
+
+test("examples/queues.ts (the README's Several queues) runs: it completes tasks of both queues and stops on SIGTERM", async () => {
+  const child = spawn(process.execPath, ["--import", "tsx", join(SDK_DIR, "examples", "queues.ts")], {
+    cwd: SDK_DIR, env: { ...process.env, ORCH8_URL: server.url }, stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+  child.stderr.on("data", (b: Buffer) => (out += b.toString()));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  try {
+    const low = await client.enqueue({ handler_name: "send_email", queue_name: "low", params: { to: "a@example.com" } });
+    const high = await client.enqueue({ handler_name: "send_email", queue_name: "high", params: { to: "b@example.com" } });
+    for (const [t, queue] of [[high, "high"], [low, "low"]] as const) {
+      const done = await waitFor(async () => {
+        if (child.exitCode !== null) throw new Error(`the example exited ${child.exitCode}: ${out}`);
+        const got = await client.getTask(t.id);
+        return got.status === "completed" ? got : undefined;
+      }, `the example to complete the ${queue} task`, 30_000, 50);
+      assert.deepEqual(done.output, { sent: true, queue });
+    }
+  } finally {
+    child.kill("SIGTERM");
+  }
+  assert.equal(await exited, 0, out);
 });
