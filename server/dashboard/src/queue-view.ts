@@ -166,12 +166,12 @@ function handlerTable(rows: QueueStats[]): HTMLElement {
               h("td", { class: "num" }, String(r.pending)),
               h("td", { class: "num" }, String(r.running)),
               h("td", { class: "num" }, String(r.failed)),
-              h("td", { class: "num", "data-testid": "unroutable" }, String(r.unroutable)),
+              h("td", { class: "num", "data-testid": "unroutable" }, String(r.unroutable ?? "—")),
               h("td", null, blockedBadge(r.blocked) ?? h("span", { class: "muted" }, "—")),
               h(
                 "td",
                 { class: "muted small" },
-                [r.queue_max_running !== null ? `queue ≤ ${r.queue_max_running}` : null, r.handler_max_running !== null ? `handler ≤ ${r.handler_max_running}` : null]
+                [r.queue_max_running != null ? `queue ≤ ${r.queue_max_running}` : null, r.handler_max_running != null ? `handler ≤ ${r.handler_max_running}` : null]
                   .filter(Boolean)
                   .join(" · ") || "none",
               ),

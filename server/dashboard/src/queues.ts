@@ -83,9 +83,9 @@ function controlsCell(row: QueueStats): HTMLElement {
     { class: "controls-cell" },
     blockedBadge(row.blocked),
     row.paused && row.blocked !== "paused" ? chip("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
-    row.queue_max_running !== null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
-    row.handler_max_running !== null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
-    row.unroutable > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
+    row.queue_max_running != null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
+    row.handler_max_running != null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
+    (row.unroutable ?? 0) > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
     h("a", {
       class: "queue-link small",
       href: queueHref(row.queue_name),

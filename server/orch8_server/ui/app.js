@@ -957,12 +957,12 @@ function handlerTable(rows) {
             h("td", { class: "num" }, String(r.pending)),
             h("td", { class: "num" }, String(r.running)),
             h("td", { class: "num" }, String(r.failed)),
-            h("td", { class: "num", "data-testid": "unroutable" }, String(r.unroutable)),
+            h("td", { class: "num", "data-testid": "unroutable" }, String(r.unroutable ?? "—")),
             h("td", null, blockedBadge(r.blocked) ?? h("span", { class: "muted" }, "—")),
             h(
               "td",
               { class: "muted small" },
-              [r.queue_max_running !== null ? `queue ≤ ${r.queue_max_running}` : null, r.handler_max_running !== null ? `handler ≤ ${r.handler_max_running}` : null].filter(Boolean).join(" · ") || "none"
+              [r.queue_max_running != null ? `queue ≤ ${r.queue_max_running}` : null, r.handler_max_running != null ? `handler ≤ ${r.handler_max_running}` : null].filter(Boolean).join(" · ") || "none"
             )
           )
         )
@@ -1036,9 +1036,9 @@ function controlsCell(row) {
     { class: "controls-cell" },
     blockedBadge(row.blocked),
     row.paused && row.blocked !== "paused" ? chip("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
-    row.queue_max_running !== null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
-    row.handler_max_running !== null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
-    row.unroutable > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
+    row.queue_max_running != null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
+    row.handler_max_running != null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
+    (row.unroutable ?? 0) > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
     h("a", {
       class: "queue-link small",
       href: queueHref(row.queue_name),
