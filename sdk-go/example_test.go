@@ -90,3 +90,21 @@ func ExampleIsOutage() {
 	fmt.Println(orch8.IsOutage(unavailable), orch8.IsOutage(invalid))
 	// Output: true false
 }
+
+// NewWorker refuses a queue configuration the server would refuse, before any request
+// (P-SDK-23).
+func ExampleNewWorker_invalidOptions() {
+	client, err := orch8.NewClient(orch8.Config{BaseURL: "http://localhost:3001"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = orch8.NewWorker(client, orch8.WorkerOptions{
+		QueueNames:   []string{"reports", "exports"},
+		QueueWeights: map[string]int{"reports": 3}, // "exports" has no weight
+	})
+	fmt.Println(errors.Is(err, orch8.ErrInvalidOptions))
+	fmt.Println(err)
+	// Output:
+	// true
+	// orch8: invalid worker options: QueueWeights has no weight for "exports": give one for every name of QueueNames
+}

@@ -24,17 +24,18 @@ const sdkModule = "github.com/orch8/orch8-workers/sdk-go"
 // and its runtime dependencies (none), never the code generators (issue 14).
 var runtimeModules = []string{sdkModule}
 
-// readmeBlock returns the fenced code block that follows `<!-- consumer-test: NAME -->`.
+// readmeBlock returns the fenced code block that follows `<!-- consumer-test: NAME -->`
+// (or `<!-- readme-test: NAME -->`).
 func readmeBlock(t *testing.T, path, name string) string {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)<!-- consumer-test: " + regexp.QuoteMeta(name) + " -->\\s*```[a-z]*\\n(.*?)```")
+	re := regexp.MustCompile("(?s)<!-- (?:consumer|readme)-test: " + regexp.QuoteMeta(name) + " -->\\s*```[a-z]*\\n(.*?)```")
 	m := re.FindSubmatch(raw)
 	if m == nil {
-		t.Fatalf("%s has no block marked <!-- consumer-test: %s -->", path, name)
+		t.Fatalf("%s has no block marked <!-- consumer-test: %s --> or <!-- readme-test: %s -->", path, name, name)
 	}
 	return string(m[1])
 }
