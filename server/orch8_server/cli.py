@@ -70,7 +70,44 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         int,
         "how long a request waits for a pooled connection before 503",
     ),
+    (
+        "--notify-fallback-ms",
+        "ORCH8_NOTIFY_FALLBACK_MS",
+        "notify_fallback_ms",
+        int,
+        "PostgreSQL: re-check for work this often while no wake-up arrives (50-300000)",
+    ),
+    (
+        "--db-retry-initial-ms",
+        "ORCH8_DB_RETRY_INITIAL_MS",
+        "db_retry_initial_ms",
+        int,
+        "first wait between database connection tries at start-up, doubling (default 500)",
+    ),
+    (
+        "--db-retry-max-ms",
+        "ORCH8_DB_RETRY_MAX_MS",
+        "db_retry_max_ms",
+        int,
+        "cap of the wait between database connection tries (default 30000)",
+    ),
+    (
+        "--db-retry-max-attempts",
+        "ORCH8_DB_RETRY_MAX_ATTEMPTS",
+        "db_retry_max_attempts",
+        int,
+        "database connection tries at start-up before exiting; 0 = for ever (default)",
+    ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
+]
+
+# Ranges of the settings added with P-OBS-6 (inclusive): a value outside is refused at
+# start-up with the flag's name, never clamped.
+_RANGES: list[tuple[str, str, int, int]] = [
+    ("--notify-fallback-ms", "notify_fallback_ms", 50, 300_000),
+    ("--db-retry-initial-ms", "db_retry_initial_ms", 1, 3_600_000),
+    ("--db-retry-max-ms", "db_retry_max_ms", 1, 3_600_000),
+    ("--db-retry-max-attempts", "db_retry_max_attempts", 0, 1_000_000),
 ]
 
 
@@ -179,6 +216,11 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
     ):
         if getattr(s, name) <= 0:
             parser.error(f"{name} must be positive")
+    for flag, name, low, high in _RANGES:
+        if not low <= getattr(s, name) <= high:
+            parser.error(f"{flag} must be between {low} and {high} (got {getattr(s, name)})")
+    if s.db_retry_max_ms < s.db_retry_initial_ms:
+        parser.error("--db-retry-max-ms must be at least --db-retry-initial-ms")
     if s.db.startswith(("postgres://", "postgresql://")):
         try:
             import asyncpg  # noqa: F401
@@ -231,6 +273,8 @@ def main(argv: list[str] | None = None) -> None:
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
+                # Printed even while the database is still unreachable (P-OBS-6): the
+                # port accepts requests; /health/ready says when they can succeed.
                 announce_listening(self.servers[0].sockets[0].getsockname())
 
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -238,4 +282,14 @@ def main(argv: list[str] | None = None) -> None:
             app.state.engine.begin_drain()
             super().handle_exit(sig, frame)
 
-    DrainingServer(config).run()
+    server = DrainingServer(config)
+
+    def give_up() -> None:  # P-OBS-6: --db-retry-max-attempts failed tries
+        server.should_exit = True
+
+    app.state.engine.on_give_up = give_up
+    server.run()
+    if app.state.engine.gave_up is not None:
+        sys.exit(f"orch8-server: {app.state.engine.gave_up}")
+    if not server.started:
+        sys.exit("orch8-server: start-up failed (see the log above)")

@@ -12,7 +12,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orch8_server.config import Settings
-from orch8_server.http import routes_tasks, routes_workers, ui
+from orch8_server.http import routes_history, routes_queues, routes_tasks, routes_workers, ui
 from orch8_server.http.endpoint import Endpoint, internal_problem, problem_response
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
@@ -41,7 +41,12 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 def _routes() -> list[Route]:
     """One Route per path, dispatching on the method, so a 405 names every allowed method."""
     by_path: dict[str, dict[str, Endpoint]] = {}
-    for method, path, handler in [*routes_tasks.operations, *routes_workers.operations]:
+    for method, path, handler in [
+        *routes_tasks.operations,
+        *routes_workers.operations,
+        *routes_queues.operations,
+        *routes_history.operations,
+    ]:
         by_path.setdefault(path, {})[method] = handler
     routes = []
     for path, handlers in by_path.items():
@@ -59,12 +64,34 @@ def _routes() -> list[Route]:
     return routes
 
 
+def _until_connected(route: Route) -> Route:
+    """P-OBS-6: until the database is connected, the route answers 503 `unavailable`
+    with Retry-After (a function call per request, not a middleware hop)."""
+    if route.path == "/health/live":
+        return route
+    handler: Endpoint = route.endpoint
+
+    async def gated(request: Request) -> Response:
+        engine: Engine = request.app.state.engine
+        if engine.connected:
+            return await handler(request)
+        problem = Problem(
+            "unavailable",
+            "the database is not connected yet; the server keeps trying (see its log)",
+            headers={"Retry-After": str(engine.retry_after_s)},
+        )
+        return problem_response(problem, request)
+
+    return Route(route.path, gated, methods=list(route.methods or ()))
+
+
 def create_app(settings: Settings) -> Starlette:
     storage = open_storage(
         settings.db,
         settings.sqlite_synchronous,
         pool_size=settings.pg_pool_size,
         acquire_timeout_ms=settings.pg_acquire_timeout_ms,
+        notify_fallback_ms=settings.notify_fallback_ms,
     )
     engine = Engine(settings, storage)
 
@@ -77,7 +104,7 @@ def create_app(settings: Settings) -> Starlette:
             await engine.stop()
 
     app = Starlette(
-        routes=[*_routes(), *ui.routes()],
+        routes=[_until_connected(r) for r in [*_routes(), *ui.routes()]],
         exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )

@@ -6,9 +6,12 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Callable
 
 from orch8_server.config import Settings
+from orch8_server.lifecycle.connect import Connector, DatabaseGaveUp
 from orch8_server.lifecycle.dispatcher import Dispatcher
+from orch8_server.lifecycle.history import History
 from orch8_server.lifecycle.pollers import PollerRegistry
 from orch8_server.metrics import Metrics
 from orch8_server.storage.base import Storage
@@ -32,23 +35,64 @@ class Engine:
         self.rng = random.Random()
         self.draining = False
         self._sharing: asyncio.Task[None] | None = None
+        self.history = History(storage)  # P-OBS-5
+        # P-OBS-6: False until the storage is open (connected, migrated); meanwhile every
+        # route but /health/live answers 503. `on_give_up` is how the process learns that
+        # start-up stopped trying (it exits non-zero; the reason is in `gave_up`).
+        self.connected = False
+        self.gave_up: str | None = None
+        self.on_give_up: Callable[[], None] | None = None
+        self.connector = Connector(self._open, storage.close, settings, self.rng)
+        self._connecting: asyncio.Task[None] | None = None
+        self._next_scheduled: int | None = None
         self.tasks = Tasks(self)
         self.leases = Leases(self)
         self.workers = Workers(self)
         self.reaper = Reaper(self)
 
     async def start(self) -> None:
+        """Open the storage: the first try here, so a reachable database is ready before
+        the server listens; if it fails, keep trying in the background (P-OBS-6)."""
         # Wake-ups from other replicas sharing the database (P-POLL-3).
         self.storage.set_waker(self.dispatcher.wake, self.dispatcher.wake_all)
+        if await self.connector.try_once():
+            self._connected()
+        else:
+            self._connecting = asyncio.get_running_loop().create_task(self._keep_connecting())
+
+    async def _open(self) -> None:
         await self.storage.open()
+        self._next_scheduled = await self.storage.next_scheduled_at()
+
+    async def _keep_connecting(self) -> None:
+        try:
+            await self.connector.keep_trying()
+        except DatabaseGaveUp as exc:
+            self.gave_up = str(exc)
+            log.error(self.gave_up, extra={"cause": "database_unreachable"})
+            if self.on_give_up is not None:
+                self.on_give_up()
+            return
+        self._connected()
+
+    def _connected(self) -> None:
         self.dispatcher.set_promoter(self.tasks.promote_due)
-        next_at = await self.storage.next_scheduled_at()
-        if next_at is not None:
-            self.dispatcher.schedule(next_at)
+        if self._next_scheduled is not None:
+            self.dispatcher.schedule(self._next_scheduled)
         self.reaper.start()
+        self.history.start()
         if self.storage.multi_replica:
             self._sharing = asyncio.get_running_loop().create_task(self._share_pollers())
-        log.info("engine started", extra={"storage": self.storage.kind})
+        self.connected = True
+        log.info(
+            "engine started",
+            extra={"storage": self.storage.kind, "failed_tries": self.connector.failures},
+        )
+
+    @property
+    def retry_after_s(self) -> int:
+        """Seconds a client should wait while the database is not connected yet."""
+        return max(1, -(-self.connector.next_delay_ms // 1000))
 
     def begin_drain(self) -> None:
         """Shutdown started: waiting polls return now, new polls get 503 (P-OBS-2);
@@ -60,11 +104,14 @@ class Engine:
         """Stop claiming, release waiting polls, stop the reaper, close storage."""
         self.draining = True
         self.dispatcher.close()
-        if self._sharing is not None:
-            self._sharing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sharing
-        await self.reaper.stop()
+        for task in (self._connecting, self._sharing):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        if self.connected:
+            await self.reaper.stop()
+            await self.history.stop()  # the last counts land (P-OBS-5)
         await self.storage.close()
         log.info("engine stopped")
 

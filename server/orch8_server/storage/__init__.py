@@ -11,13 +11,19 @@ def open_storage(
     *,
     pool_size: int = 10,
     acquire_timeout_ms: int = 5000,
+    notify_fallback_ms: int = 500,
 ) -> Storage:
     """Pick a backend from the database URL: postgresql://... for PostgreSQL (several
     replicas may share it), anything else is a SQLite path, the embedded default."""
     if url.startswith(POSTGRES_SCHEMES):
         from orch8_server.storage.postgres import PgStorage
 
-        return PgStorage(url, pool_size=pool_size, acquire_timeout_ms=acquire_timeout_ms)
+        return PgStorage(
+            url,
+            pool_size=pool_size,
+            acquire_timeout_ms=acquire_timeout_ms,
+            notify_fallback_ms=notify_fallback_ms,
+        )
     from orch8_server.storage.sqlite import SqliteStorage
 
     path = url.removeprefix("sqlite:///").removeprefix("sqlite://")

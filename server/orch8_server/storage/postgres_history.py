@@ -1,0 +1,91 @@
+"""PostgreSQL statements of the queue history (P-OBS-5): the `queue_minutes` table.
+
+`minute` is the epoch minute (epoch ms // 60000); `wait_hist` a jsonb object of
+histogram bucket -> claims. Every replica adds its counts with one upsert per row, so
+concurrent flushes add up: the counters in SQL, the histograms merged bucket by bucket
+in the same statement. Rows are written in (queue, minute) order, one lock order for
+every replica.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from orch8_server.storage.base import Row
+
+_ADD = """
+INSERT INTO queue_minutes AS m (queue_name, minute, enqueued, completed, failed, wait_hist)
+VALUES ($1, $2, $3, $4, $5, $6)
+ON CONFLICT (queue_name, minute) DO UPDATE SET
+    enqueued = m.enqueued + EXCLUDED.enqueued,
+    completed = m.completed + EXCLUDED.completed,
+    failed = m.failed + EXCLUDED.failed,
+    wait_hist = CASE
+        WHEN EXCLUDED.wait_hist IS NULL THEN m.wait_hist
+        WHEN m.wait_hist IS NULL THEN EXCLUDED.wait_hist
+        ELSE (
+            SELECT jsonb_object_agg(b.key, b.n) FROM (
+                SELECT e.key, sum(e.value::bigint) AS n FROM (
+                    SELECT key, value FROM jsonb_each_text(m.wait_hist)
+                    UNION ALL
+                    SELECT key, value FROM jsonb_each_text(EXCLUDED.wait_hist)
+                ) AS e GROUP BY e.key
+            ) AS b
+        )
+    END
+"""
+_DEPTH = (
+    "INSERT INTO queue_minutes (queue_name, minute, depth) VALUES ($1, $2, $3) "
+    "ON CONFLICT (queue_name, minute) DO UPDATE SET depth = EXCLUDED.depth"
+)
+
+
+async def pending_counts(conn: asyncpg.Connection) -> dict[str, int]:
+    """Pending tasks per queue (the depth sample; the tasks_claim_any index covers it)."""
+    rows = await conn.fetch(
+        "SELECT queue_name, count(*) AS n FROM tasks WHERE status = 'pending' GROUP BY queue_name"
+    )
+    return {r["queue_name"]: r["n"] for r in rows}
+
+
+async def add_queue_minutes(
+    conn: asyncpg.Connection,
+    counts: Sequence[Row],
+    minute: int,
+    depths: dict[str, int],
+    prune_before: int,
+) -> None:
+    """Add `counts`, set the depth of `minute`, drop the minutes before `prune_before`:
+    one transaction."""
+    async with conn.transaction():
+        if counts:
+            await conn.executemany(
+                _ADD,
+                [
+                    (
+                        c["queue_name"],
+                        c["minute"],
+                        c["enqueued"],
+                        c["completed"],
+                        c["failed"],
+                        c["wait_hist"],
+                    )
+                    for c in counts
+                ],
+            )
+        if depths:
+            await conn.executemany(_DEPTH, [(q, minute, n) for q, n in sorted(depths.items())])
+        await conn.execute("DELETE FROM queue_minutes WHERE minute < $1", prune_before)
+
+
+async def queue_minutes(conn: asyncpg.Connection, queue_name: str, since: int) -> list[Row]:
+    """The stored minutes of `queue_name` from `since` on, oldest first."""
+    rows = await conn.fetch(
+        "SELECT minute, enqueued, completed, failed, depth, wait_hist FROM queue_minutes "
+        "WHERE queue_name = $1 AND minute >= $2 ORDER BY minute",
+        queue_name,
+        since,
+    )
+    return [dict(r) for r in rows]

@@ -1,0 +1,82 @@
+"""SQLite statements of the queue history (P-OBS-5): the `queue_minutes` table.
+
+`minute` is the epoch minute (epoch ms // 60000); `wait_hist` a JSON object of
+histogram bucket -> claims. One process owns the file, so a histogram is merged in Python
+inside the caller's transaction (the writer's group commit, see sqlite.py) and written
+back; the counters add up in SQL.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+
+import orjson
+
+from orch8_server.storage.base import Row
+
+_ADD = (
+    "INSERT INTO queue_minutes (queue_name, minute, enqueued, completed, failed, wait_hist) "
+    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (queue_name, minute) DO UPDATE SET "
+    "enqueued = enqueued + excluded.enqueued, completed = completed + excluded.completed, "
+    "failed = failed + excluded.failed, wait_hist = coalesce(excluded.wait_hist, wait_hist)"
+)
+_DEPTH = (
+    "INSERT INTO queue_minutes (queue_name, minute, depth) VALUES (?, ?, ?) "
+    "ON CONFLICT (queue_name, minute) DO UPDATE SET depth = excluded.depth"
+)
+
+
+def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
+    """Pending tasks per queue (the depth sample)."""
+    return dict(
+        conn.execute(
+            "SELECT queue_name, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY queue_name"
+        ).fetchall()
+    )
+
+
+def add_queue_minutes(
+    conn: sqlite3.Connection,
+    counts: Sequence[Row],
+    minute: int,
+    depths: dict[str, int],
+    prune_before: int,
+) -> None:
+    """Add `counts`, set the depth of `minute`, drop the minutes before `prune_before`."""
+    rows = []
+    for c in counts:
+        hist = c["wait_hist"]
+        if hist:
+            found = conn.execute(
+                "SELECT wait_hist FROM queue_minutes WHERE queue_name = ? AND minute = ?",
+                (c["queue_name"], c["minute"]),
+            ).fetchone()
+            merged = dict(orjson.loads(found[0])) if found and found[0] else {}
+            for bucket, n in hist.items():
+                merged[bucket] = merged.get(bucket, 0) + n
+            hist = merged
+        text = orjson.dumps(hist).decode() if hist else None
+        rows.append(
+            (c["queue_name"], c["minute"], c["enqueued"], c["completed"], c["failed"], text)
+        )
+    if rows:
+        conn.executemany(_ADD, rows)
+    if depths:
+        conn.executemany(_DEPTH, [(q, minute, n) for q, n in sorted(depths.items())])
+    conn.execute("DELETE FROM queue_minutes WHERE minute < ?", (prune_before,))
+
+
+def queue_minutes(conn: sqlite3.Connection, queue_name: str, since: int) -> list[Row]:
+    """The stored minutes of `queue_name` from `since` on, oldest first."""
+    cols = ("minute", "enqueued", "completed", "failed", "depth", "wait_hist")
+    out = []
+    for raw in conn.execute(
+        "SELECT " + ", ".join(cols) + " FROM queue_minutes "
+        "WHERE queue_name = ? AND minute >= ? ORDER BY minute",
+        (queue_name, since),
+    ):
+        row = dict(zip(cols, raw, strict=True))
+        row["wait_hist"] = orjson.loads(row["wait_hist"]) if row["wait_hist"] else None
+        out.append(row)
+    return out
