@@ -98,19 +98,22 @@ def queue_share(run: ScenarioRun, spec: dict) -> list[str]:
 
 
 def queue_stats(run: ScenarioRun, row: dict) -> list[str]:
-    """P-LABEL-3, P-OBS-4: the GET /queues row of (queue_name, handler_name) has these fields."""
+    """P-LABEL-3, P-OBS-4: the GET /queues row of (queue_name, handler_name) has these fields;
+    without handler_name, the queue's entry in queue_controls (P-CTRL-3)."""
     from .checks import contains, short
 
-    queue, handler = row["queue_name"], row["handler_name"]
+    queue, handler = row["queue_name"], row.get("handler_name")
     try:
-        rows = run.api.call("GET", f"/queues?queue_name={queue}")["queues"]
+        answer = run.api.call("GET", f"/queues?queue_name={queue}")
+        rows = answer["queues"] if handler else answer["queue_controls"]
     except (ApiError, KeyError, TypeError) as err:
-        return [f"GET /queues?queue_name={queue}: {err}"]
-    found = [r for r in rows if r.get("queue_name") == queue and r.get("handler_name") == handler]
+        return [f"GET /queues?queue_name={queue}: {err!r}"]
+    where = f"row ({queue}, {handler})" if handler else f"queue_controls entry of {queue}"
+    found = [r for r in rows if r.get("queue_name") == queue and (not handler or r.get("handler_name") == handler)]
     if not found:
-        return [f"GET /queues has no row for queue {queue}, handler {handler}"]
+        return [f"GET /queues has no {where}"]
     if not contains(found[0], row["fields"]):
-        return [f"GET /queues row ({queue}, {handler}) is {short(found[0], 400)}, expected {short(row['fields'])}"]
+        return [f"GET /queues {where} is {short(found[0], 400)}, expected {short(row['fields'])}"]
     return []
 
 

@@ -7,7 +7,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import checks
+from . import checks, checks_queues
 from .adapter import AdapterProcess, adapter_env
 from .api import Api, ApiError
 from .proxy import FaultProxy, fault_from_step
@@ -187,7 +187,9 @@ class ScenarioRun:
                     time.sleep(step["duration_ms"] / 1000)
                     self.proxy.remove_fault(fault)
         elif action == "expect":
-            return [f"at {what}: {reason}" for reason in checks.tasks(self, step["tasks"])]
+            reasons = checks.tasks(self, step["tasks"])
+            reasons += [r for row in step.get("queue_stats", []) for r in checks_queues.queue_stats(self, row)]
+            return [f"at {what}: {reason}" for reason in reasons]
         return []
 
     def _call(self, method: str, path: str, body, what: str) -> None:
