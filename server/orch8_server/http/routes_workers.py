@@ -1,4 +1,4 @@
-"""Routes of the worker registry, queue statistics, health, metrics and build info."""
+"""Routes of the worker registry, health, metrics and build info."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
-from orch8_server import __version__, timefmt
+from orch8_server import __version__
 from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
 from orch8_server.http.endpoint import Call, Endpoint, endpoint, json_response
 from orch8_server.lifecycle.engine import Engine
-from orch8_server.lifecycle.queues import queue_rows
+from orch8_server.lifecycle.queues import queue_stats
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
@@ -57,12 +57,6 @@ def _directive(path: str, directive: str) -> Endpoint:
     return set_directive
 
 
-@endpoint("/queues", "GET")
-async def get_queue_stats(call: Call) -> Response:
-    rows = await queue_rows(_engine(call), call.params.get("queue_name"))
-    return json_response({"queues": rows, "generated_at": timefmt.iso(timefmt.now_ms())})
-
-
 @endpoint("/health/live", "GET", public=True)
 async def get_liveness(call: Call) -> Response:
     return json_response({"status": "ok", "checks": {}})
@@ -85,7 +79,7 @@ async def get_readiness(call: Call) -> Response:
 @endpoint("/metrics", "GET")
 async def get_metrics(call: Call) -> Response:
     engine = _engine(call)
-    body = engine.metrics.render(await queue_rows(engine, None), engine.dispatcher.waiting)
+    body = engine.metrics.render(await queue_stats(engine, None), engine.dispatcher.waiting)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
@@ -128,7 +122,6 @@ operations = [
         "/workers/{worker_id}/terminate",
         _directive("/workers/{worker_id}/terminate", "terminate"),
     ),
-    ("GET", "/queues", get_queue_stats),
     ("GET", "/health/live", get_liveness),
     ("GET", "/health/ready", get_readiness),
     ("GET", "/metrics", get_metrics),

@@ -18,19 +18,25 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from orch8_server.storage.base import ANY_QUEUE, CONTROLS_CHANGED
 from orch8_server.timefmt import now_ms
 
 log = logging.getLogger("orch8.dispatcher")
 
 
 class Waiter:
-    __slots__ = ("event", "handlers", "queue", "want")
+    __slots__ = ("event", "handlers", "queues", "want")
 
-    def __init__(self, queue: str, handlers: list[str] | None, want: int = 1) -> None:
-        self.queue = queue
+    def __init__(self, queues: str | list[str], handlers: list[str] | None, want: int = 1) -> None:
+        # P-QUEUE-2/3: a multi-queue poll parks on every one of its queues.
+        self.queues = (queues,) if isinstance(queues, str) else tuple(queues)
         self.handlers = frozenset(handlers) if handlers else None
         self.want = want  # the poll's batch size
         self.event = asyncio.Event()
+
+    @property
+    def queue(self) -> str:
+        return self.queues[0]
 
     def wants(self, handler: str | None) -> bool:
         return handler is None or self.handlers is None or handler in self.handlers
@@ -40,29 +46,55 @@ class Dispatcher:
     def __init__(self) -> None:
         # Per queue, waiters in parking order (a dict as an ordered set).
         self._waiters: dict[str, dict[Waiter, None]] = {}
+        self._parked = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._promote: Callable[[], Awaitable[int | None]] | None = None
+        # Queue controls (lifecycle/controls.py): a paused queue wakes nobody (P-CTRL-1);
+        # a control changed elsewhere (or wake-ups were missed) makes the view stale.
+        self.is_paused: Callable[[str], bool] = lambda _queue: False
+        self.on_controls_changed: Callable[[], None] = lambda: None
 
     @property
     def waiting(self) -> int:
-        return sum(len(s) for s in self._waiters.values())
+        return self._parked
 
-    def park(self, queue: str, handlers: list[str] | None, want: int = 1) -> Waiter:
-        waiter = Waiter(queue, handlers, want)
-        self._waiters.setdefault(queue, {})[waiter] = None
+    def park(self, queues: str | list[str], handlers: list[str] | None, want: int = 1) -> Waiter:
+        waiter = Waiter(queues, handlers, want)
+        for queue in waiter.queues:
+            self._waiters.setdefault(queue, {})[waiter] = None
+        self._parked += 1
         return waiter
 
     def unpark(self, waiter: Waiter) -> None:
-        waiters = self._waiters.get(waiter.queue)
-        if waiters is not None:
-            waiters.pop(waiter, None)
-            if not waiters:
-                del self._waiters[waiter.queue]
+        for queue in waiter.queues:
+            waiters = self._waiters.get(queue)
+            if waiters is not None:
+                waiters.pop(waiter, None)
+                if not waiters:
+                    del self._waiters[queue]
+        self._parked -= 1
 
     def wake(self, queue: str, handler: str | None = None, count: int | None = None) -> None:
         """Wake waiters for `handler` in `queue`: all of them, or (with `count`, the tasks
-        made claimable) the longest-parked ones not yet woken whose batch sizes cover it."""
+        made claimable) the longest-parked ones not yet woken whose batch sizes cover it.
+
+        `queue` ANY_QUEUE means every queue (a handler's running cap freed a slot); handler
+        CONTROLS_CHANGED (another replica changed a control) wakes every poll of `queue`
+        once the controls are re-read. Work of a paused queue wakes nobody (P-CTRL-1)."""
+        if handler == CONTROLS_CHANGED:
+            self.on_controls_changed()
+            handler = None
+        elif self.is_paused(queue):
+            return
+        if queue == ANY_QUEUE:
+            for name in list(self._waiters):
+                if not self.is_paused(name):
+                    self._wake_queue(name, handler, None)
+            return
+        self._wake_queue(queue, handler, count)
+
+    def _wake_queue(self, queue: str, handler: str | None, count: int | None) -> None:
         left = count
         for waiter in self._waiters.get(queue, ()):
             if left is not None and left <= 0:
@@ -73,6 +105,7 @@ class Dispatcher:
                     left -= waiter.want
 
     def wake_all(self) -> None:
+        self.on_controls_changed()  # wake-ups may have been missed: controls too
         for waiters in self._waiters.values():
             for waiter in waiters:
                 waiter.event.set()

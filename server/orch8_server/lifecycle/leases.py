@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, MANUAL_CODE, end_attempt
+from orch8_server.lifecycle.claims import claim_across, poll_queues
+from orch8_server.lifecycle.controls import Controls
 from orch8_server.lifecycle.retry import backoff_ms
-from orch8_server.lifecycle.tasks import DEFAULT_QUEUE
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
 from orch8_server.storage.base import Row, Tx
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
 class Leases:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.controls = Controls(engine)  # pause, caps, labels (P-CTRL-*, P-LABEL-*)
 
     # Claim -----------------------------------------------------------------------------
 
@@ -45,23 +47,24 @@ class Leases:
         whose caller disconnected stops waiting and claims nothing (P-POLL-7).
         """
         settings = self.engine.settings
-        queue = body.get("queue_name", DEFAULT_QUEUE)
+        queues, weights = poll_queues(body)  # P-QUEUE-2..4
         handlers = body.get("handler_names") or None
         worker_id = body.get("worker_id")
         lease_ms = int(body.get("lease_ms", settings.lease_ms))
         wait_ms = min(int(body.get("wait_ms", settings.wait_ms)), settings.max_wait_ms)
         start = timefmt.now_ms()
-        self.engine.pollers.seen(worker_id, queue, handlers, start)
+        for queue in queues:
+            self.engine.pollers.seen(worker_id, queue, handlers, start)
         deadline = start + wait_ms
 
         dispatcher = self.engine.dispatcher
-        # Parked before the claim: no lost wake-up.
-        waiter = dispatcher.park(queue, handlers, limit)
+        # Parked before the claim: no lost wake-up. On every queue of the poll.
+        waiter = dispatcher.park(queues, handlers, limit)
         gone: asyncio.Future[Any] | None = None
         try:
             while True:
                 waiter.event.clear()
-                claimed = await self._claim(queue, handlers, limit, lease_ms, worker_id)
+                claimed = await self._claim(queues, weights, handlers, limit, lease_ms, worker_id)
                 if claimed or self.engine.draining:
                     return claimed
                 remaining = deadline - timefmt.now_ms()
@@ -83,27 +86,40 @@ class Leases:
                 # Woken since its last claim began (caller gone, an error, a wake during
                 # the claim): those tasks may not be in its claim, so pass the wake-up on,
                 # or they would wait for the next event.
-                dispatcher.wake(queue, None, waiter.want)
+                for queue in queues:
+                    dispatcher.wake(queue, None, waiter.want)
             if gone is not None and not gone.done():
                 gone.cancel()
 
     async def _claim(
         self,
-        queue: str,
+        queues: list[str],
+        weights: dict[str, int] | None,
         handlers: list[str] | None,
         limit: int,
         lease_ms: int,
         worker_id: str | None,
     ) -> list[ClaimedTask]:
+        controls = self.controls
+        await controls.current()
+        labels = await controls.labels_of(worker_id)  # P-LABEL-1
         now = timefmt.now_ms()
-        rows, expired = await self.engine.storage.claim(
-            queue, handlers, limit, now, lease_ms, worker_id, ids.lease_id
-        )
+
+        async def claim_one(queue: str, n: int) -> tuple[list[Row], int]:
+            if controls.paused(queue):  # P-CTRL-1 (the claim re-checks the stored pause)
+                return [], 0
+            return await self.engine.storage.claim(
+                queue, handlers, n, now, lease_ms, worker_id, ids.lease_id, labels,
+                controls.capped(queue, handlers),  # P-CTRL-2: serialised under a lock
+            )  # fmt: skip
+
+        rows, expired = await claim_across(queues, weights, limit, claim_one, self.engine.rng)
         metrics = self.engine.metrics
         if expired:
             metrics.expired.inc(expired)
         for pair, n in Counter((r["queue_name"], r["handler_name"]) for r in rows).items():
             metrics.claimed.labels(*pair).inc(n)
+        self.engine.history.claimed(rows)  # P-OBS-5
         return [views.claimed_task(row) for row in rows]
 
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
@@ -137,6 +153,7 @@ class Leases:
         item = {**body, "task_id": task_id}
         (outcome,), rows = await self._complete_items([item])
         self._count_completed(rows)
+        await self._freed(rows)
         if isinstance(outcome, Problem):
             raise outcome
         return outcome
@@ -189,17 +206,23 @@ class Leases:
         await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
         return reply, row
 
+    async def _freed(self, rows: list[Row | None]) -> None:
+        """Post-commit: these tasks stopped running; wake polls a running cap held back."""
+        await self.controls.freed({(r["queue_name"], r["handler_name"]) for r in rows if r})
+
     def _count_completed(self, rows: list[Row | None]) -> None:
         """Post-commit: one counter update per (queue, handler), not per row."""
         pairs = Counter((r["queue_name"], r["handler_name"]) for r in rows if r is not None)
         for pair, n in pairs.items():
             self.engine.metrics.completed.labels(*pair).inc(n)
+        self.engine.history.completed(rows)  # P-OBS-5
 
     async def fail(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             reply, row = await self._fail(tx, task_id, body, now)
         self._after_fail(row, now)
+        await self._freed([row])
         return reply
 
     async def _fail(
@@ -237,6 +260,7 @@ class Leases:
         if row is None:
             return
         labels = (row["queue_name"], row["handler_name"])
+        self.engine.history.failed(row["queue_name"])  # P-OBS-5: retried or final
         if row["status"] == "failed":
             self.engine.metrics.failed.labels(*labels).inc()
         else:
@@ -294,6 +318,7 @@ class Leases:
             reply = views.outcome(row)
             await end_attempt(tx, ended, now, "released", None, reply)
         self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
+        await self._freed([row])
         return reply
 
     # Batches (P-BATCH-1) -----------------------------------------------------------------
@@ -305,6 +330,7 @@ class Leases:
     async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
         outcomes, rows = await self._complete_items(items)
         self._count_completed(rows)
+        await self._freed(rows)
         return {
             "items": [
                 self._item_error(item["task_id"], o)
@@ -330,6 +356,7 @@ class Leases:
                     out.append(self._item_error(item["task_id"], problem))
         for row in rows:
             self._after_fail(row, now)
+        await self._freed(rows)
         return {"items": out}
 
 

@@ -76,6 +76,7 @@ def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
         "checkpoint": None,
         "progress": None,
         "cancel_reason": None,
+        "required_labels": body.get("required_labels") or None,  # P-LABEL-1: NULL for {}
     }
 
 
@@ -110,6 +111,7 @@ class Tasks:
         enqueued: Counter[tuple[str, str]] = Counter()
         due: dict[tuple[str, str, bool], int] = {}
         ready: Counter[tuple[str, str, bool]] = Counter()
+        labelled: set[tuple[str, str]] = set()
         expired = 0
         for row, created in results:
             if not created:
@@ -122,13 +124,18 @@ class Tasks:
                 key = (*pair, row["run_at"] <= now)
                 due[key] = min(due.get(key, row["run_at"]), row["run_at"])
                 ready[key] += 1
+                if row["required_labels"]:
+                    labelled.add(pair)
             elif row["status"] == "expired":
                 expired += 1
         metrics = self.engine.metrics
         for pair, n in enqueued.items():
             metrics.enqueued.labels(*pair).inc(n)
+        self.engine.history.enqueued(enqueued)  # P-OBS-5
         for (queue, handler, now_due), run_at in due.items():
-            count = ready[(queue, handler, now_due)] if now_due else None
+            # A labelled task may suit none of the longest-parked polls: wake them all.
+            counted = now_due and (queue, handler) not in labelled
+            count = ready[(queue, handler, now_due)] if counted else None
             self.engine.made_claimable(queue, handler, run_at, now, count)
         if expired:
             metrics.expired.inc(expired)
@@ -188,6 +195,8 @@ class Tasks:
             await tx.update_task(task_id, fields)
             row.update(fields)
         self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
+        if status == "running":
+            await self.engine.leases.controls.freed([(row["queue_name"], row["handler_name"])])
         return views.task(row)
 
     async def resolve_manually(self, task_id: str, outcome: str, body: dict[str, Any]) -> Task:
@@ -212,7 +221,8 @@ class Tasks:
                     "retryable": False,
                     "details": body.get("details"),
                 }
-            if row["status"] == "running":
+            was_running = row["status"] == "running"
+            if was_running:
                 # The worker's attempt is over: the `manual` code on it makes the worker's
                 # heartbeat, complete and fail answer 409 lease_lost (P-MANUAL-1).
                 ended = {
@@ -228,6 +238,9 @@ class Tasks:
             self.engine.metrics.completed if outcome == "completed" else self.engine.metrics.failed
         )
         counter.labels(row["queue_name"], row["handler_name"]).inc()
+        self.engine.history.finished(row["queue_name"], outcome)  # P-OBS-5
+        if was_running:
+            await self.engine.leases.controls.freed([(row["queue_name"], row["handler_name"])])
         return views.task(row)
 
     async def retry(self, task_id: str, body: dict[str, Any]) -> Task:

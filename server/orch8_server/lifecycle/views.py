@@ -61,6 +61,7 @@ def task(row: Row) -> Task:
         "checkpoint": row["checkpoint"],
         "progress": row["progress"],
         "cancel_reason": row["cancel_reason"],
+        "required_labels": row.get("required_labels") or {},  # P-LABEL-1
     }
 
 

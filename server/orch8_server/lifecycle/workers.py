@@ -58,6 +58,7 @@ class Workers:
         row = self._new_row(body["worker_id"], body, now)
         async with self.engine.storage.transaction() as tx:
             await tx.upsert_worker(row)
+        self.engine.leases.controls.forget_worker(row["worker_id"])  # P-LABEL-1: its latest labels
         return self._view(row, await self._active(row["worker_id"]))
 
     async def get(self, worker_id: str) -> Worker:
@@ -158,6 +159,7 @@ class Workers:
                 now,
             )
         self.engine.reaper.after_reclaim(reclaimed, now)
+        self.engine.leases.controls.forget_worker(worker_id)
         return self._view(row, 0)
 
     async def sweep_dead(self, now: int) -> int:
@@ -177,5 +179,6 @@ class Workers:
                 )
         for worker in dead:
             log.warning("worker declared dead", extra={"worker_id": worker["worker_id"]})
+            self.engine.leases.controls.forget_worker(worker["worker_id"])
         self.engine.reaper.after_reclaim(reclaimed, now)
         return len(dead)

@@ -46,6 +46,7 @@ TASK_COLUMNS = (
     "checkpoint",
     "progress",
     "cancel_reason",
+    "required_labels",  # NULL for none (P-LABEL-1): the plain claim's test is IS NULL
 )
 ATTEMPT_COLUMNS = (
     "task_id",
@@ -62,6 +63,7 @@ ATTEMPT_COLUMNS = (
 CLAIM_COLUMNS = (
     "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
     "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
+    "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
 )  # fmt: skip
 CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
 # What complete_running returns: the outcome, the attempt record and the metrics need.
@@ -69,6 +71,11 @@ COMPLETED_COLUMNS = (
     "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
     "queue_name", "handler_name", "run_at",
 )  # fmt: skip
+QUEUE_CONTROL_COLUMNS = ("queue_name", "paused", "paused_at", "max_running", "updated_at")
+HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at")
+# Announced on the wake channel when a control changes: waiters re-read the controls.
+CONTROLS_CHANGED = "!controls"  # never a valid handler name
+ANY_QUEUE = ""  # never a valid queue name: every queue
 WORKER_COLUMNS = (
     "worker_id",
     "state",
@@ -132,10 +139,19 @@ class Tx(Protocol):
         lease_ms: int,
         worker_id: str | None,
         new_lease_id: Any,
+        labels: dict[str, str] | None = None,
+        capped: bool = False,
     ) -> tuple[list[Row], int]:
         """Claim up to `limit` pending tasks, priority then FIFO (P-ORDER-1); pending
         tasks past good_until met on the way become expired (P-EXPIRE-1). Returns the
-        claimed rows (status running, new lease, attempt + 1) and the number expired."""
+        claimed rows (status running, new lease, attempt + 1) and the number expired.
+
+        `labels`: the claiming worker's labels; tasks whose required_labels they do not
+        contain are skipped (None: only tasks without required labels; P-LABEL-1/2).
+        `capped`: the queue or a handler may be paused or capped: read the controls
+        (locked on PostgreSQL) and claim at most cap - running (P-CTRL-1, P-CTRL-2).
+        Uncapped claims still skip rows of paused or capped queues and handlers, so a
+        replica whose view of the controls is stale never passes them."""
 
     async def promote_due(self, now: int) -> list[tuple[str, str]]:
         """scheduled -> pending where run_at <= now; returns (queue, handler) pairs."""
@@ -183,6 +199,8 @@ class Storage(Protocol):
         lease_ms: int,
         worker_id: str | None,
         new_lease_id: Any,
+        labels: dict[str, str] | None = None,
+        capped: bool = False,
     ) -> tuple[list[Row], int]:
         """Tx.claim in a transaction of its own (the backend picks the cheapest one).
         Rows carry at least the columns of the ClaimedTask view; a backend may hand JSON
@@ -208,8 +226,51 @@ class Storage(Protocol):
 
     async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]: ...
 
+    # Queue controls and label routing (P-CTRL-1..3, P-LABEL-1..3) ------------------------
+
+    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
+        """Upsert the queue's control row with `fields` (paused, paused_at, max_running)
+        and announce the change to every replica; returns the row (QUEUE_CONTROL_COLUMNS)."""
+
+    async def set_handler_control(
+        self, handler_name: str, max_running: int | None, now: int
+    ) -> Row:
+        """Upsert the handler's cap and announce it; returns the row (HANDLER_CONTROL_COLUMNS)."""
+
+    async def controls(self) -> tuple[list[Row], list[Row]]:
+        """Every queue control row and every handler control row."""
+
+    async def running_counts(self) -> list[tuple[str, str, int]]:
+        """(queue, handler, running tasks) for every pair with a running task."""
+
+    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
+        """(queue, handler, required_labels, pending count) of pending labelled tasks."""
+
+    async def live_worker_labels(self) -> list[dict[str, str]]:
+        """The labels of every registered worker that is not dead."""
+
+    async def announce(self, queue_name: str, handler_name: str) -> None:
+        """Wake the other replicas' polls of (queue, handler) (a running cap freed a
+        slot); a single-process backend does nothing."""
+
     async def share_pollers(
         self, seen: list[tuple[str, str, str, int]], since: int
     ) -> list[tuple[str, str, str, int]]:
         """Multi-replica only: record (queue, handler, poller, seen_at) rows seen by this
         replica; return every replica's rows seen at or after `since`."""
+
+    # Queue history (P-OBS-5; sqlite_history.py, postgres_history.py) ---------------------
+
+    async def pending_counts(self) -> dict[str, int]:
+        """Pending tasks per queue (the history's depth sample)."""
+
+    async def add_queue_minutes(
+        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+    ) -> None:
+        """Add each row's counts (queue_name, minute, enqueued, completed, failed,
+        wait_hist) to the stored minute, additively: every replica adds its own. Set the
+        depth of `minute` per queue in `depths`; drop minutes before `prune_before`."""
+
+    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
+        """Stored minutes of the queue from `since` on, oldest first (rows as above plus
+        depth)."""

@@ -29,10 +29,13 @@ from typing import Any, Literal
 import asyncpg
 import orjson
 
+from orch8_server.storage import postgres_controls as pc
+from orch8_server.storage import postgres_history
 from orch8_server.storage.base import Row, StorageUnavailable, TaskFilter
+from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_listen import WakeListener
 from orch8_server.storage.postgres_schema import migrate
-from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx, claim_rows
+from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx
 
 log = logging.getLogger("orch8.storage.postgres")
 
@@ -87,8 +90,10 @@ class PgStorage:
         pool_size: int = 10,
         acquire_timeout_ms: int = 5000,
         statement_timeout_ms: int = 30000,
+        notify_fallback_ms: int = 500,
     ) -> None:
         self.url = url
+        self.notify_fallback_ms = notify_fallback_ms  # P-OBS-6
         self.pool_size = pool_size
         self.acquire_timeout = acquire_timeout_ms / 1000
         self.statement_timeout_ms = statement_timeout_ms
@@ -157,6 +162,7 @@ class PgStorage:
                 self.replica,
                 self._wake,
                 self._wake_all,
+                fallback_ms=self.notify_fallback_ms,
             )
             self._listener.start()
 
@@ -231,13 +237,50 @@ class PgStorage:
         lease_ms: int,
         worker_id: str | None,
         new_lease_id: Any,
+        labels: dict[str, str] | None = None,
+        capped: bool = False,
     ) -> tuple[list[Row], int]:
         """A claim in autocommit on a connection with synchronous_commit off (P-LEASE-8):
-        one round trip, where BEGIN, SET LOCAL, the claim and COMMIT took four."""
+        one round trip, where BEGIN, SET LOCAL, the claim and COMMIT took four. A capped
+        claim is a transaction of its own there (postgres_claim.py)."""
+        claim = capped_claim_rows if capped else claim_rows
         async with self._conn(self._claims) as conn:
-            return await claim_rows(
-                conn, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
-            )
+            return await claim(
+                conn, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+                labels,
+            )  # fmt: skip
+
+    # Queue controls and label routing (postgres_controls.py) ----------------------------
+
+    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
+        async with self._conn() as conn:
+            return await pc.set_queue_control(conn, self.replica, queue_name, fields, now)
+
+    async def set_handler_control(
+        self, handler_name: str, max_running: int | None, now: int
+    ) -> Row:
+        async with self._conn() as conn:
+            return await pc.set_handler_control(conn, self.replica, handler_name, max_running, now)
+
+    async def controls(self) -> tuple[list[Row], list[Row]]:
+        async with self._conn() as conn:
+            return await pc.controls(conn)
+
+    async def running_counts(self) -> list[tuple[str, str, int]]:
+        async with self._conn() as conn:
+            return await pc.running_counts(conn)
+
+    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
+        async with self._conn() as conn:
+            return await pc.pending_label_sets(conn, queue_name)
+
+    async def live_worker_labels(self) -> list[dict[str, str]]:
+        async with self._conn() as conn:
+            return await pc.live_worker_labels(conn)
+
+    async def announce(self, queue_name: str, handler_name: str) -> None:
+        async with self._conn() as conn:
+            await pc.notify(conn, self.replica, queue_name, handler_name)
 
     async def _fetch(self, sql: str, *args: Any) -> list[Row]:
         async with self._conn() as conn:
@@ -337,3 +380,19 @@ class PgStorage:
                 since,
             )
         return [tuple(r) for r in rows]
+
+    # Queue history (P-OBS-5, postgres_history.py): a pooled connection, off the claims --
+
+    async def pending_counts(self) -> dict[str, int]:
+        async with self._conn() as conn:
+            return await postgres_history.pending_counts(conn)
+
+    async def add_queue_minutes(
+        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+    ) -> None:
+        async with self._conn() as conn:
+            await postgres_history.add_queue_minutes(conn, counts, minute, depths, prune_before)
+
+    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
+        async with self._conn() as conn:
+            return await postgres_history.queue_minutes(conn, queue_name, since)

@@ -29,13 +29,12 @@ import orjson
 
 from orch8_server.storage.base import (
     ATTEMPT_COLUMNS,
-    CLAIM_COLUMNS,
-    CLAIM_JSON,
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
     Row,
 )
+from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
@@ -64,18 +63,24 @@ _TYPES = {
     "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
     "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
     "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
-    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "task_id": "text",
+    "checkpoint": "json", "progress": "json", "cancel_reason": "text",
+    "required_labels": "jsonb", "task_id": "text",
     "ended_at": "bigint", "outcome": "text", "reply": "json",
 }  # fmt: skip
+
+
+_JSON = ("json", "jsonb")
 
 
 def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
     """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
     few arrays instead of executemany's Bind+Execute per row."""
     args = ", ".join(
-        f"${i + 1}::{'text' if _TYPES[c] == 'json' else _TYPES[c]}[]" for i, c in enumerate(cols)
+        f"${i + 1}::{'text' if _TYPES[c] in _JSON else _TYPES[c]}[]" for i, c in enumerate(cols)
     )
-    exprs = ", ".join(f"c{i}::json" if _TYPES[c] == "json" else f"c{i}" for i, c in enumerate(cols))
+    exprs = ", ".join(
+        f"c{i}::{_TYPES[c]}" if _TYPES[c] in _JSON else f"c{i}" for i, c in enumerate(cols)
+    )
     names = ", ".join(f"c{i}" for i in range(len(cols)))
     return (
         f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
@@ -107,10 +112,10 @@ _UPSERT_ATTEMPTS_BULK = _bulk_insert(
 # Buffered statement -> (its bulk form, which positions are json, the key positions that
 # must be unique within one bulk statement).
 _BULK: dict[str, tuple[str, list[bool], tuple[int, ...]]] = {
-    _INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, [_TYPES[c] == "json" for c in _NEW_TASK_COLS], (0,)),
+    _INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, [_TYPES[c] in _JSON for c in _NEW_TASK_COLS], (0,)),
     _UPSERT_ATTEMPT: (
         _UPSERT_ATTEMPTS_BULK,
-        [_TYPES[c] == "json" for c in ATTEMPT_COLUMNS],
+        [_TYPES[c] in _JSON for c in ATTEMPT_COLUMNS],
         (0, 1),
     ),
 }
@@ -122,119 +127,6 @@ def _columns(rows: list[tuple[Any, ...]], json_at: list[bool]) -> list[list[Any]
         if is_json:
             cols[i] = [None if v is None else orjson.dumps(v).decode() for v in cols[i]]
     return cols
-
-
-# A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
-_LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
-
-
-_LEASE_COLUMNS = (
-    "status",
-    "lease_id",
-    "worker_id",
-    "lease_expires_at",
-    "lease_ms",
-    "lease_started_at",
-)
-
-
-def _claim_sql(by_handler: bool) -> str:
-    """One statement per poll: pick up to $2 pending rows in claim order (priority, then
-    FIFO by seq; P-ORDER-1) with FOR UPDATE SKIP LOCKED, lease them, return them.
-
-    With handler names, one LATERAL index scan per handler on tasks_claim_handler
-    (queue, handler, priority, seq), each reading at most $2 rows in index order; the
-    best $2 of their union win (the losers stay locked until this one-statement
-    transaction commits). Without, one scan of tasks_claim_any."""
-    if by_handler:
-        pick = (
-            "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
-            "SELECT seq, priority FROM tasks WHERE status = 'pending' AND queue_name = $1 "
-            "AND handler_name = h.name ORDER BY priority, seq LIMIT $2 "
-            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
-        )
-    else:
-        pick = (
-            "SELECT seq, priority FROM tasks WHERE status = 'pending' AND queue_name = $1 "
-            "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
-        )
-    live = _LIVE
-
-    def when(then: str, otherwise: str) -> str:
-        return f"CASE WHEN {live} THEN {then} ELSE {otherwise} END"
-
-    # Only what the wire and the claim need; JSON as its stored text (spliced, P-LEASE-8
-    # rows are never parsed here).
-    cols = ", ".join(
-        f"t.{c}::text AS {c}" if c in CLAIM_JSON else f"t.{c}"
-        for c in (*CLAIM_COLUMNS, *_LEASE_COLUMNS)
-    )
-    running, expired = "'running'", "'expired'"
-    return (
-        f"WITH pick AS ({pick}), "
-        "ranked AS (SELECT seq, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
-        "UPDATE tasks t SET "
-        f"status = {when(running, expired)}, "
-        f"attempt = {when('t.attempt + 1', 't.attempt')}, "
-        f"lease_id = {when('($6::text[])[r.rn]', 't.lease_id')}, "
-        f"lease_expires_at = {when('$3 + $4', 't.lease_expires_at')}, "
-        f"lease_ms = {when('$4', 't.lease_ms')}, "
-        f"lease_started_at = {when('$3', 't.lease_started_at')}, "
-        f"worker_id = {when('$5', 't.worker_id')}, "
-        f"started_at = {when('COALESCE(t.started_at, $3)', 't.started_at')}, "
-        f"finished_at = {when('t.finished_at', '$3')}, "
-        "updated_at = $3 "
-        f"FROM ranked r WHERE t.seq = r.seq RETURNING {cols}"
-    )
-
-
-CLAIM_BY_HANDLER = _claim_sql(True)
-CLAIM_ANY = _claim_sql(False)
-
-
-def _claimed(record: asyncpg.Record) -> Row:
-    row = dict(record)
-    for col in CLAIM_JSON:
-        value = row[col]
-        if value is not None:
-            row[col] = orjson.Fragment(value)
-    return row
-
-
-async def claim_rows(
-    conn: asyncpg.Connection,
-    queue_name: str,
-    handler_names: list[str] | None,
-    limit: int,
-    now: int,
-    lease_ms: int,
-    worker_id: str | None,
-    new_lease_id: Any,
-) -> tuple[list[Row], int]:
-    """The claim's statements (Tx.claim in base.py). Each is atomic by itself, so they
-    also run in autocommit (PgStorage.claim). P-LEASE-8: a claim need not wait for its WAL
-    flush; lost in a crash, the task is still pending and is delivered again
-    (at-least-once) while enqueues and results stay fully durable."""
-    claimed: list[Row] = []
-    expired = 0
-    while len(claimed) < limit:
-        want = limit - len(claimed)
-        args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
-        args.append([new_lease_id() for _ in range(want)])
-        if handler_names:
-            records = await conn.fetch(CLAIM_BY_HANDLER, *args, handler_names)
-        else:
-            records = await conn.fetch(CLAIM_ANY, *args)
-        rows = [_claimed(r) for r in records]
-        fresh = sorted(
-            (r for r in rows if r["status"] == "running"),
-            key=lambda r: (r["priority"], r["seq"]),
-        )
-        claimed += fresh
-        expired += len(rows) - len(fresh)
-        if len(fresh) == len(rows):  # nothing expired on the way: no need to look again
-            break
-    return claimed, expired
 
 
 def _row(record: asyncpg.Record | None) -> Row | None:
@@ -385,14 +277,18 @@ class PgTx:
         lease_ms: int,
         worker_id: str | None,
         new_lease_id: Any,
+        labels: dict[str, str] | None = None,
+        capped: bool = False,
     ) -> tuple[list[Row], int]:
         await self.flush()
         self._locked.clear()  # rows written below bypass update_task
         # P-LEASE-8: a claim need not wait for its WAL flush (see claim_rows).
         await self.c.execute("SET LOCAL synchronous_commit = off")
-        return await claim_rows(
-            self.c, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
-        )
+        claim = capped_claim_rows if capped else claim_rows  # a savepoint inside this tx
+        return await claim(
+            self.c, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+            labels,
+        )  # fmt: skip
 
     async def promote_due(self, now: int) -> list[tuple[str, str]]:
         await self.flush()

@@ -25,6 +25,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+from orch8_server.storage import sqlite_controls, sqlite_history
 from orch8_server.storage.base import ATTEMPT_COLUMNS, WORKER_COLUMNS, Row, TaskFilter
 from orch8_server.storage.sqlite_schema import migrate
 from orch8_server.storage.sqlite_tx import (
@@ -123,11 +124,14 @@ class SqliteStorage:
         lease_ms: int,
         worker_id: str | None,
         new_lease_id: Any,
+        labels: dict[str, str] | None = None,
+        capped: bool = False,
     ) -> tuple[list[Row], int]:
         async with self.transaction() as tx:
             return await tx.claim(
-                queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id
-            )
+                queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+                labels, capped,
+            )  # fmt: skip
 
     def _roll_back_savepoint(self, exc: BaseException) -> None:
         conn = self.c
@@ -256,6 +260,37 @@ class SqliteStorage:
         ).fetchone()[0]
         return earliest
 
+    # Queue controls and label routing (sqlite_controls.py) ------------------------------
+
+    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
+        async with self.transaction():
+            return sqlite_controls.set_queue_control(self.c, queue_name, fields, now)
+
+    async def set_handler_control(
+        self, handler_name: str, max_running: int | None, now: int
+    ) -> Row:
+        async with self.transaction():
+            return sqlite_controls.set_handler_control(self.c, handler_name, max_running, now)
+
+    async def controls(self) -> tuple[list[Row], list[Row]]:
+        await self._settled()
+        return sqlite_controls.controls(self.c)
+
+    async def running_counts(self) -> list[tuple[str, str, int]]:
+        await self._settled()
+        return sqlite_controls.running_counts(self.c)
+
+    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
+        await self._settled()
+        return sqlite_controls.pending_label_sets(self.c, queue_name)
+
+    async def live_worker_labels(self) -> list[dict[str, str]]:
+        await self._settled()
+        return sqlite_controls.live_worker_labels(self.c)
+
+    async def announce(self, queue_name: str, handler_name: str) -> None:
+        """One process: the engine already woke its own polls."""
+
     async def get_worker(self, worker_id: str) -> Row | None:
         await self._settled()
         return await SqliteTx(self.c).get_worker(worker_id)
@@ -282,3 +317,20 @@ class SqliteStorage:
                 worker_ids,
             ).fetchall()
         )
+
+    # Queue history (P-OBS-5, sqlite_history.py) ------------------------------------------
+
+    async def pending_counts(self) -> dict[str, int]:
+        await self._settled()
+        return sqlite_history.pending_counts(self.c)
+
+    async def add_queue_minutes(
+        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+    ) -> None:
+        # Through the writer: its own SAVEPOINT in the current group commit.
+        async with self.transaction():
+            sqlite_history.add_queue_minutes(self.c, counts, minute, depths, prune_before)
+
+    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
+        await self._settled()
+        return sqlite_history.queue_minutes(self.c, queue_name, since)

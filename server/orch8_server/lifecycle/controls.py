@@ -1,0 +1,196 @@
+"""Queue controls and label routing: this replica's view of them (P-CTRL-1..3, P-LABEL-1).
+
+The controls live in the database (queue_controls, handler_controls), so they hold on
+every replica and survive a restart. Each replica keeps a copy to choose the claim path:
+a queue or handler with no control takes the plain claim (whose SQL still skips paused and
+capped rows, so a stale copy never passes a control); a capped one takes the serialised
+claim that counts running tasks under a lock. The copy is re-read when a control changes
+here, when another replica announces a change (a NOTIFY with handler CONTROLS_CHANGED),
+and when wake-ups may have been missed.
+
+Workers' labels (P-LABEL-1) are looked up by worker_id and kept `LABELS_TTL_MS`; a
+registration, deregistration or death on this replica forgets them at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from orch8_server import timefmt
+from orch8_server.storage.base import ANY_QUEUE, Row
+
+if TYPE_CHECKING:
+    from orch8_server._generated.models import HandlerControl, QueueControl
+    from orch8_server.lifecycle.engine import Engine
+
+log = logging.getLogger("orch8.controls")
+LABELS_TTL_MS = 1000
+
+
+class Controls:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._queues: dict[str, Row] = {}  # queue -> its control row, paused or capped only
+        self._handler_caps: dict[str, int] = {}  # handler -> max_running
+        self._stale = True  # read on first use: the stored controls survive restarts
+        self._reading = asyncio.Lock()
+        self._labels: dict[str, tuple[int, dict[str, str] | None]] = {}
+        engine.dispatcher.is_paused = self.paused
+        engine.dispatcher.on_controls_changed = self.mark_stale
+
+    # This replica's view -----------------------------------------------------------------
+
+    def mark_stale(self) -> None:
+        self._stale = True
+
+    async def current(self) -> None:
+        """Re-read the controls if they may have changed (one read for concurrent polls)."""
+        if not self._stale:
+            return
+        async with self._reading:
+            if self._stale:
+                self._stale = False  # a change announced during the read marks it again
+                try:
+                    queues, handlers = await self.engine.storage.controls()
+                except BaseException:
+                    self._stale = True
+                    raise
+                self._apply(queues, handlers)
+
+    def _apply(self, queues: list[Row], handlers: list[Row]) -> None:
+        self._queues = {
+            q["queue_name"]: q for q in queues if q["paused"] or q["max_running"] is not None
+        }
+        self._handler_caps = {
+            h["handler_name"]: h["max_running"] for h in handlers if h["max_running"] is not None
+        }
+
+    def paused(self, queue: str) -> bool:
+        control = self._queues.get(queue)
+        return control is not None and bool(control["paused"])
+
+    def capped(self, queue: str, handlers: list[str] | None) -> bool:
+        """Does a claim of `queue` for `handlers` need the serialised path (P-CTRL-2)?"""
+        control = self._queues.get(queue)
+        if control is not None and control["max_running"] is not None:
+            return True
+        if not self._handler_caps:
+            return False
+        return handlers is None or any(h in self._handler_caps for h in handlers)
+
+    def queue_cap(self, queue: str) -> int | None:
+        control = self._queues.get(queue)
+        return None if control is None else control["max_running"]
+
+    def handler_cap(self, handler: str) -> int | None:
+        return self._handler_caps.get(handler)
+
+    async def freed(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Tasks of these (queue, handler) pairs stopped running (completed, failed,
+        cancelled): wake the polls a running cap held back, here and on every replica
+        (P-CTRL-2). Costs nothing while no cap exists."""
+        if not self._handler_caps and not any(
+            c["max_running"] is not None for c in self._queues.values()
+        ):
+            return
+        announced = set()
+        for queue, handler in pairs:
+            if handler in self._handler_caps:
+                queue = ANY_QUEUE  # the handler's polls on every queue
+            elif self.queue_cap(queue) is None:
+                continue
+            announced.add((queue, handler))
+        for queue, handler in sorted(announced):
+            self.engine.dispatcher.wake(queue, handler)
+            try:
+                await self.engine.storage.announce(queue, handler)
+            except Exception as exc:  # the others' polls still re-poll within wait_ms
+                log.warning("could not announce a freed running slot: %s", exc)
+
+    # Operator controls (P-CTRL-1, P-CTRL-2) ---------------------------------------------
+
+    async def _set_queue(self, queue: str, fields: Row) -> QueueControl:
+        now = timefmt.now_ms()
+        row = await self.engine.storage.set_queue_control(queue, fields, now)
+        await self._reread()
+        return await self.queue_view(row)
+
+    async def _reread(self) -> None:
+        self._stale = True
+        await self.current()
+
+    async def pause(self, queue: str) -> QueueControl:
+        """P-CTRL-1: idempotent; the first pause's paused_at is kept."""
+        await self.current()
+        if self.paused(queue):
+            return await self.queue_view(self._queues[queue])
+        return await self._set_queue(queue, {"paused": True, "paused_at": timefmt.now_ms()})
+
+    async def resume(self, queue: str) -> QueueControl:
+        """P-CTRL-1: ends the pause and wakes the queue's waiting polls at once."""
+        view = await self._set_queue(queue, {"paused": False, "paused_at": None})
+        self.engine.dispatcher.wake(queue)
+        return view
+
+    async def set_queue_limit(self, queue: str, max_running: int | None) -> QueueControl:
+        view = await self._set_queue(queue, {"max_running": max_running})
+        self.engine.dispatcher.wake(queue)  # a higher cap (or none) may free slots
+        return view
+
+    async def set_handler_limit(self, handler: str, max_running: int | None) -> HandlerControl:
+        now = timefmt.now_ms()
+        row = await self.engine.storage.set_handler_control(handler, max_running, now)
+        await self._reread()
+        self.engine.dispatcher.wake(ANY_QUEUE, handler)
+        running = await self._running()
+        return handler_view(row, sum(n for (_, h), n in running.items() if h == handler))
+
+    async def _running(self) -> dict[tuple[str, str], int]:
+        return {(q, h): n for q, h, n in await self.engine.storage.running_counts()}
+
+    async def queue_view(self, row: Row) -> QueueControl:
+        running = await self._running()
+        return queue_view(row, sum(n for (q, _), n in running.items() if q == row["queue_name"]))
+
+    # Workers' labels (P-LABEL-1) ---------------------------------------------------------
+
+    async def labels_of(self, worker_id: str | None) -> dict[str, str] | None:
+        """The labels of a registered, live worker (None for none, unregistered or dead)."""
+        if worker_id is None:
+            return None
+        now = timefmt.now_ms()
+        cached = self._labels.get(worker_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        row = await self.engine.storage.get_worker(worker_id)
+        labels = None if row is None or row["state"] == "dead" else (row["labels"] or None)
+        if len(self._labels) > 10_000:
+            self._labels.clear()  # bounded: curl polls may send any worker_id
+        self._labels[worker_id] = (now + LABELS_TTL_MS, labels)
+        return labels
+
+    def forget_worker(self, worker_id: str) -> None:
+        self._labels.pop(worker_id, None)
+
+
+def queue_view(row: Row, running: int) -> QueueControl:
+    return {
+        "queue_name": row["queue_name"],
+        "paused": bool(row["paused"]),
+        "paused_at": timefmt.iso_or_none(row["paused_at"]),
+        "max_running": row["max_running"],
+        "running": running,
+        "updated_at": timefmt.iso_or_none(row["updated_at"]),
+    }
+
+
+def handler_view(row: Row, running: int) -> HandlerControl:
+    return {
+        "handler_name": row["handler_name"],
+        "max_running": row["max_running"],
+        "running": running,
+        "updated_at": timefmt.iso_or_none(row["updated_at"]),
+    }

@@ -1,0 +1,290 @@
+"""PostgreSQL claims: the one-statement claim of every plain poll, and the serialised
+claim of a paused or capped queue or handler (P-CTRL-1, P-CTRL-2).
+
+Plain claims (no control known to this replica) are one FOR UPDATE SKIP LOCKED statement
+that still skips rows of any paused or capped queue or handler: the controls live in the
+database, and a replica whose cached view is stale (a NOTIFY still in flight) must not
+pass them. The guard is an index probe of two tables that are empty unless controls are
+in use. Label routing (P-LABEL-1) is a filter of the same scan: a plain poll takes only
+rows whose required_labels is NULL; a registered worker's poll also takes rows whose
+labels its own contain (jsonb <@), so labelled rows never block the rest (P-LABEL-2).
+
+Capped claims run in a transaction that locks the control rows (queue first, then
+handlers by name), counts the running tasks (tasks_running_queue) and claims at most
+cap - running: racing pollers on every replica queue on the lock, never past the cap.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import asyncpg
+import orjson
+
+from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+
+# A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
+_LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
+
+_LEASE_COLUMNS = (
+    "status",
+    "lease_id",
+    "worker_id",
+    "lease_expires_at",
+    "lease_ms",
+    "lease_started_at",
+)
+# Only what the wire and the claim need; JSON as its stored text (spliced, P-LEASE-8
+# rows are never parsed here).
+_RETURNED = ", ".join(
+    f"t.{c}::text AS {c}" if c in CLAIM_JSON else f"t.{c}"
+    for c in (*CLAIM_COLUMNS, *_LEASE_COLUMNS)
+)
+# P-CTRL-1/2 guard of a plain claim: nothing of a paused or capped queue or handler.
+_QUEUE_FREE = (
+    "NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.queue_name = $1 "
+    "AND (qc.paused OR qc.max_running IS NOT NULL))"
+)
+
+
+def _handler_free(column: str) -> str:
+    return (
+        f"NOT EXISTS (SELECT 1 FROM handler_controls hc WHERE hc.handler_name = {column} "
+        "AND hc.max_running IS NOT NULL)"
+    )
+
+
+def _labels(param: str | None) -> str:
+    """P-LABEL-1: unlabelled rows only, or rows whose labels the claimer holds."""
+    if param is None:
+        return "t.required_labels IS NULL"
+    return f"(t.required_labels IS NULL OR t.required_labels <@ {param}::jsonb)"
+
+
+@cache
+def claim_sql(by_handler: bool, labelled: bool) -> str:
+    """One statement per poll: pick up to $2 pending rows in claim order (priority, then
+    FIFO by seq; P-ORDER-1) with FOR UPDATE SKIP LOCKED, lease them, return them.
+
+    With handler names ($7), one LATERAL index scan per handler on tasks_claim_handler
+    (queue, handler, priority, seq), each reading at most $2 rows in index order; the
+    best $2 of their union win (the losers stay locked until this one-statement
+    transaction commits). Without, one scan of tasks_claim_any. The worker's labels are
+    the last parameter."""
+    labels = _labels(("$8" if by_handler else "$7") if labelled else None)
+    if by_handler:
+        pick = (
+            "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
+            "SELECT seq, priority FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+            f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name')} "
+            f"AND {_QUEUE_FREE} ORDER BY priority, seq LIMIT $2 "
+            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        )
+    else:
+        pick = (
+            "SELECT seq, priority FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+            f"AND {labels} AND {_handler_free('t.handler_name')} AND {_QUEUE_FREE} "
+            "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+        )
+
+    def when(then: str, otherwise: str) -> str:
+        return f"CASE WHEN {_LIVE} THEN {then} ELSE {otherwise} END"
+
+    running, expired = "'running'", "'expired'"
+    return (
+        f"WITH pick AS ({pick}), "
+        "ranked AS (SELECT seq, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
+        "UPDATE tasks t SET "
+        f"status = {when(running, expired)}, "
+        f"attempt = {when('t.attempt + 1', 't.attempt')}, "
+        f"lease_id = {when('($6::text[])[r.rn]', 't.lease_id')}, "
+        f"lease_expires_at = {when('$3 + $4', 't.lease_expires_at')}, "
+        f"lease_ms = {when('$4', 't.lease_ms')}, "
+        f"lease_started_at = {when('$3', 't.lease_started_at')}, "
+        f"worker_id = {when('$5', 't.worker_id')}, "
+        f"started_at = {when('COALESCE(t.started_at, $3)', 't.started_at')}, "
+        f"finished_at = {when('t.finished_at', '$3')}, "
+        "updated_at = $3 "
+        f"FROM ranked r WHERE t.seq = r.seq RETURNING {_RETURNED}"
+    )
+
+
+def _claimed(record: asyncpg.Record) -> Row:
+    row = dict(record)
+    for col in CLAIM_JSON:
+        value = row[col]
+        if value is not None:
+            row[col] = orjson.Fragment(value)
+    return row
+
+
+async def claim_rows(
+    conn: asyncpg.Connection,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
+    now: int,
+    lease_ms: int,
+    worker_id: str | None,
+    new_lease_id: Any,
+    labels: dict[str, str] | None = None,
+) -> tuple[list[Row], int]:
+    """The plain claim's statements (Tx.claim in base.py). Each is atomic by itself, so
+    they also run in autocommit (PgStorage.claim). P-LEASE-8: a claim need not wait for
+    its WAL flush; lost in a crash, the task is still pending and is delivered again
+    (at-least-once) while enqueues and results stay fully durable."""
+    claimed: list[Row] = []
+    expired = 0
+    sql = claim_sql(bool(handler_names), labels is not None)
+    while len(claimed) < limit:
+        want = limit - len(claimed)
+        args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
+        args.append([new_lease_id() for _ in range(want)])
+        if handler_names:
+            args.append(handler_names)
+        if labels is not None:
+            args.append(labels)
+        rows = [_claimed(r) for r in await conn.fetch(sql, *args)]
+        fresh = sorted(
+            (r for r in rows if r["status"] == "running"),
+            key=lambda r: (r["priority"], r["seq"]),
+        )
+        claimed += fresh
+        expired += len(rows) - len(fresh)
+        if len(fresh) == len(rows):  # nothing expired on the way: no need to look again
+            break
+    return claimed, expired
+
+
+# Capped claims (P-CTRL-2) ----------------------------------------------------------------
+
+_LEASE_PICKED = (
+    "UPDATE tasks t SET status = 'running', attempt = t.attempt + 1, lease_id = u.lease, "
+    "lease_expires_at = $2::bigint + $3::bigint, lease_ms = $3, lease_started_at = $2, "
+    "worker_id = $4::text, started_at = COALESCE(t.started_at, $2), updated_at = $2 "
+    "FROM unnest($1::bigint[], $5::text[]) AS u(seq, lease) WHERE t.seq = u.seq "
+    f"RETURNING {_RETURNED}"
+)
+_EXPIRE_PICKED = (
+    "UPDATE tasks SET status = 'expired', finished_at = $2::bigint, updated_at = $2 "
+    "WHERE seq = ANY($1::bigint[])"
+)
+
+
+@cache
+def _pick_sql(by_handler: bool, labelled: bool) -> str:
+    """Candidates of a capped claim, locked, in claim order: $1 queue, $2 how many,
+    $3 the handlers (by_handler) or the handlers at their cap (to skip), $4 labels."""
+    labels = _labels("$4" if labelled else None)
+    cols = "t.seq, t.priority, t.handler_name, t.good_until"
+    if by_handler:
+        return (
+            "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
+            f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+            f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
+            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        )
+    return (
+        f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+        f"AND NOT (handler_name = ANY($3::text[])) AND {labels} "
+        "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+    )
+
+
+async def _budgets(
+    conn: asyncpg.Connection, queue_name: str, handler_names: list[str] | None, limit: int
+) -> tuple[int, dict[str, int]]:
+    """Lock the controls (queue row, then handler rows by name: one order everywhere, no
+    deadlock) and return (how many this claim may take, room under each handler cap)."""
+    control = await conn.fetchrow(
+        "SELECT paused, max_running FROM queue_controls WHERE queue_name = $1 FOR UPDATE",
+        queue_name,
+    )
+    if control is not None and control["paused"]:  # P-CTRL-1
+        return 0, {}
+    if control is not None and control["max_running"] is not None:
+        running = await conn.fetchval(
+            "SELECT count(*) FROM tasks WHERE status = 'running' AND queue_name = $1", queue_name
+        )
+        limit = min(limit, control["max_running"] - running)
+    caps = {
+        r[0]: r[1]
+        for r in await conn.fetch(
+            "SELECT handler_name, max_running FROM handler_controls WHERE max_running IS NOT NULL "
+            "AND ($1::text[] IS NULL OR handler_name = ANY($1::text[])) "
+            "ORDER BY handler_name FOR UPDATE",
+            handler_names or None,
+        )
+    }
+    if not caps or limit <= 0:
+        return limit, {}
+    running_of = {
+        r[0]: r[1]
+        for r in await conn.fetch(
+            "SELECT handler_name, count(*) FROM tasks WHERE status = 'running' "
+            "AND handler_name = ANY($1::text[]) GROUP BY handler_name",
+            list(caps),
+        )
+    }
+    return limit, {h: cap - running_of.get(h, 0) for h, cap in caps.items()}
+
+
+async def capped_claim_rows(
+    conn: asyncpg.Connection,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
+    now: int,
+    lease_ms: int,
+    worker_id: str | None,
+    new_lease_id: Any,
+    labels: dict[str, str] | None = None,
+) -> tuple[list[Row], int]:
+    """A claim of a paused or capped queue or handler, in one transaction (P-CTRL-2)."""
+    claimed: list[Row] = []
+    expired = 0
+    async with conn.transaction():
+        limit, room = await _budgets(conn, queue_name, handler_names, limit)
+        excluded = {h for h, left in room.items() if left <= 0}
+        while len(claimed) < limit:
+            want = limit - len(claimed)
+            if handler_names:
+                names = [h for h in handler_names if h not in excluded]
+                if not names:
+                    break
+                args: list[Any] = [queue_name, want, names]
+            else:
+                args = [queue_name, want, sorted(excluded)]
+            if labels is not None:
+                args.append(labels)
+            candidates = await conn.fetch(_pick_sql(bool(handler_names), labels is not None), *args)
+            if not candidates:
+                break
+            take: list[int] = []
+            stale: list[int] = []
+            capped_out = False
+            for r in candidates:
+                if r["good_until"] is not None and r["good_until"] <= now:
+                    stale.append(r["seq"])  # P-EXPIRE-1
+                    continue
+                left = room.get(r["handler_name"])
+                if left is not None:
+                    if left <= 0:  # P-CTRL-2: never past the handler's cap
+                        excluded.add(r["handler_name"])
+                        capped_out = True
+                        continue
+                    room[r["handler_name"]] = left - 1
+                take.append(r["seq"])
+            if stale:
+                await conn.execute(_EXPIRE_PICKED, stale, now)
+                expired += len(stale)
+            if take:
+                leases = [new_lease_id() for _ in take]
+                rows = await conn.fetch(_LEASE_PICKED, take, now, lease_ms, worker_id, leases)
+                claimed += sorted(
+                    (_claimed(r) for r in rows), key=lambda r: (r["priority"], r["seq"])
+                )
+            if len(candidates) < want and not capped_out:
+                break
+    return claimed, expired

@@ -1,0 +1,104 @@
+"""PostgreSQL statements of queue controls and label routing (P-CTRL-1..3, P-LABEL-1..3).
+
+A control change commits together with a NOTIFY on the wake channel (handler
+CONTROLS_CHANGED), so every other replica re-reads the controls and wakes its polls of
+the queue (a resume wakes them at once, P-CTRL-1). The claim itself re-checks the stored
+controls (postgres_claim.py), so a replica that has not heard yet never passes them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from orch8_server.storage.base import (
+    ANY_QUEUE,
+    CONTROLS_CHANGED,
+    HANDLER_CONTROL_COLUMNS,
+    QUEUE_CONTROL_COLUMNS,
+    Row,
+)
+from orch8_server.storage.postgres_listen import CHANNEL
+
+_NOTIFY = f"SELECT pg_notify('{CHANNEL}', json_build_array($1::text, $2::text, $3::text)::text)"
+
+
+async def notify(conn: asyncpg.Connection, replica: str, queue_name: str, handler: str) -> None:
+    await conn.execute(_NOTIFY, replica, queue_name, handler)
+
+
+async def set_queue_control(
+    conn: asyncpg.Connection, replica: str, queue_name: str, fields: Row, now: int
+) -> Row:
+    cols = list(fields)
+    marks = ", ".join(f"${i + 2}" for i in range(len(cols)))
+    at = f"${len(cols) + 2}"
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            f"INSERT INTO queue_controls (queue_name, {', '.join(cols)}, updated_at) "
+            f"VALUES ($1, {marks}, {at}) ON CONFLICT (queue_name) DO UPDATE SET "
+            + ", ".join(f"{c} = EXCLUDED.{c}" for c in [*cols, "updated_at"])
+            + " RETURNING "
+            + ", ".join(QUEUE_CONTROL_COLUMNS),
+            queue_name,
+            *fields.values(),
+            now,
+        )
+        await notify(conn, replica, queue_name, CONTROLS_CHANGED)
+    return dict(row)
+
+
+async def set_handler_control(
+    conn: asyncpg.Connection, replica: str, handler_name: str, max_running: int | None, now: int
+) -> Row:
+    async with conn.transaction():
+        row = await conn.fetchrow(
+            "INSERT INTO handler_controls (handler_name, max_running, updated_at) "
+            "VALUES ($1, $2, $3) ON CONFLICT (handler_name) DO UPDATE SET "
+            "max_running = EXCLUDED.max_running, updated_at = EXCLUDED.updated_at RETURNING "
+            + ", ".join(HANDLER_CONTROL_COLUMNS),
+            handler_name,
+            max_running,
+            now,
+        )
+        await notify(conn, replica, ANY_QUEUE, CONTROLS_CHANGED)
+    return dict(row)
+
+
+async def controls(conn: asyncpg.Connection) -> tuple[list[Row], list[Row]]:
+    queues = await conn.fetch(
+        "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls ORDER BY queue_name"
+    )
+    handlers = await conn.fetch(
+        "SELECT "
+        + ", ".join(HANDLER_CONTROL_COLUMNS)
+        + " FROM handler_controls ORDER BY handler_name"
+    )
+    return [dict(r) for r in queues], [dict(r) for r in handlers]
+
+
+async def running_counts(conn: asyncpg.Connection) -> list[tuple[str, str, int]]:
+    rows = await conn.fetch(
+        "SELECT queue_name, handler_name, count(*) FROM tasks WHERE status = 'running' "
+        "GROUP BY queue_name, handler_name"
+    )
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+async def pending_label_sets(
+    conn: asyncpg.Connection, queue_name: str | None
+) -> list[tuple[str, str, Any, int]]:
+    rows = await conn.fetch(
+        "SELECT queue_name, handler_name, required_labels, count(*) FROM tasks "
+        "WHERE status = 'pending' AND required_labels IS NOT NULL "
+        "AND ($1::text IS NULL OR queue_name = $1) "
+        "GROUP BY queue_name, handler_name, required_labels",
+        queue_name,
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+async def live_worker_labels(conn: asyncpg.Connection) -> list[dict[str, str]]:
+    rows = await conn.fetch("SELECT labels FROM workers WHERE state <> 'dead'")
+    return [r[0] for r in rows]

@@ -1,0 +1,88 @@
+"""SQLite statements of queue controls and label routing (P-CTRL-1..3, P-LABEL-1..3).
+
+Functions over the storage's single connection, called from SqliteStorage inside its
+transaction or after a settled read. One process owns the file, so nothing is announced:
+the engine's own view of the controls is the whole truth.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+
+from orch8_server.storage.base import HANDLER_CONTROL_COLUMNS, QUEUE_CONTROL_COLUMNS, Row
+
+_QUEUE_SELECT = "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls"
+_HANDLER_SELECT = "SELECT " + ", ".join(HANDLER_CONTROL_COLUMNS) + " FROM handler_controls"
+
+
+def _queue_row(raw: tuple[Any, ...]) -> Row:
+    row = dict(zip(QUEUE_CONTROL_COLUMNS, raw, strict=True))
+    row["paused"] = bool(row["paused"])
+    return row
+
+
+def set_queue_control(conn: sqlite3.Connection, queue_name: str, fields: Row, now: int) -> Row:
+    cols = list(fields)
+    conn.execute(
+        f"INSERT INTO queue_controls (queue_name, {', '.join(cols)}, updated_at) "
+        f"VALUES (?, {', '.join('?' * len(cols))}, ?) ON CONFLICT (queue_name) DO UPDATE SET "
+        + ", ".join(f"{c} = excluded.{c}" for c in [*cols, "updated_at"]),
+        (queue_name, *fields.values(), now),
+    )
+    return _queue_row(
+        conn.execute(_QUEUE_SELECT + " WHERE queue_name = ?", (queue_name,)).fetchone()
+    )
+
+
+def set_handler_control(
+    conn: sqlite3.Connection, handler_name: str, max_running: int | None, now: int
+) -> Row:
+    conn.execute(
+        "INSERT INTO handler_controls (handler_name, max_running, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (handler_name) DO UPDATE SET max_running = excluded.max_running, "
+        "updated_at = excluded.updated_at",
+        (handler_name, max_running, now),
+    )
+    return dict(zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now), strict=True))
+
+
+def controls(conn: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
+    queues = [_queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY queue_name")]
+    handlers = [
+        dict(zip(HANDLER_CONTROL_COLUMNS, r, strict=True))
+        for r in conn.execute(_HANDLER_SELECT + " ORDER BY handler_name")
+    ]
+    return queues, handlers
+
+
+def running_counts(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+    return conn.execute(
+        "SELECT queue_name, handler_name, COUNT(*) FROM tasks WHERE status = 'running' "
+        "GROUP BY queue_name, handler_name"
+    ).fetchall()
+
+
+def pending_label_sets(
+    conn: sqlite3.Connection, queue_name: str | None
+) -> list[tuple[str, str, Any, int]]:
+    q, args = ("", ()) if queue_name is None else (" AND queue_name = ?", (queue_name,))
+    return [
+        (queue, handler, orjson.loads(labels), n)
+        for queue, handler, labels, n in conn.execute(
+            "SELECT queue_name, handler_name, required_labels, COUNT(*) FROM tasks "
+            "WHERE status = 'pending' AND required_labels IS NOT NULL"
+            + q
+            + " GROUP BY queue_name, handler_name, required_labels",
+            args,
+        )
+    ]
+
+
+def live_worker_labels(conn: sqlite3.Connection) -> list[dict[str, str]]:
+    return [
+        orjson.loads(labels)
+        for (labels,) in conn.execute("SELECT labels FROM workers WHERE state <> 'dead'")
+    ]
