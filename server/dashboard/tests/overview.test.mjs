@@ -1,5 +1,5 @@
 // A realistic scene, seen whole: two registered workers (one long-polling), a stuck queue,
-// running, scheduled and failed work. Its screenshot is the README's (make screenshot).
+// a handler at its running cap (P-OBS-4), running, scheduled and failed work. Its screenshot is the README's (make screenshot).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { eventually, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
@@ -36,6 +36,8 @@ test("the overview shows queues, workers and tasks together", async () => {
   await server.api("POST", "/workers/img-worker-1/heartbeat", { active_task_ids: images.body.tasks.slice(1).map((t) => t.id) });
   await server.api("POST", "/workers/mailer-2/heartbeat", { active_task_ids: mails.body.tasks.slice(2).map((t) => t.id) });
   await server.api("POST", "/workers/mailer-2/quiet");
+  // An operator capped process_image at the two it runs (P-CTRL-2): its three pending wait.
+  assert.equal((await server.api("PUT", "/handlers/process_image/limit", { max_running: 2 })).status, 200);
   // mailer-2 keeps a long-poll open for more mail; nobody polls the gpu queue.
   polls.push(server.api("POST", "/workers/tasks/poll", { handler_names: ["send_email"], worker_id: "mailer-2", wait_ms: 8000 }));
 
@@ -44,6 +46,7 @@ test("the overview shows queues, workers and tasks together", async () => {
   await page.waitForSelector('.queue-row[data-handler="send_email"] [data-badge="polling"]');
   await page.waitForSelector('tr[data-worker="mailer-2"] [data-directive="quiet"]');
   await page.waitForSelector("tr[data-task]");
+  await page.waitForSelector('.queue-row[data-handler="process_image"] [data-blocked="handler_cap"]');
   const inFlight = Object.fromEntries(
     await page.$$eval("tr[data-worker]", (trs) => trs.map((tr) => [tr.dataset.worker, tr.querySelector('[data-testid="in-flight"]').textContent])),
   );
