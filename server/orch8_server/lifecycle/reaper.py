@@ -88,6 +88,7 @@ class Reaper:
         for row in rows:
             labels = (row["queue_name"], row["handler_name"])
             metrics.reaped.labels(*labels).inc()
+            self.engine.history.failed(row["queue_name"])  # P-OBS-5: a reaped attempt
             if row["status"] == "failed":
                 metrics.failed.labels(*labels).inc()
             else:
