@@ -235,3 +235,102 @@ def test_three_replicas_lose_nothing_and_complete_nothing_twice(
         f"{statistics.median(latencies) * 1000:.1f} ms, max {max(latencies) * 1000:.1f} ms"
     )
     assert max(latencies) < 0.5, latencies
+
+
+def _race_under_cap(
+    cluster: list[RunningServer], handlers: list[str], queue: str, tasks: int, cap: int, where: str
+) -> None:
+    """16 pollers on 3 replicas drain `tasks` tasks while a sampler reads the running count
+    (`where`) from the database; neither it nor the pollers' own count ever passes `cap`."""
+    pg: PgCluster = cluster[0].pg  # type: ignore[attr-defined]
+    with httpx.Client(base_url=cluster[1].url, timeout=30) as c:
+        new = [
+            {"handler_name": handlers[i % len(handlers)], "queue_name": queue} for i in range(tasks)
+        ]
+        assert c.post("/tasks/batch", json={"tasks": new}).status_code == 201
+    lock = threading.Lock()
+    held, most_held, done = 0, 0, 0
+    samples: list[int] = []
+    stop = threading.Event()
+
+    def sampler() -> None:
+        while not stop.is_set():
+            samples.append(
+                int(
+                    pg.psql(
+                        f"SELECT count(*) FROM tasks WHERE status = 'running' AND {where}",
+                        "orch8_replicas",
+                    )
+                )
+            )
+
+    def poller(n: int) -> None:
+        nonlocal held, most_held, done
+        body = {"handler_names": handlers, "queue_name": queue, "batch_size": 3, "wait_ms": 300}
+        with httpx.Client(base_url=cluster[n % 3].url, timeout=30) as c:
+            while not stop.is_set():
+                got = c.post("/workers/tasks/poll/batch", json=body).json()["tasks"]
+                with lock:
+                    held += len(got)
+                    most_held = max(most_held, held)
+                for task in got:
+                    time.sleep(0.01)  # the work
+                    with lock:
+                        held -= 1
+                        done += 1
+                    r = c.post(
+                        f"/workers/tasks/{task['id']}/complete",
+                        json={"lease_id": task["lease"]["id"]},
+                    )
+                    assert r.status_code == 200, r.text
+
+    threads = [threading.Thread(target=sampler)] + [
+        threading.Thread(target=poller, args=(n,)) for n in range(16)
+    ]
+    for t in threads:
+        t.start()
+    try:
+        eventually(lambda: done >= tasks, timeout=60)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(30)
+    assert done == tasks
+    assert 0 < most_held <= cap and max(samples) <= cap, (most_held, max(samples))
+    assert max(samples) == cap  # the cap was reached: the check was not vacuous
+    completed = pg.psql(
+        f"SELECT count(*) FROM tasks WHERE status = 'completed' AND {where}", "orch8_replicas"
+    )
+    assert int(completed) == tasks
+
+
+def test_running_caps_hold_across_replicas(cluster: list[RunningServer]) -> None:
+    """P-CTRL-2 (issue 20 acceptance): a handler cap of 2 never sees 3 running at once with
+    16 pollers racing on 3 replicas, nor does a queue cap of 3; every task completes."""
+    with httpx.Client(base_url=cluster[0].url, timeout=30) as c:
+        c.put("/handlers/capped/limit", json={"max_running": 2}).raise_for_status()
+    _race_under_cap(cluster, ["capped"], "capq1", 80, 2, "handler_name = 'capped'")
+    with httpx.Client(base_url=cluster[2].url, timeout=30) as c:
+        c.put("/queues/capq2/limit", json={"max_running": 3}).raise_for_status()
+    _race_under_cap(cluster, ["qc-a", "qc-b"], "capq2", 90, 3, "queue_name = 'capq2'")
+
+
+def test_pause_and_resume_reach_every_replica(cluster: list[RunningServer]) -> None:
+    """P-CTRL-1: a pause acknowledged by one replica holds on the others at once; resume
+    wakes a poll waiting on another replica promptly."""
+    a, b = (httpx.Client(base_url=s.url, timeout=30) for s in cluster[:2])
+    with a, b:
+        a.post("/tasks", json={"handler_name": "paused-h", "queue_name": "pq"}).raise_for_status()
+        a.post("/queues/pq/pause").raise_for_status()
+        body = {"handler_names": ["paused-h"], "queue_name": "pq", "wait_ms": 0}
+        assert b.post("/workers/tasks/poll", json=body).status_code == 204
+        got: list[httpx.Response] = []
+        waiting = threading.Thread(
+            target=lambda: got.append(b.post("/workers/tasks/poll", json={**body, "wait_ms": 8000}))
+        )
+        waiting.start()
+        eventually(lambda: "orch8_polls_waiting 1.0" in b.get("/metrics").text)
+        started = time.monotonic()
+        a.post("/queues/pq/resume").raise_for_status()
+        waiting.join(10)
+        assert got and got[0].status_code == 200 and time.monotonic() - started < 1.0
