@@ -1,5 +1,6 @@
 // The stuck-queue signal (P-OBS-1) as an operator sees it: pending tasks with no poller
-// show a red badge, which turns green once a worker polls for that handler.
+// show a red badge, which turns green once a worker polls for that handler; pending work
+// that no live worker may take (required labels) says unroutable (P-OBS-4).
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
@@ -53,4 +54,28 @@ test("gray idle badge when nobody polls and nothing is pending", async () => {
   assert.equal(failed.status, 200);
   await page.waitForSelector(`${badge("report")}[data-badge="idle"]`, { timeout: 8000 });
   assert.equal(await page.textContent(badge("report")), "idle");
+});
+
+test("P-OBS-4, P-LABEL-3: pending work no live worker may take says unroutable until a matching worker registers", async () => {
+  await server.enqueue([
+    { handler_name: "train_model", queue_name: "ml", required_labels: { gpu: "a100" } },
+    { handler_name: "train_model", queue_name: "ml", required_labels: { gpu: "a100" } },
+  ]);
+  const page = await openPage(browser, `${server.url}/ui/`);
+  const row = '.queue-row[data-queue="ml"][data-handler="train_model"]';
+  const badge = await page.waitForSelector(`${row} [data-blocked="unroutable"]`, { timeout: 8000 });
+  assert.equal(await badge.textContent(), "unroutable");
+  assert.equal(await page.textContent(`${row} [data-control="unroutable"]`), "2 unroutable");
+  await page.click(`${row} a.queue-link`);
+  assert.equal(await page.textContent('[data-testid="queue-handlers"] tr[data-handler="train_model"] [data-testid="unroutable"]'), "2");
+  await page.waitForSelector('[data-testid="queue-state"] [data-blocked="unroutable"]');
+
+  // A worker with the label registers: the tasks are routable, the row no longer blocked.
+  const reg = await server.api("POST", "/workers", { worker_id: "gpu-box-1", handlers: ["train_model"], queues: ["ml"], labels: { gpu: "a100" } });
+  assert.equal(reg.status, 200);
+  await page.waitForSelector('[data-testid="queue-handlers"] tr[data-handler="train_model"] [data-testid="unroutable"]:text("0")', { timeout: 8000 });
+  await page.click("a.back");
+  await page.waitForSelector(`${row} [data-badge="stuck"]`);
+  assert.equal(await page.$(`${row} [data-blocked]`), null);
+  assert.deepEqual(page.errors, []);
 });
