@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import httpx
@@ -14,8 +15,10 @@ import pytest
 from conftest import assert_problem, eventually, launch, stop_server
 from pg_cluster import PgCluster
 
+from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.postgres import PgStorage
+from orch8_server.storage.postgres_claim import claim_sql
 from orch8_server.storage.postgres_schema import LATEST, migrate
-from orch8_server.storage.postgres_tx import CLAIM_BY_HANDLER
 from orch8_server.testing import RunningServer
 
 
@@ -82,7 +85,7 @@ def test_claim_reads_only_claimable_rows_when_finished_rows_pile_up(
             await conn.execute(fill, "pending", "other", 20_000)
             await conn.execute("VACUUM ANALYZE tasks")
             plan = await conn.fetch(
-                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + CLAIM_BY_HANDLER,
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_sql(True, False),
                 "default",
                 10,
                 1,
@@ -213,3 +216,63 @@ def test_scheduled_task_promoted_on_one_replica_wakes_a_poll_on_another(
     # Due at 0.6 s; the reaper's fallback sweep (FAST: 50 ms) would also be quick, so
     # allow it, but not a long-poll timeout or a poll interval.
     assert 0.55 < arrived - sent < 1.1
+
+
+def test_a_plain_claim_never_passes_a_control_this_replica_has_not_heard_of(
+    new_database: Callable[[], str],
+) -> None:
+    """P-CTRL-1, P-CTRL-2: the uncapped claim (a replica whose cached controls are stale)
+    still skips paused and capped queues and capped handlers in its SQL; the capped claim
+    takes at most cap - running; labelled rows go only to claimers holding the labels
+    (P-LABEL-1) and never hold back the rows behind them (P-LABEL-2)."""
+    url = new_database()
+
+    async def main() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        try:
+            async with storage.transaction() as tx:
+                for queue, handler in [("pq", "h"), ("cq", "h"), ("default", "ch")] * 3:
+                    await tx.insert_task(
+                        new_task_row({"handler_name": handler, "queue_name": queue}, 1_000)
+                    )
+            await storage.set_queue_control("pq", {"paused": True, "paused_at": 1}, 1)
+            await storage.set_queue_control("cq", {"max_running": 2}, 1)
+            await storage.set_handler_control("ch", 1, 1)
+            lease = iter(range(1000)).__next__
+
+            async def claim(queue: str, handlers: list[str] | None, capped: bool, **kw: Any) -> int:
+                rows, _ = await storage.claim(
+                    queue, handlers, 5, 2_000, 500, "w", lambda: f"l{lease()}", capped=capped, **kw
+                )
+                return len(rows)
+
+            assert await claim("pq", None, False) == 0
+            assert await claim("cq", ["h"], False) == 0
+            assert await claim("default", None, False) == 0
+            assert await claim("default", ["ch"], False) == 0
+            assert await claim("pq", None, True) == 0
+            assert await claim("cq", None, True) == 2
+            assert await claim("cq", None, True) == 0
+            assert await claim("default", ["ch"], True) == 1
+            assert await claim("default", None, True) == 0
+            async with storage.transaction() as tx:
+                for labels in ({"gpu": "a"}, None):
+                    await tx.insert_task(
+                        new_task_row(
+                            {
+                                "handler_name": "l",
+                                "queue_name": "lq",
+                                "priority": -1 if labels else 0,
+                                "required_labels": labels,
+                            },
+                            1_000,
+                        )
+                    )
+            assert await claim("lq", ["l"], False, labels={"gpu": "b"}) == 1  # the unlabelled one
+            assert await claim("lq", ["l"], False) == 0
+            assert await claim("lq", None, False, labels={"gpu": "a", "x": "y"}) == 1
+        finally:
+            await storage.close()
+
+    asyncio.run(main())
