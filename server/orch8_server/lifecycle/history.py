@@ -37,6 +37,7 @@ BUCKET_MS = 60_000  # one point per minute
 WINDOW_MINUTES = 60  # the most a history answer covers (the current minute included)
 KEEP_MINUTES = 61  # rows older than this are dropped
 FLUSH_S = 2.0  # P-OBS-5: an answer is at most ~5 s behind (flush + a claim in flight)
+STOP_FLUSH_S = 3.0  # the shutdown flush's time limit
 DEPTH_EVERY_S = 5.0  # pending depth sample: a count per queue, so not at every flush
 _STEPS_PER_DOUBLING = 4
 _MAX_BUCKET = 160  # 2^40 ms: any wait
@@ -166,8 +167,8 @@ class History:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-            try:
-                await self.flush(depth=False)
+            try:  # bounded: a database that is gone must not hold the shutdown up
+                await asyncio.wait_for(self.flush(depth=False), timeout=STOP_FLUSH_S)
             except Exception as exc:  # storage gone: these counts are lost, say so
                 log.warning("queue history not flushed at shutdown: %s", exc)
 
