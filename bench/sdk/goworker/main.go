@@ -17,7 +17,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "bench-go", Concurrency: concurrency})
+	w, err := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "bench-go", Concurrency: concurrency})
+	if err != nil {
+		log.Fatal(err)
+	}
 	w.Handle("noop", func(ctx context.Context, t *orch8.Task) (any, error) { return nil, nil })
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		log.Fatal(err)
