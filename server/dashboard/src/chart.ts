@@ -62,6 +62,7 @@ function latest(values: (number | null)[]): number | null {
   return null;
 }
 
+/** A titled figure: legend with latest values, then the SVG plot. */
 export function lineChart(spec: ChartSpec): HTMLElement {
   const n = spec.times.length;
   const all = spec.series.flatMap((ser) => ser.values.filter((v): v is number => v !== null));

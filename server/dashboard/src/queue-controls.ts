@@ -30,6 +30,7 @@ function handlerName(input: HTMLInputElement): string {
   return name;
 }
 
+/** Pause, resume and caps of one queue and its handlers; `update` follows each refresh. */
 export class QueueControls {
   readonly el: HTMLElement;
   private state: ControlsState = { control: null, running: 0, handlers: [] };

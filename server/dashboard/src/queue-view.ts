@@ -24,6 +24,7 @@ function waitText(ms: number): string {
   return duration(ms);
 }
 
+/** The view behind #/queues/<name>; `load` is called by the page's refresh loop. */
 export class QueueView {
   private readonly controls: QueueControls;
   private readonly head = h("div", { class: "detail-head" });
