@@ -1,0 +1,190 @@
+"""SQLite claims (Tx.claim of base.py), on the storage's single connection.
+
+One writer: a claim is a SELECT of candidates in claim order (P-ORDER-1) and an
+executemany that leases them, with nothing interleaving. Controls are read from their
+tables only when the engine says the queue or a handler may be capped
+(`capped`, P-CTRL-1/2); the engine's view is exact here, since this process makes every
+change. Labels filter the candidates (P-LABEL-1/2). Claimed rows carry the columns the
+wire needs (CLAIM_COLUMNS), their JSON as `orjson.Fragment`s: stored text, never parsed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+import orjson
+
+from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+
+_CLAIM_SELECT = "SELECT " + ", ".join(CLAIM_COLUMNS) + " FROM tasks"
+_LEASE = (
+    "UPDATE tasks SET status = 'running', attempt = ?, lease_id = ?, lease_expires_at = ?, "
+    "lease_ms = ?, lease_started_at = ?, worker_id = ?, updated_at = ?, started_at = ? "
+    "WHERE seq = ?"
+)
+# P-LABEL-1: a poll without a registered worker's labels takes unlabelled tasks only; a
+# worker's poll takes a task when its labels ($labels, JSON) hold every required pair.
+_UNLABELLED = " AND required_labels IS NULL"
+_LABELS_HELD = (
+    " AND (required_labels IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(required_labels) r "
+    "WHERE NOT EXISTS (SELECT 1 FROM json_each(?) w WHERE w.key = r.key AND w.value = r.value)))"
+)
+
+
+def _claimed(raw: tuple[Any, ...]) -> Row:
+    row = dict(zip(CLAIM_COLUMNS, raw, strict=True))
+    for col in CLAIM_JSON:
+        value = row[col]
+        if value is not None:
+            row[col] = orjson.Fragment(value)
+    return row
+
+
+def _candidates(
+    conn: sqlite3.Connection,
+    queue_name: str,
+    handler_names: list[str] | None,
+    want: int,
+    labels: str | None,
+    excluded: set[str],
+) -> list[Row]:
+    # P-LABEL-1/2: rows this claimer may not take are filtered, never block the rest.
+    if labels is None:
+        match, extra = _UNLABELLED, []
+    else:
+        match, extra = _LABELS_HELD, [labels]
+    if not handler_names:
+        skip = ""
+        if excluded:  # handlers at their running cap (P-CTRL-2)
+            skip = f" AND handler_name NOT IN ({','.join('?' * len(excluded))})"
+        return [
+            _claimed(r)
+            for r in conn.execute(
+                _CLAIM_SELECT
+                + " WHERE status = 'pending' AND queue_name = ?"
+                + match
+                + skip
+                + " ORDER BY priority, seq LIMIT ?",
+                (queue_name, *extra, *excluded, want),
+            )
+        ]
+    # One indexed, ordered scan per handler, merged here: each uses
+    # tasks_claim_handler and reads at most `want` rows (P-ORDER-1).
+    rows: list[Row] = []
+    for name in handler_names:
+        if name in excluded:
+            continue
+        rows += [
+            _claimed(r)
+            for r in conn.execute(
+                _CLAIM_SELECT + " WHERE status = 'pending' AND queue_name = ? "
+                "AND handler_name = ?" + match + " ORDER BY priority, seq LIMIT ?",
+                (queue_name, name, *extra, want),
+            )
+        ]
+    if len(handler_names) > 1:
+        rows.sort(key=lambda r: (r["priority"], r["seq"]))
+    return rows[:want]
+
+
+def _budgets(
+    conn: sqlite3.Connection, queue_name: str, handler_names: list[str] | None, limit: int
+) -> tuple[int, dict[str, int]]:
+    """P-CTRL-1/2 from the stored controls: (how many this claim may take, the room
+    left under each capped handler's cap). One writer: nothing changes meanwhile."""
+    control = conn.execute(
+        "SELECT paused, max_running FROM queue_controls WHERE queue_name = ?", (queue_name,)
+    ).fetchone()
+    if control is not None and control[0]:
+        return 0, {}
+    if control is not None and control[1] is not None:
+        running = conn.execute(
+            "SELECT COUNT(*) FROM tasks WHERE status = 'running' AND queue_name = ?",
+            (queue_name,),
+        ).fetchone()[0]
+        limit = min(limit, control[1] - running)
+    caps = dict(
+        conn.execute(
+            "SELECT handler_name, max_running FROM handler_controls WHERE max_running IS NOT NULL"
+        ).fetchall()
+    )
+    if handler_names:
+        caps = {h: caps[h] for h in handler_names if h in caps}
+    if not caps:
+        return limit, {}
+    marks = ",".join("?" * len(caps))
+    running_of = dict(
+        conn.execute(
+            "SELECT handler_name, COUNT(*) FROM tasks WHERE status = 'running' "
+            f"AND handler_name IN ({marks}) GROUP BY handler_name",
+            list(caps),
+        ).fetchall()
+    )
+    return limit, {h: cap - running_of.get(h, 0) for h, cap in caps.items()}
+
+
+def claim(
+    conn: sqlite3.Connection,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
+    now: int,
+    lease_ms: int,
+    worker_id: str | None,
+    new_lease_id: Any,
+    held: str | None,
+    capped: bool,
+) -> tuple[list[Row], int]:
+    """Claim up to `limit` tasks; `held` is the worker's labels as JSON (None: only
+    unlabelled tasks). Returns the claimed rows and how many expired on the way."""
+    room: dict[str, int] = {}
+    if capped:
+        limit, room = _budgets(conn, queue_name, handler_names, limit)
+    excluded = {h for h, left in room.items() if left <= 0}
+    claimed: list[Row] = []
+    expired = 0
+    expires_at = now + lease_ms
+    while len(claimed) < limit:
+        want = limit - len(claimed)
+        candidates = _candidates(conn, queue_name, handler_names, want, held, excluded)
+        if not candidates:
+            break
+        fresh: list[Row] = []
+        stale: list[Row] = []
+        capped_out = False
+        for r in candidates:
+            good_until = r["good_until"]
+            if good_until is not None and good_until <= now:
+                stale.append(r)
+                continue
+            left = room.get(r["handler_name"])
+            if left is not None:
+                if left <= 0:  # P-CTRL-2: never past the handler's cap
+                    excluded.add(r["handler_name"])
+                    capped_out = True
+                    continue
+                room[r["handler_name"]] = left - 1
+            fresh.append(r)
+        if stale:  # P-EXPIRE-1: never delivered, even when the claim races the deadline
+            conn.executemany(
+                "UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? "
+                "WHERE seq = ?",
+                [(now, now, r["seq"]) for r in stale],
+            )
+            expired += len(stale)
+        updates = []
+        for row in fresh:
+            attempt, lease = row["attempt"] + 1, new_lease_id()
+            started = row["started_at"] if row["started_at"] is not None else now
+            row.update(status="running", attempt=attempt, lease_id=lease,
+                       lease_expires_at=expires_at, lease_ms=lease_ms, lease_started_at=now,
+                       worker_id=worker_id, updated_at=now, started_at=started)  # fmt: skip
+            updates.append(
+                (attempt, lease, expires_at, lease_ms, now, worker_id, now, started, row["seq"])
+            )
+        conn.executemany(_LEASE, updates)
+        claimed += fresh
+        if len(candidates) < want and not capped_out:
+            break
+    return claimed, expired
