@@ -95,7 +95,8 @@ class WakeListener:
                     extra={"notify_fallback_ms": round(self.fallback_s * 1000)},
                 )
                 self.on_gap()
-                self._heard = next_check = loop.time()
+                self._heard = loop.time()
+                next_check = self._heard + self.check_s
                 while not conn.is_closed():
                     until = min(self._heard + self.fallback_s, next_check)
                     with contextlib.suppress(asyncio.TimeoutError):  # 3.10: not TimeoutError
