@@ -54,6 +54,8 @@ def check(name: str | None, names: list[str] | None, weights: dict[str, int] | N
         raise QueueOptionsError("give either queue_name or queue_names, not both")
     if not 1 <= len(names) <= MAX_NAMES:
         raise QueueOptionsError(f"queue_names takes 1 to {MAX_NAMES} names, got {len(names)}")
+    if "" in names:
+        raise QueueOptionsError("queue_names has an empty name")
     repeated = sorted({n for n in names if names.count(n) > 1})
     if repeated:
         raise QueueOptionsError(f"queue_names repeats {', '.join(repeated)}")
