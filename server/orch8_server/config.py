@@ -21,7 +21,8 @@ class Settings:
     sqlite_synchronous: str = "NORMAL"
     pg_pool_size: int = 10  # connections per replica (PostgreSQL only)
     pg_acquire_timeout_ms: int = 5_000  # wait for a pooled connection, then 503
-    notify_fallback_ms: int = 500  # P-OBS-6: re-check when the LISTEN connection is silent
+    # P-OBS-6: re-check when the LISTEN connection is silent (seed 004: notify_poll_interval_ms)
+    notify_fallback_ms: int = 5000
     db_retry_initial_ms: int = 500  # P-OBS-6: first wait between start-up connection tries
     db_retry_max_ms: int = 30_000  # P-OBS-6: cap of the doubling wait
     db_retry_max_attempts: int = 0  # P-OBS-6: 0 = keep trying for ever

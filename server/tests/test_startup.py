@@ -133,7 +133,7 @@ def test_p_obs_6_settings_from_environment(monkeypatch: pytest.MonkeyPatch) -> N
         defaults.db_retry_initial_ms,
         defaults.db_retry_max_ms,
         defaults.db_retry_max_attempts,
-    ) == (500, 500, 30000, 0)  # docs/protocol.md section 13
+    ) == (5000, 500, 30000, 0)  # docs/protocol.md section 13
     for env, value in [
         ("ORCH8_NOTIFY_FALLBACK_MS", "250"),
         ("ORCH8_DB_RETRY_INITIAL_MS", "20"),

@@ -39,7 +39,7 @@ class WakeListener:
         on_wake: Callable[[str, str], None],
         on_gap: Callable[[], None],
         check_ms: int = 1000,
-        fallback_ms: int = 500,
+        fallback_ms: int = 5000,
     ) -> None:
         self._connect = connect
         self.replica = replica
