@@ -168,6 +168,20 @@ def test_limits_refuse_bad_input(api: httpx.Client, name: str) -> None:
         assert_problem(api.put(f"/queues/{name}/limit", json=body), 422, "validation_error")
         assert_problem(api.put(f"/handlers/{name}/limit", json=body), 422, "validation_error")
     assert_problem(api.post("/queues/bad%20name/pause"), 422, "validation_error")
+    assert_problem(api.post("/queues//pause"), 422, "validation_error")
+
+
+def test_names_with_a_slash_can_be_controlled(api: httpx.Client, name: str) -> None:
+    """QueueName and HandlerName allow "/": their controls are reachable too."""
+    queue, handler = f"team/{name}", f"team/{name}-h"
+    r = api.post(f"/queues/{queue}/pause")
+    assert r.status_code == 200 and r.json()["queue_name"] == queue, r.text
+    assert api.post(f"/queues/{queue}/resume").json()["paused"] is False
+    assert api.put(f"/queues/{queue}/limit", json={"max_running": 1}).json()["max_running"] == 1
+    r = api.put(f"/handlers/{handler}/limit", json={"max_running": 2})
+    assert r.status_code == 200 and r.json()["handler_name"] == handler, r.text
+    api.put(f"/queues/{queue}/limit", json={"max_running": None}).raise_for_status()
+    api.put(f"/handlers/{handler}/limit", json={"max_running": None}).raise_for_status()
 
 
 def test_queue_rows_and_gauges_say_why_a_queue_is_not_draining(

@@ -47,10 +47,12 @@ async def set_handler_limit(call: Call) -> Response:
     return json_response(await _controls(call).set_handler_limit(handler, call.body["max_running"]))
 
 
+# Queue and handler names may contain "/" (QueueName, HandlerName): the routes match
+# them with Starlette's path converter; the endpoints validate them against the spec.
 operations = [
     ("GET", "/queues", get_queue_stats),
-    ("POST", "/queues/{queue_name}/pause", pause_queue),
-    ("POST", "/queues/{queue_name}/resume", resume_queue),
-    ("PUT", "/queues/{queue_name}/limit", set_queue_limit),
-    ("PUT", "/handlers/{handler_name}/limit", set_handler_limit),
+    ("POST", "/queues/{queue_name:path}/pause", pause_queue),
+    ("POST", "/queues/{queue_name:path}/resume", resume_queue),
+    ("PUT", "/queues/{queue_name:path}/limit", set_queue_limit),
+    ("PUT", "/handlers/{handler_name:path}/limit", set_handler_limit),
 ]
