@@ -61,6 +61,11 @@ export class HeartbeatLoop {
       for (const status of answer.tasks) {
         const run = held.get(status.task_id);
         if (!run) continue;
+        if (run.phase === "delivering" && (status.lease_lost || status.cancel_requested)) {
+          // The result is on its way: our own completion may be what ended the lease, so
+          // the server's answer to the result decides, not this heartbeat (as sdk-go does).
+          continue;
+        }
         if (status.lease_lost) {
           this.d.lose(run, "lease_lost", new LeaseLostError(`lease of task ${run.task.id} was lost`, { status: 200, code: "lease_lost" }));
         } else if (status.cancel_requested) {

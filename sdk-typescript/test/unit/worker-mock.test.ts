@@ -136,6 +136,32 @@ test("the worker heartbeat lists held tasks and a lease_lost answer fires the ha
   await run;
 });
 
+test("a heartbeat's lease_lost for a task whose result is on its way does not drop it: the result's answer decides", async () => {
+  let release!: () => void;
+  const held = new Promise<void>((r) => { release = r; });
+  let lostAnswers = 0;
+  const m = routed({
+    "POST /workers": () => json(200, worker("w")),
+    // The server already applied our completion, so it calls the lease gone (as a real one does).
+    "POST /workers/w/heartbeat": (req) => {
+      const ids = (req.body as { active_task_ids: string[] }).active_task_ids;
+      lostAnswers += ids.length;
+      return json(200, { directive: "running", heartbeat_interval_ms: 20, tasks: ids.map((id) => ({ task_id: id, lease_expires_at: null, cancel_requested: false, lease_lost: true })) });
+    },
+    "POST /workers/tasks/poll/batch": (req, n) => (n === 1 ? json(200, { tasks: [claimed("t9", 60_000)], next_poll_after_ms: 0 }) : hangUntilAborted(req, n)),
+    "POST /workers/tasks/complete/batch": async () => { await held; return json(200, batchAnswer([item("t9")])); },
+    "DELETE /workers/w": () => json(200, worker("w")),
+  });
+  const w = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch }), workerId: "w", handleSignals: false, handlers: { h: () => "done" } });
+  const run = w.run();
+  await until(() => m.count("POST /workers/tasks/complete/batch") === 1 && lostAnswers >= 2, "heartbeats answering lease_lost while the completion is in flight");
+  release();
+  await until(() => w.stats().in_flight === 0, "the task to be accounted for");
+  await w.stop();
+  await run;
+  assert.deepEqual([w.stats().tasks_completed, w.stats().tasks_lease_lost], [1, 0]);
+});
+
 test("a Worker needs handlers and a positive integer concurrency", () => {
   const client = new Orch8Client({ baseUrl: "http://h:1" });
   assert.throws(() => new Worker({ client, handlers: {} }), /at least one handler/);
