@@ -36,6 +36,7 @@ class Controls:
         self._queues: dict[str, Row] = {}  # queue -> its control row, paused or capped only
         self._handler_caps: dict[str, int] = {}  # handler -> max_running
         self._stale = True  # read on first use: the stored controls survive restarts
+        self.any_cap = False  # a running cap exists: finished tasks may wake polls
         self._reading = asyncio.Lock()
         self._labels: dict[str, tuple[int, dict[str, str] | None]] = {}
         engine.dispatcher.is_paused = self.paused
@@ -67,6 +68,9 @@ class Controls:
         self._handler_caps = {
             h["handler_name"]: h["max_running"] for h in handlers if h["max_running"] is not None
         }
+        self.any_cap = bool(self._handler_caps) or any(
+            q["max_running"] is not None for q in self._queues.values()
+        )
 
     def paused(self, queue: str) -> bool:
         control = self._queues.get(queue)
@@ -92,9 +96,7 @@ class Controls:
         """Tasks of these (queue, handler) pairs stopped running (completed, failed,
         cancelled): wake the polls a running cap held back, here and on every replica
         (P-CTRL-2). Costs nothing while no cap exists."""
-        if not self._handler_caps and not any(
-            c["max_running"] is not None for c in self._queues.values()
-        ):
+        if not self.any_cap:
             return
         announced = set()
         for queue, handler in pairs:

@@ -208,7 +208,8 @@ class Leases:
 
     async def _freed(self, rows: list[Row | None]) -> None:
         """Post-commit: these tasks stopped running; wake polls a running cap held back."""
-        await self.controls.freed({(r["queue_name"], r["handler_name"]) for r in rows if r})
+        if self.controls.any_cap:
+            await self.controls.freed({(r["queue_name"], r["handler_name"]) for r in rows if r})
 
     def _count_completed(self, rows: list[Row | None]) -> None:
         """Post-commit: one counter update per (queue, handler), not per row."""

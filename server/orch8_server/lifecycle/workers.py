@@ -159,7 +159,9 @@ class Workers:
                 now,
             )
         self.engine.reaper.after_reclaim(reclaimed, now)
-        self.engine.leases.controls.forget_worker(worker_id)
+        controls = self.engine.leases.controls
+        controls.forget_worker(worker_id)
+        await controls.freed((r["queue_name"], r["handler_name"]) for r in reclaimed)  # P-CTRL-2
         return self._view(row, 0)
 
     async def sweep_dead(self, now: int) -> int:
@@ -181,4 +183,7 @@ class Workers:
             log.warning("worker declared dead", extra={"worker_id": worker["worker_id"]})
             self.engine.leases.controls.forget_worker(worker["worker_id"])
         self.engine.reaper.after_reclaim(reclaimed, now)
+        await self.engine.leases.controls.freed(
+            (r["queue_name"], r["handler_name"]) for r in reclaimed
+        )  # P-CTRL-2
         return len(dead)
