@@ -158,6 +158,12 @@ def test_a_handler_cap_holds_across_queues(api: httpx.Client, name: str) -> None
         h for h in api.get("/queues").json()["handler_controls"] if h["handler_name"] == name
     )
     assert control["running"] == 3
+    metrics = api.get("/metrics").text
+    assert f'orch8_handler_max_running{{handler="{name}"}} 3.0' in metrics
+    assert (
+        f'orch8_queue_blocked{{handler="{name}",queue="{name}-b",reason="handler_cap"}} 1.0'
+        in metrics
+    )
     api.put(f"/handlers/{name}/limit", json={"max_running": None}).raise_for_status()
     assert _poll(api, name, f"{name}-b").status_code == 200
 
