@@ -7,7 +7,8 @@ small: batch polls for free slots (at most 100, handler_names in chunks of 50), 
 heartbeat per interval (lease loss, cancel, quiet/terminate directives), completions sent
 group-commit style through complete/batch (split when refused), fails with the lease id,
 outages retried with backoff or Retry-After, SIGTERM/SIGINT with a grace period that a
-second signal ends, and the stats/hook events. Run it with:
+second signal ends, the stats/hook events, and queue lists, weights and labels (queues.py,
+refused before any request as P-SDK-23 asks). Run it with:
 
     .venv/bin/python -m orch8_conformance run --adapter "python3 adapters/raw-http/adapter.py"
 """
