@@ -18,7 +18,8 @@ from conftest import REPO
 
 MAX_EXAMPLES = os.environ.get("ORCH8_SCHEMATHESIS_EXAMPLES", "40")
 # CPython 3.11 bug gh-106905: after a RecursionError in the ast module, hypothesis's source
-# scan can crash with this message. It is the tool failing, not the server; rerun once.
+# scan can crash with this message. It is the tool failing, not the server; rerun it
+# (at most 3 times: the reruns are counted, a real violation never matches this text).
 TOOL_CRASH = "AST constructor recursion depth mismatch"
 
 
@@ -29,7 +30,9 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
             api.post("/tasks/batch", json={"tasks": [{"handler_name": "process_image"}] * 100})
     st = Path(sys.executable).parent / "schemathesis"
     result = _run(st, server.url, tmp_path)
-    if result.returncode != 0 and TOOL_CRASH in result.stdout + result.stderr:
+    for _ in range(3):  # the tool's crash is random (hypothesis repr of a recursive schema)
+        if result.returncode == 0 or TOOL_CRASH not in result.stdout + result.stderr:
+            break
         result = _run(st, server.url, tmp_path)
     tail = result.stdout[-6000:]
     assert result.returncode == 0, (
@@ -45,10 +48,28 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
     assert f"Tested: {operations}" in result.stdout, tail
 
 
+# P-QUEUE-4 is a cross-field rule JSON Schema cannot state (queue_weights must name
+# exactly the queues of queue_names; queue_name and queue_names exclude each other), so a
+# schema-valid poll body may rightly get 422 validation_error. Only for the two polls, and
+# only that status, is added to what the positive-data check accepts; every other check
+# stays on. test_multi_queue.py asserts those 422s and their pointers.
+CONFIG = """
+[[operations]]
+include-operation-id = ["pollTask", "pollTasks"]
+checks.positive_data_acceptance.expected-statuses = [
+  "2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx",
+]
+"""
+
+
 def _run(st: Path, url: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    config = tmp_path / "schemathesis.toml"
+    config.write_text(CONFIG)
     return subprocess.run(
         [
             str(st),
+            "--config-file",
+            str(config),
             "run",
             str(REPO / "openapi.yaml"),
             "--url",
