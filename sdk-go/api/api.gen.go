@@ -320,6 +320,11 @@ type ClaimedTask struct {
 	Params    JSONObject `json:"params"`
 	Priority  int        `json:"priority"`
 	QueueName string     `json:"queue_name"`
+
+	// ReadyAt When this attempt became claimable: the later of `created_at` and the task's
+	// `run_at` (a delay, a schedule or a retry's backoff). Claim time minus `ready_at`
+	// is the schedule-to-start wait (P-TEL-4).
+	ReadyAt time.Time `json:"ready_at"`
 }
 
 // EnqueuedTasks defines model for EnqueuedTasks.
@@ -411,7 +416,7 @@ type NewTask struct {
 	GoodUntil   *time.Time  `json:"good_until,omitempty"`
 	HandlerName HandlerName `json:"handler_name"`
 
-	// Headers Static string metadata passed to the worker.
+	// Headers Static string metadata passed to the worker; `traceparent` and `tracestate` carry W3C trace context (P-TEL-1).
 	Headers map[string]string `json:"headers,omitempty"`
 
 	// IdempotencyKey Enqueueing the same key again returns the existing task (P-TASK-3).

@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.2.0"
+const SpecVersion = "1.3.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "bfca973fcc56475497c42d1a5795aa69b6119d78c6bfcd27eee9b7f36d935ae5"
+const SpecSHA256 = "aa749dc5587c9531b1adfa82d164c52148c632062d8b224d88accadda33d1728"

@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.2.0";
+export const SPEC_VERSION = "1.3.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "bfca973fcc56475497c42d1a5795aa69b6119d78c6bfcd27eee9b7f36d935ae5";
+export const SPEC_SHA256 = "aa749dc5587c9531b1adfa82d164c52148c632062d8b224d88accadda33d1728";

@@ -208,6 +208,7 @@ class ClaimedTask(TypedDict):
     checkpoint: dict[str, Any] | None
     good_until: str | None
     created_at: str
+    ready_at: str
     metadata: TaskMetadata
 
 

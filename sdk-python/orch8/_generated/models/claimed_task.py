@@ -37,6 +37,9 @@ class ClaimedTask:
         checkpoint (ClaimedTaskCheckpointType0 | None): Checkpoint saved by an earlier attempt (P-CKPT-1).
         good_until (datetime.datetime | None):
         created_at (datetime.datetime):
+        ready_at (datetime.datetime): When this attempt became claimable: the later of `created_at` and the task's
+            `run_at` (a delay, a schedule or a retry's backoff). Claim time minus `ready_at`
+            is the schedule-to-start wait (P-TEL-4).
         metadata (TaskMetadata): Seed-compatible summary of the attempt.
     """
 
@@ -53,6 +56,7 @@ class ClaimedTask:
     checkpoint: ClaimedTaskCheckpointType0 | None
     good_until: datetime.datetime | None
     created_at: datetime.datetime
+    ready_at: datetime.datetime
     metadata: TaskMetadata
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -93,6 +97,8 @@ class ClaimedTask:
 
         created_at = self.created_at.isoformat()
 
+        ready_at = self.ready_at.isoformat()
+
         metadata = self.metadata.to_dict()
 
         field_dict: dict[str, Any] = {}
@@ -112,6 +118,7 @@ class ClaimedTask:
                 "checkpoint": checkpoint,
                 "good_until": good_until,
                 "created_at": created_at,
+                "ready_at": ready_at,
                 "metadata": metadata,
             }
         )
@@ -179,6 +186,8 @@ class ClaimedTask:
 
         created_at = isoparse(d.pop("created_at"))
 
+        ready_at = isoparse(d.pop("ready_at"))
+
         metadata = TaskMetadata.from_dict(d.pop("metadata"))
 
         claimed_task = cls(
@@ -195,6 +204,7 @@ class ClaimedTask:
             checkpoint=checkpoint,
             good_until=good_until,
             created_at=created_at,
+            ready_at=ready_at,
             metadata=metadata,
         )
 

@@ -29,7 +29,8 @@ class NewTask:
         context (JsonObject | Unset): Any JSON object.
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1). Example: gpu-workers.
         priority (int | Unset): Lower numbers are claimed first (P-ORDER-1). Default: 0.
-        headers (NewTaskHeaders | Unset): Static string metadata passed to the worker.
+        headers (NewTaskHeaders | Unset): Static string metadata passed to the worker; `traceparent` and `tracestate`
+            carry W3C trace context (P-TEL-1).
         run_at (datetime.datetime | Unset): Not claimable before this instant (status `scheduled`). Defaults to now.
         delay_ms (int | Unset): Added to `run_at` (so, alone, a delay from now).
         good_until (datetime.datetime | Unset): If still unclaimed at this instant the task becomes `expired` and is

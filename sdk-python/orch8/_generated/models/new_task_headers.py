@@ -12,7 +12,7 @@ T = TypeVar("T", bound="NewTaskHeaders")
 
 @_attrs_define
 class NewTaskHeaders:
-    """Static string metadata passed to the worker."""
+    """Static string metadata passed to the worker; `traceparent` and `tracestate` carry W3C trace context (P-TEL-1)."""
 
     additional_properties: dict[str, str] = _attrs_field(init=False, factory=dict)
 

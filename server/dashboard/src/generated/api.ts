@@ -776,7 +776,7 @@ export interface components {
              * @default 0
              */
             priority?: number;
-            /** @description Static string metadata passed to the worker. */
+            /** @description Static string metadata passed to the worker; `traceparent` and `tracestate` carry W3C trace context (P-TEL-1). */
             headers?: {
                 [key: string]: string;
             };
@@ -1029,6 +1029,13 @@ export interface components {
             good_until: string | null;
             /** Format: date-time */
             created_at: string;
+            /**
+             * Format: date-time
+             * @description When this attempt became claimable: the later of `created_at` and the task's
+             *     `run_at` (a delay, a schedule or a retry's backoff). Claim time minus `ready_at`
+             *     is the schedule-to-start wait (P-TEL-4).
+             */
+            ready_at: string;
             metadata: components["schemas"]["TaskMetadata"];
         };
         PollBatchResult: {
@@ -2377,6 +2384,7 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "good_until": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "ready_at": "2026-11-21T10:30:00.000Z",
                      *       "metadata": {
                      *         "attempt": 1,
                      *         "max_attempts": 3,
@@ -2460,6 +2468,7 @@ export interface operations {
                      *           "checkpoint": null,
                      *           "good_until": null,
                      *           "created_at": "2026-11-21T10:30:00.000Z",
+                     *           "ready_at": "2026-11-21T10:30:00.000Z",
                      *           "metadata": {
                      *             "attempt": 1,
                      *             "max_attempts": 3,
