@@ -34,6 +34,7 @@ def claimed_task(task_id: str = "task_1", **over: Any) -> dict[str, Any]:
         "checkpoint": None,
         "good_until": None,
         "created_at": "2026-11-21T10:30:00.000Z",
+        "ready_at": "2026-11-21T10:30:00.000Z",  # contract 1.3.0 (P-TEL-4)
         "metadata": {"attempt": 1, "max_attempts": 3, "created_at": "2026-11-21T10:30:00.000Z"},
     }
     body.update(over)
