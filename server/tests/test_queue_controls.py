@@ -134,6 +134,28 @@ def test_a_queue_cap_limits_running_tasks_and_a_finished_task_frees_a_slot(
     assert _row(api, queue, name)["queue_max_running"] is None
 
 
+def test_a_reaped_capped_task_wakes_the_poll_the_cap_held_back(
+    api: httpx.Client, server: RunningServer, name: str
+) -> None:
+    """P-CTRL-2 with P-LEASE-6: a capped task whose lease expires and that the reaper
+    fails for good frees its slot, and the poll the cap held back is woken at once, not
+    at the end of its wait."""
+    queue = f"{name}-q"
+    enqueue(api, name, queue_name=queue, retry={"max_attempts": 1})
+    assert api.put(f"/queues/{queue}/limit", json={"max_running": 1}).status_code == 200
+    held = _poll(api, name, queue, lease_ms=300)
+    assert held.status_code == 200, held.text
+    enqueue(api, name, queue_name=queue)
+    started = time.monotonic()
+    thread, got = _long_poll(
+        server.url, {"handler_names": [name], "queue_name": queue, "wait_ms": 8000}
+    )
+    thread.join(12)
+    assert got[0].status_code == 200, got[0].text
+    assert time.monotonic() - started < 4.0  # the lease (0.3 s) + a reaper tick, not 8 s
+    assert api.get(f"/tasks/{held.json()['id']}").json()["status"] == "failed"
+
+
 def test_a_handler_cap_holds_across_queues(api: httpx.Client, name: str) -> None:
     """P-CTRL-2: a handler's cap counts its running tasks on every queue."""
     for queue in ("a", "b"):

@@ -56,6 +56,9 @@ class Reaper:
                     tx, expired, LEASE_EXPIRED_CODE, "lease expired before the task finished", now
                 )
             self.after_reclaim(reclaimed, now)
+            await engine.leases.controls.freed(  # P-CTRL-2: a capped slot is free again
+                (r["queue_name"], r["handler_name"]) for r in reclaimed
+            )
             if len(expired) < BATCH:
                 break
         async with engine.storage.transaction() as tx:
