@@ -81,6 +81,9 @@ def claimed_task(row: Row) -> ClaimedTask:
         "checkpoint": row["checkpoint"],
         "good_until": iso_or_none(row["good_until"]),
         "created_at": created,
+        # When this attempt became claimable: a delay, schedule or backoff moves run_at
+        # past created_at (contract ClaimedTask.ready_at; schedule-to-start, P-TEL-4).
+        "ready_at": iso(max(row["created_at"], row["run_at"])),
         # Seed 000 reads attempt metadata here.
         "metadata": {
             "attempt": row["attempt"],
