@@ -210,6 +210,8 @@ def test_names_with_a_slash_can_be_controlled(api: httpx.Client, name: str) -> N
     assert r.status_code == 200 and r.json()["handler_name"] == handler, r.text
     api.put(f"/queues/{queue}/limit", json={"max_running": None}).raise_for_status()
     api.put(f"/handlers/{handler}/limit", json={"max_running": None}).raise_for_status()
+    r = api.get(f"/queues/{queue}/history", params={"minutes": 2})  # P-OBS-5
+    assert r.status_code == 200 and r.json()["queue_name"] == queue, r.text
 
 
 def test_queue_rows_and_gauges_say_why_a_queue_is_not_draining(

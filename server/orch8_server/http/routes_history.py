@@ -17,4 +17,5 @@ async def get_queue_history(call: Call) -> Response:
     return json_response(await engine.history.history(call.params["queue_name"], minutes))
 
 
-operations = [("GET", "/queues/{queue_name}/history", get_queue_history)]
+# Queue names may contain "/" (QueueName): matched with the path converter, as routes_queues.
+operations = [("GET", "/queues/{queue_name:path}/history", get_queue_history)]
