@@ -106,6 +106,7 @@ class Slot:
     runner: asyncio.Task[None] | None = None
     handler_future: asyncio.Future[Any] | None = None
     abandoned: bool = False  # shutdown already reported this attempt (P-SDK-7)
+    delivering: bool = False  # the handler ended and its result is on its way
     started: float = 0.0
     duration_ms: float = 0.0
 

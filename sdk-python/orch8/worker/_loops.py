@@ -143,6 +143,11 @@ async def _heartbeat_once(deps: HeartbeatDeps, interval_ms: int) -> int:
         slot = slots.get(status.task_id)
         if slot is None:
             continue
+        if slot.delivering and (status.lease_lost or status.cancel_requested):
+            # The result is on its way: our own completion or failure may be what ended the
+            # lease, so the server's answer to the result decides (P-IDEM-1), not this
+            # heartbeat (as in sdk-typescript and sdk-go).
+            continue
         if status.lease_lost:  # P-WORKER-2: stop, report nothing
             slot.cancel("lease_lost")
         elif status.cancel_requested:  # P-CANCEL-1
@@ -269,6 +274,7 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
     ctx = slot.ctx
     if ctx.is_cancelled:  # P-SDK-5 / P-SDK-19: no result once the signal fired
         return ctx.cancel_reason or "lease_lost"
+    slot.delivering = True
     if outcome.ok:
         verdict = await deps.completer.complete(slot, outcome.output)  # P-SDK-12
         if verdict.kind == "completed":
