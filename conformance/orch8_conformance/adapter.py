@@ -28,6 +28,7 @@ OPTION_ENV = {
     "queue_names": "ORCH8_QUEUE_NAMES",  # P-SDK-23: "high,low"
     "queue_weights": "ORCH8_QUEUE_WEIGHTS",  # "a=3,b=1"
     "labels": "ORCH8_LABELS",  # "gpu=true" (P-LABEL-1)
+    "telemetry": "ORCH8_TELEMETRY",  # "1": the SDK's OpenTelemetry object (P-TEL-3)
 }
 NOT_ENV = ("worker_id", "expect_refusal")  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}

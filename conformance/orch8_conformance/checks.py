@@ -78,6 +78,10 @@ def end_state(run: ScenarioRun) -> list[str]:
     reasons += checks_queues.end_state(run, expect)
     for name in expect.get("observability", []):
         reasons += checks_stats.observability(run, name)
+    if "trace_context" in expect:
+        from .checks_trace import trace_context  # it imports this module's helpers
+
+        reasons += trace_context(run, expect["trace_context"])
     return reasons
 
 

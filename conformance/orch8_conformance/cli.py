@@ -164,7 +164,10 @@ def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], clu
             logs = workdir / scenario["id"] / name
             try:
                 db = cluster.create_database(f"conformance_{next(databases)}") if cluster else None
-                reasons = ScenarioRun(scenario, name, adapters[name], logs, args.server_url, db).execute()
+                scenario_run = ScenarioRun(scenario, name, adapters[name], logs, args.server_url, db)
+                reasons = scenario_run.execute()
+                if scenario_run.notes:  # parts that did not apply to this adapter (e.g. no tracer)
+                    result["notes"] = scenario_run.notes
             except Exception as err:  # a runner bug must still show up as one failed cell
                 reasons = [f"runner error: {err!r}"]
             result.update(status="failed" if reasons else "passed", reasons=reasons)
@@ -185,6 +188,8 @@ def _run_matrix(args, scenarios: list[dict], adapters: dict[str, list[str]], clu
                 )
                 for reason in result["reasons"][:2] if result["status"] == "failed" else []:
                     print(f"           - {reason}", flush=True)
+                for note in result.get("notes", []):
+                    print(f"           note: {note}", flush=True)
 
     with ThreadPoolExecutor(jobs) as pool:
         list(pool.map(one, runs))

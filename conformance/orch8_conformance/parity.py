@@ -102,6 +102,10 @@ def parity_page(scenarios: list[dict], adapters: list[str], results: list[dict],
     for s in scenarios:
         marks = [MARK[cell[(s["id"], sdk)]["status"]] if (s["id"], sdk) in cell else "-" for sdk in adapters]
         lines.append(f"| `{s['id']}` | {' '.join(s['rules'])} | " + " | ".join(marks) + " |")
+    noted = sorted((r for r in results if r.get("notes")), key=lambda r: (r["scenario"], r["sdk"]))
+    if noted:
+        lines += ["", "## Parts not applicable", ""]
+        lines += [f"- `{r['scenario']}` x {r['sdk']}: {'; '.join(r['notes'])}" for r in noted]
     failed = sorted((r for r in results if r["status"] == "failed"), key=lambda r: (r["scenario"], r["sdk"]))
     if failed:
         lines += ["", "## Why cells fail", ""]

@@ -50,6 +50,8 @@ class ScenarioRun:
         self.ids: dict[str, str] = {}  # task ref -> task id
         self.groups: dict[str, list[str]] = {}  # ref or group ref -> member refs
         self.visible_at: dict[str, float] = {}  # task ref -> when its enqueue was acknowledged
+        self.sent: dict[str, dict] = {}  # task ref -> the task spec it was enqueued from
+        self.notes: list[str] = []  # parts of a passed run that did not apply to this adapter
         self.t0 = 0.0
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -106,7 +108,7 @@ class ScenarioRun:
     def _enqueue(self, specs: list[dict]) -> None:
         self.groups.update(task_refs(specs))
         for spec in specs:
-            fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels")
+            fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels", "headers")
             body = {k: spec[k] for k in fields if k in spec}
             members = task_refs([spec])[spec["ref"]]
             try:
@@ -122,6 +124,7 @@ class ScenarioRun:
             for ref, task in zip(members, created, strict=True):
                 self.ids[ref] = task["id"]
                 self.visible_at[ref] = acknowledged
+                self.sent[ref] = spec
                 self.groups.setdefault(ref, [ref])
 
     def _start_worker(self, name: str, overrides: dict) -> None:

@@ -60,6 +60,7 @@ def check_refs(data: dict, name: str) -> None:
         raise ScenarioError(f"{name}: duplicate task ref")
     mentioned = set(data["expect"].get("tasks", {})) | set(data["expect"].get("order", []))
     mentioned |= {e["task"] for e in data["expect"].get("adapter_events", []) if "task" in e}
+    mentioned |= set(data["expect"].get("trace_context", []))
     for step in data.get("timeline", []):
         after = step.get("after", {})
         mentioned |= {after[k] for k in ("handler_started", "handler_ended") if k in after}

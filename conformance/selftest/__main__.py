@@ -44,6 +44,8 @@ CATCHES = {
     "ignores_weights": ["multi-queue-weighted"],
     "accepts_bad_queue_config": ["worker-queue-config-refused"],
     "ignores_labels": ["label-routing"],
+    "drops_trace_context": ["trace-context"],
+    "unparented_process_span": ["trace-context"],
 }
 
 

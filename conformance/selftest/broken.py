@@ -158,6 +158,33 @@ def ignores_labels(raw) -> None:
     raw.queues.from_env = from_env
 
 
+def drops_trace_context(raw) -> None:
+    """Hands handlers a task without its headers, so traceparent never arrives (breaks P-TEL-1)."""
+    original = raw.Ctx.__init__
+
+    def init(self, task: dict) -> None:
+        original(self, task)
+        self.headers = {}
+
+    raw.Ctx.__init__ = init
+
+
+def unparented_process_span(raw) -> None:
+    """Claims tracing but runs each handler in a new root span, ignoring traceparent (breaks P-TEL-3)."""
+    emit = raw.emit
+
+    def claims_tracing(event, ctx=None, **fields) -> None:
+        emit(event, ctx, **({**fields, "tracing": True} if event == "ready" else fields))
+
+    raw.emit = claims_tracing
+    echo_trace = raw.HANDLERS["echo_trace"]
+
+    def root_span(ctx) -> dict:
+        return {**echo_trace(ctx), "trace_id": random.randbytes(16).hex(), "parent_span_id": None}
+
+    raw.HANDLERS["echo_trace"] = root_span
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -178,6 +205,8 @@ DEFECTS = {
         ignores_weights,
         accepts_bad_queue_config,
         ignores_labels,
+        drops_trace_context,
+        unparented_process_span,
     )
 }
 

@@ -130,6 +130,7 @@ class Ctx:
         self.task = task
         self.id, self.handler_name, self.attempt = task["id"], task["handler_name"], task["attempt"]
         self.params, self.checkpoint, self.lease_id = task["params"], task.get("checkpoint"), task["lease"]["id"]
+        self.headers = task.get("headers") or {}  # trace context travels here (P-TEL-1)
         self.cancelled = threading.Event()
         self.reason = "cancelled"
         self.reported = False
@@ -429,7 +430,7 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1):
         signal.signal(signum, on_signal)
     threading.Thread(target=heartbeat_loop, args=(interval,), daemon=True).start()
-    emit("ready", sdk="raw-http")
+    emit("ready", sdk="raw-http", tracing=False)  # no tracer: trace-context checks only the headers
     poll_loop()
     shutdown()
     emit("stopped", stats=snapshot())

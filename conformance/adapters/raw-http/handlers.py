@@ -115,6 +115,13 @@ def retry_after(ctx) -> dict:
     return ctx.output()
 
 
+def echo_trace(ctx) -> dict:
+    """The task's trace context as received (P-TEL-1); without a tracer there is no current span."""
+    headers = ctx.headers
+    return ctx.output(traceparent=headers.get("traceparent"), tracestate=headers.get("tracestate"),
+                      trace_id=None, parent_span_id=None)  # fmt: skip
+
+
 TABLE = {
     "echo": echo,
     "fail_once": fail_once,
@@ -130,4 +137,5 @@ TABLE = {
     "huge_output": huge_output,
     "retryable_with_checkpoint": retryable_with_checkpoint,
     "heartbeat_after_cancel": heartbeat_after_cancel,
+    "echo_trace": echo_trace,
 }
