@@ -3,7 +3,8 @@
 // confirmation step.
 import { api, ApiError, type Attempt, type Task, type TaskStatus } from "./api";
 import { fill, h } from "./dom";
-import { ago, duration, stamp } from "./format";
+import { ago, duration, precise, stamp } from "./format";
+import { attemptTimings, traceId } from "./telemetry";
 import { jsonBlock, pill, problemBox } from "./widgets";
 
 type Action = "complete" | "fail" | "cancel" | "retry";
@@ -98,7 +99,7 @@ export class TaskDetail {
         ),
       ),
     );
-    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(this.attempts));
+    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(t, this.attempts));
   }
 
   private ask(action: Action): void {
@@ -203,6 +204,7 @@ function facts(t: Task): HTMLElement {
   return h(
     "dl",
     { class: "facts" },
+    traceFact(t),
     row("Attempt", `${t.attempt} of ${t.max_attempts}`),
     row("Lease holder", lease, "lease"),
     row("Worker (latest)", t.worker_id ?? "—"),
@@ -217,6 +219,25 @@ function facts(t: Task): HTMLElement {
     row("Retry policy", `${t.retry.max_attempts} attempts, ${duration(t.retry.initial_backoff_ms)} × ${t.retry.backoff_multiplier}, cap ${duration(t.retry.max_backoff_ms)}`),
     t.cancel_reason ? row("Cancel reason", t.cancel_reason) : null,
   ) as HTMLElement;
+}
+
+/** P-TEL-1: the trace id of the task's `traceparent`, with a copy button; nothing without one. */
+function traceFact(t: Task): HTMLElement | null {
+  const id = traceId(t.headers);
+  if (!id) return null;
+  const value = h("span", { class: "mono", "data-testid": "trace-id" }, id);
+  const copy = h("button", { class: "btn small", "data-testid": "copy-trace-id", title: "Copy the trace id, to look it up in your tracing backend" }, "Copy");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      copy.textContent = "Copied";
+    } catch {
+      // No clipboard (an insecure origin, or permission refused): select it for Ctrl+C.
+      getSelection()?.selectAllChildren(value);
+      copy.textContent = "Selected: press Ctrl+C";
+    }
+  });
+  return h("div", { class: "fact trace", "data-fact": "trace" }, h("dt", null, "Trace id"), h("dd", null, value, " ", copy));
 }
 
 function errorCard(t: Task): HTMLElement | null {
@@ -244,7 +265,8 @@ function jsonGrid(t: Task): HTMLElement {
   );
 }
 
-function timeline(attempts: Attempt[]): HTMLElement {
+function timeline(t: Task, attempts: Attempt[]): HTMLElement {
+  const timings = attemptTimings(t, attempts);
   return h(
     "section",
     { class: "timeline", "data-testid": "attempts" },
@@ -265,11 +287,30 @@ function timeline(attempts: Attempt[]): HTMLElement {
                 h("b", null, `#${a.attempt}`),
                 pill(a.outcome),
                 h("span", { class: "mono small" }, a.worker_id ?? "anonymous poller"),
-                h("span", { class: "muted small", title: `${stamp(a.started_at)} → ${stamp(a.ended_at)}` }, `${stamp(a.started_at)} · ${a.ended_at ? `took ${duration(Date.parse(a.ended_at) - Date.parse(a.started_at))}` : "still running"}`),
+                h("span", { class: "muted small", title: `${stamp(a.started_at)} → ${stamp(a.ended_at)}` }, stamp(a.started_at)),
               ),
+              attemptTiming(timings.get(a.attempt)),
               a.error ? h("div", { class: "attempt-error" }, h("code", null, a.error.code), " ", a.error.message) : null,
             ),
           ),
         ),
+  );
+}
+
+/** "queue wait 1.42 s · run time 35 ms"; data-ms carries the exact figure (README: definitions). */
+function attemptTiming(timing: { waitMs: number | null; runMs: number | null } | undefined): HTMLElement {
+  const wait = timing?.waitMs ?? null;
+  const run = timing?.runMs ?? null;
+  return h(
+    "div",
+    { class: "attempt-timing small" },
+    "queue wait ",
+    wait === null
+      ? h("b", { "data-wait": "", title: "Not known: the API keeps only the latest attempt's ready time (the task's run_at)" }, "—")
+      : h("b", { "data-wait": "", "data-ms": wait, title: "From when the attempt became claimable (later of created_at and run_at) to its claim" }, precise(wait)),
+    " · run time ",
+    run === null
+      ? h("b", { "data-run": "" }, "still running")
+      : h("b", { "data-run": "", "data-ms": run, title: "From the claim (started_at) to the attempt's end (ended_at)" }, precise(run)),
   );
 }

@@ -12,6 +12,15 @@ export function duration(ms: number): string {
   return `${Math.round(hours / 24)} d`;
 }
 
+/** "< 1 ms", "412 ms", "1.42 s", "12.3 s", then as `duration`: for waits and run times. */
+export function precise(ms: number): string {
+  if (ms < 1) return "< 1 ms";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(2)} s`;
+  if (ms < 90_000) return `${(ms / 1000).toFixed(1)} s`;
+  return duration(ms);
+}
+
 /** "12 s ago" / "in 40 s" relative to now; "—" for null. */
 export function ago(iso: string | null | undefined, now = Date.now()): string {
   if (!iso) return "—";

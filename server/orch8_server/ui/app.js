@@ -200,6 +200,13 @@ function duration(ms) {
   if (hours < 48) return `${hours} h`;
   return `${Math.round(hours / 24)} d`;
 }
+function precise(ms) {
+  if (ms < 1) return "< 1 ms";
+  if (ms < 1e3) return `${Math.round(ms)} ms`;
+  if (ms < 1e4) return `${(ms / 1e3).toFixed(2)} s`;
+  if (ms < 9e4) return `${(ms / 1e3).toFixed(1)} s`;
+  return duration(ms);
+}
 function ago(iso, now = Date.now()) {
   if (!iso) return "—";
   const delta = Date.parse(iso) - now;
@@ -221,6 +228,32 @@ function isEmpty(value) {
   if (value === null || value === void 0) return true;
   if (typeof value === "object") return Object.keys(value).length === 0;
   return false;
+}
+
+// src/telemetry.ts
+var TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
+function traceId(headers) {
+  const value = headers?.traceparent?.trim();
+  const m = value ? TRACEPARENT.exec(value) : null;
+  if (!m) return null;
+  const [, version, id, rest] = m;
+  if (version === "ff" || version === "00" && rest || /^0+$/.test(id)) return null;
+  return id;
+}
+function attemptTimings(task, attempts) {
+  const out = /* @__PURE__ */ new Map();
+  const latest2 = attempts.reduce((n, a) => Math.max(n, a.attempt), 0);
+  const ready = Math.max(Date.parse(task.created_at), Date.parse(task.run_at));
+  for (const a of attempts) {
+    const started = Date.parse(a.started_at);
+    const ended = a.ended_at ? Date.parse(a.ended_at) : NaN;
+    const known = a.attempt === latest2 && Number.isFinite(ready) && ready <= started;
+    out.set(a.attempt, {
+      waitMs: known ? started - ready : null,
+      runMs: Number.isFinite(ended) ? Math.max(0, ended - started) : null
+    });
+  }
+  return out;
 }
 
 // src/widgets.ts
@@ -373,7 +406,7 @@ var TaskDetail = class {
         )
       )
     );
-    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(this.attempts));
+    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(t, this.attempts));
   }
   ask(action) {
     this.open = action;
@@ -470,6 +503,7 @@ function facts(t) {
   return h(
     "dl",
     { class: "facts" },
+    traceFact(t),
     row("Attempt", `${t.attempt} of ${t.max_attempts}`),
     row("Lease holder", lease, "lease"),
     row("Worker (latest)", t.worker_id ?? "—"),
@@ -484,6 +518,22 @@ function facts(t) {
     row("Retry policy", `${t.retry.max_attempts} attempts, ${duration(t.retry.initial_backoff_ms)} × ${t.retry.backoff_multiplier}, cap ${duration(t.retry.max_backoff_ms)}`),
     t.cancel_reason ? row("Cancel reason", t.cancel_reason) : null
   );
+}
+function traceFact(t) {
+  const id = traceId(t.headers);
+  if (!id) return null;
+  const value = h("span", { class: "mono", "data-testid": "trace-id" }, id);
+  const copy = h("button", { class: "btn small", "data-testid": "copy-trace-id", title: "Copy the trace id, to look it up in your tracing backend" }, "Copy");
+  copy.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(id);
+      copy.textContent = "Copied";
+    } catch {
+      getSelection()?.selectAllChildren(value);
+      copy.textContent = "Selected: press Ctrl+C";
+    }
+  });
+  return h("div", { class: "fact trace", "data-fact": "trace" }, h("dt", null, "Trace id"), h("dd", null, value, " ", copy));
 }
 function errorCard(t) {
   if (!t.error) return null;
@@ -508,7 +558,8 @@ function jsonGrid(t) {
     jsonBlock("Headers", t.headers, "headers")
   );
 }
-function timeline(attempts) {
+function timeline(t, attempts) {
+  const timings = attemptTimings(t, attempts);
   return h(
     "section",
     { class: "timeline", "data-testid": "attempts" },
@@ -527,12 +578,25 @@ function timeline(attempts) {
             h("b", null, `#${a.attempt}`),
             pill(a.outcome),
             h("span", { class: "mono small" }, a.worker_id ?? "anonymous poller"),
-            h("span", { class: "muted small", title: `${stamp(a.started_at)} → ${stamp(a.ended_at)}` }, `${stamp(a.started_at)} · ${a.ended_at ? `took ${duration(Date.parse(a.ended_at) - Date.parse(a.started_at))}` : "still running"}`)
+            h("span", { class: "muted small", title: `${stamp(a.started_at)} → ${stamp(a.ended_at)}` }, stamp(a.started_at))
           ),
+          attemptTiming(timings.get(a.attempt)),
           a.error ? h("div", { class: "attempt-error" }, h("code", null, a.error.code), " ", a.error.message) : null
         )
       )
     )
+  );
+}
+function attemptTiming(timing) {
+  const wait = timing?.waitMs ?? null;
+  const run = timing?.runMs ?? null;
+  return h(
+    "div",
+    { class: "attempt-timing small" },
+    "queue wait ",
+    wait === null ? h("b", { "data-wait": "", title: "Not known: the API keeps only the latest attempt's ready time (the task's run_at)" }, "—") : h("b", { "data-wait": "", "data-ms": wait, title: "From when the attempt became claimable (later of created_at and run_at) to its claim" }, precise(wait)),
+    " · run time ",
+    run === null ? h("b", { "data-run": "" }, "still running") : h("b", { "data-run": "", "data-ms": run, title: "From the claim (started_at) to the attempt's end (ended_at)" }, precise(run))
   );
 }
 
