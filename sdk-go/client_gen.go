@@ -78,28 +78,32 @@ func (c *Client) DeregisterWorker(ctx context.Context, workerID string) (*api.Wo
 
 // Enqueue sends POST /tasks: enqueue one task. Operation enqueueTask, retry idempotency-key.
 func (c *Client) Enqueue(ctx context.Context, body api.NewTask) (*api.Task, error) {
-	return invoke(ctx, c, call{op: "enqueueTask", safe: hasIdempotencyKey(body)},
-		func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTask(ctx, body) },
-		func(r *http.Response) (*api.Task, error) {
-			p, err := api.ParseEnqueueTaskResponse(r)
-			if err != nil {
-				return nil, err
-			}
-			return first("enqueueTask", r, p.JSON200, p.JSON201)
-		})
+	return produce(ctx, c, body, func(ctx context.Context, body api.NewTask) (*api.Task, error) {
+		return invoke(ctx, c, call{op: "enqueueTask", safe: hasIdempotencyKey(body)},
+			func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTask(ctx, body) },
+			func(r *http.Response) (*api.Task, error) {
+				p, err := api.ParseEnqueueTaskResponse(r)
+				if err != nil {
+					return nil, err
+				}
+				return first("enqueueTask", r, p.JSON200, p.JSON201)
+			})
+	})
 }
 
 // EnqueueBatch sends POST /tasks/batch: enqueue up to 100 tasks atomically. Operation enqueueTasks, retry idempotency-key.
 func (c *Client) EnqueueBatch(ctx context.Context, body api.NewTaskBatch) (*api.EnqueuedTasks, error) {
-	return invoke(ctx, c, call{op: "enqueueTasks", safe: hasIdempotencyKey(body)},
-		func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTasks(ctx, body) },
-		func(r *http.Response) (*api.EnqueuedTasks, error) {
-			p, err := api.ParseEnqueueTasksResponse(r)
-			if err != nil {
-				return nil, err
-			}
-			return first("enqueueTasks", r, p.JSON201)
-		})
+	return produce(ctx, c, body, func(ctx context.Context, body api.NewTaskBatch) (*api.EnqueuedTasks, error) {
+		return invoke(ctx, c, call{op: "enqueueTasks", safe: hasIdempotencyKey(body)},
+			func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTasks(ctx, body) },
+			func(r *http.Response) (*api.EnqueuedTasks, error) {
+				p, err := api.ParseEnqueueTasksResponse(r)
+				if err != nil {
+					return nil, err
+				}
+				return first("enqueueTasks", r, p.JSON201)
+			})
+	})
 }
 
 // FailTask sends POST /workers/tasks/{task_id}/fail: report failure. Operation failTask, retry safe.

@@ -53,6 +53,9 @@ type Config struct {
 	MaxRetries int
 	// UserAgent overrides "orch8-go/<Version>".
 	UserAgent string
+	// Telemetry traces Enqueue and EnqueueBatch (P-TEL-1), e.g. orch8otel.New(); none when
+	// nil. A Worker built on this client uses it too unless WorkerOptions.Telemetry is set.
+	Telemetry Telemetry
 }
 
 func (c Config) withDefaults() Config {

@@ -24,6 +24,8 @@ type Worker struct {
 	names    []string // sorted handler names, fixed by Run
 
 	completions *completer // batched completion reports (P-SDK-12)
+	tel         Telemetry  // nil: no telemetry call at all (P-TEL-3, P-TEL-4)
+	health      health     // GET /health (P-TEL-5)
 
 	mu          sync.Mutex
 	held        map[string]*run // every claimed task until its outcome is known (P-WORKER-2)
@@ -51,6 +53,9 @@ func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
 	if err := opts.checkQueues(); err != nil {
 		return nil, err
 	}
+	if err := opts.checkHealthAddr(); err != nil {
+		return nil, err
+	}
 	opts = opts.ownQueues().withDefaults()
 	w := &Worker{
 		client:   client,
@@ -64,6 +69,10 @@ func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
 		interval: DefaultHeartbeat,
 	}
 	w.completions = &completer{w: w}
+	w.tel = opts.Telemetry
+	if w.tel == nil && client != nil {
+		w.tel = client.cfg.Telemetry
+	}
 	return w, nil
 }
 
@@ -162,6 +171,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 	}()
 
+	w.health.began.Store(time.Now().UnixNano())
+	if w.opts.HealthAddr != "" {
+		stopHealth, err := w.serveHealth(stopCtx)
+		if err != nil {
+			return err
+		}
+		defer stopHealth()
+	}
 	if err := w.register(stopCtx); err != nil {
 		if stopCtx.Err() != nil {
 			return nil // stopped before anything was claimed

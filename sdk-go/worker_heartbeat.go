@@ -97,10 +97,17 @@ func (w *Worker) heartbeat(ctx context.Context) {
 		WorkerHeartbeat{State: &state, ActiveTaskIDs: ids, LeaseMs: optMillis(w.opts.LeaseDuration)})
 	if err != nil {
 		if ctx.Err() == nil {
+			if w.tel != nil {
+				w.tel.Heartbeat(ctx, HeartbeatError) // P-TEL-4
+			}
 			w.fireError(OpHeartbeat, err)
 			w.log.Warn("orch8: worker heartbeat failed", causeAttrs(err)...)
 		}
 		return
+	}
+	w.health.heartbeated()
+	if w.tel != nil {
+		w.tel.Heartbeat(ctx, HeartbeatOK) // P-TEL-4
 	}
 	for _, ts := range res.Tasks {
 		w.mu.Lock()

@@ -49,6 +49,13 @@ type WorkerOptions struct {
 	Logger *slog.Logger
 	// Hooks observe polls, tasks and failed calls (P-SDK-11).
 	Hooks Hooks
+	// Telemetry traces and measures polls, handler runs and heartbeats (P-TEL-3, P-TEL-4),
+	// e.g. orch8otel.New(); the client's Config.Telemetry when nil; none when both are nil.
+	Telemetry Telemetry
+	// HealthAddr serves GET /health on this address while Run runs (P-TEL-5), e.g.
+	// "127.0.0.1:0" for a free port (read it back with Worker.HealthAddr); an empty host
+	// means 127.0.0.1. Off when empty.
+	HealthAddr string
 }
 
 // Hooks observe the worker (P-SDK-11). Each may be nil; they run on the worker's

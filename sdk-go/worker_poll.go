@@ -67,6 +67,9 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 				continue // stop or quiet aborted the long-poll on purpose
 			}
 			w.count(func(s *Stats) { s.PollErrors++ })
+			if w.tel != nil {
+				w.tel.Polled(base, PollError) // P-TEL-4
+			}
 			w.fireError(OpPoll, err)
 			wait := outageWait(&outage, err) // P-SDK-9, P-SDK-16
 			w.log.Warn("orch8: poll failed, backing off", append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)
@@ -74,13 +77,15 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			continue
 		}
 		outage.reset()
+		w.health.polled()
+		receive := w.received(base, began, len(res.Tasks))
 		callHook(w, "OnPoll", w.opts.Hooks.OnPoll, PollEvent{Claimed: len(res.Tasks), Duration: time.Since(began)})
 		for i, ct := range res.Tasks {
 			if i >= ask {
 				w.giveBack(ct) // more than asked for: never hold more than Concurrency
 				continue
 			}
-			w.start(base, ct)
+			w.start(base, receive, ct)
 		}
 		if res.NextPollAfterMs > 0 {
 			sleepCtx(stopCtx, time.Duration(res.NextPollAfterMs)*time.Millisecond)

@@ -43,6 +43,8 @@ type run struct {
 	dropped error // why nothing may be sent for this task any more (P-SDK-5)
 	outcome outcome
 	ran     time.Duration // the handler's run time, once it returned
+	code    string        // the failure code the server acknowledged (error.type, P-TEL-3)
+	span    ProcessSpan   // nil without telemetry
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
@@ -114,17 +116,27 @@ func (r *run) claimForShutdown() phase {
 }
 
 // start registers a claimed task as held and runs its handler on a new goroutine.
-func (w *Worker) start(base context.Context, ct ClaimedTask) {
+// receive is the context Telemetry.Receive returned for the poll (base without telemetry).
+func (w *Worker) start(base, receive context.Context, ct ClaimedTask) {
 	t := newTask(ct, w.client, w.opts.LeaseDuration)
+	started := time.Now()
+	var span ProcessSpan
+	if w.tel != nil {
+		base, span = w.startProcess(base, receive, ct, started) // current for the handler (P-TEL-3)
+	}
 	ctx, cancel := context.WithCancelCause(base)
-	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: time.Now()}
+	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: started, span: span}
 	t.drop = func(cause error) { w.abandon(r, cause) }
 	w.mu.Lock()
 	r.handler = w.handlers[ct.HandlerName]
 	w.held[ct.ID] = r
+	free := w.opts.Concurrency - len(w.held)
 	w.notifyLocked()
 	w.mu.Unlock()
 	w.count(func(s *Stats) { s.TasksClaimed++; s.InFlight++ })
+	if w.tel != nil {
+		w.tel.Slots(base, 1, free) // P-TEL-4
+	}
 	go w.execute(r)
 }
 
@@ -242,6 +254,9 @@ func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 		_, err := w.client.FailTask(ctx, t.ID, rep)
 		cancel()
 		if err == nil {
+			r.mu.Lock()
+			r.code = *rep.Code
+			r.mu.Unlock()
 			if r.settle(outcomeFailed) {
 				w.release(r) // counted before the hook runs, so the hook sees current stats
 				w.log.Debug("orch8: task failed", "task_id", t.ID, "attempt", t.Attempt, "code", *rep.Code, "retryable", *rep.Retryable)
@@ -294,14 +309,19 @@ func (w *Worker) finish(r *run) {
 func (w *Worker) release(r *run) {
 	r.settle(outcomeLeaseLost) // nothing was settled: the task will come back after its lease
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if w.held[r.task.ID] != r {
+		w.mu.Unlock()
 		return
 	}
 	delete(w.held, r.task.ID)
+	free := w.opts.Concurrency - len(w.held)
+	w.mu.Unlock()
 	r.mu.Lock()
 	o := r.outcome
 	r.mu.Unlock()
+	if w.tel != nil {
+		w.endProcess(r, o, free) // outside w.mu: telemetry never runs under the worker's lock
+	}
 	w.count(func(s *Stats) {
 		switch o {
 		case outcomeCompleted:
@@ -315,7 +335,9 @@ func (w *Worker) release(r *run) {
 		}
 		s.InFlight--
 	})
+	w.mu.Lock()
 	w.notifyLocked()
+	w.mu.Unlock()
 }
 
 func truncate(s string, n int) string {

@@ -1,7 +1,8 @@
 // Command gencalls writes the SDK's typed client methods (client_gen.go) from the call
 // policy of openapi.yaml (P-SDK-1, P-SDK-2): one method per operation, named by
 // `x-orch8-method` (PascalCased), retried per `x-orch8-retry` and given the long-poll
-// timeout when `x-orch8-long-poll` is true. Signatures and answer types come from the
+// timeout when `x-orch8-long-poll` is true; operations whose body creates tasks run inside
+// the producer span (produce, P-TEL-1). Signatures and answer types come from the
 // oapi-codegen output (api/api.gen.go), so the two cannot disagree.
 package main
 
@@ -31,6 +32,10 @@ type operation struct {
 }
 
 type param struct{ name, typ string }
+
+// producerBodies are request bodies that create tasks: their operations run inside the
+// client's producer span, which injects trace context into each task's headers (P-TEL-1).
+var producerBodies = map[string]bool{"api.NewTask": true, "api.NewTaskBatch": true}
 
 func main() {
 	spec := flag.String("spec", "../../openapi.yaml", "the OpenAPI document")
@@ -285,9 +290,14 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 		call += fmt.Sprintf("return first(%q, r, %s)\n", op.OperationID, strings.Join(bodies, ", "))
 	}
 	call += "})\n"
-	if result == "" {
+	produces := len(params) == 1 && params[0].name == "body" && producerBodies[params[0].typ] && result != ""
+	switch {
+	case produces:
+		fmt.Fprintf(b, "return produce(ctx, c, body, func(ctx context.Context, body %s) (%s, error) {\nreturn %s})\n}\n",
+			params[0].typ, ret, call)
+	case result == "":
 		fmt.Fprintf(b, "s, err := %sif err != nil {\nreturn \"\", err\n}\nreturn *s, nil\n}\n", call)
-	} else {
+	default:
 		fmt.Fprintf(b, "return %s}\n", call)
 	}
 	return nil
