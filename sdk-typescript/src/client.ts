@@ -4,7 +4,9 @@
 // use the wire's snake_case names so the seed's example and curl calls read the same.
 import { OPERATIONS, Orch8Operations, type Invocation, type OperationName } from "./generated/client.js";
 import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
+import type { Telemetry } from "./telemetry.js";
 import { Transport, type CallOptions } from "./transport.js";
+import type { NewTask, Task } from "./types.js";
 
 export type { CallOptions } from "./transport.js";
 export { OPERATIONS } from "./generated/client.js";
@@ -22,6 +24,11 @@ export interface Orch8ClientOptions {
   maxRetries?: number;
   /** A fetch implementation, e.g. for tests or a proxy agent; default the global fetch. */
   fetch?: (input: Request) => Promise<Response>;
+  /**
+   * Traces enqueue and enqueueBatch in a producer span and puts its `traceparent` into each
+   * task's headers (P-TEL-1), e.g. `openTelemetry()` from "@orch8/sdk/otel". Default: none.
+   */
+  telemetry?: Telemetry;
 }
 
 export const DEFAULT_BASE_URL = "http://localhost:3001";
@@ -47,6 +54,8 @@ export class Orch8Client extends Orch8Operations {
   readonly baseUrl: string;
   /** The contract this SDK was generated from. */
   readonly spec = { version: SPEC_VERSION, sha256: SPEC_SHA256 } as const;
+  /** The telemetry given in the options, if any (the Worker reuses it by default). */
+  readonly telemetry: Telemetry | undefined;
   private readonly t: Transport;
 
   constructor(options: Orch8ClientOptions = {}) {
@@ -61,9 +70,29 @@ export class Orch8Client extends Orch8Operations {
       maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
+    this.telemetry = options.telemetry;
   }
 
-  protected async invoke<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
+  protected invoke<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
+    const tel = this.telemetry;
+    if (tel === undefined || (name !== "enqueue" && name !== "enqueueBatch")) return this.request(name, request, call);
+    return this.traced(tel, name, request, call);
+  }
+
+  /** P-TEL-1: an enqueue inside the telemetry's producer span, with trace headers injected. */
+  private async traced<T>(tel: Telemetry, name: "enqueue" | "enqueueBatch", request: Invocation, call: CallOptions | undefined): Promise<T> {
+    const batch = name === "enqueueBatch";
+    const body = request.body as NewTask | { tasks: NewTask[] };
+    const tasks = batch ? (body as { tasks: NewTask[] }).tasks : [body as NewTask];
+    let answer: unknown;
+    await tel.enqueue(tasks, batch, async (sent) => {
+      answer = await this.request(name, { ...request, body: batch ? { ...body, tasks: sent } : sent[0] }, call);
+      return batch ? (answer as { tasks: Task[] }).tasks.map((t) => t.id) : [(answer as Task).id];
+    });
+    return answer as T;
+  }
+
+  private async request<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
     const op = OPERATIONS[name];
     const safe = op.retry === "safe" || (op.retry === "idempotency-key" && carriesKeys(request.body));
     let timeoutMs = call?.timeoutMs;

@@ -11,3 +11,4 @@ export { SDK_VERSION, USER_AGENT } from "./version.js";
 export type * from "./types.js";
 export type { paths, components, operations } from "./generated/schema.js";
 export * from "./worker/index.js";
+export type { Telemetry, WorkerTelemetry, TaskTelemetry, WorkerIdentity, PollLink, EnqueuedIds } from "./telemetry.js";

@@ -38,10 +38,15 @@ export class TaskExecutor {
   }
 
   /** Counts `run` once under `outcome` (P-SDK-11: claimed = the sum of outcomes + in flight). */
-  private finish(run: TaskRun, outcome: Outcome): void {
+  private finish(run: TaskRun, outcome: Outcome, code?: string): void {
     if (run.outcome !== undefined) return;
     run.outcome = outcome;
     this.d.count(outcome);
+    if (run.tel !== undefined) {
+      // P-TEL-3, P-TEL-4: a loss may end the span while the handler still runs.
+      const ms = run.handlerStartedAt === undefined ? undefined : run.handlerMs || performance.now() - run.handlerStartedAt;
+      run.tel.ended(outcome, code, ms === undefined ? undefined : ms / 1000);
+    }
     if (outcome === "lease_lost" || outcome === "cancelled") this.d.hook("onTaskAbandoned", { task: run.task, reason: outcome });
   }
 
@@ -71,8 +76,10 @@ export class TaskExecutor {
     let ok = false;
     let value: unknown;
     const started = performance.now();
+    run.handlerStartedAt = started;
     try {
-      value = await handler(ctx);
+      // P-TEL-3: with telemetry the handler runs with its process span current.
+      value = await (run.tel === undefined ? handler(ctx) : run.tel.run(() => handler(ctx)));
       ok = true;
     } catch (error) {
       value = error;
@@ -135,7 +142,7 @@ export class TaskExecutor {
       try {
         await this.d.client.failTask(run.task.id, report, stop ? { signal: stop } : undefined);
         this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} failed with ${report.code}`);
-        this.finish(run, "failed");
+        this.finish(run, "failed", report.code ?? "");
         this.d.hook("onTaskFail", { task: run.task, code: report.code ?? "", retryable: report.retryable ?? false, durationMs: run.handlerMs });
         return;
       } catch (err) {

@@ -17,6 +17,8 @@ export interface HeartbeatDeps {
   lose(run: TaskRun, by: "lease_lost" | "cancelled", error: Error): void;
   directive(d: WorkerDirective): void;
   error(err: unknown): void;
+  /** A heartbeat was answered (true) or failed (false); not called when stop aborts one. */
+  answered(ok: boolean): void;
 }
 
 export class HeartbeatLoop {
@@ -57,6 +59,7 @@ export class HeartbeatLoop {
       // The client's own timeout, as in the other SDKs: a short one made busy servers look
       // down and let leases lapse while the answer was on its way.
       const answer = await this.d.client.heartbeatWorker(this.d.workerId, body, { signal: this.stopCtl.signal });
+      this.d.answered(true);
       if (!this.fixedInterval && answer.heartbeat_interval_ms > 0) this.intervalMs = answer.heartbeat_interval_ms;
       for (const status of answer.tasks) {
         const run = held.get(status.task_id);
@@ -76,7 +79,9 @@ export class HeartbeatLoop {
       }
       this.d.directive(answer.directive);
     } catch (err) {
-      if (!this.stopCtl.signal.aborted) this.d.error(err);
+      if (this.stopCtl.signal.aborted) return;
+      this.d.answered(false);
+      this.d.error(err);
     }
   }
 }

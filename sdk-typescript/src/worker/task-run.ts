@@ -1,6 +1,7 @@
 // One claimed task from claim to reported result: its lease deadline, its handler's
 // cancellation signal, the rule that a task is reported at most once (P-SDK-5), and the
 // rule that it is counted exactly once (P-SDK-11).
+import type { TaskTelemetry } from "../telemetry.js";
 import type { ClaimedTask } from "../types.js";
 
 export type RunPhase = "running" | "delivering" | "done";
@@ -22,6 +23,10 @@ export class TaskRun {
   outcome: Outcome | undefined;
   /** The handler's run time in ms (float), once it returned or threw. */
   handlerMs = 0;
+  /** performance.now() when the handler was called; undefined while none ran. */
+  handlerStartedAt: number | undefined;
+  /** Its process span and metrics (P-TEL-3, P-TEL-4); undefined without telemetry. */
+  tel: TaskTelemetry | undefined;
   done: Promise<void> = Promise.resolve();
 
   constructor(readonly task: ClaimedTask) {

@@ -1,16 +1,19 @@
 // The worker runtime of docs/protocol.md section 14: claim for free slots, run handlers,
 // heartbeat on its own timer, obey directives, ride out outages, shut down gracefully.
+import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
 import { AuthError, NotFoundError, ValidationError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
+import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
 import { USER_AGENT } from "../version.js";
 import { describeCause } from "./cause.js";
 import { ShutdownError } from "./errors.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
+import { HealthServer } from "./health.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
 import { PollPlan } from "./poller.js";
@@ -56,6 +59,16 @@ export interface WorkerOptions {
   hooks?: WorkerHooks;
   /** Where warnings go, each naming its cause (P-SDK-22). Default: console, warn and error only. */
   logger?: Logger;
+  /**
+   * Spans and metrics of polls, handler runs and heartbeats (P-TEL-3, P-TEL-4), e.g.
+   * `openTelemetry()` from "@orch8/sdk/otel". The default client gets it too. Default: none.
+   */
+  telemetry?: Telemetry;
+  /**
+   * Serve `GET /health` on 127.0.0.1 at this port while run() runs (P-TEL-5); 0 picks a
+   * free port, read it from `worker.healthAddress`. Default: no endpoint.
+   */
+  healthPort?: number;
 }
 
 export const DEFAULT_CONCURRENCY = 10;
@@ -80,6 +93,10 @@ export class Worker {
   private readonly wake = new Notifier();
   private readonly executor: TaskExecutor;
   private readonly plan: PollPlan;
+  private readonly tel: WorkerTelemetry | undefined;
+  private health: HealthServer | undefined;
+  private lastPollAt: number | undefined;
+  private lastHeartbeatAt: number | undefined;
   private readonly stopCtl = new AbortController(); // fires when shutdown begins
   private readonly graceCtl = new AbortController(); // fires to cut the grace period short
   private pollCtl: AbortController | undefined;
@@ -94,7 +111,7 @@ export class Worker {
   constructor(options: WorkerOptions) {
     this.o = options;
     this.log = options.logger ?? consoleAtWarn;
-    this.client = options.client ?? new Orch8Client();
+    this.client = options.client ?? new Orch8Client(options.telemetry ? { telemetry: options.telemetry } : {});
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
     this.handlerNames = Object.keys(options.handlers);
@@ -102,6 +119,10 @@ export class Worker {
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new Error("concurrency must be an integer >= 1");
     // P-SDK-23: a bad queue option throws TypeError here, before any request.
     this.queues = selectQueues(options);
+    if (options.healthPort !== undefined && !(Number.isInteger(options.healthPort) && options.healthPort >= 0 && options.healthPort <= 65535)) {
+      throw new TypeError(`healthPort must be an integer port 0-65535 (0 picks a free one), got ${String(options.healthPort)}`);
+    }
+    this.tel = options.telemetry?.worker({ workerId: this.workerId, concurrency: this.concurrency });
     this.plan = new PollPlan({
       handlerNames: this.handlerNames, workerId: this.workerId, waitMs: options.waitMs ?? DEFAULT_WAIT_MS,
       queues: this.queues, leaseMs: options.leaseMs,
@@ -123,6 +144,11 @@ export class Worker {
     const c = this.counters;
     const done = c.tasks_completed + c.tasks_failed + c.tasks_lease_lost + c.tasks_cancelled;
     return { ...c, in_flight: c.tasks_claimed - done };
+  }
+
+  /** Where `GET /health` listens (P-TEL-5) once run() bound it; undefined without `healthPort`. */
+  get healthAddress(): AddressInfo | undefined {
+    return this.health?.address;
   }
 
   /** True while claiming is paused: local quiet (SIGTSTP, quiet()) or an operator's `quiet`. */
@@ -184,6 +210,7 @@ export class Worker {
       resume: () => this.resume(),
     });
     try {
+      if (this.o.healthPort !== undefined) await this.serveHealth(this.o.healthPort);
       const interval = await this.register();
       if (interval === undefined) return; // stopped before the server ever answered
       this.heartbeats = new HeartbeatLoop({
@@ -195,6 +222,10 @@ export class Worker {
         lose: this.executor.lose,
         directive: (d) => this.obey(d),
         error: (err) => this.error("heartbeat", err),
+        answered: (ok) => {
+          if (ok) this.lastHeartbeatAt = Date.now();
+          this.tel?.heartbeat(ok);
+        },
       }, this.o.heartbeatIntervalMs ?? interval, this.o.heartbeatIntervalMs !== undefined);
       this.heartbeats.start();
       await this.pollLoop();
@@ -205,7 +236,22 @@ export class Worker {
     } finally {
       this.phase = "stopped";
       removeSignals();
+      await this.health?.close();
     }
+  }
+
+  /** P-TEL-5: binds the health endpoint before registering, so a probe sees the start-up. */
+  private async serveHealth(port: number): Promise<void> {
+    this.health = new HealthServer({
+      workerId: this.workerId,
+      stopping: () => this.phase !== "running",
+      inFlight: () => this.runs.size,
+      freeSlots: () => this.concurrency - this.runs.size,
+      lastPollAt: () => this.lastPollAt,
+      lastHeartbeatAt: () => this.lastHeartbeatAt,
+      heartbeatIntervalMs: () => this.heartbeats?.intervalMs ?? this.o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+    });
+    await this.health.listen(port);
   }
 
   /** Registers the worker (P-SDK-21), riding out outages; resolves to the heartbeat interval. */
@@ -224,6 +270,7 @@ export class Worker {
           sdk: USER_AGENT,
         }, { signal: this.stopCtl.signal });
         this.obey(info.directive);
+        this.lastHeartbeatAt = Date.now(); // registration is the server's first news of us
         return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
       } catch (err) {
         if (this.stopCtl.signal.aborted) break; // stopped while registering
@@ -253,15 +300,18 @@ export class Worker {
       let tasks: ClaimedTask[];
       let pause = 0;
       const started = performance.now();
+      const sentAt = Date.now();
       try {
         this.counters.polls++;
         const result = await this.client.pollTasks(this.plan.body(free), { signal: ctl.signal });
         tasks = result.tasks;
         pause = result.next_poll_after_ms;
+        this.lastPollAt = Date.now();
         backoff.reset(); // P-SDK-9: the first success resets the outage backoff
       } catch (err) {
         if (ctl.signal.aborted) continue; // quiet or shutdown interrupted it on purpose
         this.counters.poll_errors++;
+        this.tel?.polled(sentAt, undefined);
         const wait = isOutage(err) ? outageWait(err, backoff.next()) : backoff.next();
         this.error("poll", err, `; next poll in ${wait} ms`);
         await sleep(wait, this.stopCtl.signal); // P-SDK-9, P-SDK-16
@@ -270,20 +320,26 @@ export class Worker {
         this.pollCtl = undefined;
       }
       this.hook("onPoll", { claimed: tasks.length, durationMs: performance.now() - started });
-      for (const task of tasks) this.start(task);
+      const link = this.tel?.polled(sentAt, tasks); // P-TEL-3: the receive span
+      for (const task of tasks) this.start(task, link);
       if (pause > 0) await sleep(pause, this.stopCtl.signal);
     }
   }
 
-  private start(task: ClaimedTask): void {
+  private start(task: ClaimedTask, link: PollLink): void {
     const run = new TaskRun(task);
     this.runs.set(task.id, run);
     this.counters.tasks_claimed++;
+    if (this.tel !== undefined) {
+      run.tel = this.tel.taskStarted(task, run.claimedAt, link);
+      this.tel.held(1, this.concurrency - this.runs.size);
+    }
     run.done = this.executor.execute(run)
       .catch((err) => this.log.error(`orch8: task ${task.id}: unexpected ${describeCause(err)}`))
       .finally(() => {
         run.phase = "done";
         this.runs.delete(task.id);
+        this.tel?.held(-1, this.concurrency - this.runs.size);
         this.wake.notify();
       });
   }
