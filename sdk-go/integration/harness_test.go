@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,137 +8,27 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
+	"github.com/orch8/orch8-workers/sdk-go/internal/refserver"
 )
 
-// refServer is one real reference server on loopback with its own SQLite file. This is
-// the Go SDK's one server launcher (issue 19): it starts `orch8-server --port 0` and reads
-// the `orch8-server listening on http://HOST:PORT` line; nothing here looks for a port.
-type refServer struct {
-	t    *testing.T
-	bin  string
-	args []string
-	URL  string
-	log  *os.File
-	cmd  *exec.Cmd
-}
+// refServer is the one Go server launcher (internal/refserver), shared with orch8otel.
+type refServer struct{ *refserver.Server }
 
-// serverBinary locates the reference server relative to the repo root (sdk-go's parent).
-func serverBinary(t *testing.T) string {
-	t.Helper()
-	bin, err := filepath.Abs(filepath.Join("..", "..", ".venv", "bin", "orch8-server"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("reference server not found at %s: run `make setup` at the repo root", bin)
-	}
-	return bin
-}
+func (s *refServer) start() { s.Start() }
+func (s *refServer) stop()  { s.Stop() }
 
 // startServer starts a server with fast test settings; extra flags override them.
 func startServer(t *testing.T, extra ...string) *refServer {
 	t.Helper()
-	dir := t.TempDir()
-	args := []string{"--db", filepath.Join(dir, "orch8.db"), "--host", "127.0.0.1",
-		"--lease-ms", "2000", "--reaper-interval-ms", "100", "--heartbeat-interval-ms", "300", "--dead-after-ms", "3000"}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &refServer{t: t, bin: serverBinary(t), args: append(args, extra...), log: logf}
-	s.start()
-	t.Cleanup(func() {
-		s.stop()
-		if t.Failed() {
-			raw, _ := os.ReadFile(logf.Name())
-			t.Logf("server log:\n%s", tail(string(raw), 4000))
-		}
-		logf.Close()
-	})
-	return s
+	return &refServer{refserver.Start(t, extra...)}
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
-}
-
-var listeningLine = regexp.MustCompile(`^orch8-server listening on (http://\S+)$`)
-
-// start runs the server on --port 0 the first time; a restart asks for the port it bound
-// before, so clients keep their URL.
-func (s *refServer) start() {
-	s.t.Helper()
-	port := "0"
-	if s.URL != "" {
-		u, err := url.Parse(s.URL)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		port = u.Port()
-	}
-	s.cmd = exec.Command(s.bin, append(append([]string(nil), s.args...), "--port", port)...)
-	s.cmd.Stderr = s.log
-	out, err := s.cmd.StdoutPipe()
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
-	}
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := listeningLine.FindStringSubmatch(sc.Text()); m != nil {
-				found <- m[1]
-			}
-			fmt.Fprintln(s.log, sc.Text())
-		}
-		close(found)
-	}()
-	select {
-	case u, ok := <-found:
-		if !ok {
-			raw, _ := os.ReadFile(s.log.Name())
-			s.t.Fatalf("orch8-server exited without its listening line:\n%s", tail(string(raw), 2000))
-		}
-		s.URL = u
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		s.t.Fatal("orch8-server printed no listening line within 30 s")
-	}
-}
-
-// stop sends SIGTERM and waits for the process to exit.
-func (s *refServer) stop() {
-	if s.cmd == nil || s.cmd.Process == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-done
-	}
-	s.cmd = nil
-}
+func tail(s string, n int) string { return refserver.Tail(s, n) }
 
 // waitFor polls cond every 20 ms until it holds or the deadline passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
