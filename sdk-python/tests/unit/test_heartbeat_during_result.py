@@ -18,13 +18,17 @@ from .conftest import problem
 from .fake_server import FakeServer, Running, outcome_item, task_outcome, wait_until
 
 
-def _lost_heartbeats(server: FakeServer) -> list[int]:
-    """Every worker heartbeat answers lease_lost for each held task; returns a counter."""
-    answered = [0]
+def _lost_heartbeats(server: FakeServer, armed: bool = False) -> list[int]:
+    """Once armed (answered[1] set), worker heartbeats answer lease_lost for each held task.
+
+    Returns [lease_lost answers so far, armed]; a result route arms it when the result
+    arrives, as a real server that applied the result would.
+    """
+    answered = [0, int(armed)]
 
     @server.route("POST", "/workers/w/heartbeat")
     def heartbeat(request: httpx.Request, body: Any) -> httpx.Response:
-        ids = body["active_task_ids"]
+        ids = body["active_task_ids"] if answered[1] else []
         answered[0] += len(ids)
         tasks = [
             {"task_id": t, "lease_lost": True, "cancel_requested": False, "lease_expires_at": None}
@@ -48,6 +52,7 @@ def _outage_until_lost(answered: list[int], ok: Any) -> Any:
 
     async def route(request: httpx.Request, body: Any) -> httpx.Response:
         calls[0] += 1
+        answered[1] = 1
         while answered[0] < 2:
             await asyncio.sleep(0.005)
         if calls[0] <= 2:
@@ -68,6 +73,7 @@ def test_heartbeat_lease_lost_during_a_completion_in_flight_counts_it_completed(
     @server.route("POST", "/workers/tasks/complete/batch")
     async def complete(request: httpx.Request, body: Any) -> httpx.Response:
         sent[0] += 1
+        answered[1] = 1
         while answered[0] < 2:  # held until heartbeats said lease_lost twice
             await asyncio.sleep(0.005)
         return httpx.Response(200, json={"items": [outcome_item("t9")]})
@@ -134,7 +140,7 @@ def test_heartbeat_lease_lost_while_the_handler_runs_still_drops_the_task() -> N
     """Before the result is on its way the heartbeat's lease_lost stands (P-WORKER-2)."""
     server = FakeServer()
     server.add("t9")
-    _lost_heartbeats(server)
+    _lost_heartbeats(server, armed=True)
     worker = server.worker(heartbeat_interval_ms=20)
     worker.register("process_image", lambda ctx: ctx.cancelled.wait(10) and "late")
     run = Running(worker)
