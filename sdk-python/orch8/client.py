@@ -14,10 +14,14 @@ import httpx
 
 from ._generated._methods import SyncMethods
 from ._http import Call, ClientConfig, RetryPolicy, connection_error, retry_delay_ms
+from .telemetry import Telemetry, send_tasks, sent_ids
 
 
 class Orch8Client(SyncMethods):
-    """Blocking client. `base_url` / `api_key` default to ORCH8_URL / ORCH8_API_KEY (P-SDK-1)."""
+    """Blocking client. `base_url` / `api_key` default to ORCH8_URL / ORCH8_API_KEY (P-SDK-1).
+
+    `telemetry`: an `orch8.otel.OpenTelemetry()` traces enqueues (P-TEL-1); off by default.
+    """
 
     def __init__(
         self,
@@ -29,9 +33,12 @@ class Orch8Client(SyncMethods):
         headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         timeout: float | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.config = ClientConfig.resolve(base_url, api_key, timeout_ms, retry, headers, timeout)
         self._generated = self.config.generated_client()
+        # P-TEL-1: enqueues run in a producer span when given one (orch8.otel.OpenTelemetry).
+        self.telemetry = telemetry
         self._http = httpx.Client(
             base_url=self.config.base_url,
             headers=self.config.request_headers(),
@@ -50,10 +57,21 @@ class Orch8Client(SyncMethods):
 
     def _run(self, call: Call) -> Any:
         """Send `call`, retrying it on outages when it is safe to repeat (P-SDK-2, P-SDK-16)."""
+        request = call.request(self.config)
+        if self.telemetry is not None:
+            found = send_tasks(request)
+            if found is not None:  # P-TEL-1: the span covers the retries too
+                with self.telemetry.send(*found) as scope:
+                    answer = self._send(call, request)
+                    scope.sent(sent_ids(answer))
+                    return answer
+        return self._send(call, request)
+
+    def _send(self, call: Call, request: dict[str, Any]) -> Any:
         retry = 0
         while True:
             try:
-                response = self._http.request(**call.request(self.config))
+                response = self._http.request(**request)
             except httpx.TransportError as exc:
                 delay = retry_delay_ms(call, retry, self.config.retry, None)
                 if delay is None:

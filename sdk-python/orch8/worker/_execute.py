@@ -151,9 +151,23 @@ async def run_handler(slot: Slot, executor: Executor) -> Outcome:
     return outcome
 
 
+def elapsed_ms(slot: Slot) -> float | None:
+    """The handler's run time: final once it ended, so far while it runs, None before."""
+    if not slot.started:
+        return None
+    return slot.duration_ms or (time.monotonic() - slot.started) * 1000
+
+
 async def _run_handler(slot: Slot, executor: Executor) -> Outcome:
+    telemetry = slot.ctx._telemetry
     try:
-        future = start_handler(slot, executor)
+        if telemetry is None:
+            future = start_handler(slot, executor)
+        else:
+            # P-TEL-3: the process span is current for the handler; the asyncio task or the
+            # copied contextvars of the thread take it with them.
+            with telemetry.current():
+                future = start_handler(slot, executor)
     except Exception as exc:  # e.g. the handler is not callable with one argument
         return classify(exc)
     slot.handler_future = future

@@ -19,6 +19,7 @@ from .._version import USER_AGENT
 from ..async_client import AsyncOrch8Client
 from ..errors import Orch8Error, is_outage
 from ..models import ClaimedTask
+from ..telemetry import WorkerTelemetry
 from ._completer import Completer
 from ._execute import (
     OUTPUT_REJECTED,
@@ -26,6 +27,7 @@ from ._execute import (
     Outcome,
     Slot,
     deliver_fail,
+    elapsed_ms,
     run_handler,
     send_fail,
 )
@@ -101,6 +103,9 @@ class HeartbeatDeps(Protocol):
     observer: Observer
     settings: Settings
     held: dict[str, Slot]
+    telemetry: WorkerTelemetry | None
+    last_heartbeat_at: float | None
+    heartbeat_interval_ms: int
 
     @property
     def state(self) -> str: ...
@@ -116,11 +121,17 @@ async def heartbeat_loop(deps: HeartbeatDeps, interval_ms: int) -> None:
     loop = asyncio.get_running_loop()
     due = loop.time() + interval_ms / 1000
     while True:
+        deps.heartbeat_interval_ms = interval_ms  # P-TEL-5: health measures age against it
         await asyncio.sleep(max(0.0, due - loop.time()))
         due = max(due + interval_ms / 1000, loop.time())
         try:
             interval_ms = await _heartbeat_once(deps, interval_ms)
+            deps.last_heartbeat_at = time.time()  # P-TEL-5
+            if deps.telemetry is not None:
+                deps.telemetry.heartbeat(True)  # P-TEL-4
         except Orch8Error as exc:
+            if deps.telemetry is not None:
+                deps.telemetry.heartbeat(False)
             deps.observer.error("heartbeat", exc)
             log.warning("worker heartbeat failed: %s", exc, extra=deps.observer.extra())
         except Exception as exc:  # a bug here must not silently end the heartbeats
@@ -167,6 +178,8 @@ class PollDeps(Protocol):
     stopping: asyncio.Event
     wake: asyncio.Event
     interrupt: asyncio.Event
+    telemetry: WorkerTelemetry | None
+    last_poll_at: float | None
 
     @property
     def claiming(self) -> bool: ...
@@ -179,7 +192,9 @@ class PollDeps(Protocol):
 
     def new_backoff(self) -> Backoff: ...
 
-    def start_task(self, claimed: ClaimedTask, run: Callable[[Slot], Any]) -> None: ...
+    def start_task(
+        self, claimed: ClaimedTask, run: Callable[[Slot], Any], poll: object = None
+    ) -> None: ...
 
 
 async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
@@ -193,6 +208,7 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
             continue
         deps.interrupt.clear()
         started = time.monotonic()
+        started_ns = time.time_ns()
         deps.observer.poll_sent()
         poll = asyncio.ensure_future(
             deps.client.poll_tasks(
@@ -219,6 +235,8 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
         try:
             batch = poll.result()
         except Orch8Error as exc:
+            if deps.telemetry is not None:
+                deps.telemetry.polled(started_ns, None)  # P-TEL-4: orch8.outcome = error
             deps.observer.poll_failed(exc)
             delay = backoff.next_delay_ms(exc.retry_after_ms if is_outage(exc) else None)
             log.warning(
@@ -227,9 +245,12 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
             await _sleep_unless(deps.stopping, delay)  # P-SDK-9
             continue
         backoff.reset()
+        deps.last_poll_at = time.time()  # P-TEL-5
+        # P-TEL-3: a poll that claimed tasks gets its receive span, which each task links to.
+        link = None if deps.telemetry is None else deps.telemetry.polled(started_ns, batch.tasks)
         deps.observer.polled(len(batch.tasks), (time.monotonic() - started) * 1000)
         for claimed in batch.tasks:
-            deps.start_task(claimed, run)
+            deps.start_task(claimed, run, link)
         if batch.next_poll_after_ms:
             await _sleep_unless(deps.stopping, batch.next_poll_after_ms)
 
@@ -258,14 +279,15 @@ async def run_slot(deps: ExecutorDeps, slot: Slot) -> None:
         ended = await _report(deps, slot, outcome)
         settled = True
         if ended in ("lease_lost", "cancelled"):
-            deps.observer.abandoned(ctx, ended)
+            deps.observer.abandoned(ctx, ended, duration_ms=elapsed_ms(slot))
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # never let one task's bug escape as an unretrieved exception
         log.exception("task runner crashed: %s", type(exc).__name__, extra=deps.observer.extra(ctx))
     finally:
         if not settled and not slot.abandoned:
-            deps.observer.abandoned(ctx, "lease_lost", "runner ended without a result")
+            why = "runner ended without a result"
+            deps.observer.abandoned(ctx, "lease_lost", why, elapsed_ms(slot))
         deps.release_slot(slot)
 
 
@@ -339,7 +361,8 @@ async def drain(deps: DrainDeps) -> None:
     for slot, send in zip(leftovers, sends, strict=True):
         error = None if send.done() and send.exception() is None else send
         if error is None:
-            deps.observer.failed(slot.ctx, why, SHUTDOWN, True, slot.duration_ms)
+            ran_ms = elapsed_ms(slot) or 0.0  # the handler may still be running
+            deps.observer.failed(slot.ctx, why, SHUTDOWN, True, ran_ms)
         else:
             exc = send.exception() if send.done() and not send.cancelled() else None
             send.cancel()
@@ -349,7 +372,8 @@ async def drain(deps: DrainDeps) -> None:
                 exc if exc is not None else "timed out",
                 extra=deps.observer.extra(slot.ctx),
             )
-            deps.observer.abandoned(slot.ctx, "lease_lost", "shutdown failure not delivered")
+            lost = "shutdown failure not delivered"
+            deps.observer.abandoned(slot.ctx, "lease_lost", lost, elapsed_ms(slot))
         slot.abort()
         if slot.runner is not None:
             slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped

@@ -8,6 +8,7 @@ here. The loops in `_loops.py` receive this object through narrow Protocols.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 from ..async_client import AsyncOrch8Client
 from ..errors import PermanentError
 from ..models import ClaimedTask
+from ..telemetry import WorkerTelemetry
 from ._completer import Completer
 from ._execute import NO_HANDLER, Handler, Slot
 from ._queues import QueueSelection
@@ -52,12 +54,14 @@ class Runtime:
         observer: Observer,
         client: AsyncOrch8Client,
         executor: Executor,
+        telemetry: WorkerTelemetry | None = None,
     ) -> None:
         self.settings = settings
         self.handlers = dict(handlers)
         self.observer = observer
         self.client = client
         self.executor = executor
+        self.telemetry = telemetry  # None: no telemetry call is made at all (section 15)
         self.loop = asyncio.get_running_loop()
         self.completer = Completer(self)
         self.held: dict[str, Slot] = {}
@@ -70,6 +74,11 @@ class Runtime:
         self.server_quiet = False  # the operator's directive    (P-SDK-18)
         self.stop_requested = False
         self._chunk = 0
+        # P-TEL-5: what the health endpoint reports (wall-clock seconds; None before success).
+        self.started_at = time.time()
+        self.last_poll_at: float | None = None
+        self.last_heartbeat_at: float | None = None
+        self.heartbeat_interval_ms = settings.heartbeat_interval_ms or 5000
 
     # --- identity and limits -------------------------------------------------------------
 
@@ -153,8 +162,13 @@ class Runtime:
 
     # --- held tasks ----------------------------------------------------------------------
 
-    def start_task(self, claimed: ClaimedTask, run: Callable[[Slot], Any]) -> None:
-        """Turn a claimed task into a running slot; `run(slot)` is its coroutine."""
+    def start_task(
+        self, claimed: ClaimedTask, run: Callable[[Slot], Any], poll: object = None
+    ) -> None:
+        """Turn a claimed task into a running slot; `run(slot)` is its coroutine.
+
+        `poll` is what telemetry returned for the poll that claimed it (the receive span).
+        """
         ctx = TaskContext(
             id=claimed.id,
             handler_name=claimed.handler_name,
@@ -170,6 +184,8 @@ class Runtime:
             worker_id=self.worker_id,
         )
         ctx._bind(self.client, self.loop)
+        if self.telemetry is not None:  # P-TEL-3: the process span starts at the claim
+            ctx._telemetry = self.telemetry.task_started(claimed, poll)
         previous = self.held.pop(claimed.id, None)
         if previous is not None:
             # The server handed us a new lease on a task we still hold: the old one is gone.
@@ -178,6 +194,8 @@ class Runtime:
         handler = self.handlers.get(claimed.handler_name) or self._no_handler(ctx.handler_name)
         slot = Slot(ctx=ctx, handler=handler)
         self.held[claimed.id] = slot
+        if self.telemetry is not None:  # P-TEL-4: in_flight and free slots
+            self.telemetry.held(1, self.free_slots())
         slot.runner = asyncio.ensure_future(run(slot))
 
     def _no_handler(self, name: str) -> Handler:
@@ -197,6 +215,8 @@ class Runtime:
         if self.held.get(slot.ctx.id) is slot:
             del self.held[slot.ctx.id]
         self.superseded.discard(slot)
+        if self.telemetry is not None:
+            self.telemetry.held(-1, self.free_slots())
         self.wake.set()
 
     def slots(self) -> Sequence[Slot]:

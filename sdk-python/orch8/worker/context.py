@@ -14,6 +14,7 @@ from ..errors import LeaseLostError, TaskCancelledError
 
 if TYPE_CHECKING:
     from ..async_client import AsyncOrch8Client
+    from ..telemetry import TaskTelemetry
 
 _OMIT: Any = object()
 
@@ -25,6 +26,7 @@ class TaskContext:
     `cancelled` is a threading.Event set when the lease is lost, the task is cancelled by an
     operator, or shutdown outlives the grace period (P-SDK-5, P-SDK-7); `cancel_reason` says
     which (`lease_lost`, `cancelled`, `shutdown`). Once it is set no result is sent.
+    `headers` are the task's headers as received, `traceparent` included (P-TEL-1).
     """
 
     id: str
@@ -44,6 +46,7 @@ class TaskContext:
     _client: AsyncOrch8Client | None = field(default=None, repr=False)
     _loop: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
     _cancelled_async: asyncio.Event | None = field(default=None, repr=False)
+    _telemetry: TaskTelemetry | None = field(default=None, repr=False)  # P-TEL-3 span
 
     def _bind(self, client: AsyncOrch8Client, loop: asyncio.AbstractEventLoop) -> None:
         """Attach the worker's client and loop; called on the loop thread."""

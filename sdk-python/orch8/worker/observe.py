@@ -145,14 +145,14 @@ class Observer:
         self.fire("task_start", TaskStartEvent(ctx))
 
     def completed(self, ctx: TaskContext, duration_ms: float) -> None:
-        self._settle("tasks_completed")
+        self._settle("tasks_completed", ctx, "completed", None, duration_ms)
         log.debug("task completed", extra=self.extra(ctx))
         self.fire("task_complete", TaskCompleteEvent(ctx, duration_ms))
 
     def failed(
         self, ctx: TaskContext, error: object, code: str, retryable: bool, duration_ms: float
     ) -> None:
-        self._settle("tasks_failed")
+        self._settle("tasks_failed", ctx, "failed", code, duration_ms)
         log.warning(
             "task failed: %s (code %s, %s)",
             error,
@@ -162,10 +162,13 @@ class Observer:
         )
         self.fire("task_fail", TaskFailEvent(ctx, code, retryable, duration_ms))
 
-    def abandoned(self, ctx: TaskContext, reason: str, why: str = "") -> None:
+    def abandoned(
+        self, ctx: TaskContext, reason: str, why: str = "", duration_ms: float | None = None
+    ) -> None:
         """Given up without a result: lease lost or cancelled (P-SDK-5)."""
         reason = "cancelled" if reason == "cancelled" else "lease_lost"
-        self._settle("tasks_cancelled" if reason == "cancelled" else "tasks_lease_lost")
+        counter = "tasks_cancelled" if reason == "cancelled" else "tasks_lease_lost"
+        self._settle(counter, ctx, reason, None, duration_ms)
         log.warning(
             "task abandoned, no result sent: %s%s",
             reason,
@@ -177,7 +180,12 @@ class Observer:
     def error(self, operation: str, error: BaseException) -> None:
         self.fire("error", ErrorEvent(operation, error))
 
-    def _settle(self, counter: str) -> None:
+    def _settle(
+        self, counter: str, ctx: TaskContext, outcome: str, code: str | None, ms: float | None
+    ) -> None:
         with self._lock:
             setattr(self._stats, counter, getattr(self._stats, counter) + 1)
             self._stats.in_flight -= 1
+        if ctx._telemetry is not None:  # P-TEL-3/4: ends the process span, records metrics
+            telemetry, ctx._telemetry = ctx._telemetry, None  # once per attempt
+            telemetry.ended(outcome, code, None if ms is None else ms / 1000)

@@ -22,7 +22,9 @@ from typing import Any, TypeVar
 from .._http import DEFAULT_WAIT_MS
 from .._units import ms_option
 from ..async_client import AsyncOrch8Client
+from ..telemetry import Telemetry
 from ._execute import Handler
+from ._health import serve_health
 from ._loops import SHUTDOWN_STEP_S, drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from ._pool import DaemonPool
 from ._queues import select_queues
@@ -50,6 +52,9 @@ class Worker:
     Sync handlers run in a pool of `concurrency` threads, async handlers on the event loop.
     It claims from one queue (`queue_name`) or an ordered list (`queue_names`, optionally
     weighted by `queue_weights`, P-SDK-23). `run()` blocks until shutdown (SIGTERM/SIGINT, `stop()` or a terminate directive).
+    `telemetry` (e.g. `orch8.otel.OpenTelemetry()`) adds spans and metrics (P-TEL-3/4);
+    `health_port` serves `GET /health` on 127.0.0.1 (P-TEL-5; 0 picks a free port, read
+    `health_address`). Both are off by default.
     """
 
     def __init__(
@@ -74,6 +79,8 @@ class Worker:
         grace_period: float | None = None,
         heartbeat_interval: float | None = None,
         outage_backoff: tuple[float, float] | None = None,
+        telemetry: Telemetry | None = None,
+        health_port: int | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
@@ -118,6 +125,9 @@ class Worker:
         self.labels = dict(labels or {})
         self.handle_signals = handle_signals
         self._executor_arg = executor
+        self.telemetry = telemetry
+        self.health_port = health_port
+        self._health_address: tuple[str, int] | None = None
         self._handlers: dict[str, Handler] = {}
         self.observer = Observer(self.worker_id)
         self._runtime: Runtime | None = None
@@ -203,6 +213,11 @@ class Worker:
         rt = self._runtime
         return "stopped" if rt is None else rt.state
 
+    @property
+    def health_address(self) -> tuple[str, int] | None:
+        """`(host, port)` of the health endpoint while it listens (P-TEL-5), else None."""
+        return self._health_address
+
     def stats(self) -> WorkerStats:
         """Counters (P-SDK-11); `in_flight` is the number of tasks held right now."""
         return self.observer.snapshot()
@@ -267,8 +282,18 @@ class Worker:
         executor = self._executor_arg or DaemonPool(
             self.concurrency, thread_name_prefix=f"orch8-{self.worker_id}"
         )
-        rt = Runtime(settings, self._handlers, self.observer, client, executor)
+        telemetry = (
+            None
+            if self.telemetry is None
+            else self.telemetry.worker(self.worker_id, self.concurrency)
+        )
+        rt = Runtime(settings, self._handlers, self.observer, client, executor, telemetry)
         self._runtime = rt
+        health = None if self.health_port is None else await serve_health(rt, self.health_port)
+        if health is not None:
+            host, port = health.sockets[0].getsockname()[:2]
+            self._health_address = (host, port)
+            log.info("health endpoint on http://%s:%d/health", host, port)
         if self._stop_early:
             rt.request_stop("stop() called before run")
         rt.local_quiet = self._quiet_early
@@ -293,6 +318,10 @@ class Worker:
                 executor.shutdown(wait=False, cancel_futures=True)
             if own_client:
                 await client.aclose()
+            if health is not None:
+                health.close()
+                self._health_address = None
+                await health.wait_closed()
             self._runtime = None
             log.info("worker stopped", extra=self.observer.extra(None, **self.stats().as_dict()))
 
