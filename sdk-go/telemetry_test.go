@@ -81,7 +81,9 @@ func (p fakeProcess) End(r ProcessResult) {
 
 func (f *fakeTelemetry) Polled(_ context.Context, outcome string)    { f.log("poll %s", outcome) }
 func (f *fakeTelemetry) Heartbeat(_ context.Context, outcome string) { f.log("heartbeat %s", outcome) }
-func (f *fakeTelemetry) Slots(_ context.Context, delta, free int)    { f.log("slots %+d free=%d", delta, free) }
+func (f *fakeTelemetry) Slots(_ context.Context, delta, free int) {
+	f.log("slots %+d free=%d", delta, free)
+}
 
 // TestWorkerTelemetryCallSites_P_TEL_3_P_TEL_4: the worker calls Telemetry at every point
 // of the shared design: poll outcome, receive, process (current for the handler), end
