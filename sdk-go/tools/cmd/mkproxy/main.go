@@ -71,6 +71,9 @@ func run(dir, out string) error {
 			if p != dir && (strings.HasPrefix(d.Name(), ".") || rel == "dist" || rel == "bin" || rel == "tools") {
 				return filepath.SkipDir
 			}
+			if _, err := os.Stat(filepath.Join(p, "go.mod")); p != dir && err == nil {
+				return filepath.SkipDir // a module of its own (orch8otel), never part of this one
+			}
 			return nil
 		}
 		if strings.HasPrefix(d.Name(), ".") || !d.Type().IsRegular() || rel == "examples/worker/worker" {
