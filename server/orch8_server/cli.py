@@ -98,6 +98,14 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         int,
         "database connection tries at start-up before exiting; 0 = for ever (default)",
     ),
+    (
+        "--otlp-endpoint",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+        "otlp_endpoint",
+        str,
+        "export task spans (P-TEL-2) by OTLP/HTTP to this base URL, e.g. http://localhost:4318 "
+        "(needs the otel extra); OTEL_SERVICE_NAME names the service (default orch8-server)",
+    ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
 ]
 
@@ -176,6 +184,8 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
     keys = args.api_key or [k for k in os.environ.get("ORCH8_API_KEYS", "").split(",") if k]
     values["api_keys"] = frozenset(k.strip() for k in keys if k.strip())
     values["access_log"] = args.access_log
+    if os.environ.get("OTEL_SERVICE_NAME"):  # the standard OpenTelemetry variable
+        values["otel_service_name"] = os.environ["OTEL_SERVICE_NAME"]
     settings = Settings(**values)  # type: ignore[arg-type]
     _check(parser, settings)
     return settings, warnings
@@ -221,6 +231,12 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
             parser.error(f"{flag} must be between {low} and {high} (got {getattr(s, name)})")
     if s.db_retry_max_ms < s.db_retry_initial_ms:
         parser.error("--db-retry-max-ms must be at least --db-retry-initial-ms")
+    if s.otlp_endpoint:
+        try:
+            import opentelemetry.exporter.otlp.proto.http
+            import opentelemetry.sdk  # noqa: F401
+        except ImportError:
+            parser.error("--otlp-endpoint needs the otel extra: pip install 'orch8-server[otel]'")
     if s.db.startswith(("postgres://", "postgresql://")):
         try:
             import asyncpg  # noqa: F401

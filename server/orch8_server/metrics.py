@@ -1,11 +1,30 @@
-"""Prometheus metrics (P-OBS-3), one registry per server instance."""
+"""Prometheus metrics (P-OBS-3, P-TEL-6), one registry per server instance."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+# Seconds, from a millisecond request to a long task or a queue backed up for minutes.
+BUCKETS = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
+    1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0,
+)  # fmt: skip
+WORKER_STATES = ("running", "quiet", "terminating", "dead", "deregistered")
+
+
+class _Children(dict[str, Any]):
+    """A histogram's child per operation, looked up without prometheus_client's lock."""
+
+    def __init__(self, histogram: Histogram) -> None:
+        super().__init__()
+        self.histogram = histogram
+
+    def __missing__(self, key: str) -> Any:
+        child = self[key] = self.histogram.labels(key)
+        return child
 
 
 class Metrics:
@@ -80,12 +99,55 @@ class Metrics:
         self.waiting = Gauge(
             "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
         )
+        # P-TEL-6 --------------------------------------------------------------------------
+        self.request_duration = Histogram(
+            "orch8_request_duration_seconds",
+            "Time to answer a request, by operationId (a long-poll counts its wait).",
+            ("operation",),
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self.request_seconds = _Children(self.request_duration)
+        self.task_run = Histogram(
+            "orch8_task_run_seconds",
+            "Attempts from lease start to their result, by outcome (completed, failed, requeued).",
+            ("queue", "handler", "outcome"),
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self.queue_wait = Histogram(
+            "orch8_task_queue_wait_seconds",
+            "Attempts from ready_at (claimable) to their claim.",
+            labels,
+            buckets=BUCKETS,
+            registry=self.registry,
+        )
+        self.oldest_pending = Gauge(
+            "orch8_queue_oldest_pending_age_seconds",
+            "Age of the queue's oldest pending task (0 when none is pending).",
+            ("queue",),
+            registry=self.registry,
+        )
+        self.workers = Gauge(
+            "orch8_workers", "Registered workers by state.", ("state",), registry=self.registry
+        )
 
-    def render(self, stats: Mapping[str, Any], waiting: int) -> bytes:
-        """Set the gauges from a QueueStatsList and render every metric."""
+    def render(
+        self, stats: Mapping[str, Any], waiting: int, workers: Mapping[str, int] | None = None
+    ) -> bytes:
+        """Set the gauges from a QueueStatsList and the workers per state, render them all."""
         for gauge in (self.depth, self.pollers, self.paused, self.queue_cap, self.handler_cap,
-                      self.unroutable, self.blocked):  # fmt: skip
+                      self.unroutable, self.blocked, self.oldest_pending):  # fmt: skip
             gauge.clear()
+        oldest: dict[str, int] = {}
+        for row in stats["queues"]:
+            age = row["oldest_pending_age_ms"] or 0
+            oldest[row["queue_name"]] = max(oldest.get(row["queue_name"], 0), age)
+        for queue, age_ms in oldest.items():
+            self.oldest_pending.labels(queue).set(age_ms / 1000)
+        if workers is not None:
+            for state in WORKER_STATES:
+                self.workers.labels(state).set(workers.get(state, 0))
         for row in stats["queues"]:
             pair = (row["queue_name"], row["handler_name"])
             for state in ("pending", "scheduled", "running", "failed"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -17,6 +18,9 @@ from orch8_server.http.endpoint import Endpoint, internal_problem, problem_respo
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage import open_storage
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -85,7 +89,9 @@ def _until_connected(route: Route) -> Route:
     return Route(route.path, gated, methods=list(route.methods or ()))
 
 
-def create_app(settings: Settings) -> Starlette:
+def create_app(settings: Settings, span_exporter: SpanExporter | None = None) -> Starlette:
+    """The server's app. `span_exporter` (tests) receives the P-TEL-2 spans instead of
+    the OTLP endpoint; with neither, OpenTelemetry is never imported."""
     storage = open_storage(
         settings.db,
         settings.sqlite_synchronous,
@@ -93,7 +99,12 @@ def create_app(settings: Settings) -> Starlette:
         acquire_timeout_ms=settings.pg_acquire_timeout_ms,
         notify_fallback_ms=settings.notify_fallback_ms,
     )
-    engine = Engine(settings, storage)
+    spans = None
+    if settings.otlp_endpoint or span_exporter is not None:
+        from orch8_server.tracing import ServerSpans
+
+        spans = ServerSpans.create(settings, span_exporter)
+    engine = Engine(settings, storage, spans)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from orch8_server import ids
-from orch8_server.http.validation import ParamValidator, body_validator
+from orch8_server.http.validation import ParamValidator, body_validator, spec
 from orch8_server.problems import Problem
 from orch8_server.storage.base import StorageUnavailable
 
@@ -99,9 +100,12 @@ def endpoint(
     """Wrap `handler` with the shared pipeline for the operation at `method path`."""
     params_of = ParamValidator(path, method.lower())
     validate_body = body_validator(body_schema) if body_schema else None
+    operation: str = spec()["paths"][path][method.lower()]["operationId"]
+    clock = time.perf_counter
 
     def wrap(handler: Handler) -> Endpoint:
         async def run(request: Request) -> Response:
+            started = clock()
             try:
                 settings = request.app.state.engine.settings
                 if settings.api_keys and not public:
@@ -137,6 +141,10 @@ def endpoint(
                 return problem_response(unavailable, request)
             except Exception as exc:
                 return internal_problem(request, exc)
+            finally:  # P-TEL-6: one cached child, one observe (about 1 us a request)
+                request.app.state.engine.metrics.request_seconds[operation].observe(
+                    clock() - started
+                )
 
         run.__name__ = handler.__name__
         return run

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from starlette.responses import Response
@@ -79,7 +80,9 @@ async def get_readiness(call: Call) -> Response:
 @endpoint("/metrics", "GET")
 async def get_metrics(call: Call) -> Response:
     engine = _engine(call)
-    body = engine.metrics.render(await queue_stats(engine, None), engine.dispatcher.waiting)
+    states = Counter(w["state"] for w in await engine.storage.list_workers(None))  # P-TEL-6
+    stats = await queue_stats(engine, None)
+    body = engine.metrics.render(stats, engine.dispatcher.waiting, states)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

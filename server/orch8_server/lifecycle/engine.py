@@ -7,21 +7,28 @@ import contextlib
 import logging
 import random
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from orch8_server.config import Settings
 from orch8_server.lifecycle.connect import Connector, DatabaseGaveUp
 from orch8_server.lifecycle.dispatcher import Dispatcher
 from orch8_server.lifecycle.history import History
+from orch8_server.lifecycle.observe import TaskObserver
 from orch8_server.lifecycle.pollers import PollerRegistry
 from orch8_server.metrics import Metrics
 from orch8_server.storage.base import Storage
 from orch8_server.timefmt import now_ms
 
+if TYPE_CHECKING:
+    from orch8_server.tracing import ServerSpans
+
 log = logging.getLogger("orch8.engine")
 
 
 class Engine:
-    def __init__(self, settings: Settings, storage: Storage) -> None:
+    def __init__(
+        self, settings: Settings, storage: Storage, spans: ServerSpans | None = None
+    ) -> None:
         from orch8_server.lifecycle.leases import Leases
         from orch8_server.lifecycle.reaper import Reaper
         from orch8_server.lifecycle.tasks import Tasks
@@ -32,6 +39,8 @@ class Engine:
         self.dispatcher = Dispatcher()
         self.pollers = PollerRegistry(settings.poller_window_ms)
         self.metrics = Metrics()
+        self.spans = spans  # P-TEL-2: None without an OTLP endpoint (nothing recorded)
+        self.observe = TaskObserver(self.metrics, spans)  # P-TEL-6 histograms, P-TEL-2 spans
         self.rng = random.Random()
         self.draining = False
         self._sharing: asyncio.Task[None] | None = None
@@ -113,6 +122,8 @@ class Engine:
             await self.reaper.stop()
             await self.history.stop()  # the last counts land (P-OBS-5)
         await self.storage.close()
+        if self.spans is not None:  # export what is buffered (a blocking HTTP call)
+            await asyncio.to_thread(self.spans.shutdown)
         log.info("engine stopped")
 
     async def _share_pollers(self) -> None:

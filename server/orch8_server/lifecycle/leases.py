@@ -120,6 +120,7 @@ class Leases:
         for pair, n in Counter((r["queue_name"], r["handler_name"]) for r in rows).items():
             metrics.claimed.labels(*pair).inc(n)
         self.engine.history.claimed(rows)  # P-OBS-5
+        self.engine.observe.claimed(rows, now)  # P-TEL-6, P-TEL-2
         return [views.claimed_task(row) for row in rows]
 
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
@@ -151,8 +152,9 @@ class Leases:
 
     async def complete(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         item = {**body, "task_id": task_id}
+        started = timefmt.now_ms()
         (outcome,), rows = await self._complete_items([item])
-        self._count_completed(rows)
+        self._count_completed(rows, started)
         await self._freed(rows)
         if isinstance(outcome, Problem):
             raise outcome
@@ -211,8 +213,9 @@ class Leases:
         if self.controls.any_cap:
             await self.controls.freed({(r["queue_name"], r["handler_name"]) for r in rows if r})
 
-    def _count_completed(self, rows: list[Row | None]) -> None:
+    def _count_completed(self, rows: list[Row | None], started: int) -> None:
         """Post-commit: one counter update per (queue, handler), not per row."""
+        self.engine.observe.completed(rows, started)  # P-TEL-6, P-TEL-2
         pairs = Counter((r["queue_name"], r["handler_name"]) for r in rows if r is not None)
         for pair, n in pairs.items():
             self.engine.metrics.completed.labels(*pair).inc(n)
@@ -222,6 +225,7 @@ class Leases:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             reply, row = await self._fail(tx, task_id, body, now)
+        self.engine.observe.failed([row], now)  # P-TEL-6, P-TEL-2
         self._after_fail(row, now)
         await self._freed([row])
         return reply
@@ -329,8 +333,9 @@ class Leases:
         return _item_error_body(task_id, problem)
 
     async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
+        started = timefmt.now_ms()
         outcomes, rows = await self._complete_items(items)
-        self._count_completed(rows)
+        self._count_completed(rows, started)
         await self._freed(rows)
         return {
             "items": [
@@ -355,6 +360,7 @@ class Leases:
                     )
                 except Problem as problem:
                     out.append(self._item_error(item["task_id"], problem))
+        self.engine.observe.failed(rows, now)  # P-TEL-6, P-TEL-2
         for row in rows:
             self._after_fail(row, now)
         await self._freed(rows)

@@ -66,10 +66,11 @@ CLAIM_COLUMNS = (
     "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
 )  # fmt: skip
 CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
-# What complete_running returns: the outcome, the attempt record and the metrics need.
+# What complete_running returns: the outcome, the attempt record, metrics and spans need.
 COMPLETED_COLUMNS = (
     "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
     "queue_name", "handler_name", "run_at",
+    "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
 )  # fmt: skip
 QUEUE_CONTROL_COLUMNS = ("queue_name", "paused", "paused_at", "max_running", "updated_at")
 HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at")

@@ -112,6 +112,7 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
 
 def _claimed(record: asyncpg.Record) -> Row:
     row = dict(record)
+    row["headers_json"] = row["headers"]  # the stored text, for P-TEL-2 claim spans
     for col in CLAIM_JSON:
         value = row[col]
         if value is not None:

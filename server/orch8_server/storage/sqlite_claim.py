@@ -34,6 +34,7 @@ _LABELS_HELD = (
 
 def _claimed(raw: tuple[Any, ...]) -> Row:
     row = dict(zip(CLAIM_COLUMNS, raw, strict=True))
+    row["headers_json"] = row["headers"]  # the stored text, for P-TEL-2 claim spans
     for col in CLAIM_JSON:
         value = row[col]
         if value is not None:
