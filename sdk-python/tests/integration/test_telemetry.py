@@ -246,3 +246,35 @@ def test_worker_metrics_move_by_exactly_the_completions_and_failures_p_tel_4(
     assert "orch8.worker.lease_losses" not in points  # nothing was lost
     assert total(points["orch8.worker.tasks.in_flight"]) == 0
     assert total(points["orch8.worker.slots.free"]) == 4
+
+
+NO_OTEL_SCRIPT = """
+import sys, threading
+from orch8 import Orch8Client, Worker
+url = sys.argv[1]
+with Orch8Client(url) as client:
+    task = client.enqueue("plain", headers={"k": "v"})
+    worker = Worker(base_url=url, handle_signals=False, wait_ms=200)
+    done = threading.Event()
+    worker.register("plain", lambda ctx: done.set())
+    worker.on_task_complete(lambda event: worker.stop())
+    worker.run()
+    assert client.get_task(task.id).status == "completed"
+print(sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "orch8.otel"))
+"""
+
+
+def test_without_telemetry_the_core_imports_no_opentelemetry(server: Server) -> None:
+    """Section 15: no telemetry object, no OpenTelemetry module loaded (enqueue and a run)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", NO_OTEL_SCRIPT, server.url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

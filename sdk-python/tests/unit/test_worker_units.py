@@ -353,3 +353,39 @@ def test_worker_counts_a_lease_lost_batch_item_and_sends_nothing_more() -> None:
     assert (stats.tasks_lease_lost, stats.tasks_completed, stats.tasks_failed) == (1, 0, 0)
     assert (batch.call_count, fail.call_count, single.call_count) == (1, 0, 0)
     assert completed == []
+
+
+# --- P-TEL-5 health --------------------------------------------------------------------------
+
+
+class _HealthState:
+    stop_requested = False
+    started_at = 1000.0
+    last_poll_at: float | None = None
+    last_heartbeat_at: float | None = None
+    heartbeat_interval_ms = 1000
+    worker_id = "w"
+
+    def free_slots(self) -> int:
+        return 2
+
+    def slots(self) -> list[object]:
+        return [object()]
+
+
+def test_health_turns_unhealthy_after_3_heartbeat_intervals_without_success() -> None:
+    """P-TEL-5: ok while the last poll/heartbeat is <= 3 intervals old, then 503 unhealthy."""
+    from orch8.worker._health import health
+
+    state = _HealthState()
+    assert health(state, now=1002.9)[0] == 200  # just started: the start stands in
+    state.last_heartbeat_at = 1010.0
+    code, body = health(state, now=1013.0)
+    assert (code, body["status"]) == (200, "ok")
+    assert body["last_heartbeat_at"] == "1970-01-01T00:16:50.000Z" and body["last_poll_at"] is None
+    assert health(state, now=1013.1) == (503, {**body, "status": "unhealthy"})
+    state.last_poll_at = 1012.0  # a poll answered later keeps it healthy
+    assert health(state, now=1014.5)[0] == 200
+    state.stop_requested = True
+    assert health(state, now=1014.5)[1]["status"] == "stopping"
+    assert health(state, now=1014.5)[0] == 503
