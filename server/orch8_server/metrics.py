@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+
+from orch8_server.histograms import LeanHistogram, Series
 
 # Seconds, from a millisecond request to a long task or a queue backed up for minutes.
 BUCKETS = (
@@ -15,16 +17,16 @@ BUCKETS = (
 WORKER_STATES = ("running", "quiet", "terminating", "dead", "deregistered")
 
 
-class _Children(dict[str, Any]):
-    """A histogram's child per operation, looked up without prometheus_client's lock."""
+class _ByOperation(dict[str, Series]):
+    """The request histogram's series per operationId: one dict lookup a request."""
 
-    def __init__(self, histogram: Histogram) -> None:
+    def __init__(self, histogram: LeanHistogram) -> None:
         super().__init__()
         self.histogram = histogram
 
-    def __missing__(self, key: str) -> Any:
-        child = self[key] = self.histogram.labels(key)
-        return child
+    def __missing__(self, operation: str) -> Series:
+        series = self[operation] = self.histogram.labels(operation)
+        return series
 
 
 class Metrics:
@@ -100,26 +102,26 @@ class Metrics:
             "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
         )
         # P-TEL-6 --------------------------------------------------------------------------
-        self.request_duration = Histogram(
+        self.request_duration = LeanHistogram(
             "orch8_request_duration_seconds",
             "Time to answer a request, by operationId (a long-poll counts its wait).",
             ("operation",),
-            buckets=BUCKETS,
+            BUCKETS,
             registry=self.registry,
         )
-        self.request_seconds = _Children(self.request_duration)
-        self.task_run = Histogram(
+        self.request_seconds = _ByOperation(self.request_duration)
+        self.task_run = LeanHistogram(
             "orch8_task_run_seconds",
             "Attempts from lease start to their result, by outcome (completed, failed, requeued).",
             ("queue", "handler", "outcome"),
-            buckets=BUCKETS,
+            BUCKETS,
             registry=self.registry,
         )
-        self.queue_wait = Histogram(
+        self.queue_wait = LeanHistogram(
             "orch8_task_queue_wait_seconds",
             "Attempts from ready_at (claimable) to their claim.",
             labels,
-            buckets=BUCKETS,
+            BUCKETS,
             registry=self.registry,
         )
         self.oldest_pending = Gauge(

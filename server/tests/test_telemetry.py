@@ -341,3 +341,36 @@ def test_p_tel_6_gauges_oldest_pending_age_and_workers(in_process: Any, name: st
     final = _samples(api)
     assert _value(final, workers, state="running") == 0
     assert _value(final, workers, state="deregistered") == 0
+
+
+def test_p_tel_6_lean_histogram_renders_as_prometheus_client_does() -> None:
+    """P-TEL-6: the lock-free histogram of the hot paths renders the same buckets, sum
+    and count as prometheus_client's Histogram for the same observations (bounds included)."""
+    import random
+
+    from prometheus_client import CollectorRegistry, Histogram
+
+    from orch8_server.histograms import LeanHistogram
+    from orch8_server.metrics import BUCKETS
+
+    ours, theirs = CollectorRegistry(), CollectorRegistry()
+    lean = LeanHistogram("h_seconds", "d", ("queue",), BUCKETS, ours)
+    reference = Histogram("h_seconds", "d", ("queue",), buckets=BUCKETS, registry=theirs)
+    rng = random.Random(7)
+    values = [*BUCKETS, 0.0, 5000.0, *(rng.uniform(0, 700) for _ in range(300))]
+    for v in values:
+        lean.labels("q").observe(v)
+        reference.labels("q").observe(v)
+
+    def samples(registry: CollectorRegistry) -> dict[tuple[str, str], float]:
+        return {
+            (s.name, s.labels.get("le", "")): s.value
+            for family in registry.collect()
+            for s in family.samples
+            if not s.name.endswith("_created")
+        }
+
+    got, want = samples(ours), samples(theirs)
+    assert got.keys() == want.keys()
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value), key
