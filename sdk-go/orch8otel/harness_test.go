@@ -110,6 +110,12 @@ func (b *syncBuffer) String() string {
 // startWorker runs a worker until the test ends; its logs are printed if the test fails.
 func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handlers map[string]orch8.Handler) *orch8.Worker {
 	t.Helper()
+	return startWorkerIn(t, context.Background(), c, opts, handlers)
+}
+
+// startWorkerIn is startWorker with Run's context derived from parent.
+func startWorkerIn(t *testing.T, parent context.Context, c *orch8.Client, opts orch8.WorkerOptions, handlers map[string]orch8.Handler) *orch8.Worker {
+	t.Helper()
 	logs := &syncBuffer{}
 	opts.WorkerID = "go-" + t.Name()
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -120,7 +126,7 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 	for name, h := range handlers {
 		w.Handle(name, h)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(parent)
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() {

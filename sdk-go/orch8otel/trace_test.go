@@ -155,7 +155,9 @@ func TestNoTraceparentStartsNewRoot_P_TEL_3(t *testing.T) {
 	srv := refserver.Start(t)
 	env := newOtelEnv(t)
 	plain := newClient(t, srv, nil)
-	startWorker(t, newClient(t, srv, env.tel), orch8.WorkerOptions{}, map[string]orch8.Handler{ // the client's telemetry
+	runCtx, runSpan := env.tp.Tracer("app").Start(context.Background(), "worker process lifetime")
+	defer runSpan.End()
+	startWorkerIn(t, runCtx, newClient(t, srv, env.tel), orch8.WorkerOptions{}, map[string]orch8.Handler{ // the client's telemetry
 		"untraced": func(ctx context.Context, task *orch8.Task) (any, error) { return nil, nil },
 	})
 	rec, err := plain.Enqueue(context.Background(), orch8.NewTask{HandlerName: "untraced"})
