@@ -12,8 +12,9 @@ const root = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const tsc = join(root, "node_modules", "typescript", "bin", "tsc");
 const dist = join(root, "dist");
 // Built aside and swapped in, so a failed compile never leaves other users of dist/
-// (the conformance adapter, bench) without a build.
-const next = join(root, ".dist-next");
+// (the conformance adapter, bench) without a build. Per-process names: two builds at once
+// (several `make setup`s in one tree) must not delete each other's half-written output.
+const next = join(root, `.dist-next-${process.pid}`);
 
 rmSync(next, { recursive: true, force: true });
 for (const [config, out] of [["tsconfig.build.json", next], ["tsconfig.cjs.json", join(next, "cjs")]]) {
@@ -22,7 +23,7 @@ for (const [config, out] of [["tsconfig.build.json", next], ["tsconfig.cjs.json"
 mkdirSync(join(next, "cjs"), { recursive: true });
 writeFileSync(join(next, "cjs", "package.json"), JSON.stringify({ type: "commonjs" }) + "\n");
 // Two renames, so readers of dist/ see it missing for microseconds, not for a whole rmSync.
-const old = join(root, ".dist-old");
+const old = join(root, `.dist-old-${process.pid}`);
 rmSync(old, { recursive: true, force: true });
 if (existsSync(dist)) renameSync(dist, old);
 renameSync(next, dist);

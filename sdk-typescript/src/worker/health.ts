@@ -1,7 +1,6 @@
 // The worker health endpoint (P-TEL-5): `GET /health` on 127.0.0.1, off by default. It only
 // reads what the worker already knows; it never calls the server.
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 
 /** The body of `GET /health` (P-TEL-5); times are RFC 3339, null before the first success. */
 export interface WorkerHealth {
@@ -11,6 +10,12 @@ export interface WorkerHealth {
   free_slots: number;
   last_poll_at: string | null;
   last_heartbeat_at: string | null;
+}
+
+/** Where the endpoint listens: `http://${address}:${port}/health`. */
+export interface HealthAddress {
+  address: string;
+  port: number;
 }
 
 /** What the endpoint reads from the worker. */
@@ -51,16 +56,16 @@ export function workerHealth(d: HealthDeps, now = Date.now()): WorkerHealth {
 /** Serves `GET /health` on 127.0.0.1:`port` (0 picks a free port). */
 export class HealthServer {
   private server: Server | undefined;
-  private bound: AddressInfo | undefined;
+  private bound: HealthAddress | undefined;
 
   constructor(private readonly d: HealthDeps) {}
 
   /** The bound address once listening, else undefined. */
-  get address(): AddressInfo | undefined {
+  get address(): HealthAddress | undefined {
     return this.bound;
   }
 
-  async listen(port: number): Promise<AddressInfo> {
+  async listen(port: number): Promise<HealthAddress> {
     const server = createServer((req, res) => {
       const path = (req.url ?? "/").split("?")[0];
       if (req.method !== "GET" || path !== "/health") {
@@ -78,7 +83,8 @@ export class HealthServer {
     // A probe must never keep the process alive on its own.
     server.unref();
     this.server = server;
-    this.bound = server.address() as AddressInfo;
+    const { address, port: bound } = server.address() as { address: string; port: number };
+    this.bound = { address, port: bound };
     return this.bound;
   }
 

@@ -10,4 +10,4 @@ export { consoleAtWarn } from "./stats.js";
 export { InvalidOutputError } from "./output.js";
 export { MAX_POLL_BATCH, MAX_POLL_HANDLERS } from "./poller.js";
 export { MAX_QUEUE_NAMES, MIN_QUEUE_WEIGHT, MAX_QUEUE_WEIGHT } from "./queues.js";
-export type { WorkerHealth } from "./health.js";
+export type { WorkerHealth, HealthAddress } from "./health.js";

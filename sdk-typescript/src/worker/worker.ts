@@ -1,6 +1,5 @@
 // The worker runtime of docs/protocol.md section 14: claim for free slots, run handlers,
 // heartbeat on its own timer, obey directives, ride out outages, shut down gracefully.
-import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
@@ -13,7 +12,7 @@ import { USER_AGENT } from "../version.js";
 import { describeCause } from "./cause.js";
 import { ShutdownError } from "./errors.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
-import { HealthServer } from "./health.js";
+import { HealthServer, type HealthAddress } from "./health.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
 import { PollPlan } from "./poller.js";
@@ -147,7 +146,7 @@ export class Worker {
   }
 
   /** Where `GET /health` listens (P-TEL-5) once run() bound it; undefined without `healthPort`. */
-  get healthAddress(): AddressInfo | undefined {
+  get healthAddress(): HealthAddress | undefined {
     return this.health?.address;
   }
 

@@ -5,7 +5,7 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
@@ -70,7 +70,8 @@ const exited = (child: ChildProcess) =>
 test("the tarball ships dist/ (ESM + CJS), LICENSE and README, and no sources or stamps", async () => {
   const { stdout } = await run("tar", ["tzf", join(project, readdirSync(project).find((f) => f.endsWith(".tgz"))!)]);
   const files = stdout.trim().split("\n");
-  for (const f of ["package/dist/index.js", "package/dist/index.d.ts", "package/dist/cjs/index.js", "package/dist/cjs/index.d.ts", "package/dist/cjs/package.json", "package/LICENSE", "package/README.md"]) {
+  for (const f of ["package/dist/index.js", "package/dist/index.d.ts", "package/dist/cjs/index.js", "package/dist/cjs/index.d.ts", "package/dist/cjs/package.json",
+    "package/dist/otel/index.js", "package/dist/otel/index.d.ts", "package/dist/cjs/otel/index.js", "package/dist/cjs/otel/index.d.ts", "package/LICENSE", "package/README.md"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   assert.equal(files.filter((f) => f.startsWith("package/src/") || f.endsWith(".built") || f.endsWith(".tgz")).length, 0);
@@ -137,4 +138,26 @@ test("TypeScript consumers type-check against the packed declarations, as ESM (.
     const want = file === "worker.cts" ? "dist/cjs/index.d.ts" : "dist/index.d.ts";
     assert.match(stdout, new RegExp(`'@orch8/sdk' was successfully resolved to '[^']*node_modules/@orch8/sdk/${want.replace(/[./]/g, "\\$&")}'`));
   }
+});
+
+test("issue 18: @opentelemetry/api is an optional peer (not installed); with it, @orch8/sdk/otel loads as ESM and CommonJS", async () => {
+  // Every test above ran the main entry in a project without OpenTelemetry.
+  assert.equal(existsSync(join(project, "node_modules", "@opentelemetry")), false, "npm installed no OpenTelemetry package");
+  const missing = await run(process.execPath, ["--input-type=module", "-e", 'await import("@orch8/sdk/otel")'], { cwd: project }).then(() => "", (err: { stderr: string }) => err.stderr);
+  assert.match(missing, /@opentelemetry\/api/, "without the peer, the otel subpath names what is missing");
+  const pkg = JSON.parse(readFileSync(join(SDK_DIR, "package.json"), "utf8"));
+  await run(NPM, ["install", "--no-audit", "--no-fund", "--prefer-offline", `@opentelemetry/api@${pkg.devDependencies["@opentelemetry/api"]}`], { cwd: project });
+  const probe = "const t = openTelemetry(); console.log(typeof t.enqueue, typeof t.worker);";
+  const esm = await run(process.execPath, ["--input-type=module", "-e",
+    `import { openTelemetry } from "@orch8/sdk/otel"; console.log(import.meta.resolve("@orch8/sdk/otel")); ${probe}`], { cwd: project });
+  assert.match(esm.stdout, /node_modules\/@orch8\/sdk\/dist\/otel\/index\.js\nfunction function\n$/);
+  const cjs = await run(process.execPath, ["--no-experimental-require-module", "-e",
+    `const { openTelemetry } = require("@orch8/sdk/otel"); console.log(require.resolve("@orch8/sdk/otel")); ${probe}`], { cwd: project });
+  assert.match(cjs.stdout, /node_modules\/@orch8\/sdk\/dist\/cjs\/otel\/index\.js\nfunction function\n$/);
+  // The README's telemetry example type-checks against the packed declarations.
+  const tsc = join(SDK_DIR, "node_modules", "typescript", "bin", "tsc");
+  writeFileSync(join(project, "telemetry.mts"), readFileSync(join(SDK_DIR, "examples", "telemetry.ts"), "utf8"));
+  const flags = ["--noEmit", "--strict", "--module", "nodenext", "--moduleResolution", "nodenext", "--target", "es2022", "--lib", "es2023,dom"];
+  await run(process.execPath, [tsc, ...flags, "telemetry.mts"], { cwd: project, maxBuffer: 1 << 26 })
+    .catch((err: { stdout: string }) => assert.fail(`tsc telemetry.mts failed:\n${err.stdout}`));
 });
