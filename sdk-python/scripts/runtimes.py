@@ -30,7 +30,9 @@ REPO = HERE.parent
 # ORCH8_PYTHONS=3.10,3.13 narrows the run while iterating; `make test` runs all four.
 VERSIONS = tuple(os.environ.get("ORCH8_PYTHONS", "3.10,3.11,3.12,3.13").split(","))
 ENQUEUES = 3  # real tasks per runtime
-TEST_TOOLS = ("pytest==9.2.0", "respx==0.23.1")
+# The unit tests of orch8.otel need the OpenTelemetry SDK (the wheel's [otel] extra brings
+# only the API); the pins of requirements-dev.txt.
+TEST_TOOLS = ("pytest==9.2.0", "respx==0.23.1", "opentelemetry-sdk==1.45.2")
 
 
 @dataclass
@@ -102,7 +104,7 @@ def consumer(version: str, wheel: Path, readme: str, url: str) -> Result:
         run([python, "-m", "venv", str(workdir / "venv")], workdir)
         py = str(workdir / "venv" / "bin" / "python")
         pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        run([*pip, str(wheel), *TEST_TOOLS], workdir)
+        run([*pip, f"{wheel}[otel]", *TEST_TOOLS], workdir)  # the extra installs too
         got = run([py, "-c", "import orch8, sys; print(orch8.__file__, sys.version)"], workdir)
         if str(HERE) in got:
             raise RuntimeError(f"imported orch8 from the repo, not the wheel: {got}")
