@@ -76,6 +76,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     sub.add_parser("list", help="list the scenarios")
     sub.add_parser("validate", help="validate every scenario against the schema")
     sub.add_parser("coverage", help="fail when a P-SDK rule of docs/protocol.md is cited by no scenario")
+    trace = sub.add_parser("trace", help="one OpenTelemetry trace per SDK from real OTLP (issue 18, trace_e2e.py)")
+    trace.add_argument("--sdk", default="all", help="all (default), or comma-separated names from adapters.json")
     return parser.parse_args(argv)
 
 
@@ -107,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.cmd == "coverage":
         return coverage(scenarios)
+    if args.cmd == "trace":
+        from .trace_e2e import main as trace_main  # needs opentelemetry; the other commands do not
+
+        return trace_main(pick_adapters(argparse.Namespace(sdk=args.sdk, adapter=[], adapter_name=[])))
     if args.cmd == "list":
         for s in scenarios:
             print(f"{s['id']:34} {' '.join(s['rules'])}\n{'':34} {s['purpose']}")

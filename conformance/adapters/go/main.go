@@ -293,6 +293,8 @@ func main() {
 	for name, h := range moreHandlers {
 		handlers[name] = h
 	}
+	handlers["echo_trace"] = echoTrace
+	telemetry, flushSpans := buildTelemetry()
 	extra, _ := strconv.Atoi(os.Getenv("ORCH8_EXTRA_HANDLERS"))
 	for i := 1; i <= extra; i++ {
 		handlers[fmt.Sprintf("extra_%d", i)] = handlers["echo"]
@@ -321,6 +323,7 @@ func main() {
 		PollWait:          envMs("ORCH8_WAIT_MS"),
 		LeaseDuration:     envMs("ORCH8_LEASE_MS"),
 		HeartbeatInterval: envMs("ORCH8_HEARTBEAT_INTERVAL_MS"),
+		Telemetry:         telemetry, // P-TEL-3 (ORCH8_TELEMETRY); nil: none
 	})
 	if err != nil { // P-SDK-23: the SDK refuses the options before any request
 		fmt.Fprintln(os.Stderr, "orch8 NewWorker refused its options:", err)
@@ -337,10 +340,11 @@ func main() {
 	for _, name := range names {
 		w.Handle(name, observed(handlers[name]))
 	}
-	emit("ready", nil, map[string]any{"sdk": "go"})
+	emit("ready", nil, map[string]any{"sdk": "go", "tracing": telemetry != nil})
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	emit("stopped", nil, map[string]any{"stats": w.Stats()})
+	flushSpans() // exports the spans still batched (the end-to-end trace test)
 }

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 
+import tracing
 from orch8 import LeaseLostError, Orch8Error, PermanentError, RetryableError, TaskCancelledError, TaskContext, Worker
 
 # Unset: the SDK's default id (P-SDK-21); main() replaces it with the worker's own.
@@ -150,6 +151,19 @@ def heartbeat_after_cancel(ctx: TaskContext) -> dict:
     return output(ctx, timed_out=True)
 
 
+def echo_trace(ctx: TaskContext) -> dict:
+    """The trace context as received (P-TEL-1) and the current span's ids (P-TEL-3)."""
+    trace_id, parent_span_id = tracing.current_span_ids()
+    headers = ctx.headers or {}
+    return output(
+        ctx,
+        traceparent=headers.get("traceparent"),
+        tracestate=headers.get("tracestate"),
+        trace_id=trace_id,
+        parent_span_id=parent_span_id,
+    )
+
+
 HANDLERS = {
     f.__name__: f
     for f in (
@@ -167,6 +181,7 @@ HANDLERS = {
         huge_output,
         retryable_with_checkpoint,
         heartbeat_after_cancel,
+        echo_trace,
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
@@ -228,7 +243,7 @@ def pairs(raw: str | None) -> dict[str, str] | None:
     return dict(item.split("=", 1) for item in raw.split(",") if item) if raw else None
 
 
-def build(env) -> Worker:
+def build(env, telemetry=None) -> Worker:
     """The Worker of the ORCH8_* settings; a ValueError for options P-SDK-23 refuses."""
     ms = lambda key: int(env[key]) if env.get(key) else None  # noqa: E731
     weights = pairs(env.get("ORCH8_QUEUE_WEIGHTS"))
@@ -243,6 +258,7 @@ def build(env) -> Worker:
         heartbeat_interval_ms=ms("ORCH8_HEARTBEAT_INTERVAL_MS"),
         wait_ms=ms("ORCH8_WAIT_MS") or 30000,
         lease_ms=ms("ORCH8_LEASE_MS"),
+        **({"telemetry": telemetry} if telemetry is not None else {}),  # P-TEL-3 (ORCH8_TELEMETRY)
     )
 
 
@@ -250,8 +266,9 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     env = os.environ
     global WORKER_ID
+    telemetry, provider = tracing.build()
     try:
-        worker = build(env)
+        worker = build(env, telemetry)
     except ValueError as err:  # P-SDK-23: the SDK refuses the options before any request
         sys.exit(f"orch8 Worker refused its options: {err}")
     WORKER_ID = worker.worker_id
@@ -260,9 +277,11 @@ def main() -> None:
     for name in names:
         worker.register(name, observed(HANDLERS[name]))
     report_hooks(worker)
-    emit("ready", sdk="python")
+    emit("ready", sdk="python", tracing=telemetry is not None)
     worker.run()
     emit("stopped", stats=worker.stats().as_dict())
+    if provider is not None:
+        provider.shutdown()  # exports the spans still batched (the end-to-end trace test)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import {
   LeaseLostError,
   TaskCancelledError,
 } from "../../../sdk-typescript/dist/index.js";
+import * as tracing from "./tracing.mjs";
 
 const env = process.env;
 // Unset: the SDK's default id (P-SDK-21); replaced by the worker's own once it is built.
@@ -146,6 +147,12 @@ const handlers = {
     }
     return output(ctx, { timed_out: true });
   },
+  // The trace context as received (P-TEL-1) and the current span's ids (P-TEL-3).
+  async echo_trace(ctx) {
+    const [trace_id, parent_span_id] = tracing.currentSpanIds();
+    const headers = ctx.headers ?? {};
+    return output(ctx, { traceparent: headers.traceparent ?? null, tracestate: headers.tracestate ?? null, trace_id, parent_span_id });
+  },
 };
 for (let i = 1; i <= Number(env.ORCH8_EXTRA_HANDLERS || 0); i++) handlers[`extra_${i}`] = handlers.echo;
 
@@ -196,6 +203,7 @@ if (env.ORCH8_HOOKS_RAISE) {
 const pairs = (raw) =>
   raw ? Object.fromEntries(raw.split(",").filter(Boolean).map((item) => [item.slice(0, item.indexOf("=")), item.slice(item.indexOf("=") + 1)])) : undefined;
 const weights = pairs(env.ORCH8_QUEUE_WEIGHTS);
+const { telemetry, provider } = await tracing.build();
 try {
   worker = new Worker({
     handlers: table,
@@ -210,6 +218,7 @@ try {
     heartbeatIntervalMs: num("ORCH8_HEARTBEAT_INTERVAL_MS"),
     waitMs: num("ORCH8_WAIT_MS"),
     leaseMs: num("ORCH8_LEASE_MS"),
+    telemetry, // P-TEL-3 (ORCH8_TELEMETRY); undefined: no telemetry
   });
 } catch (err) {
   // P-SDK-23: the SDK refuses the options (TypeError) before any request.
@@ -217,9 +226,10 @@ try {
   process.exit(1);
 }
 WORKER_ID = worker.workerId;
-emit("ready", null, { sdk: "typescript" });
+emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined });
 await worker.run();
 emit("stopped", null, { stats: worker.stats() });
+await provider?.shutdown(); // exports the spans still batched (the end-to-end trace test)
 // run() has returned (P-SDK-17), but a handler deaf to its signal (`stall`) still holds a
 // timer that would keep Node alive: the adapter contract says the process exits now.
 process.exit(0);
