@@ -5,6 +5,8 @@ A lease lost while the handler runs, failed polls and heartbeats, a refused enqu
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,10 +19,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from orch8 import Orch8Client, ValidationError
+from orch8 import AsyncOrch8Client, Orch8Client, ValidationError
 from orch8.otel import OpenTelemetry
 
-from .conftest import BASE, problem
+from .conftest import BASE, problem, task
 from .fake_server import FakeServer, Running, wait_until
 
 
@@ -115,3 +117,29 @@ def test_a_refused_enqueue_ends_its_send_span_with_error_p_tel_1(otel: Any) -> N
     [send] = spans.get_finished_spans()
     assert send.name == "send q" and send.status.status_code == StatusCode.ERROR
     assert b'"traceparent"' in sent[0]
+
+
+def test_the_async_client_sends_in_a_child_span_of_the_callers_p_tel_1(otel: Any) -> None:
+    telemetry, spans, _ = otel
+    bodies: list[Any] = []
+
+    def created(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        return httpx.Response(201, json=task("t7"))
+
+    async def main() -> None:
+        tracer = telemetry._tracer  # the same provider, so the caller's span is recorded too
+        transport = httpx.MockTransport(created)
+        async with AsyncOrch8Client(BASE, transport=transport, telemetry=telemetry) as client:
+            with tracer.start_as_current_span("caller"):
+                await client.enqueue("h", headers={"k": "v"})
+
+    asyncio.run(main())
+    send, caller = spans.get_finished_spans()
+    assert send.name == "send default" and send.attributes["messaging.message.id"] == "t7"
+    assert send.parent is not None and send.parent.span_id == caller.context.span_id
+    ctx = send.get_span_context()
+    assert bodies[0]["headers"] == {
+        "k": "v",
+        "traceparent": f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}",
+    }
