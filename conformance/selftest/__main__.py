@@ -87,10 +87,70 @@ def coverage_catches_uncited_rule() -> int:
     return 1
 
 
+def trace_tree_catches_broken_chains() -> int:
+    """The end-to-end trace check (trace_tree.check) must fail for a trace that does not chain."""
+    from orch8_conformance.otlp import Span
+    from orch8_conformance.trace_tree import Expected, check
+
+    t, q, task, worker = "ab" * 16, "e2e", "task_1", "w-1"
+    root = Span(t, "01" * 8, "", "e2e", "INTERNAL", "producer", 0)
+    send = Span(
+        t,
+        "02" * 8,
+        root.span_id,
+        f"send {q}",
+        "PRODUCER",
+        "producer",
+        1,
+        {"messaging.system": "orch8", "messaging.destination.name": q, "messaging.message.id": task},
+    )
+    server = [
+        Span(
+            t,
+            f"1{i}" * 8,
+            send.span_id,
+            f"{op} {q}",
+            "INTERNAL",
+            "orch8-server",
+            2 + i,
+            {"messaging.message.id": task, "orch8.worker.id": worker},
+        )
+        for i, op in enumerate(("enqueue", "claim", "complete"))
+    ]
+    receive = Span("cd" * 16, "03" * 8, "", f"receive {q}", "CLIENT", "worker", 3)
+    process = Span(
+        t,
+        "04" * 8,
+        send.span_id,
+        f"process {q}",
+        "CONSUMER",
+        "worker",
+        4,
+        {"messaging.message.id": task, "orch8.worker.id": worker, "orch8.outcome": "completed"},
+        [(receive.trace_id, receive.span_id)],
+    )
+    want = Expected(root, q, task, worker, "worker")
+    whole = [root, send, *server, receive, process]
+    broken = {
+        "a process span that is a new root": [*whole[:-1], Span(**{**process.__dict__, "parent_span_id": ""})],
+        "no claim span from the server": [s for s in whole if s.name != f"claim {q}"],
+        "a process span without its link": [*whole[:-1], Span(**{**process.__dict__, "links": []})],
+        "a send span outside the caller's span": [root, Span(**{**send.__dict__, "parent_span_id": ""}), *whole[2:]],
+    }
+    bad = 0 if not check(whole, want) else 1
+    print(f"  {'ok  ' if not bad else 'BAD '} trace assembly accepts a whole trace {check(whole, want)}")
+    for name, spans in broken.items():
+        reasons = check(spans, want)
+        bad += not reasons
+        print(f"  {'ok  ' if reasons else 'BAD '} trace assembly rejects {name}: {reasons[:1]}")
+    return bad
+
+
 def main() -> int:
     scenarios = {s["id"]: s for s in load_all()}
     workdir = Path(tempfile.mkdtemp(prefix="orch8-selftest-"))
     schema_bad = schema_rejects_broken_scenarios(workdir) + coverage_catches_uncited_rule()
+    schema_bad += trace_tree_catches_broken_chains()
     runs = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
     runs += [
         (defect, sid, [PY, str(HERE / "broken.py"), defect], "failed") for defect, ids in CATCHES.items() for sid in ids
