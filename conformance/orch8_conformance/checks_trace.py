@@ -70,7 +70,10 @@ def one(run: ScenarioRun, ref: str, spans: bool) -> list[str]:
         if parent:
             out.append(f"the process span of a task without traceparent has parent {parent!r}, expected a new root")
         return out
-    want_trace, want_parent = TRACEPARENT.match(sent).groups()
+    parsed = TRACEPARENT.match(sent)
+    if parsed is None:  # the scenario's own mistake; the header part above still applies
+        return [*out, f"the scenario's traceparent {sent!r} is not a version-00 W3C traceparent"]
+    want_trace, want_parent = parsed.groups()
     if trace_id != want_trace:
         out.append(f"the handler's span is in trace {trace_id}, expected the traceparent's {want_trace} (P-TEL-3)")
     if parent != want_parent:
