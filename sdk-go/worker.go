@@ -185,6 +185,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		return err
 	}
+	if w.tel != nil {
+		w.tel.Slots(ctx, 0, w.opts.Concurrency) // every slot is free before the first claim (P-TEL-4)
+	}
 	// Heartbeats outlive the Run context: they keep leases alive through the grace period.
 	hbCtx, stopHeartbeats := context.WithCancel(context.WithoutCancel(ctx))
 	hbDone := make(chan struct{})

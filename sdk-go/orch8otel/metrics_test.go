@@ -217,6 +217,10 @@ func TestPollErrorsAndHeartbeatErrorsCounted_P_TEL_4(t *testing.T) {
 	startWorker(t, c, orch8.WorkerOptions{PollWait: 200 * time.Millisecond}, map[string]orch8.Handler{
 		"idle": func(ctx context.Context, task *orch8.Task) (any, error) { return nil, nil },
 	})
+	waitFor(t, 10*time.Second, "the free-slots gauge before any claim", func() bool {
+		free := instrument(t, env.metrics(t), orch8otel.MetricSlotsFree, "{slot}")
+		return len(free) == 1 && free[0].n == orch8.DefaultConcurrency
+	})
 	waitFor(t, 10*time.Second, "an empty poll and a heartbeat", func() bool {
 		rm := env.metrics(t)
 		return total(instrument(t, rm, orch8otel.MetricPolls, "{poll}"), orch8otel.AttrOutcome.String("empty")) >= 1 &&
