@@ -175,6 +175,7 @@ func TestWorkerMetricsMoveByExactCounts_P_TEL_4(t *testing.T) {
 			t.Errorf("%s duration: %v recordings, want %v", c.name, c.got, c.want)
 		}
 	}
+	t.Logf("claims with ready_at: %d", withReadyAt.Load())
 	if s2s := instrument(t, rm, orch8otel.MetricScheduleToStart, "s"); total(s2s) != float64(withReadyAt.Load()) {
 		t.Errorf("schedule_to_start: %v recordings, want one per claim with ready_at: %d", total(s2s), withReadyAt.Load())
 	}
