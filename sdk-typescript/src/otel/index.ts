@@ -8,7 +8,7 @@ import {
 import type { EnqueuedIds, Telemetry, WorkerIdentity, WorkerTelemetry } from "../telemetry.js";
 import type { NewTask } from "../types.js";
 import { SDK_VERSION } from "../version.js";
-import { ATTR, queuesOf, SCOPE, SYSTEM } from "./names.js";
+import { ATTR, queuesOf, SCOPE, spanName, SYSTEM } from "./names.js";
 import { injectHeaders } from "./traceparent.js";
 import { OtelWorkerTelemetry, errorType } from "./worker.js";
 
@@ -43,15 +43,18 @@ class OpenTelemetry implements Telemetry {
     return this.cachedTracer;
   }
 
-  /** P-TEL-1: a PRODUCER span `send <queue>`, child of the caller's current span. */
+  /**
+   * P-TEL-1: a PRODUCER span `send <queue>`, child of the caller's current span; a batch to
+   * several queues is `send` alone, without `messaging.destination.name`.
+   */
   async enqueue(tasks: readonly NewTask[], batch: boolean, send: (tasks: NewTask[]) => Promise<EnqueuedIds>): Promise<void> {
     const queue = queuesOf(tasks);
-    const span = this.tracer.startSpan(`send ${queue}`, {
+    const span = this.tracer.startSpan(spanName("send", queue), {
       kind: SpanKind.PRODUCER,
       attributes: {
         [ATTR.system]: SYSTEM,
         [ATTR.operation]: "send",
-        [ATTR.destination]: queue,
+        ...(queue === undefined ? {} : { [ATTR.destination]: queue }),
         ...(batch ? { [ATTR.batchCount]: tasks.length } : {}),
       },
     }, context.active());

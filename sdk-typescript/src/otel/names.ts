@@ -44,7 +44,16 @@ export function queueOf(task: { queue_name?: string | undefined }): string {
   return task.queue_name ?? "default";
 }
 
-/** Several queues in one batch are named together, in first-seen order ("a,b"). */
-export function queuesOf(tasks: readonly { queue_name?: string | undefined }[]): string {
-  return [...new Set(tasks.map(queueOf))].join(",");
+/**
+ * The one queue of a batch, or undefined when its tasks name several (P-TEL-1, P-TEL-3: the
+ * span is then named `send` / `receive` alone, without `messaging.destination.name`).
+ */
+export function queuesOf(tasks: readonly { queue_name?: string | undefined }[]): string | undefined {
+  const queues = new Set(tasks.map(queueOf));
+  return queues.size === 1 ? [...queues][0] : undefined;
+}
+
+/** `<operation> <queue>`, or the operation alone for a batch of several queues (P-TEL-1, P-TEL-3). */
+export function spanName(operation: "send" | "receive", queue: string | undefined): string {
+  return queue === undefined ? operation : `${operation} ${queue}`;
 }

@@ -6,7 +6,7 @@ import {
 import type { PollLink, TaskTelemetry, WorkerIdentity, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask } from "../types.js";
 import type { Outcome } from "../worker/task-run.js";
-import { ATTR, METRIC, queueOf, queuesOf, SECONDS_BUCKETS, SYSTEM } from "./names.js";
+import { ATTR, METRIC, queueOf, queuesOf, SECONDS_BUCKETS, spanName, SYSTEM } from "./names.js";
 import { extractHeaders } from "./traceparent.js";
 
 /** `error.type` of a failed call: the problem code when the server sent one, else the error's name. */
@@ -41,21 +41,24 @@ export class OtelWorkerTelemetry implements WorkerTelemetry {
     this.slotsFree.record(info.concurrency);
   }
 
-  /** P-TEL-3: a poll that claimed tasks becomes a CLIENT span `receive <queue>` over its wait. */
+  /**
+   * P-TEL-3: a poll that claimed tasks becomes a CLIENT span `receive <queue>` over its wait
+   * (`receive` alone, without `messaging.destination.name`, when they came from several queues).
+   */
   polled(startedAt: number, tasks: readonly ClaimedTask[] | undefined): PollLink {
     const outcome = tasks === undefined ? "error" : tasks.length > 0 ? "claimed" : "empty";
     this.polls.add(1, { [ATTR.outcome]: outcome });
     if (tasks === undefined || tasks.length === 0) return undefined;
     const queue = queuesOf(tasks);
     // Started only once tasks came back (an empty long-poll leaves no span), dated to the send.
-    const span = this.tracer.startSpan(`receive ${queue}`, {
+    const span = this.tracer.startSpan(spanName("receive", queue), {
       kind: SpanKind.CLIENT,
       startTime: startedAt,
       root: true,
       attributes: {
         [ATTR.system]: SYSTEM,
         [ATTR.operation]: "receive",
-        [ATTR.destination]: queue,
+        ...(queue === undefined ? {} : { [ATTR.destination]: queue }),
         [ATTR.batchCount]: tasks.length,
         [ATTR.workerId]: this.info.workerId,
       },

@@ -65,6 +65,9 @@ export class TaskExecutor {
       const known = Object.keys(this.d.handlers);
       this.d.log.warn(`orch8: task ${run.task.id} failed with no_handler: no handler named ${JSON.stringify(run.task.handler_name)} (known: ${known.join(", ")})`);
       run.phase = "delivering";
+      // P-TEL-3, P-TEL-4: no handler ran, yet the task still gets its duration point (the
+      // time to refuse it, as in the other SDKs) and its process span, failed with no_handler.
+      run.handlerStartedAt = performance.now();
       await this.fail(run, {
         lease_id: run.leaseId, error: `no handler registered for ${run.task.handler_name}`, retryable: false,
         code: "no_handler", details: { handler_name: run.task.handler_name, known_handlers: known },

@@ -25,6 +25,8 @@ export interface HealthDeps {
   stopping(): boolean;
   inFlight(): number;
   freeSlots(): number;
+  /** Epoch ms run() began; before the first success it counts as one (P-TEL-5). */
+  startedAt(): number;
   /** Epoch ms of the last answered poll / heartbeat, undefined before the first. */
   lastPollAt(): number | undefined;
   lastHeartbeatAt(): number | undefined;
@@ -41,7 +43,9 @@ const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).
 export function workerHealth(d: HealthDeps, now = Date.now()): WorkerHealth {
   const poll = d.lastPollAt();
   const beat = d.lastHeartbeatAt();
-  const last = Math.max(poll ?? -Infinity, beat ?? -Infinity);
+  // P-TEL-5: before the first success the worker's start counts, so a new worker is
+  // healthy for its first HEALTHY_INTERVALS intervals (any success is later than the start).
+  const last = Math.max(poll ?? -Infinity, beat ?? -Infinity, d.startedAt());
   const fresh = now - last <= HEALTHY_INTERVALS * d.heartbeatIntervalMs();
   return {
     status: d.stopping() ? "stopping" : fresh ? "ok" : "unhealthy",

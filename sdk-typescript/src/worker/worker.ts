@@ -94,6 +94,7 @@ export class Worker {
   private readonly plan: PollPlan;
   private readonly tel: WorkerTelemetry | undefined;
   private health: HealthServer | undefined;
+  private startedAt = Date.now(); // set again when run() begins (P-TEL-5)
   private lastPollAt: number | undefined;
   private lastHeartbeatAt: number | undefined;
   private readonly stopCtl = new AbortController(); // fires when shutdown begins
@@ -199,6 +200,7 @@ export class Worker {
 
   private async lifecycle(): Promise<void> {
     this.phase = "running";
+    this.startedAt = Date.now();
     const removeSignals = this.o.handleSignals === false ? () => {} : installSignals({
       shutdown: () => {
         // P-SDK-17: a second signal during shutdown ends the grace period now.
@@ -246,6 +248,7 @@ export class Worker {
       stopping: () => this.phase !== "running",
       inFlight: () => this.runs.size,
       freeSlots: () => this.concurrency - this.runs.size,
+      startedAt: () => this.startedAt,
       lastPollAt: () => this.lastPollAt,
       lastHeartbeatAt: () => this.lastHeartbeatAt,
       heartbeatIntervalMs: () => this.heartbeats?.intervalMs ?? this.o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,

@@ -84,12 +84,12 @@ test("P-TEL-5: off by default", async () => {
 });
 
 test("P-TEL-5: unhealthy when neither a poll nor a heartbeat succeeded within 3 heartbeat intervals", () => {
+  const now = 1_700_000_000_000;
   const deps = (poll?: number, beat?: number, stopping = false): HealthDeps => ({
-    workerId: "w", stopping: () => stopping, inFlight: () => 2, freeSlots: () => 8,
+    workerId: "w", stopping: () => stopping, inFlight: () => 2, freeSlots: () => 8, startedAt: () => now - 60_000,
     lastPollAt: () => poll, lastHeartbeatAt: () => beat, heartbeatIntervalMs: () => 1000,
   });
-  const now = 1_700_000_000_000;
-  assert.equal(workerHealth(deps(undefined, undefined), now).status, "unhealthy", "nothing succeeded yet");
+  assert.equal(workerHealth(deps(undefined, undefined), now).status, "unhealthy", "nothing succeeded since a start long ago");
   assert.equal(workerHealth(deps(now - 3000, undefined), now).status, "ok");
   assert.equal(workerHealth(deps(now - 3001, undefined), now).status, "unhealthy");
   assert.equal(workerHealth(deps(now - 60_000, now - 2000), now).status, "ok", "a recent heartbeat is enough");
