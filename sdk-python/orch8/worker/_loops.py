@@ -51,6 +51,7 @@ class RegisterDeps(Protocol):
     observer: Observer
     settings: Settings
     stopping: asyncio.Event
+    last_heartbeat_at: float | None
 
     @property
     def handler_names(self) -> list[str]: ...
@@ -90,6 +91,7 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
             )
             await _sleep_unless(deps.stopping, delay)
             continue
+        deps.last_heartbeat_at = time.time()  # P-TEL-5: registration counts as a heartbeat
         log.info(
             "worker registered",
             extra=deps.observer.extra(handlers=deps.handler_names, queues=cfg.queues.registered),
