@@ -61,3 +61,29 @@ def repeat(
         if got:
             row[k] = statistics.median(got)
     return row
+
+
+def interleaved(
+    onces: dict[str, Callable[[], dict]],
+    reps: int,
+    server_pid: int | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Like `repeat` for several rows at once, in rounds (a, b, c, a, b, c, ...): a drift
+    of the machine's load over the rounds hits every row alike, so their ratio holds."""
+    rounds = {label: [] for label in onces}
+    for i in range(reps):
+        for label, once in onces.items():
+            one = repeat(f"{label} (round {i + 1}/{reps})", 1, once, server_pid=server_pid)
+            rounds[label].append(one)
+    rows = {}
+    for label, ones in rounds.items():
+        details = [one["details"][0] for one in ones]
+        row = summarize([one["runs"][0] for one in ones])
+        row.update(label=label, load_before=ones[0]["load_before"],
+                   load_after=ones[-1]["load_after"], details=details)  # fmt: skip
+        for k in ("server_cores", "client_cores", "cpu_us_per_task", "worker_cpu_us_per_task"):
+            got = [d[k] for d in details if k in d]
+            if got:
+                row[k] = statistics.median(got)
+        rows[label] = row
+    return rows

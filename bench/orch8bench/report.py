@@ -12,7 +12,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orch8bench.verdicts import HEAD, LOADED_DURING, fmt, headline, med, pct, ratio, row_for
+from orch8bench.verdicts import (
+    HEAD,
+    LOADED_DURING,
+    fmt,
+    headline,
+    med,
+    pct,
+    ratio,
+    row_for,
+    telemetry_pairs,
+)
 
 # A run is flagged when the 1-minute load average *before it started* (others' load) is
 # above LOADED.
@@ -64,6 +74,37 @@ def limit_table(limit: dict) -> list[str]:
     head = ["batch", "minimal HTTP tasks/s", "spread", "its CPU us/task", "bare SQL tasks/s",
             "spread", "its CPU us/task", "load (HTTP; SQL)"]  # fmt: skip
     return _table(head, body)
+
+
+def telemetry_table(res: dict) -> list[str]:
+    """Issue 18: per SDK, tasks/s and worker CPU per task before issue 18, telemetry off
+    and on, measured in interleaved rounds (sdks.py)."""
+    L = ["### Telemetry cost (issue 18)", "",
+         "The same no-op worker per SDK, three processes on one server, each draining its own "
+         "handler's tasks, timed in interleaved rounds: on the SDK **before issue 18** "
+         f"(`{res.get('sdk_baseline', 'n/a')}`), today's SDK with telemetry **off** (no "
+         "telemetry object), and **on** (`ORCH8_TELEMETRY=1`: the SDK's OpenTelemetry object "
+         "on the OpenTelemetry SDK's own tracer and meter providers, spans batched into an "
+         "exporter that drops them, metrics aggregated by a reader never read: the "
+         "instrumentation's cost without a network exporter's). `worker CPU us/task`: the "
+         "worker process's CPU time per task over the timed part, steadier than tasks/s on a "
+         "shared machine.", ""]  # fmt: skip
+    body = []
+    for sdk, before, off, on in telemetry_pairs(res):
+        cpu = [r.get("worker_cpu_us_per_task") for r in (before, off, on)]
+        body.append([
+            sdk, "FAILED" if "error" in before else fmt(med(before)),
+            "FAILED" if "error" in off else fmt(med(off)), pct(med(off), med(before)),
+            "FAILED" if "error" in on else fmt(med(on)), pct(med(on), med(off)),
+            " / ".join(fmt(c) for c in cpu),
+            fmt(cpu[2] - cpu[1]) if cpu[1] is not None and cpu[2] is not None else "n/a",
+            " / ".join(f"{r['spread_pct']}%" if "spread_pct" in r else "-" for r in (before, off, on)),
+            "; ".join(f"{k}: {r['error'][:100]}" for k, r in (("before", before), ("on", on)) if "error" in r),
+        ])  # fmt: skip
+    L += _table(["worker", "before issue 18 tasks/s", "telemetry off tasks/s", "off / before",
+                 "telemetry on tasks/s", "on / off", "worker CPU us/task before / off / on",
+                 "on - off CPU us/task", "spread before / off / on", "errors"], body)  # fmt: skip
+    return L
 
 
 def render(res: dict) -> str:
@@ -155,6 +196,8 @@ def render(res: dict) -> str:
                          _load(r)])  # fmt: skip
         L += _table(["worker", "tasks/s", "spread", "of raw, same pattern", "of raw batch 100",
                      "server cores", "server CPU us/task", "load"], body)  # fmt: skip
+    if res.get("sdk_telemetry"):
+        L += telemetry_table(res)
     if res.get("peers"):
         L += ["## Peers on the same PostgreSQL", "",
               "Each in a fresh database of the same cluster, at the throughput settings its own "

@@ -9,20 +9,18 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from orch8bench import report
+from orch8bench.before import BASELINE_REV
 from orch8bench.env import (
     BENCH,
-    REPO,
     SERVER_PYTHON,
     PgCluster,
     RunningServer,
@@ -39,10 +37,10 @@ from orch8bench.env import (
     start_stub,
 )
 from orch8bench.measure import repeat
+from orch8bench.sdks import SDK_CONCURRENCY, sdks
 
 BATCHES = (1, 10, 50, 100)
 PY = str(BENCH / ".venv" / "bin" / "python")
-SDK_CONCURRENCY = 100
 NODE_PEERS = {"pg-boss": "pgboss.mjs", "graphile-worker": "graphile.mjs"}
 
 QUICK = {
@@ -144,72 +142,6 @@ def client_ceiling(cfg: dict) -> list[dict]:
         finally:
             stub.terminate()
             stub.wait()
-    return rows
-
-
-def queue_idle(url: str) -> bool:
-    with urllib.request.urlopen(url + "/queues", timeout=5) as r:
-        qs = json.loads(r.read())["queues"]
-    return all(q["pending"] == 0 and q["running"] == 0 for q in qs)
-
-
-def sdk_run(name: str, cmd: list[str], server: RunningServer, cfg: dict) -> dict:
-    """Start the SDK worker, warm it up, then time fill + drain of sdk_tasks tasks to the
-    moment the server shows nothing pending or running."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-
-        def once(n: int) -> dict:
-            start = time.perf_counter()
-            fill = subprocess.Popen(
-                [str(BENCH / ".bin" / "loadgen"), "-mode=fill", f"-url={server.url}", f"-n={n}"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            deadline = start + 600
-            while fill.poll() is None or not queue_idle(server.url):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{name} worker exited: {proc.stderr.read()[-2000:]}")
-                if time.perf_counter() > deadline:
-                    raise RuntimeError(f"{name} worker did not drain {n} tasks in 600 s")
-                time.sleep(0.01)
-            secs = time.perf_counter() - start
-            return {"tasks_per_s": n / secs, "seconds": secs, "tasks": n}
-
-        n = cfg["sdk_tasks"][name]
-        once(max(200, n // 10))  # warm-up, not counted
-        row = repeat(f"{name} SDK Worker", cfg["reps"], lambda: once(n),
-                     server_pid=server.process.pid)  # fmt: skip
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    row.update(sdk=name, concurrency=SDK_CONCURRENCY, tasks=n)
-    return row
-
-
-def sdks(server: RunningServer, cfg: dict) -> list[dict]:
-    url, c = server.url, str(SDK_CONCURRENCY)
-    rows = []
-    args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']['raw']}",
-            f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
-    raw = repeat("raw client, SDK request pattern", cfg["reps"],
-                 lambda: loadgen_window(server.process.pid, *args))  # fmt: skip
-    raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"]["raw"])
-    rows.append(raw)
-    workers = {
-        "Python": [str(REPO / ".venv" / "bin" / "python"), str(BENCH / "sdk" / "py_worker.py"), url, c],
-        "TypeScript": ["node", str(BENCH / "sdk" / "ts_worker.mjs"), url, c],
-        "Go": [str(BENCH / ".bin" / "goworker"), url, c],
-    }  # fmt: skip
-    for name, cmd in workers.items():
-        log(f"SDK {name} Worker (concurrency {c})")
-        try:
-            rows.append(sdk_run(name, cmd, server, cfg))
-        except RuntimeError as exc:  # one broken SDK must not lose the whole run
-            log(f"  {name} FAILED: {exc}")
-            rows.append({"sdk": name, "label": f"{name} SDK Worker", "error": str(exc)})
     return rows
 
 
@@ -337,7 +269,8 @@ def main() -> None:
     started = time.time()
     res: dict = {"quick": a.quick, "settings": cfg | {"tasks": {str(k): v for k, v in cfg["tasks"].items()},
                  "stub_tasks": {str(k): v for k, v in cfg["stub_tasks"].items()}},
-                 "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY}  # fmt: skip
+                 "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY,
+                 "sdk_baseline": BASELINE_REV[:7]}  # fmt: skip
     res["partial"] = bool(a.only)
     res["machine"] = machine()
     res["revisions"] = revisions()  # what the server and SDK rows measured
@@ -365,7 +298,7 @@ def main() -> None:
                 log("SQLite pickup latency")
                 res["latency_sqlite"] = latency(server.url, server.url, cfg, "SQLite")
             if "sdk" in phases:
-                res["sdk"] = sdks(server, cfg)
+                res["sdk"], res["sdk_telemetry"] = sdks(server, cfg, work.path)
         finally:
             server.stop()
         if "sqlite" in phases:

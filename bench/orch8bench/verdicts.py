@@ -17,6 +17,8 @@ TARGETS: dict[str, float] = {
     "p99_ms": 15.0,
     "of_http_limit": 0.40,
     "sdk_of_raw_b100": 0.80,
+    # Issue 18: an SDK without telemetry runs as fast as before it (interleaved rounds).
+    "telemetry_off_of_before": 0.95,
 }
 HEAD = ["measure", "ours", "server CPU us/task", "best peer", "ours / peer",
         "limit: bare SQL", "limit: minimal HTTP", "ours / HTTP limit", "target", "verdict"]  # fmt: skip
@@ -143,6 +145,32 @@ def _sdk_rows(res: dict) -> list[list[str]]:
     return out
 
 
+def telemetry_pairs(res: dict) -> list[tuple[str, dict, dict, dict]]:
+    """(sdk, before, off, on) rows of the SDK phase (sdks.py); a missing one is {}."""
+    off = {r.get("sdk"): r for r in res.get("sdk", [])}
+    return [(t["sdk"], t.get("before") or {}, off.get(t["sdk"]) or {}, t.get("on") or {})
+            for t in res.get("sdk_telemetry", [])]  # fmt: skip
+
+
+def _telemetry_rows(res: dict) -> list[list[str]]:
+    """Issue 18: telemetry off against the SDK before it (a target), and on against off
+    (stated, no target)."""
+    out = []
+    for sdk, before, off, on in telemetry_pairs(res):
+        frac = off["median"] / before["median"] if "median" in off and "median" in before else None
+        out.append([f"{sdk} SDK Worker, telemetry off / before issue 18", pct(med(off), med(before)),
+                    fmt(off.get("cpu_us_per_task")), "n/a", "n/a", "n/a", "n/a", "n/a",
+                    f">= {TARGETS['telemetry_off_of_before']:.0%} (unchanged)",
+                    verdict(frac, TARGETS["telemetry_off_of_before"])])  # fmt: skip
+        extra = ""
+        if "worker_cpu_us_per_task" in on and "worker_cpu_us_per_task" in off:
+            extra = f", {on['worker_cpu_us_per_task'] - off['worker_cpu_us_per_task']:+,.0f} worker CPU us/task"
+        out.append([f"{sdk} SDK Worker, telemetry on / off", pct(med(on), med(off)) + extra,
+                    fmt(on.get("cpu_us_per_task")), "n/a", "n/a", "n/a", "n/a", "n/a",
+                    "stated (its cost)", "stated" if "median" in on else "not measured"])  # fmt: skip
+    return out
+
+
 def _rss_row(rss: dict) -> list[str]:
     growth = rss["rss_end_mb"] - rss["rss_start_mb"]
     flat = growth <= max(20.0, 0.1 * rss["rss_start_mb"])
@@ -156,7 +184,7 @@ def _rss_row(rss: dict) -> list[str]:
 
 def headline(res: dict[str, Any]) -> list[list[str]]:
     """Rows of the first table, in the order of HEAD."""
-    out = _throughput_rows(res) + _latency_rows(res) + _sdk_rows(res)
+    out = _throughput_rows(res) + _latency_rows(res) + _sdk_rows(res) + _telemetry_rows(res)
     if res.get("rss"):
         out.append(_rss_row(res["rss"]))
     return out

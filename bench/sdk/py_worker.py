@@ -1,14 +1,52 @@
 """The Python SDK's Worker with a no-op handler, as a user would run it.
-Usage: python py_worker.py URL CONCURRENCY  (stops on SIGTERM)"""
+Usage: python py_worker.py URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
 
+ORCH8_TELEMETRY=1 passes `orch8.otel.OpenTelemetry` (issue 18) on the OpenTelemetry SDK's
+own providers: spans through a BatchSpanProcessor into an exporter that drops them, metrics
+aggregated by an in-memory reader that is never read. That is the SDK's instrumentation
+cost (spans, attributes, histograms) without a network exporter's.
+"""
+
+import os
 import sys
 
 from orch8 import Worker
 
-worker = Worker(base_url=sys.argv[1], concurrency=int(sys.argv[2]), worker_id="bench-py")
+
+def telemetry():
+    """The telemetry object of ORCH8_TELEMETRY=1, else None (the SDK makes no OTel call)."""
+    if os.environ.get("ORCH8_TELEMETRY") != "1":
+        return None
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SpanExporter,
+        SpanExportResult,
+    )
+    from orch8.otel import OpenTelemetry
+
+    class DropSpans(SpanExporter):
+        def export(self, spans):
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(DropSpans()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return OpenTelemetry(tracer_provider=tracer_provider, meter_provider=meter_provider)
 
 
-@worker.handler("noop")
+handler = sys.argv[3] if len(sys.argv) > 3 else "noop"
+worker = Worker(
+    base_url=sys.argv[1],
+    concurrency=int(sys.argv[2]),
+    worker_id=f"bench-py-{handler}",
+    **({"telemetry": tel} if (tel := telemetry()) is not None else {}),
+)
+
+
+@worker.handler(handler)
 async def noop(ctx):
     return None
 

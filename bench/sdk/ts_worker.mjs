@@ -1,12 +1,47 @@
 // The TypeScript SDK's Worker with a no-op handler, as a user would run it.
-// Usage: node ts_worker.mjs URL CONCURRENCY  (stops on SIGTERM)
-import { Orch8Client, Worker } from "../../sdk-typescript/dist/index.js";
+// Usage: node ts_worker.mjs URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
+// ORCH8_TS_SDK: the SDK's built entry point (default ../../sdk-typescript/dist/index.js;
+// orch8bench/before.py points it at the SDK as it was before issue 18).
+//
+// ORCH8_TELEMETRY=1 passes openTelemetry() of "@orch8/sdk/otel" (issue 18) on the
+// OpenTelemetry SDK's own providers (bench/node/package.json pins them): spans through a
+// BatchSpanProcessor into an exporter that drops them, metrics aggregated by a reader that
+// is never read, AsyncLocalStorage as the context manager. That is the SDK's
+// instrumentation cost without a network exporter's.
+import { createRequire } from "node:module";
+import { pathToFileURL } from "node:url";
 
-const [baseUrl, concurrency] = process.argv.slice(2);
+const entry = process.env.ORCH8_TS_SDK ? pathToFileURL(process.env.ORCH8_TS_SDK).href : "../../sdk-typescript/dist/index.js";
+const { Orch8Client, Worker } = await import(entry);
+
+const [baseUrl, concurrency, handler = "noop"] = process.argv.slice(2);
+
+async function telemetry() {
+  if (process.env.ORCH8_TELEMETRY !== "1") return undefined;
+  const require = createRequire(new URL("../node/package.json", import.meta.url));
+  const { context } = require("@opentelemetry/api");
+  const { AsyncLocalStorageContextManager } = require("@opentelemetry/context-async-hooks");
+  const { BasicTracerProvider, BatchSpanProcessor } = require("@opentelemetry/sdk-trace-base");
+  const { MeterProvider, MetricReader } = require("@opentelemetry/sdk-metrics");
+  const { openTelemetry } = await import("../../sdk-typescript/dist/otel/index.js");
+
+  class NeverRead extends MetricReader {
+    async onForceFlush() {}
+    async onShutdown() {}
+  }
+  const dropSpans = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {} };
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropSpans)] });
+  const meterProvider = new MeterProvider({ readers: [new NeverRead()] });
+  return openTelemetry({ tracerProvider, meterProvider });
+}
+
+const tel = await telemetry();
 const worker = new Worker({
-  client: new Orch8Client({ baseUrl }),
-  workerId: "bench-ts",
+  client: new Orch8Client({ baseUrl, ...(tel ? { telemetry: tel } : {}) }),
+  workerId: `bench-ts-${handler}`,
   concurrency: Number(concurrency),
-  handlers: { async noop() { return null; } },
+  ...(tel ? { telemetry: tel } : {}),
+  handlers: { async [handler]() { return null; } },
 });
 await worker.run();

@@ -1,5 +1,7 @@
 // The Go SDK's Worker with a no-op handler, as a user would run it.
-// Usage: goworker URL CONCURRENCY  (stops on SIGTERM)
+// Usage: goworker URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
+// ORCH8_TELEMETRY=1: with orch8otel (telemetry.go); built with -tags orch8before against
+// the SDK before issue 18 (before.go, orch8bench/before.py).
 package main
 
 import (
@@ -13,15 +15,19 @@ import (
 
 func main() {
 	concurrency, _ := strconv.Atoi(os.Args[2])
-	client, err := orch8.NewClient(orch8.Config{BaseURL: os.Args[1]})
+	handler := "noop"
+	if len(os.Args) > 3 {
+		handler = os.Args[3]
+	}
+	client, err := orch8.NewClient(config(os.Args[1]))
 	if err != nil {
 		log.Fatal(err)
 	}
-	w, err := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "bench-go", Concurrency: concurrency})
+	w, err := orch8.NewWorker(client, orch8.WorkerOptions{WorkerID: "bench-go-" + handler, Concurrency: concurrency})
 	if err != nil {
 		log.Fatal(err)
 	}
-	w.Handle("noop", func(ctx context.Context, t *orch8.Task) (any, error) { return nil, nil })
+	w.Handle(handler, func(ctx context.Context, t *orch8.Task) (any, error) { return nil, nil })
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,156 @@
+"""The SDK phase of `make bench`: each SDK's Worker (bench/sdk/) draining no-op tasks, and
+what issue 18's telemetry costs.
+
+Per SDK, three workers run side by side on one server, each on its own handler name so it
+drains only its own tasks, timed in interleaved rounds (before, off, on, before, ...) so a
+drift of the shared machine's load hits all three alike:
+
+- `off`: today's SDK without a telemetry object: the row the summary's SDK verdict uses;
+- `on`: ORCH8_TELEMETRY=1, the SDK's OpenTelemetry object on OpenTelemetry SDK providers
+  whose exporters drop everything (bench/sdk/*): the instrumentation's own cost;
+- `before`: the same worker on the SDK before issue 18 (before.py): off must match it.
+
+Besides tasks/s, each round records the worker process's CPU time per task, the steadier
+measure of an instrumentation's cost on a shared machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from orch8bench import before
+from orch8bench.env import BENCH, REPO, RunningServer, cpu_seconds, loadgen_window, log
+from orch8bench.measure import interleaved, repeat
+
+SDK_CONCURRENCY = 100
+VARIANTS = ("before", "off", "on")
+
+
+def worker_cmd(name: str, url: str, c: str, handler: str) -> list[str]:
+    """Today's worker program of SDK `name`."""
+    return {
+        "Python": [str(REPO / ".venv" / "bin" / "python"), str(BENCH / "sdk" / "py_worker.py"),
+                   url, c, handler],
+        "TypeScript": ["node", str(BENCH / "sdk" / "ts_worker.mjs"), url, c, handler],
+        "Go": [str(BENCH / ".bin" / "goworker"), url, c, handler],
+    }[name]  # fmt: skip
+
+
+STALL_S = 60  # no task of the handler finished for this long: the worker is stuck
+
+
+def left(url: str, handler: str) -> int:
+    """Tasks of `handler` pending or running (another variant's leftovers do not count)."""
+    with urllib.request.urlopen(url + "/queues", timeout=5) as r:
+        qs = json.loads(r.read())["queues"]
+    return sum(q["pending"] + q["running"] for q in qs if q["handler_name"] == handler)
+
+
+class RunningWorker:
+    """One SDK worker process and the timed fill + drain of its handler's tasks."""
+
+    def __init__(self, label: str, cmd: list[str], env: dict[str, str], handler: str) -> None:
+        self.label, self.handler = label, handler
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, **env},
+        )  # fmt: skip
+
+    def once(self, url: str, n: int) -> dict:
+        """Enqueue n tasks (batch 100) and time them to the server showing none pending
+        or running."""
+        start = time.perf_counter()
+        cpu0 = cpu_seconds(self.proc.pid)
+        fill = subprocess.Popen(
+            [str(BENCH / ".bin" / "loadgen"), "-mode=fill", f"-url={url}", f"-n={n}",
+             f"-handler={self.handler}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        last, moved = -1, start
+        while (todo := left(url, self.handler)) or fill.poll() is None:
+            now = time.perf_counter()
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.label} worker exited: {self.proc.stderr.read()[-2000:]}")
+            if todo != last:
+                last, moved = todo, now
+            elif now - moved > STALL_S:
+                raise RuntimeError(f"{self.label} worker stalled: {todo} of {n} tasks left")
+            time.sleep(0.01)
+        secs = time.perf_counter() - start
+        worker_us = (cpu_seconds(self.proc.pid) - cpu0) / n * 1e6
+        return {"tasks_per_s": n / secs, "seconds": secs, "tasks": n,
+                "worker_cpu_us_per_task": round(worker_us, 1)}  # fmt: skip
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def sdk_variants(name: str, server: RunningServer, cfg: dict, workdir: Path) -> dict[str, dict]:
+    """{variant: row or {"error"}} of SDK `name`; one broken variant keeps the others."""
+    url, c, n = server.url, str(SDK_CONCURRENCY), cfg["sdk_tasks"][name]
+    out: dict[str, dict] = {}
+    workers: dict[str, RunningWorker] = {}
+    try:
+        for v in VARIANTS:
+            label, handler = f"{name} SDK Worker, telemetry {v}", f"noop_{v}"
+            if v == "before":
+                label = f"{name} SDK Worker, before issue 18"
+            try:
+                if v == "before":
+                    cmd, env = before.worker(name, url, c, handler, workdir)
+                else:
+                    cmd, env = worker_cmd(name, url, c, handler), {}
+                if v == "on":
+                    env["ORCH8_TELEMETRY"] = "1"
+                w = workers[v] = RunningWorker(label, cmd, env, handler)
+                w.once(url, max(200, n // 10))  # warm-up, not counted
+            except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+                log(f"  {label} FAILED: {exc}")
+                out[v] = {"sdk": name, "label": label, "error": str(exc)[-2000:]}
+                if v in workers:
+                    workers.pop(v).stop()
+        onces = {w.label: (lambda w=w: w.once(url, n)) for w in workers.values()}
+        rows = interleaved(onces, cfg["reps"], server_pid=server.process.pid) if onces else {}
+        for v, w in workers.items():
+            out[v] = rows[w.label] | {"sdk": name, "variant": v, "concurrency": SDK_CONCURRENCY,
+                                      "tasks": n}  # fmt: skip
+    except RuntimeError as exc:  # a worker died mid-round: every variant of this SDK is lost
+        log(f"  {name} FAILED: {exc}")
+        out = {v: {"sdk": name, "label": f"{name} SDK Worker", "error": str(exc)[-2000:]}
+               for v in VARIANTS}  # fmt: skip
+    finally:
+        for w in workers.values():
+            w.stop()
+    return out
+
+
+def sdks(server: RunningServer, cfg: dict, workdir: Path) -> tuple[list[dict], list[dict]]:
+    """(the SDK rows: raw client, then each SDK with telemetry off; the telemetry rows:
+    per SDK its `before` and `on` rows)."""
+    url = server.url
+    args = ["-mode=run", f"-url={url}", "-batch=100", f"-n={cfg['sdk_tasks']['raw']}",
+            f"-warmup={cfg['warmup']}", "-producers=2", "-consumers=1", "-complete-each"]  # fmt: skip
+    raw = repeat("raw client, SDK request pattern", cfg["reps"],
+                 lambda: loadgen_window(server.process.pid, *args))  # fmt: skip
+    raw.update(sdk="raw (poll batch 100, one complete per task)", tasks=cfg["sdk_tasks"]["raw"])
+    rows, telemetry = [raw], []
+    for name in ("Python", "TypeScript", "Go"):
+        log(
+            f"SDK {name} Worker (concurrency {SDK_CONCURRENCY}): before issue 18, telemetry off, on"
+        )
+        got = sdk_variants(name, server, cfg, workdir)
+        off = got["off"]
+        off["label"] = f"{name} SDK Worker"
+        rows.append(off)
+        telemetry.append({"sdk": name, "before": got["before"], "on": got["on"]})
+    return rows, telemetry

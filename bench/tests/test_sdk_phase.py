@@ -1,0 +1,89 @@
+"""Self-checks of the SDK phase (orch8bench/sdks.py, before.py) and of its issue 18 rows:
+interleaved rounds, the telemetry verdicts and table, and the export of the SDK before
+issue 18 that the `before` worker runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH))
+
+from orch8bench import before, report, verdicts  # noqa: E402
+from orch8bench.measure import interleaved  # noqa: E402
+
+
+def test_interleaved_runs_rounds_in_turn_and_summarizes_each_row() -> None:
+    order: list[str] = []
+
+    def once(label: str, rate: float):
+        def run() -> dict:
+            order.append(label)
+            n = len([x for x in order if x == label])
+            return {"tasks_per_s": rate * n, "seconds": 1.0, "tasks": 10,
+                    "worker_cpu_us_per_task": 10.0 * n}  # fmt: skip
+
+        return run
+
+    rows = interleaved({"a": once("a", 100.0), "b": once("b", 200.0)}, 3)
+    assert order == ["a", "b", "a", "b", "a", "b"]
+    assert rows["a"]["runs"] == [100.0, 200.0, 300.0] and rows["a"]["median"] == 200.0
+    assert rows["b"]["median"] == 400.0 and rows["b"]["spread_pct"] == 100.0
+    assert rows["a"]["worker_cpu_us_per_task"] == 20.0
+    assert len(rows["b"]["details"]) == 3 and rows["b"]["label"] == "b"
+
+
+def _res(before_rate: float | None, off_rate: float, on_rate: float | None) -> dict:
+    def row(rate: float | None, cpu: float) -> dict:
+        if rate is None:
+            return {"sdk": "Go", "error": "orch8otel missing"}
+        return {"sdk": "Go", "median": rate, "spread_pct": 2.0, "worker_cpu_us_per_task": cpu}
+
+    return {
+        "sqlite": [{"batch": 100, "median": 10_000.0}],
+        "sdk": [{"sdk": "raw", "median": 9000.0}, row(off_rate, 50.0)],
+        "sdk_telemetry": [
+            {"sdk": "Go", "before": row(before_rate, 49.0), "on": row(on_rate, 80.0)}
+        ],
+        "sdk_baseline": "3ac7302",
+    }
+
+
+def test_telemetry_rows_judge_off_against_before_and_state_the_cost_of_on() -> None:
+    col = {name: i for i, name in enumerate(verdicts.HEAD)}
+    rows = {r[0]: r for r in verdicts.headline(_res(5000.0, 4900.0, 4000.0))}
+    off = rows["Go SDK Worker, telemetry off / before issue 18"]
+    assert off[col["ours"]] == "98%" and off[col["verdict"]] == "meets"
+    on = rows["Go SDK Worker, telemetry on / off"]
+    assert on[col["ours"]] == "82%, +30 worker CPU us/task" and on[col["verdict"]] == "stated"
+    slow = {r[0]: r for r in verdicts.headline(_res(5000.0, 4000.0, 4000.0))}
+    assert slow["Go SDK Worker, telemetry off / before issue 18"][col["verdict"]] == (
+        "misses (84% of target)"
+    )
+    broken = {r[0]: r for r in verdicts.headline(_res(None, 4000.0, None))}
+    assert broken["Go SDK Worker, telemetry off / before issue 18"][col["verdict"]] == (
+        "not measured"
+    )
+    assert broken["Go SDK Worker, telemetry on / off"][col["verdict"]] == "not measured"
+
+
+def test_telemetry_table_shows_each_variant_and_the_ratios() -> None:
+    text = "\n".join(report.telemetry_table(_res(5000.0, 4900.0, 4000.0)))
+    assert "| Go | 5,000 | 4,900 | 98% | 4,000 | 82% | 49 / 50 / 80 | 30 |" in text
+    assert "`3ac7302`" in text
+    failed = "\n".join(report.telemetry_table(_res(5000.0, 4900.0, None)))
+    assert "| Go | 5,000 | 4,900 | 98% | FAILED | n/a |" in failed
+    assert "on: orch8otel missing" in failed
+
+
+def test_before_exports_the_old_python_sdk_and_imports_it(tmp_path: Path) -> None:
+    """The `before` worker must run the old package, not the root venv's editable one."""
+    cmd, env = before.python_worker("http://x", "1", "noop_before", tmp_path, before.BASELINE_REV)
+    assert env["PYTHONPATH"] == str(tmp_path / "sdk-python")
+    assert cmd[-3:] == ["http://x", "1", "noop_before"]
+    old = subprocess.run(["git", "show", f"{before.BASELINE_REV}:sdk-python/orch8/worker/__init__.py"],
+                         cwd=BENCH.parent, capture_output=True, text=True, check=True).stdout  # fmt: skip
+    assert (tmp_path / "sdk-python/orch8/worker/__init__.py").read_text() == old
+    assert not (tmp_path / "sdk-python/orch8/otel.py").exists()
