@@ -15,9 +15,9 @@ type Telemetry interface {
 	// StartSend begins the producer span of one enqueue or enqueue batch (P-TEL-1) and
 	// returns the context the request is sent in.
 	StartSend(ctx context.Context, info SendInfo) (context.Context, SendSpan)
-	// Receive records a batch poll that claimed tasks, from began until now (P-TEL-3); the
-	// context it returns carries that poll's span, for StartProcess to link to.
-	Receive(ctx context.Context, queue string, began time.Time) context.Context
+	// Receive records a batch poll that claimed tasks, from info.Began until now (P-TEL-3);
+	// the context it returns carries that poll's span, for StartProcess to link to.
+	Receive(ctx context.Context, info ReceiveInfo) context.Context
 	// StartProcess begins one claimed task's run (P-TEL-3) and records its
 	// schedule-to-start wait (P-TEL-4). The returned context is the handler's: its span is
 	// current while the handler runs. receive is the context Receive returned.
@@ -47,6 +47,17 @@ type SendSpan interface {
 	Inject(headers map[string]string)
 	// End ends the span with the ids of the tasks created, or the error of the call.
 	End(ids []string, err error)
+}
+
+// ReceiveInfo describes one batch poll that claimed tasks, for Telemetry.Receive (P-TEL-3).
+type ReceiveInfo struct {
+	// Queue is the claimed tasks' queue; empty when they came from several queues.
+	Queue string
+	// Count is the number of tasks the poll claimed (messaging.batch.message_count).
+	Count    int
+	WorkerID string
+	// Began is when the poll was sent: the span starts there.
+	Began time.Time
 }
 
 // ProcessInfo describes one claimed task for Telemetry.StartProcess (P-TEL-3).

@@ -54,8 +54,8 @@ func (s fakeSend) End(ids []string, err error) {
 	s.f.log("send end %v %v", ids, err != nil)
 }
 
-func (f *fakeTelemetry) Receive(ctx context.Context, queue string, began time.Time) context.Context {
-	f.log("receive %q", queue)
+func (f *fakeTelemetry) Receive(ctx context.Context, info ReceiveInfo) context.Context {
+	f.log("receive %q %d %s", info.Queue, info.Count, info.WorkerID)
 	return context.WithValue(ctx, ctxKey{}, "receive")
 }
 
@@ -109,7 +109,7 @@ func TestWorkerTelemetryCallSites_P_TEL_3_P_TEL_4(t *testing.T) {
 	if v := <-seen; v != "process task_ok" {
 		t.Errorf("the handler's context carries %v, want the process span's context", v)
 	}
-	for _, want := range []string{`poll claimed`, `receive "default"`, `process task_ok linked=true`, `process task_bad linked=true`} {
+	for _, want := range []string{`poll claimed`, `receive "default" 2 w1`, `process task_ok linked=true`, `process task_bad linked=true`} {
 		if !tel.has(want) {
 			t.Errorf("no call %q in %q", want, tel.calls)
 		}
@@ -189,5 +189,29 @@ func TestCoreModuleHasNoOpenTelemetry(t *testing.T) {
 		if strings.Contains(string(out), "opentelemetry") {
 			t.Errorf("go %s lists OpenTelemetry:\n%s", strings.Join(args, " "), out)
 		}
+	}
+}
+
+// TestReceiveOfSeveralQueuesNamesNone_P_TEL_3: a poll whose tasks came from several queues
+// gives Receive no queue (the span is "receive" alone), with the count and the worker id.
+func TestReceiveOfSeveralQueuesNamesNone_P_TEL_3(t *testing.T) {
+	s, c := newScripted(t)
+	tel := newFakeTelemetry()
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 4, PollWait: 50 * time.Millisecond,
+		QueueNames: []string{"a", "b"}, Telemetry: tel})
+	w.Handle("ok", func(ctx context.Context, t *Task) (any, error) { return "done", nil })
+	s.mu.Lock()
+	s.queueOf["task_a"], s.queueOf["task_b"] = "a", "b"
+	s.mu.Unlock()
+	s.add("task_a", "ok")
+	s.add("task_b", "ok")
+	stop := runWorker(t, w)
+	waitUntil(t, "both ends", func() bool { return tel.has("end task_a completed ") && tel.has("end task_b completed ") })
+	stop()
+	if !tel.has(`receive "" 2 w1`) {
+		t.Errorf("no receive without a queue for a poll of two queues in %q", tel.calls)
+	}
+	if claimedQueue([]ClaimedTask{{QueueName: "a"}, {QueueName: "a"}}) != "a" {
+		t.Error("one queue must be named")
 	}
 }

@@ -28,7 +28,7 @@ type Worker struct {
 	health      health     // GET /health (P-TEL-5)
 
 	mu          sync.Mutex
-	held        map[string]*run // every claimed task until its outcome is known (P-WORKER-2)
+	held        map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
 	changed     chan struct{}   // closed and replaced whenever held or quiet changes
 	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
 	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
@@ -62,7 +62,7 @@ func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
 		opts:     opts,
 		log:      opts.Logger.With("worker_id", opts.WorkerID),
 		handlers: map[string]Handler{},
-		held:     map[string]*run{},
+		held:     map[runKey]*run{},
 		changed:  make(chan struct{}),
 		stopCh:   make(chan struct{}),
 		graceCh:  make(chan struct{}),

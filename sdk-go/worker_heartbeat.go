@@ -3,6 +3,7 @@ package orch8
 import (
 	"context"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -27,6 +28,7 @@ func (w *Worker) register(ctx context.Context) error {
 	for {
 		rec, err := w.client.RegisterWorker(ctx, reg)
 		if err == nil {
+			w.health.heartbeated() // P-TEL-5: registration counts as a heartbeat
 			w.setInterval(rec.HeartbeatIntervalMs)
 			if rec.Directive == DirectiveQuiet {
 				w.setQuiet(&w.serverQuiet, true)
@@ -78,9 +80,9 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 func (w *Worker) heartbeat(ctx context.Context) {
 	w.mu.Lock()
 	ids := make([]string, 0, len(w.held))
-	for id, r := range w.held {
-		if r.droppedCause() == nil {
-			ids = append(ids, id)
+	for k, r := range w.held {
+		if r.droppedCause() == nil && !slices.Contains(ids, k.taskID) {
+			ids = append(ids, k.taskID)
 		}
 	}
 	state := api.WorkerHeartbeatStateRunning
@@ -111,7 +113,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 	for _, ts := range res.Tasks {
 		w.mu.Lock()
-		r := w.held[ts.TaskID]
+		r := w.heldLocked(ts.TaskID) // the answer is about the lease it holds now
 		w.mu.Unlock()
 		switch {
 		case r == nil:

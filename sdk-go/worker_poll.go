@@ -78,7 +78,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 		}
 		outage.reset()
 		w.health.polled()
-		receive := w.received(base, began, len(res.Tasks))
+		receive := w.received(base, began, res.Tasks)
 		callHook(w, "OnPoll", w.opts.Hooks.OnPoll, PollEvent{Claimed: len(res.Tasks), Duration: time.Since(began)})
 		for i, ct := range res.Tasks {
 			if i >= ask {

@@ -115,6 +115,24 @@ func (r *run) claimForShutdown() phase {
 	return phaseDone
 }
 
+// runKey names one claimed attempt: a task reaped and claimed again by this worker while
+// its first run still goes has two runs, each with its own bookkeeping and slot.
+type runKey struct{ taskID, leaseID string }
+
+func (r *run) key() runKey { return runKey{r.task.ID, r.task.LeaseID} }
+
+// heldLocked is the run of taskID whose lease is the newest this worker holds (the last
+// claimed), or nil. Callers hold w.mu.
+func (w *Worker) heldLocked(taskID string) *run {
+	var newest *run
+	for k, r := range w.held {
+		if k.taskID == taskID && (newest == nil || r.started.After(newest.started)) {
+			newest = r
+		}
+	}
+	return newest
+}
+
 // start registers a claimed task as held and runs its handler on a new goroutine.
 // receive is the context Telemetry.Receive returned for the poll (base without telemetry).
 func (w *Worker) start(base, receive context.Context, ct ClaimedTask) {
@@ -129,10 +147,17 @@ func (w *Worker) start(base, receive context.Context, ct ClaimedTask) {
 	t.drop = func(cause error) { w.abandon(r, cause) }
 	w.mu.Lock()
 	r.handler = w.handlers[ct.HandlerName]
-	w.held[ct.ID] = r
+	stale := w.heldLocked(ct.ID) // a run of this task under a lease the server since reaped
+	w.held[r.key()] = r
 	free := w.opts.Concurrency - len(w.held)
 	w.notifyLocked()
 	w.mu.Unlock()
+	if stale != nil && !stale.delivering() {
+		// The new lease proves the old one gone: the first run stops and leaves its own
+		// slot when its handler returns (P-SDK-5). One being delivered is decided by the
+		// server's answer to its result, as a heartbeat's lease_lost would be.
+		w.abandon(stale, ErrLeaseLost)
+	}
 	w.count(func(s *Stats) { s.TasksClaimed++; s.InFlight++ })
 	if w.tel != nil {
 		w.tel.Slots(base, 1, free) // P-TEL-4
@@ -309,11 +334,11 @@ func (w *Worker) finish(r *run) {
 func (w *Worker) release(r *run) {
 	r.settle(outcomeLeaseLost) // nothing was settled: the task will come back after its lease
 	w.mu.Lock()
-	if w.held[r.task.ID] != r {
+	if w.held[r.key()] != r {
 		w.mu.Unlock()
 		return
 	}
-	delete(w.held, r.task.ID)
+	delete(w.held, r.key())
 	free := w.opts.Concurrency - len(w.held)
 	w.mu.Unlock()
 	r.mu.Lock()

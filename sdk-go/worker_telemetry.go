@@ -10,16 +10,16 @@ import (
 
 // received counts an answered poll and, when it claimed tasks, records its receive span
 // (P-TEL-3, P-TEL-4). It returns the context the tasks' process spans link to.
-func (w *Worker) received(base context.Context, began time.Time, claimed int) context.Context {
+func (w *Worker) received(base context.Context, began time.Time, tasks []ClaimedTask) context.Context {
 	if w.tel == nil {
 		return base
 	}
-	if claimed == 0 {
+	if len(tasks) == 0 {
 		w.tel.Polled(base, PollEmpty)
 		return base
 	}
 	w.tel.Polled(base, PollClaimed)
-	return w.tel.Receive(base, w.opts.pollQueue(), began)
+	return w.tel.Receive(base, ReceiveInfo{Queue: claimedQueue(tasks), Count: len(tasks), WorkerID: w.opts.WorkerID, Began: began})
 }
 
 // startProcess begins a claimed task's process span, a child of the traceparent in its
@@ -60,16 +60,15 @@ func outcomeName(o outcome) string {
 	return OutcomeLeaseLost
 }
 
-// pollQueue is the queue the worker's receive spans name: its one queue, or "" when it
-// claims from several (the span is then named "receive" alone).
-func (o WorkerOptions) pollQueue() string {
-	switch {
-	case len(o.QueueNames) == 1:
-		return o.QueueNames[0]
-	case len(o.QueueNames) > 1:
-		return ""
-	case o.QueueName != "":
-		return o.QueueName
+// claimedQueue is the one queue the claimed tasks came from, or "" when they came from
+// several: the receive span is then named "receive" alone, without
+// messaging.destination.name (P-TEL-3), as the other SDKs name it.
+func claimedQueue(tasks []ClaimedTask) string {
+	q := tasks[0].QueueName
+	for _, t := range tasks[1:] {
+		if t.QueueName != q {
+			return ""
+		}
 	}
-	return DefaultQueue
+	return q
 }

@@ -23,6 +23,7 @@ type scripted struct {
 	queue    []string // task ids waiting to be claimed
 	handler  map[string]string
 	queueOf  map[string]string // the claimed task's queue_name; "default" when absent
+	leaseOf  map[string]string // the claimed task's lease id; "lease_<id>" when absent
 	reqs     []recorded
 	hbAnswer func(taskID string) (leaseLost, cancelRequested bool)
 	result   func(path string, n int) int // status for complete/fail (single or batch); 200 when nil
@@ -43,7 +44,7 @@ type scripted struct {
 }
 
 func newScripted(t *testing.T) (*scripted, *Client) {
-	s := &scripted{t: t, handler: map[string]string{}, queueOf: map[string]string{}}
+	s := &scripted{t: t, handler: map[string]string{}, queueOf: map[string]string{}, leaseOf: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	c, err := NewClient(Config{BaseURL: srv.URL})
@@ -151,7 +152,7 @@ func (s *scripted) poll(w http.ResponseWriter, rec recorded) {
 	for len(s.queue) > 0 && len(claimed) < size {
 		id := s.queue[0]
 		s.queue = s.queue[1:]
-		body := strings.NewReplacer(`"task_1"`, fmt.Sprintf("%q", id), `"lease_1"`, fmt.Sprintf("%q", "lease_"+id),
+		body := strings.NewReplacer(`"task_1"`, fmt.Sprintf("%q", id), `"lease_1"`, fmt.Sprintf("%q", cmp.Or(s.leaseOf[id], "lease_"+id)),
 			`"echo"`, fmt.Sprintf("%q", s.handler[id]), `"default"`, fmt.Sprintf("%q", cmp.Or(s.queueOf[id], "default"))).Replace(claimedJSON)
 		claimed = append(claimed, json.RawMessage(body))
 	}

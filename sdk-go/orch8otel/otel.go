@@ -12,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
 	"go.opentelemetry.io/otel"
@@ -144,13 +143,14 @@ func errorType(err error) string {
 // Receive records the CLIENT span "receive <queue>" of a poll that claimed tasks, from
 // began until now (P-TEL-3). It is recorded once the poll answered, because only polls
 // that claim tasks get a span.
-func (t *Telemetry) Receive(ctx context.Context, queue string, began time.Time) context.Context {
-	attrs := []attribute.KeyValue{systemAttr, AttrOperationType.String("receive")}
-	if queue != "" {
-		attrs = append(attrs, AttrDestinationName.String(queue))
+func (t *Telemetry) Receive(ctx context.Context, info orch8.ReceiveInfo) context.Context {
+	attrs := []attribute.KeyValue{systemAttr, AttrOperationType.String("receive"),
+		AttrBatchMessageCount.Int(info.Count), AttrWorkerID.String(info.WorkerID)}
+	if info.Queue != "" { // several queues: "receive" alone, no destination (P-TEL-3)
+		attrs = append(attrs, AttrDestinationName.String(info.Queue))
 	}
-	ctx, span := t.tracer.Start(ctx, spanName("receive", queue), trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithTimestamp(began), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, spanName("receive", info.Queue), trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithTimestamp(info.Began), trace.WithAttributes(attrs...))
 	span.End()
 	return ctx
 }

@@ -3,6 +3,7 @@ package orch8otel_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -165,5 +166,53 @@ func TestNewUsesGlobalProviders(t *testing.T) {
 	span.End(orch8.ProcessResult{Outcome: orch8.OutcomeCompleted})
 	if got := exp.GetSpans(); len(got) != 1 || got[0].Name != "process q" || got[0].SpanKind != trace.SpanKindConsumer {
 		t.Fatalf("global provider got %v", got)
+	}
+}
+
+// TestScheduleToStartClampsNegativeToZero_P_TEL_4: a ready_at after the claim time (the
+// clocks disagree) records 0, not a negative wait.
+func TestScheduleToStartClampsNegativeToZero_P_TEL_4(t *testing.T) {
+	env := newOtelEnv(t)
+	claimed := time.Now()
+	info := orch8.ProcessInfo{TaskID: "task_1", Queue: "q", Handler: "h", WorkerID: "w", Attempt: 1,
+		ClaimedAt: claimed, ReadyAt: claimed.Add(2 * time.Second)}
+	_, span := env.tel.StartProcess(context.Background(), context.Background(), info)
+	span.End(orch8.ProcessResult{Outcome: orch8.OutcomeCompleted})
+	if got := instrument(t, env.metrics(t), orch8otel.MetricScheduleToStart, "s"); total(got) != 1 {
+		t.Fatalf("schedule_to_start points %v, want one", got)
+	}
+	if sum := histogramSum(t, env, orch8otel.MetricScheduleToStart); sum != 0 {
+		t.Fatalf("schedule_to_start recorded %v s for a ready_at after the claim, want 0", sum)
+	}
+}
+
+// TestReceiveSpanAttributes_P_TEL_3: the CLIENT span of a poll starts when the poll was sent
+// and carries messaging.system, messaging.operation.type, messaging.destination.name (one
+// queue only), messaging.batch.message_count and orch8.worker.id; several queues: "receive".
+func TestReceiveSpanAttributes_P_TEL_3(t *testing.T) {
+	env := newOtelEnv(t)
+	began := time.Now().Add(-time.Second)
+	env.tel.Receive(context.Background(), orch8.ReceiveInfo{Queue: "q", Count: 3, WorkerID: "w", Began: began})
+	env.tel.Receive(context.Background(), orch8.ReceiveInfo{Count: 2, WorkerID: "w", Began: began})
+	one, several := env.span(t, "receive q"), env.span(t, "receive")
+	attrs := func(s tracetest.SpanStub) map[string]any {
+		m := map[string]any{}
+		for _, kv := range s.Attributes {
+			m[string(kv.Key)] = kv.Value.AsInterface()
+		}
+		return m
+	}
+	want := map[string]any{"messaging.system": "orch8", "messaging.operation.type": "receive",
+		"messaging.destination.name": "q", "messaging.batch.message_count": int64(3), "orch8.worker.id": "w"}
+	if got := attrs(one); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("receive q attributes %v, want %v", got, want)
+	}
+	delete(want, "messaging.destination.name")
+	want["messaging.batch.message_count"] = int64(2)
+	if got := attrs(several); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("receive (several queues) attributes %v, want %v", got, want)
+	}
+	if one.SpanKind != trace.SpanKindClient || !one.StartTime.Equal(began) {
+		t.Errorf("receive span kind %v start %v, want CLIENT from %v", one.SpanKind, one.StartTime, began)
 	}
 }
