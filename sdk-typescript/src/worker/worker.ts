@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { AuthError, NotFoundError, ValidationError } from "../errors.js";
+import { AuthError, LeaseLostError, NotFoundError, ValidationError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
 import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
@@ -87,7 +87,7 @@ export class Worker {
   private readonly log: Logger;
   private readonly handlerNames: string[];
   private readonly queues: QueueSelection;
-  private readonly runs = new Map<string, TaskRun>();
+  private readonly runs = new Map<string, TaskRun>(); // by runKey: one entry per claimed lease
   private readonly counters = emptyStats();
   private readonly wake = new Notifier();
   private readonly executor: TaskExecutor;
@@ -330,7 +330,14 @@ export class Worker {
 
   private start(task: ClaimedTask, link: PollLink): void {
     const run = new TaskRun(task);
-    this.runs.set(task.id, run);
+    // A task reaped and claimed again while its first run goes: two runs, keyed by lease.
+    // The new lease proves the old one gone (P-SDK-5); a result on its way is left to its answer.
+    const stale = [...this.runs.values()].find((r) => r.task.id === task.id);
+    const key = runKey(task);
+    this.runs.set(key, run);
+    if (stale !== undefined && stale.phase === "running") {
+      this.executor.lose(stale, "lease_lost", new LeaseLostError(`task ${task.id} was claimed again under lease ${task.lease.id}`, { status: 200, code: "lease_lost" }));
+    }
     this.counters.tasks_claimed++;
     if (this.tel !== undefined) {
       run.tel = this.tel.taskStarted(task, run.claimedAt, link);
@@ -340,7 +347,7 @@ export class Worker {
       .catch((err) => this.log.error(`orch8: task ${task.id}: unexpected ${describeCause(err)}`))
       .finally(() => {
         run.phase = "done";
-        this.runs.delete(task.id);
+        this.runs.delete(key);
         this.tel?.held(-1, this.concurrency - this.runs.size);
         this.wake.notify();
       });
@@ -395,3 +402,6 @@ export class Worker {
     this.hook("onError", { operation, error });
   }
 }
+
+/** One claimed attempt: the task id and its lease id. */
+const runKey = (task: ClaimedTask): string => `${task.id} ${task.lease.id}`;
