@@ -351,15 +351,19 @@ async def drain(deps: DrainDeps) -> None:
     )
     all_done.cancel()  # cancels the waiting, not the runners
     ended.cancel()
-    leftovers = [s for s in slots if s.runner is not None and not s.runner.done()]
+    live = [s for s in slots if s.runner is not None and not s.runner.done()]
+    # P-SDK-7: a result already on its way is not failed with `shutdown`: the server's answer
+    # to it decides how the task ended (as in sdk-go and sdk-typescript).
+    leftovers = [s for s in live if not s.delivering]
+    in_flight = [s.runner for s in live if s.delivering and s.runner is not None]
     for slot in leftovers:
         slot.abandoned = True
         slot.cancel(SHUTDOWN)  # the handler's cancellation signal fires first
     why = f"worker shut down (grace period {grace_ms} ms)"
     outcome = Outcome(error=why, retryable=True, code=SHUTDOWN)
     sends = [asyncio.ensure_future(send_fail(deps.client, s.ctx, outcome)) for s in leftovers]
-    if sends:
-        await asyncio.wait(sends, timeout=SHUTDOWN_FAILS_S)
+    if sends or in_flight:
+        await asyncio.wait([*sends, *in_flight], timeout=SHUTDOWN_FAILS_S)
     for slot, send in zip(leftovers, sends, strict=True):
         error = None if send.done() and send.exception() is None else send
         if error is None:
