@@ -23,6 +23,7 @@ import asyncpg
 import orjson
 
 from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+from orch8_server.storage.claim_budget import split_candidates
 
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
 _LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
@@ -262,27 +263,15 @@ async def capped_claim_rows(
             candidates = await conn.fetch(_pick_sql(bool(handler_names), labels is not None), *args)
             if not candidates:
                 break
-            take: list[int] = []
-            stale: list[int] = []
-            capped_out = False
-            for r in candidates:
-                if r["good_until"] is not None and r["good_until"] <= now:
-                    stale.append(r["seq"])  # P-EXPIRE-1
-                    continue
-                left = room.get(r["handler_name"])
-                if left is not None:
-                    if left <= 0:  # P-CTRL-2: never past the handler's cap
-                        excluded.add(r["handler_name"])
-                        capped_out = True
-                        continue
-                    room[r["handler_name"]] = left - 1
-                take.append(r["seq"])
+            # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets
+            take, stale, capped_out = split_candidates(candidates, now, room, excluded)
             if stale:
-                await conn.execute(_EXPIRE_PICKED, stale, now)
+                await conn.execute(_EXPIRE_PICKED, [r["seq"] for r in stale], now)
                 expired += len(stale)
             if take:
+                seqs = [r["seq"] for r in take]
                 leases = [new_lease_id() for _ in take]
-                rows = await conn.fetch(_LEASE_PICKED, take, now, lease_ms, worker_id, leases)
+                rows = await conn.fetch(_LEASE_PICKED, seqs, now, lease_ms, worker_id, leases)
                 claimed += sorted(
                     (_claimed(r) for r in rows), key=lambda r: (r["priority"], r["seq"])
                 )

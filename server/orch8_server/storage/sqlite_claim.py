@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+from orch8_server.storage.claim_budget import split_candidates
 
 _CLAIM_SELECT = "SELECT " + ", ".join(CLAIM_COLUMNS) + " FROM tasks"
 _LEASE = (
@@ -151,22 +152,8 @@ def claim(
         candidates = _candidates(conn, queue_name, handler_names, want, held, excluded)
         if not candidates:
             break
-        fresh: list[Row] = []
-        stale: list[Row] = []
-        capped_out = False
-        for r in candidates:
-            good_until = r["good_until"]
-            if good_until is not None and good_until <= now:
-                stale.append(r)
-                continue
-            left = room.get(r["handler_name"])
-            if left is not None:
-                if left <= 0:  # P-CTRL-2: never past the handler's cap
-                    excluded.add(r["handler_name"])
-                    capped_out = True
-                    continue
-                room[r["handler_name"]] = left - 1
-            fresh.append(r)
+        # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets
+        fresh, stale, capped_out = split_candidates(candidates, now, room, excluded)
         if stale:  # P-EXPIRE-1: never delivered, even when the claim races the deadline
             conn.executemany(
                 "UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? "
