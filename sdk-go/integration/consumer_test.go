@@ -16,6 +16,7 @@ import (
 	"time"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
+	"github.com/orch8/orch8-workers/sdk-go/internal/refserver"
 )
 
 const sdkModule = "github.com/orch8/orch8-workers/sdk-go"
@@ -139,7 +140,7 @@ func TestConsumerRunsReadmeWorker(t *testing.T) {
 func runConsumerWorker(t *testing.T, bin string) {
 	s := startServer(t)
 	c := newClient(t, s, nil)
-	logs := &syncBuffer{}
+	logs := &refserver.LogBuffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ORCH8_URL="+s.URL)
 	cmd.Stdout, cmd.Stderr = logs, logs

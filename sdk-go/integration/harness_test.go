@@ -108,24 +108,6 @@ func newClient(t *testing.T, s *refServer, rec *recorder) *orch8.Client {
 	return c
 }
 
-// syncBuffer collects a worker's logs; they are printed only when its test fails.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runningWorker is a Worker running on its own goroutine.
 type runningWorker struct {
 	*orch8.Worker
@@ -148,7 +130,7 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 	if opts.WorkerID == "" {
 		opts.WorkerID = "go-" + t.Name()
 	}
-	logs := &syncBuffer{}
+	logs := &refserver.LogBuffer{}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

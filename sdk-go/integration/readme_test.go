@@ -12,6 +12,7 @@ import (
 	"time"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
+	"github.com/orch8/orch8-workers/sdk-go/internal/refserver"
 )
 
 // TestReadmeQueuesExample runs the README's "Several queues" program (P-SDK-23), which
@@ -37,7 +38,7 @@ func TestReadmeQueuesExample(t *testing.T) {
 
 	s := startServer(t)
 	c := newClient(t, s, nil)
-	logs := &syncBuffer{}
+	logs := &refserver.LogBuffer{}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "ORCH8_URL="+s.URL)
 	cmd.Stdout, cmd.Stderr = logs, logs

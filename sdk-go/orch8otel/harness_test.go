@@ -1,10 +1,8 @@
 package orch8otel_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,23 +88,6 @@ func newClient(t *testing.T, s *refserver.Server, tel orch8.Telemetry) *orch8.Cl
 	return c
 }
 
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // startWorker runs a worker until the test ends; its logs are printed if the test fails.
 func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handlers map[string]orch8.Handler) *orch8.Worker {
 	t.Helper()
@@ -116,7 +97,7 @@ func startWorker(t *testing.T, c *orch8.Client, opts orch8.WorkerOptions, handle
 // startWorkerIn is startWorker with Run's context derived from parent.
 func startWorkerIn(t *testing.T, parent context.Context, c *orch8.Client, opts orch8.WorkerOptions, handlers map[string]orch8.Handler) *orch8.Worker {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &refserver.LogBuffer{}
 	opts.WorkerID = "go-" + t.Name()
 	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	w, err := orch8.NewWorker(c, opts)
