@@ -1006,6 +1006,9 @@ type NotFound = Problem
 // PayloadTooLarge RFC 9457 problem details with a stable `code` (P-ERR-1).
 type PayloadTooLarge = Problem
 
+// TooManyRequests RFC 9457 problem details with a stable `code` (P-ERR-1).
+type TooManyRequests = Problem
+
 // Unauthorized RFC 9457 problem details with a stable `code` (P-ERR-1).
 type Unauthorized = Problem
 
@@ -5017,6 +5020,11 @@ func (r GetReadinessResponse) ContentType() string {
 	return ""
 }
 
+// GetServerInfoResponse503Headers the declared response headers of an HTTP 503 response for GetServerInfo
+type GetServerInfoResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetServerInfoResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5024,8 +5032,12 @@ type GetServerInfoResponse struct {
 	JSON200 *ServerInfo
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetServerInfoResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5036,6 +5048,11 @@ func (r GetServerInfoResponse) GetJSON200() *ServerInfo {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetServerInfoResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetServerInfoResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5120,6 +5137,11 @@ func (r GetMetricsResponse) ContentType() string {
 	return ""
 }
 
+// GetQueueStatsResponse503Headers the declared response headers of an HTTP 503 response for GetQueueStats
+type GetQueueStatsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetQueueStatsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5129,8 +5151,12 @@ type GetQueueStatsResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetQueueStatsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5146,6 +5172,11 @@ func (r GetQueueStatsResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r GetQueueStatsResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5507,6 +5538,11 @@ func (r ResumeQueueResponse) ContentType() string {
 	return ""
 }
 
+// ListTasksResponse503Headers the declared response headers of an HTTP 503 response for ListTasks
+type ListTasksResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListTasksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5518,8 +5554,12 @@ type ListTasksResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTasksResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5540,6 +5580,11 @@ func (r ListTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ListTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5576,6 +5621,16 @@ func (r ListTasksResponse) ContentType() string {
 	return ""
 }
 
+// EnqueueTaskResponse429Headers the declared response headers of an HTTP 429 response for EnqueueTask
+type EnqueueTaskResponse429Headers struct {
+	RetryAfter *int
+}
+
+// EnqueueTaskResponse503Headers the declared response headers of an HTTP 503 response for EnqueueTask
+type EnqueueTaskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EnqueueTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5593,8 +5648,16 @@ type EnqueueTaskResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnqueueTaskResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EnqueueTaskResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5632,6 +5695,16 @@ func (r EnqueueTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
 }
 
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
 func (r EnqueueTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
 	return r.ApplicationProblemJSONDefault
@@ -5666,6 +5739,16 @@ func (r EnqueueTaskResponse) ContentType() string {
 	return ""
 }
 
+// EnqueueTasksResponse429Headers the declared response headers of an HTTP 429 response for EnqueueTasks
+type EnqueueTasksResponse429Headers struct {
+	RetryAfter *int
+}
+
+// EnqueueTasksResponse503Headers the declared response headers of an HTTP 503 response for EnqueueTasks
+type EnqueueTasksResponse503Headers struct {
+	RetryAfter *int
+}
+
 type EnqueueTasksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5681,8 +5764,16 @@ type EnqueueTasksResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EnqueueTasksResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *EnqueueTasksResponse503Headers
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -5713,6 +5804,16 @@ func (r EnqueueTasksResponse) GetApplicationProblemJSON415() *UnsupportedMediaTy
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r EnqueueTasksResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5749,6 +5850,11 @@ func (r EnqueueTasksResponse) ContentType() string {
 	return ""
 }
 
+// GetTaskResponse503Headers the declared response headers of an HTTP 503 response for GetTask
+type GetTaskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5760,8 +5866,12 @@ type GetTaskResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTaskResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5782,6 +5892,11 @@ func (r GetTaskResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r GetTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5818,6 +5933,11 @@ func (r GetTaskResponse) ContentType() string {
 	return ""
 }
 
+// ListTaskAttemptsResponse503Headers the declared response headers of an HTTP 503 response for ListTaskAttempts
+type ListTaskAttemptsResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListTaskAttemptsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5829,8 +5949,12 @@ type ListTaskAttemptsResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTaskAttemptsResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5851,6 +5975,11 @@ func (r ListTaskAttemptsResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ListTaskAttemptsResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5887,6 +6016,11 @@ func (r ListTaskAttemptsResponse) ContentType() string {
 	return ""
 }
 
+// CancelTaskResponse503Headers the declared response headers of an HTTP 503 response for CancelTask
+type CancelTaskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CancelTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5906,8 +6040,12 @@ type CancelTaskResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelTaskResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -5950,6 +6088,11 @@ func (r CancelTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
 }
 
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
 func (r CancelTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
 	return r.ApplicationProblemJSONDefault
@@ -5984,6 +6127,11 @@ func (r CancelTaskResponse) ContentType() string {
 	return ""
 }
 
+// CompleteTaskManuallyResponse503Headers the declared response headers of an HTTP 503 response for CompleteTaskManually
+type CompleteTaskManuallyResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CompleteTaskManuallyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6003,8 +6151,12 @@ type CompleteTaskManuallyResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CompleteTaskManuallyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6047,6 +6199,11 @@ func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON422() *Validation
 	return r.ApplicationProblemJSON422
 }
 
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
 func (r CompleteTaskManuallyResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
 	return r.ApplicationProblemJSONDefault
@@ -6081,6 +6238,11 @@ func (r CompleteTaskManuallyResponse) ContentType() string {
 	return ""
 }
 
+// FailTaskManuallyResponse503Headers the declared response headers of an HTTP 503 response for FailTaskManually
+type FailTaskManuallyResponse503Headers struct {
+	RetryAfter *int
+}
+
 type FailTaskManuallyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6100,8 +6262,12 @@ type FailTaskManuallyResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *FailTaskManuallyResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6144,6 +6310,11 @@ func (r FailTaskManuallyResponse) GetApplicationProblemJSON422() *ValidationFail
 	return r.ApplicationProblemJSON422
 }
 
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
 func (r FailTaskManuallyResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
 	return r.ApplicationProblemJSONDefault
@@ -6178,6 +6349,11 @@ func (r FailTaskManuallyResponse) ContentType() string {
 	return ""
 }
 
+// RetryTaskResponse503Headers the declared response headers of an HTTP 503 response for RetryTask
+type RetryTaskResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RetryTaskResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6197,8 +6373,12 @@ type RetryTaskResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryTaskResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6241,6 +6421,11 @@ func (r RetryTaskResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
 }
 
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
 func (r RetryTaskResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
 	return r.ApplicationProblemJSONDefault
@@ -6275,6 +6460,11 @@ func (r RetryTaskResponse) ContentType() string {
 	return ""
 }
 
+// ListWorkersResponse503Headers the declared response headers of an HTTP 503 response for ListWorkers
+type ListWorkersResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ListWorkersResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6284,8 +6474,12 @@ type ListWorkersResponse struct {
 	ApplicationProblemJSON401 *Unauthorized
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListWorkersResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6301,6 +6495,11 @@ func (r ListWorkersResponse) GetApplicationProblemJSON401() *Unauthorized {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ListWorkersResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -6337,6 +6536,11 @@ func (r ListWorkersResponse) ContentType() string {
 	return ""
 }
 
+// RegisterWorkerResponse503Headers the declared response headers of an HTTP 503 response for RegisterWorker
+type RegisterWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type RegisterWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -6352,8 +6556,12 @@ type RegisterWorkerResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RegisterWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -6384,6 +6592,11 @@ func (r RegisterWorkerResponse) GetApplicationProblemJSON415() *UnsupportedMedia
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r RegisterWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -7252,6 +7465,11 @@ func (r ReleaseTaskResponse) ContentType() string {
 	return ""
 }
 
+// DeregisterWorkerResponse503Headers the declared response headers of an HTTP 503 response for DeregisterWorker
+type DeregisterWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type DeregisterWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7263,8 +7481,12 @@ type DeregisterWorkerResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeregisterWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7285,6 +7507,11 @@ func (r DeregisterWorkerResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r DeregisterWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -7321,6 +7548,11 @@ func (r DeregisterWorkerResponse) ContentType() string {
 	return ""
 }
 
+// GetWorkerResponse503Headers the declared response headers of an HTTP 503 response for GetWorker
+type GetWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type GetWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7332,8 +7564,12 @@ type GetWorkerResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7354,6 +7590,11 @@ func (r GetWorkerResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r GetWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -7487,6 +7728,11 @@ func (r HeartbeatWorkerResponse) ContentType() string {
 	return ""
 }
 
+// QuietWorkerResponse503Headers the declared response headers of an HTTP 503 response for QuietWorker
+type QuietWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type QuietWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7498,8 +7744,12 @@ type QuietWorkerResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *QuietWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7520,6 +7770,11 @@ func (r QuietWorkerResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r QuietWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -7556,6 +7811,11 @@ func (r QuietWorkerResponse) ContentType() string {
 	return ""
 }
 
+// ResumeWorkerResponse503Headers the declared response headers of an HTTP 503 response for ResumeWorker
+type ResumeWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type ResumeWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7567,8 +7827,12 @@ type ResumeWorkerResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ResumeWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7589,6 +7853,11 @@ func (r ResumeWorkerResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r ResumeWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -7625,6 +7894,11 @@ func (r ResumeWorkerResponse) ContentType() string {
 	return ""
 }
 
+// TerminateWorkerResponse503Headers the declared response headers of an HTTP 503 response for TerminateWorker
+type TerminateWorkerResponse503Headers struct {
+	RetryAfter *int
+}
+
 type TerminateWorkerResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7636,8 +7910,12 @@ type TerminateWorkerResponse struct {
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *TerminateWorkerResponse503Headers
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -7658,6 +7936,11 @@ func (r TerminateWorkerResponse) GetApplicationProblemJSON404() *NotFound {
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r TerminateWorkerResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -8748,6 +9031,13 @@ func ParseGetServerInfoResponse(rsp *http.Response) (*GetServerInfoResponse, err
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8755,6 +9045,19 @@ func ParseGetServerInfoResponse(rsp *http.Response) (*GetServerInfoResponse, err
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetServerInfoResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -8828,6 +9131,13 @@ func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, err
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -8835,6 +9145,19 @@ func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, err
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetQueueStatsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9171,6 +9494,13 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9178,6 +9508,19 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListTasksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9246,6 +9589,20 @@ func ParseEnqueueTaskResponse(rsp *http.Response) (*EnqueueTaskResponse, error) 
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9253,6 +9610,29 @@ func ParseEnqueueTaskResponse(rsp *http.Response) (*EnqueueTaskResponse, error) 
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers EnqueueTaskResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EnqueueTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9314,6 +9694,20 @@ func ParseEnqueueTasksResponse(rsp *http.Response) (*EnqueueTasksResponse, error
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9321,6 +9715,29 @@ func ParseEnqueueTasksResponse(rsp *http.Response) (*EnqueueTasksResponse, error
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers EnqueueTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers EnqueueTasksResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9368,6 +9785,13 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9375,6 +9799,19 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9422,6 +9859,13 @@ func ParseListTaskAttemptsResponse(rsp *http.Response) (*ListTaskAttemptsRespons
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9429,6 +9873,19 @@ func ParseListTaskAttemptsResponse(rsp *http.Response) (*ListTaskAttemptsRespons
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListTaskAttemptsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9504,6 +9961,13 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9511,6 +9975,19 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CancelTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9586,6 +10063,13 @@ func ParseCompleteTaskManuallyResponse(rsp *http.Response) (*CompleteTaskManuall
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9593,6 +10077,19 @@ func ParseCompleteTaskManuallyResponse(rsp *http.Response) (*CompleteTaskManuall
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CompleteTaskManuallyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9668,6 +10165,13 @@ func ParseFailTaskManuallyResponse(rsp *http.Response) (*FailTaskManuallyRespons
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9675,6 +10179,19 @@ func ParseFailTaskManuallyResponse(rsp *http.Response) (*FailTaskManuallyRespons
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers FailTaskManuallyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9750,6 +10267,13 @@ func ParseRetryTaskResponse(rsp *http.Response) (*RetryTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9757,6 +10281,19 @@ func ParseRetryTaskResponse(rsp *http.Response) (*RetryTaskResponse, error) {
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RetryTaskResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9797,6 +10334,13 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9804,6 +10348,19 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListWorkersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -9865,6 +10422,13 @@ func ParseRegisterWorkerResponse(rsp *http.Response) (*RegisterWorkerResponse, e
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9872,6 +10436,19 @@ func ParseRegisterWorkerResponse(rsp *http.Response) (*RegisterWorkerResponse, e
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RegisterWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10682,6 +11259,13 @@ func ParseDeregisterWorkerResponse(rsp *http.Response) (*DeregisterWorkerRespons
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10689,6 +11273,19 @@ func ParseDeregisterWorkerResponse(rsp *http.Response) (*DeregisterWorkerRespons
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DeregisterWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10736,6 +11333,13 @@ func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10743,6 +11347,19 @@ func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10878,6 +11495,13 @@ func ParseQuietWorkerResponse(rsp *http.Response) (*QuietWorkerResponse, error) 
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10885,6 +11509,19 @@ func ParseQuietWorkerResponse(rsp *http.Response) (*QuietWorkerResponse, error) 
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers QuietWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10932,6 +11569,13 @@ func ParseResumeWorkerResponse(rsp *http.Response) (*ResumeWorkerResponse, error
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10939,6 +11583,19 @@ func ParseResumeWorkerResponse(rsp *http.Response) (*ResumeWorkerResponse, error
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ResumeWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -10986,6 +11643,13 @@ func ParseTerminateWorkerResponse(rsp *http.Response) (*TerminateWorkerResponse,
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10993,6 +11657,19 @@ func ParseTerminateWorkerResponse(rsp *http.Response) (*TerminateWorkerResponse,
 		}
 		response.ApplicationProblemJSONDefault = &dest
 
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers TerminateWorkerResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

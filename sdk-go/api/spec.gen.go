@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.3.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "aa749dc5587c9531b1adfa82d164c52148c632062d8b224d88accadda33d1728"
+const SpecSHA256 = "6336c26a69983c83f29742602f0ffc34944977f99448bf9c35ba3cd7e71b6e3d"

@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.3.0"
-SPEC_SHA256 = "aa749dc5587c9531b1adfa82d164c52148c632062d8b224d88accadda33d1728"
+SPEC_SHA256 = "6336c26a69983c83f29742602f0ffc34944977f99448bf9c35ba3cd7e71b6e3d"

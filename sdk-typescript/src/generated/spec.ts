@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.3.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "aa749dc5587c9531b1adfa82d164c52148c632062d8b224d88accadda33d1728";
+export const SPEC_SHA256 = "6336c26a69983c83f29742602f0ffc34944977f99448bf9c35ba3cd7e71b6e3d";

@@ -1515,7 +1515,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Storage unreachable or the server is draining (`unavailable`); retry after `Retry-After`. */
+        /** @description Storage unreachable, the server is draining, or a per-replica cap is reached (`unavailable`, P-BP-3); retry after `Retry-After`. */
         Unavailable: {
             headers: {
                 /** @description Seconds to wait before retrying. */
@@ -1530,6 +1530,27 @@ export interface components {
                  *       "status": 503,
                  *       "detail": "server is shutting down",
                  *       "code": "unavailable",
+                 *       "errors": []
+                 *     }
+                 */
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description Over the enqueue rate or the queue's depth limit (`rate_limited`, P-BP-1, P-BP-2); nothing was stored; retry after `Retry-After`. */
+        TooManyRequests: {
+            headers: {
+                /** @description Seconds to wait before retrying. */
+                "Retry-After"?: number;
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "type": "urn:orch8:problem:rate_limited",
+                 *       "title": "Too many requests",
+                 *       "status": 429,
+                 *       "detail": "enqueue rate of tenant default is 100 tasks/s",
+                 *       "code": "rate_limited",
                  *       "errors": []
                  *     }
                  */
@@ -1648,6 +1669,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -1787,6 +1809,8 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -1883,6 +1907,8 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -1952,6 +1978,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2030,6 +2057,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2113,6 +2141,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2198,6 +2227,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2281,6 +2311,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2328,6 +2359,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2887,6 +2919,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -2960,6 +2993,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3011,6 +3045,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3062,6 +3097,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3168,6 +3204,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3219,6 +3256,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3270,6 +3308,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3335,6 +3374,7 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };
@@ -3683,6 +3723,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
+            503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };
     };

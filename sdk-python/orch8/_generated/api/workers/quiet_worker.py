@@ -47,6 +47,11 @@ def _parse_response(
 
         return response_422
 
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
     response_default = Problem.from_dict(response.json())
 
     return response_default
