@@ -106,16 +106,59 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         "export task spans (P-TEL-2) by OTLP/HTTP to this base URL, e.g. http://localhost:4318 "
         "(needs the otel extra); OTEL_SERVICE_NAME names the service (default orch8-server)",
     ),
+    (
+        "--enqueue-rate",
+        "ORCH8_ENQUEUE_RATE",
+        "enqueue_rate",
+        float,
+        "P-BP-1: enqueued tasks per second per tenant on this replica; 0 = no limit (default)",
+    ),
+    (
+        "--enqueue-burst",
+        "ORCH8_ENQUEUE_BURST",
+        "enqueue_burst",
+        int,
+        "P-BP-1: tasks the enqueue rate lets through at once (default: the rate)",
+    ),
+    (
+        "--max-queue-depth",
+        "ORCH8_MAX_QUEUE_DEPTH",
+        "max_queue_depth",
+        int,
+        "P-BP-2: refuse enqueues onto a queue holding this many pending + scheduled tasks; "
+        "0 = no limit (default)",
+    ),
+    (
+        "--max-waiting-polls",
+        "ORCH8_MAX_WAITING_POLLS",
+        "max_waiting_polls",
+        int,
+        "P-BP-3: long-polls this replica lets wait at once (default 10000)",
+    ),
+    (
+        "--max-inflight-requests",
+        "ORCH8_MAX_INFLIGHT_REQUESTS",
+        "max_inflight_requests",
+        int,
+        "P-BP-3: requests this replica serves at once, /health/* and /metrics aside; "
+        "0 = no cap (default)",
+    ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
 ]
 
-# Ranges of the settings added with P-OBS-6 (inclusive): a value outside is refused at
+# Ranges of the settings added with P-OBS-6 and P-BP-1..3 (inclusive): a value outside is refused at
 # start-up with the flag's name, never clamped.
-_RANGES: list[tuple[str, str, int, int]] = [
+_RANGES: list[tuple[str, str, float, float]] = [
     ("--notify-fallback-ms", "notify_fallback_ms", 50, 300_000),
     ("--db-retry-initial-ms", "db_retry_initial_ms", 1, 3_600_000),
     ("--db-retry-max-ms", "db_retry_max_ms", 1, 3_600_000),
     ("--db-retry-max-attempts", "db_retry_max_attempts", 0, 1_000_000),
+    # P-BP-1..3 (docs/protocol.md 12a)
+    ("--enqueue-rate", "enqueue_rate", 0, 1_000_000),
+    ("--enqueue-burst", "enqueue_burst", 0, 1_000_000),
+    ("--max-queue-depth", "max_queue_depth", 0, 1_000_000_000),
+    ("--max-waiting-polls", "max_waiting_polls", 1, 10_000_000),
+    ("--max-inflight-requests", "max_inflight_requests", 0, 10_000_000),
 ]
 
 

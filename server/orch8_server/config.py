@@ -29,6 +29,12 @@ class Settings:
     # P-TEL-2: the OTLP/HTTP base URL (traces go to <it>/v1/traces); None records no spans.
     otlp_endpoint: str | None = None
     otel_service_name: str = "orch8-server"  # OTEL_SERVICE_NAME
+    # Backpressure (docs/protocol.md 12a); 0 = off except the waiting-poll cap.
+    enqueue_rate: float = 0.0  # P-BP-1: tasks/s per tenant per replica
+    enqueue_burst: int = 0  # P-BP-1: 0 = the rate (at least 1)
+    max_queue_depth: int = 0  # P-BP-2: pending + scheduled per queue
+    max_waiting_polls: int = 10_000  # P-BP-3: parked long-polls per replica
+    max_inflight_requests: int = 0  # P-BP-3: requests in progress per replica
     log_level: str = "info"
     access_log: bool = False
 

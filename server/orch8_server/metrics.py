@@ -101,6 +101,14 @@ class Metrics:
         self.waiting = Gauge(
             "orch8_polls_waiting", "Long-polls currently waiting.", registry=self.registry
         )
+        # P-BP-1..3: refusals by reason (enqueue_rate, queue_depth, waiting_polls,
+        # inflight_requests).
+        self.backpressure_rejections = Counter(
+            "orch8_backpressure_rejections_total",
+            "Requests refused by backpressure (docs/protocol.md 12a), by reason.",
+            ("reason",),
+            registry=self.registry,
+        )
         # P-TEL-6 --------------------------------------------------------------------------
         self.request_duration = LeanHistogram(
             "orch8_request_duration_seconds",

@@ -102,12 +102,19 @@ def endpoint(
     validate_body = body_validator(body_schema) if body_schema else None
     operation: str = spec()["paths"][path][method.lower()]["operationId"]
     clock = time.perf_counter
+    # P-BP-3: health and metrics never count against --max-inflight-requests.
+    capped = not (path.startswith("/health/") or path == "/metrics")
 
     def wrap(handler: Handler) -> Endpoint:
         async def run(request: Request) -> Response:
             started = clock()
+            engine = request.app.state.engine
+            counted = False
             try:
-                settings = request.app.state.engine.settings
+                if capped and engine.backpressure.max_inflight:  # P-BP-3
+                    engine.backpressure.enter_request()
+                    counted = True
+                settings = engine.settings
                 if settings.api_keys and not public:
                     _authorize(request, settings.api_keys)
                 params = params_of(request.path_params, request.query_params)
@@ -142,9 +149,9 @@ def endpoint(
             except Exception as exc:
                 return internal_problem(request, exc)
             finally:  # P-TEL-6: one cached child, one observe (about 1 us a request)
-                request.app.state.engine.metrics.request_seconds[operation].observe(
-                    clock() - started
-                )
+                if counted:
+                    engine.backpressure.leave_request()
+                engine.metrics.request_seconds[operation].observe(clock() - started)
 
         run.__name__ = handler.__name__
         return run

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from orch8_server.config import Settings
+from orch8_server.lifecycle.backpressure import Backpressure
 from orch8_server.lifecycle.connect import Connector, DatabaseGaveUp
 from orch8_server.lifecycle.dispatcher import Dispatcher
 from orch8_server.lifecycle.history import History
@@ -39,6 +40,7 @@ class Engine:
         self.dispatcher = Dispatcher()
         self.pollers = PollerRegistry(settings.poller_window_ms)
         self.metrics = Metrics()
+        self.backpressure = Backpressure(settings, storage, self.metrics)  # P-BP-1..3
         self.spans = spans  # P-TEL-2: None without an OTLP endpoint (nothing recorded)
         self.observe = TaskObserver(self.metrics, spans)  # P-TEL-6 histograms, P-TEL-2 spans
         self.rng = random.Random()

@@ -61,6 +61,8 @@ class Leases:
         # Parked before the claim: no lost wake-up. On every queue of the poll.
         waiter = dispatcher.park(queues, handlers, limit)
         gone: asyncio.Future[Any] | None = None
+        backpressure = self.engine.backpressure
+        sleeping = False
         try:
             while True:
                 waiter.event.clear()
@@ -70,6 +72,12 @@ class Leases:
                 remaining = deadline - timefmt.now_ms()
                 if remaining <= 0:
                     return []
+                if not sleeping:
+                    # P-BP-3: a poll served at once passes; one that would wait over the
+                    # cap gets 503 having claimed nothing.
+                    backpressure.may_park()
+                    backpressure.sleeping += 1
+                    sleeping = True
                 if gone is None and abandoned is not None:
                     gone = asyncio.ensure_future(abandoned())
                 woken = asyncio.ensure_future(waiter.event.wait())
@@ -81,6 +89,8 @@ class Leases:
                 if gone is not None and gone.done():
                     return []
         finally:
+            if sleeping:
+                backpressure.sleeping -= 1
             dispatcher.unpark(waiter)
             if waiter.event.is_set():
                 # Woken since its last claim began (caller gone, an error, a wake during

@@ -103,6 +103,9 @@ class Tasks:
             new_task_row(body, now, f"{pointer_prefix}/{i}" if pointer_prefix else "")
             for i, body in enumerate(bodies)
         ]
+        backpressure = self.engine.backpressure
+        if backpressure.limits_enqueues:  # P-BP-1, P-BP-2: refused before anything is stored
+            await backpressure.admit_enqueue([row["queue_name"] for row in rows])
         results: list[tuple[Row, bool]] = []
         async with self.engine.storage.transaction() as tx:
             for row in rows:

@@ -265,6 +265,10 @@ class Storage(Protocol):
     async def pending_counts(self) -> dict[str, int]:
         """Pending tasks per queue (the history's depth sample)."""
 
+    async def queue_depth(self, queue_name: str, limit: int) -> int:
+        """Pending + scheduled tasks of the queue, each counted up to `limit` (P-BP-2):
+        an indexed read that stays bounded however many finished rows exist."""
+
     async def add_queue_minutes(
         self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
     ) -> None:

@@ -387,6 +387,10 @@ class PgStorage:
         async with self._conn() as conn:
             return await postgres_history.pending_counts(conn)
 
+    async def queue_depth(self, queue_name: str, limit: int) -> int:
+        async with self._conn() as conn:
+            return await postgres_history.queue_depth(conn, queue_name, limit)
+
     async def add_queue_minutes(
         self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
     ) -> None:

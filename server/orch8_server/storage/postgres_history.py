@@ -50,6 +50,20 @@ async def pending_counts(conn: asyncpg.Connection) -> dict[str, int]:
     return {r["queue_name"]: r["n"] for r in rows}
 
 
+# P-BP-2: as sqlite_history.QUEUE_DEPTH (tasks_claim_any, then the scheduled rows only),
+# each part stopping at the limit.
+QUEUE_DEPTH = (
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue_name = $1 "
+    "AND status = 'pending' LIMIT $2) p) + (SELECT count(*) FROM (SELECT 1 FROM tasks "
+    "WHERE status = 'scheduled' AND queue_name = $1 LIMIT $2) s)"
+)
+
+
+async def queue_depth(conn: asyncpg.Connection, queue_name: str, limit: int) -> int:
+    """Pending + scheduled tasks of the queue, counted up to `limit` each (P-BP-2)."""
+    return int(await conn.fetchval(QUEUE_DEPTH, queue_name, limit))
+
+
 async def add_queue_minutes(
     conn: asyncpg.Connection,
     counts: Sequence[Row],

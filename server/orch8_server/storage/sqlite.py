@@ -324,6 +324,10 @@ class SqliteStorage:
         await self._settled()
         return sqlite_history.pending_counts(self.c)
 
+    async def queue_depth(self, queue_name: str, limit: int) -> int:
+        await self._settled()
+        return sqlite_history.queue_depth(self.c, queue_name, limit)
+
     async def add_queue_minutes(
         self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
     ) -> None:

@@ -36,6 +36,22 @@ def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
     )
 
 
+# P-BP-2: pending through the tasks_claim_any partial index (queue_name first), scheduled
+# through tasks_scheduled/tasks_status_seq (unfinished rows only); each part stops at the
+# limit, so the read is bounded whatever the table holds.
+QUEUE_DEPTH = (
+    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_claim_any "
+    "WHERE queue_name = ?1 "
+    "AND status = 'pending' LIMIT ?2)) + (SELECT COUNT(*) FROM (SELECT 1 FROM tasks "
+    "WHERE status = 'scheduled' AND queue_name = ?1 LIMIT ?2))"
+)
+
+
+def queue_depth(conn: sqlite3.Connection, queue_name: str, limit: int) -> int:
+    """Pending + scheduled tasks of the queue, counted up to `limit` each (P-BP-2)."""
+    return int(conn.execute(QUEUE_DEPTH, (queue_name, limit)).fetchone()[0])
+
+
 def add_queue_minutes(
     conn: sqlite3.Connection,
     counts: Sequence[Row],
