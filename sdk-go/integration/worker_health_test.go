@@ -34,7 +34,10 @@ func TestHealthEndpoint_P_TEL_5(t *testing.T) {
 	c := newClient(t, s, nil)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
-	w := startWorker(t, c, orch8.WorkerOptions{HealthAddr: "127.0.0.1:0", Concurrency: 3, PollWait: 200 * time.Millisecond},
+	// A lease far longer than the outage below, so the held task is not reaped and claimed
+	// a second time while the server is down (that would make in_flight 2).
+	w := startWorker(t, c, orch8.WorkerOptions{HealthAddr: "127.0.0.1:0", Concurrency: 3, PollWait: 200 * time.Millisecond,
+		LeaseDuration: time.Minute},
 		map[string]orch8.Handler{"hold": func(ctx context.Context, task *orch8.Task) (any, error) {
 			started <- struct{}{}
 			<-release
