@@ -7,7 +7,8 @@ import threading
 import time
 
 import httpx
-from conftest import assert_problem, enqueue
+from conftest import assert_problem, enqueue, eventually
+from test_long_poll import _waiting
 
 
 def _poll(api: httpx.Client, handler: str, **fields: object) -> httpx.Response:
@@ -94,7 +95,7 @@ def test_a_parked_multi_queue_poll_wakes_for_any_of_its_queues(
             )
         )
         poller.start()
-        time.sleep(0.2)  # let it park (a wake before it parks would be claimed at once too)
+        eventually(lambda: _waiting(api) >= 1)  # parked: the wake-up is what is tested
         started = time.monotonic()
         task = enqueue(api, name, queue_name=second)
         poller.join(10)
