@@ -49,14 +49,16 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
     assert f"Tested: {operations}" in result.stdout, tail
 
 
-# P-QUEUE-4 is a cross-field rule JSON Schema cannot state (queue_weights must name
-# exactly the queues of queue_names; queue_name and queue_names exclude each other), so a
-# schema-valid poll body may rightly get 422 validation_error. Only for the two polls, and
-# only that status, is added to what the positive-data check accepts; every other check
-# stays on. test_multi_queue.py asserts those 422s and their pointers.
+# Cross-field rules JSON Schema cannot state, so a schema-valid body may rightly get 422
+# validation_error: P-QUEUE-4 for the two polls (queue_weights must name exactly the queues
+# of queue_names; queue_name and queue_names exclude each other), and the heartbeat's
+# deprecated `extend_ms`, which must equal `lease_ms` when both are sent. Only for those
+# three operations, and only that status, is added to what the positive-data check
+# accepts; every other check stays on. test_multi_queue.py and test_worker_loop.py assert
+# those 422s and their pointers.
 CONFIG = """
 [[operations]]
-include-operation-id = ["pollTask", "pollTasks"]
+include-operation-id = ["pollTask", "pollTasks", "heartbeatTask"]
 checks.positive_data_acceptance.expected-statuses = [
   "2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx",
 ]
