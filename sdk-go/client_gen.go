@@ -249,6 +249,19 @@ func (c *Client) ListTasks(ctx context.Context, params *api.ListTasksParams) (*a
 		})
 }
 
+// ListTenants sends GET /tenants: tenants that have tasks or workers (admin only). Operation listTenants, retry safe.
+func (c *Client) ListTenants(ctx context.Context) (*api.TenantList, error) {
+	return invoke(ctx, c, call{op: "listTenants", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.ListTenants(ctx) },
+		func(r *http.Response) (*api.TenantList, error) {
+			p, err := api.ParseListTenantsResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("listTenants", r, p.JSON200)
+		})
+}
+
 // ListWorkers sends GET /workers: list workers. Operation listWorkers, retry safe.
 func (c *Client) ListWorkers(ctx context.Context, params *api.ListWorkersParams) (*api.WorkerList, error) {
 	return invoke(ctx, c, call{op: "listWorkers", safe: true},
@@ -479,5 +492,18 @@ func (c *Client) TerminateWorker(ctx context.Context, workerID string) (*api.Wor
 				return nil, err
 			}
 			return first("terminateWorker", r, p.JSON200)
+		})
+}
+
+// Whoami sends GET /whoami: the caller's role, tenant and scope. Operation getPrincipal, retry safe.
+func (c *Client) Whoami(ctx context.Context) (*api.Principal, error) {
+	return invoke(ctx, c, call{op: "getPrincipal", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.GetPrincipal(ctx) },
+		func(r *http.Response) (*api.Principal, error) {
+			p, err := api.ParseGetPrincipalResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("getPrincipal", r, p.JSON200)
 		})
 }

@@ -115,6 +115,33 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for Role.
+const (
+	RoleAdmin    Role = "admin"
+	RoleMetrics  Role = "metrics"
+	RoleOperator Role = "operator"
+	RoleProducer Role = "producer"
+	RoleWorker   Role = "worker"
+)
+
+// Valid indicates whether the value is a known member of the Role enum.
+func (e Role) Valid() bool {
+	switch e {
+	case RoleAdmin:
+		return true
+	case RoleMetrics:
+		return true
+	case RoleOperator:
+		return true
+	case RoleProducer:
+		return true
+	case RoleWorker:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ServerInfoStorage.
 const (
 	Postgresql ServerInfoStorage = "postgresql"
@@ -511,6 +538,30 @@ type PollOptions struct {
 	WorkerID *WorkerID `json:"worker_id,omitempty"`
 }
 
+// Principal The caller as the server sees it (P-AUTH-5).
+type Principal struct {
+	// AuthRequired Whether the server requires API keys at all.
+	AuthRequired bool `json:"auth_required"`
+
+	// Handlers For a worker key limited to named handlers, those handlers; null means any.
+	Handlers []string `json:"handlers"`
+
+	// KeyID The key's id from the keys file (`env` for a key from `ORCH8_API_KEYS`); null without keys. Never the key itself.
+	KeyID *string `json:"key_id"`
+
+	// Queues For a worker key limited to named queues, those queues; null means any.
+	Queues []string `json:"queues"`
+
+	// Role A key's role (P-AUTH-2); the operations each may call are in `x-orch8-roles`.
+	Role Role `json:"role"`
+
+	// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+	Tenant TenantID `json:"tenant"`
+
+	// Tenants Tenants `X-Tenant-Id` may select besides `tenant`; null means any (admin, or a server without keys).
+	Tenants []TenantID `json:"tenants"`
+}
+
 // Problem RFC 9457 problem details with a stable `code` (P-ERR-1).
 type Problem struct {
 	// Code Stable machine code (P-ERR-1). Every code the server can emit is a key of
@@ -636,6 +687,9 @@ type RetryPolicySettings struct {
 	MaxBackoffMs      int     `json:"max_backoff_ms"`
 }
 
+// Role A key's role (P-AUTH-2); the operations each may call are in `x-orch8-roles`.
+type Role string
+
 // RunningLimit defines model for RunningLimit.
 type RunningLimit struct {
 	// MaxRunning The cap; null removes it.
@@ -737,8 +791,11 @@ type Task struct {
 	StartedAt *time.Time `json:"started_at"`
 
 	// Status See the state machine in docs/protocol.md.
-	Status    TaskStatus `json:"status"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	Status TaskStatus `json:"status"`
+
+	// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+	Tenant    *TenantID `json:"tenant,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
 
 	// WorkerID Worker of the latest attempt.
 	WorkerID *string `json:"worker_id"`
@@ -908,6 +965,23 @@ type TaskRetry struct {
 // TaskStatus See the state machine in docs/protocol.md.
 type TaskStatus string
 
+// TenantID A tenant (P-TEN-1); `default` when no key or header names one.
+type TenantID = string
+
+// TenantList defines model for TenantList.
+type TenantList struct {
+	Tenants []struct {
+		// Tasks Tasks stored for the tenant
+		Tasks int `json:"tasks"`
+
+		// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+		Tenant TenantID `json:"tenant"`
+
+		// Workers Registered workers not yet forgotten.
+		Workers int `json:"workers"`
+	} `json:"tenants"`
+}
+
 // Worker defines model for Worker.
 type Worker struct {
 	// ActiveTasks Tasks this worker holds a lease on.
@@ -931,7 +1005,10 @@ type Worker struct {
 	RegisteredAt        time.Time         `json:"registered_at"`
 	SDK                 *string           `json:"sdk"`
 	State               WorkerState       `json:"state"`
-	WorkerID            string            `json:"worker_id"`
+
+	// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+	Tenant   *TenantID `json:"tenant,omitempty"`
+	WorkerID string    `json:"worker_id"`
 }
 
 // WorkerDirective What the server wants the worker to do (P-WORKER-3).
@@ -999,6 +1076,9 @@ type BadRequest = Problem
 
 // Conflict RFC 9457 problem details with a stable `code` (P-ERR-1).
 type Conflict = Problem
+
+// Forbidden RFC 9457 problem details with a stable `code` (P-ERR-1).
+type Forbidden = Problem
 
 // NotFound RFC 9457 problem details with a stable `code` (P-ERR-1).
 type NotFound = Problem
@@ -1433,6 +1513,23 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
 	RetryTask(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListTenants Tenants that have tasks or workers (admin only)
+	//
+	// Every tenant with at least one stored task or registered worker, with counts, in
+	// tenant order (P-TEN-4). Only `admin` keys (or any caller of a server without keys).
+	//
+	// Corresponds with GET /tenants (the `ListTenants` operationId).
+	ListTenants(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetPrincipal The caller's role, tenant and scope
+	//
+	// Who the server takes the caller to be (P-AUTH-5): the key's id (never the key), its
+	// role, the tenant this request acts in, and what the key may select or poll. The
+	// dashboard uses it to show only the actions the key may take.
+	//
+	// Corresponds with GET /whoami (the `GetPrincipal` operationId).
+	GetPrincipal(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListWorkers List workers
 	//
@@ -2195,6 +2292,43 @@ func (c *Client) RetryTaskWithBody(ctx context.Context, taskID TaskIDPath, conte
 // Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
 func (c *Client) RetryTask(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewRetryTaskRequest(c.Server, taskID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListTenants Tenants that have tasks or workers (admin only)
+//
+// Every tenant with at least one stored task or registered worker, with counts, in
+// tenant order (P-TEN-4). Only `admin` keys (or any caller of a server without keys).
+//
+// Corresponds with GET /tenants (the `ListTenants` operationId).
+func (c *Client) ListTenants(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListTenantsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetPrincipal The caller's role, tenant and scope
+//
+// Who the server takes the caller to be (P-AUTH-5): the key's id (never the key), its
+// role, the tenant this request acts in, and what the key may select or poll. The
+// dashboard uses it to show only the actions the key may take.
+//
+// Corresponds with GET /whoami (the `GetPrincipal` operationId).
+func (c *Client) GetPrincipal(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPrincipalRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -3575,6 +3709,60 @@ func NewRetryTaskRequestWithBody(server string, taskID TaskIDPath, contentType s
 	return req, nil
 }
 
+// NewListTenantsRequest constructs an http.Request for the ListTenants method
+func NewListTenantsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/tenants")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetPrincipalRequest constructs an http.Request for the GetPrincipal method
+func NewGetPrincipalRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/whoami")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListWorkersRequest constructs an http.Request for the ListWorkers method
 func NewListWorkersRequest(server string, params *ListWorkersParams) (*http.Request, error) {
 	var err error
@@ -4549,6 +4737,27 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /tasks/{task_id}/retry (the `RetryTask` operationId).
 	RetryTaskWithResponse(ctx context.Context, taskID TaskIDPath, body RetryTaskJSONRequestBody, reqEditors ...RequestEditorFn) (*RetryTaskResponse, error)
 
+	// ListTenantsWithResponse Tenants that have tasks or workers (admin only)
+	//
+	// Every tenant with at least one stored task or registered worker, with counts, in
+	// tenant order (P-TEN-4). Only `admin` keys (or any caller of a server without keys).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /tenants (the `ListTenants` operationId).
+	ListTenantsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTenantsResponse, error)
+
+	// GetPrincipalWithResponse The caller's role, tenant and scope
+	//
+	// Who the server takes the caller to be (P-AUTH-5): the key's id (never the key), its
+	// role, the tenant this request acts in, and what the key may select or poll. The
+	// dashboard uses it to show only the actions the key may take.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /whoami (the `GetPrincipal` operationId).
+	GetPrincipalWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPrincipalResponse, error)
+
 	// ListWorkersWithResponse List workers
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4827,6 +5036,8 @@ type SetHandlerLimitResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -4854,6 +5065,11 @@ func (r SetHandlerLimitResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r SetHandlerLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetHandlerLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5032,6 +5248,8 @@ type GetServerInfoResponse struct {
 	JSON200 *ServerInfo
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
@@ -5048,6 +5266,11 @@ func (r GetServerInfoResponse) GetJSON200() *ServerInfo {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetServerInfoResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetServerInfoResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -5094,6 +5317,8 @@ type GetMetricsResponse struct {
 	HTTPResponse *http.Response
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
 }
@@ -5101,6 +5326,11 @@ type GetMetricsResponse struct {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetMetricsResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -5149,6 +5379,8 @@ type GetQueueStatsResponse struct {
 	JSON200 *QueueStatsList
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5167,6 +5399,11 @@ func (r GetQueueStatsResponse) GetJSON200() *QueueStatsList {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetQueueStatsResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueStatsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5225,6 +5462,8 @@ type GetQueueHistoryResponse struct {
 	JSON200 *QueueHistory
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5243,6 +5482,11 @@ func (r GetQueueHistoryResponse) GetJSON200() *QueueHistory {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetQueueHistoryResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetQueueHistoryResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5303,6 +5547,8 @@ type SetQueueLimitResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -5330,6 +5576,11 @@ func (r SetQueueLimitResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r SetQueueLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetQueueLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5398,6 +5649,8 @@ type PauseQueueResponse struct {
 	JSON200 *QueueControl
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5416,6 +5669,11 @@ func (r PauseQueueResponse) GetJSON200() *QueueControl {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r PauseQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PauseQueueResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5474,6 +5732,8 @@ type ResumeQueueResponse struct {
 	JSON200 *QueueControl
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5492,6 +5752,11 @@ func (r ResumeQueueResponse) GetJSON200() *QueueControl {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ResumeQueueResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeQueueResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5552,6 +5817,8 @@ type ListTasksResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -5575,6 +5842,11 @@ func (r ListTasksResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTasksResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -5642,6 +5914,8 @@ type EnqueueTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -5678,6 +5952,11 @@ func (r EnqueueTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r EnqueueTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EnqueueTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5758,6 +6037,8 @@ type EnqueueTasksResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -5789,6 +6070,11 @@ func (r EnqueueTasksResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r EnqueueTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EnqueueTasksResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -5862,6 +6148,8 @@ type GetTaskResponse struct {
 	JSON200 *Task
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -5882,6 +6170,11 @@ func (r GetTaskResponse) GetJSON200() *Task {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -5945,6 +6238,8 @@ type ListTaskAttemptsResponse struct {
 	JSON200 *AttemptList
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -5965,6 +6260,11 @@ func (r ListTaskAttemptsResponse) GetJSON200() *AttemptList {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListTaskAttemptsResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTaskAttemptsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6030,6 +6330,8 @@ type CancelTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -6061,6 +6363,11 @@ func (r CancelTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CancelTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6141,6 +6448,8 @@ type CompleteTaskManuallyResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -6172,6 +6481,11 @@ func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON400() *BadRequest
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CompleteTaskManuallyResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6252,6 +6566,8 @@ type FailTaskManuallyResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -6283,6 +6599,11 @@ func (r FailTaskManuallyResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r FailTaskManuallyResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FailTaskManuallyResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6363,6 +6684,8 @@ type RetryTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -6394,6 +6717,11 @@ func (r RetryTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RetryTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RetryTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6460,6 +6788,158 @@ func (r RetryTaskResponse) ContentType() string {
 	return ""
 }
 
+// ListTenantsResponse503Headers the declared response headers of an HTTP 503 response for ListTenants
+type ListTenantsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListTenantsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TenantList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListTenantsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListTenantsResponse) GetJSON200() *TenantList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListTenantsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListTenantsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListTenantsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListTenantsResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListTenantsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListTenantsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListTenantsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListTenantsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetPrincipalResponse503Headers the declared response headers of an HTTP 503 response for GetPrincipal
+type GetPrincipalResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetPrincipalResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Principal
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetPrincipalResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetPrincipalResponse) GetJSON200() *Principal {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetPrincipalResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetPrincipalResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetPrincipalResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetPrincipalResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetPrincipalResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetPrincipalResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetPrincipalResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetPrincipalResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWorkersResponse503Headers the declared response headers of an HTTP 503 response for ListWorkers
 type ListWorkersResponse503Headers struct {
 	RetryAfter *int
@@ -6472,6 +6952,8 @@ type ListWorkersResponse struct {
 	JSON200 *WorkerList
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
@@ -6490,6 +6972,11 @@ func (r ListWorkersResponse) GetJSON200() *WorkerList {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListWorkersResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListWorkersResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -6550,6 +7037,8 @@ type RegisterWorkerResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6577,6 +7066,11 @@ func (r RegisterWorkerResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RegisterWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RegisterWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -6647,6 +7141,8 @@ type CompleteTasksResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6674,6 +7170,11 @@ func (r CompleteTasksResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CompleteTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CompleteTasksResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -6744,6 +7245,8 @@ type FailTasksResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6771,6 +7274,11 @@ func (r FailTasksResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r FailTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FailTasksResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -6841,6 +7349,8 @@ type PollTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6868,6 +7378,11 @@ func (r PollTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r PollTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PollTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -6938,6 +7453,8 @@ type PollTasksResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -6965,6 +7482,11 @@ func (r PollTasksResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r PollTasksResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r PollTasksResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7035,6 +7557,8 @@ type CompleteTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -7066,6 +7590,11 @@ func (r CompleteTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CompleteTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CompleteTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7146,6 +7675,8 @@ type FailTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -7177,6 +7708,11 @@ func (r FailTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r FailTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r FailTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7257,6 +7793,8 @@ type HeartbeatTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -7288,6 +7826,11 @@ func (r HeartbeatTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r HeartbeatTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HeartbeatTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7368,6 +7911,8 @@ type ReleaseTaskResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -7399,6 +7944,11 @@ func (r ReleaseTaskResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReleaseTaskResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReleaseTaskResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7477,6 +8027,8 @@ type DeregisterWorkerResponse struct {
 	JSON200 *Worker
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -7497,6 +8049,11 @@ func (r DeregisterWorkerResponse) GetJSON200() *Worker {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r DeregisterWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeregisterWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7560,6 +8117,8 @@ type GetWorkerResponse struct {
 	JSON200 *Worker
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -7580,6 +8139,11 @@ func (r GetWorkerResponse) GetJSON200() *Worker {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7645,6 +8209,8 @@ type HeartbeatWorkerResponse struct {
 	ApplicationProblemJSON400 *BadRequest
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationProblemJSON413 *PayloadTooLarge
 	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7672,6 +8238,11 @@ func (r HeartbeatWorkerResponse) GetApplicationProblemJSON400() *BadRequest {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r HeartbeatWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r HeartbeatWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7740,6 +8311,8 @@ type QuietWorkerResponse struct {
 	JSON200 *Worker
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -7760,6 +8333,11 @@ func (r QuietWorkerResponse) GetJSON200() *Worker {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r QuietWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r QuietWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7823,6 +8401,8 @@ type ResumeWorkerResponse struct {
 	JSON200 *Worker
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -7843,6 +8423,11 @@ func (r ResumeWorkerResponse) GetJSON200() *Worker {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ResumeWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ResumeWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -7906,6 +8491,8 @@ type TerminateWorkerResponse struct {
 	JSON200 *Worker
 	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
 	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationProblemJSON404 *NotFound
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
@@ -7926,6 +8513,11 @@ func (r TerminateWorkerResponse) GetJSON200() *Worker {
 // GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r TerminateWorkerResponse) GetApplicationProblemJSON401() *Unauthorized {
 	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r TerminateWorkerResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
 }
 
 // GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -8410,6 +9002,39 @@ func (c *ClientWithResponses) RetryTaskWithResponse(ctx context.Context, taskID 
 	return ParseRetryTaskResponse(rsp)
 }
 
+// ListTenantsWithResponse Tenants that have tasks or workers (admin only)
+//
+// Every tenant with at least one stored task or registered worker, with counts, in
+// tenant order (P-TEN-4). Only `admin` keys (or any caller of a server without keys).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /tenants (the `ListTenants` operationId).
+func (c *ClientWithResponses) ListTenantsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListTenantsResponse, error) {
+	rsp, err := c.ListTenants(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListTenantsResponse(rsp)
+}
+
+// GetPrincipalWithResponse The caller's role, tenant and scope
+//
+// Who the server takes the caller to be (P-AUTH-5): the key's id (never the key), its
+// role, the tenant this request acts in, and what the key may select or poll. The
+// dashboard uses it to show only the actions the key may take.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /whoami (the `GetPrincipal` operationId).
+func (c *ClientWithResponses) GetPrincipalWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetPrincipalResponse, error) {
+	rsp, err := c.GetPrincipal(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetPrincipalResponse(rsp)
+}
+
 // ListWorkersWithResponse List workers
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8864,6 +9489,13 @@ func ParseSetHandlerLimitResponse(rsp *http.Response) (*SetHandlerLimitResponse,
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9031,6 +9663,13 @@ func ParseGetServerInfoResponse(rsp *http.Response) (*GetServerInfoResponse, err
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9084,6 +9723,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest UnexpectedProblem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9123,6 +9769,13 @@ func ParseGetQueueStatsResponse(rsp *http.Response) (*GetQueueStatsResponse, err
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
@@ -9190,6 +9843,13 @@ func ParseGetQueueHistoryResponse(rsp *http.Response) (*GetQueueHistoryResponse,
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
@@ -9264,6 +9924,13 @@ func ParseSetQueueLimitResponse(rsp *http.Response) (*SetQueueLimitResponse, err
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -9346,6 +10013,13 @@ func ParsePauseQueueResponse(rsp *http.Response) (*PauseQueueResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9412,6 +10086,13 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
@@ -9486,6 +10167,13 @@ func ParseListTasksResponse(rsp *http.Response) (*ListTasksResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
@@ -9567,6 +10255,13 @@ func ParseEnqueueTaskResponse(rsp *http.Response) (*EnqueueTaskResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -9673,6 +10368,13 @@ func ParseEnqueueTasksResponse(rsp *http.Response) (*EnqueueTasksResponse, error
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9771,6 +10473,13 @@ func ParseGetTaskResponse(rsp *http.Response) (*GetTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -9844,6 +10553,13 @@ func ParseListTaskAttemptsResponse(rsp *http.Response) (*ListTaskAttemptsRespons
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -9925,6 +10641,13 @@ func ParseCancelTaskResponse(rsp *http.Response) (*CancelTaskResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -10028,6 +10751,13 @@ func ParseCompleteTaskManuallyResponse(rsp *http.Response) (*CompleteTaskManuall
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10129,6 +10859,13 @@ func ParseFailTaskManuallyResponse(rsp *http.Response) (*FailTaskManuallyRespons
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -10232,6 +10969,13 @@ func ParseRetryTaskResponse(rsp *http.Response) (*RetryTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10299,6 +11043,140 @@ func ParseRetryTaskResponse(rsp *http.Response) (*RetryTaskResponse, error) {
 	return response, nil
 }
 
+// ParseListTenantsResponse parses an HTTP response from a ListTenantsWithResponse call
+func ParseListTenantsResponse(rsp *http.Response) (*ListTenantsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListTenantsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TenantList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListTenantsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetPrincipalResponse parses an HTTP response from a GetPrincipalWithResponse call
+func ParseGetPrincipalResponse(rsp *http.Response) (*GetPrincipalResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetPrincipalResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Principal
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetPrincipalResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListWorkersResponse parses an HTTP response from a ListWorkersWithResponse call
 func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10326,6 +11204,13 @@ func ParseListWorkersResponse(rsp *http.Response) (*ListWorkersResponse, error) 
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest ValidationFailed
@@ -10400,6 +11285,13 @@ func ParseRegisterWorkerResponse(rsp *http.Response) (*RegisterWorkerResponse, e
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -10489,6 +11381,13 @@ func ParseCompleteTasksResponse(rsp *http.Response) (*CompleteTasksResponse, err
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10576,6 +11475,13 @@ func ParseFailTasksResponse(rsp *http.Response) (*FailTasksResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -10668,6 +11574,13 @@ func ParsePollTaskResponse(rsp *http.Response) (*PollTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10756,6 +11669,13 @@ func ParsePollTasksResponse(rsp *http.Response) (*PollTasksResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10843,6 +11763,13 @@ func ParseCompleteTaskResponse(rsp *http.Response) (*CompleteTaskResponse, error
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -10946,6 +11873,13 @@ func ParseFailTaskResponse(rsp *http.Response) (*FailTaskResponse, error) {
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11047,6 +11981,13 @@ func ParseHeartbeatTaskResponse(rsp *http.Response) (*HeartbeatTaskResponse, err
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -11150,6 +12091,13 @@ func ParseReleaseTaskResponse(rsp *http.Response) (*ReleaseTaskResponse, error) 
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11245,6 +12193,13 @@ func ParseDeregisterWorkerResponse(rsp *http.Response) (*DeregisterWorkerRespons
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11318,6 +12273,13 @@ func ParseGetWorkerResponse(rsp *http.Response) (*GetWorkerResponse, error) {
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -11400,6 +12362,13 @@ func ParseHeartbeatWorkerResponse(rsp *http.Response) (*HeartbeatWorkerResponse,
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11481,6 +12450,13 @@ func ParseQuietWorkerResponse(rsp *http.Response) (*QuietWorkerResponse, error) 
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11555,6 +12531,13 @@ func ParseResumeWorkerResponse(rsp *http.Response) (*ResumeWorkerResponse, error
 		}
 		response.ApplicationProblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11628,6 +12611,13 @@ func ParseTerminateWorkerResponse(rsp *http.Response) (*TerminateWorkerResponse,
 			return nil, err
 		}
 		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound

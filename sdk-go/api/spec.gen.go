@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.3.0"
+const SpecVersion = "1.4.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "6336c26a69983c83f29742602f0ffc34944977f99448bf9c35ba3cd7e71b6e3d"
+const SpecSHA256 = "f629fb806bbd461e7fcc92aa6fb9061f182282aecef7cfb0448614cb04c3a757"

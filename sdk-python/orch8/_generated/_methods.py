@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from .._http import OMIT, Call, check_items, iso, long_poll_timeout, warn_deprecated
+from .api.auth import get_principal, list_tenants
 from .api.health import get_liveness, get_metrics, get_readiness, get_server_info
 from .api.queues import (
     get_queue_history,
@@ -66,6 +67,7 @@ from .models import (
     PollBatchOptions,
     PollBatchResult,
     PollOptions,
+    Principal,
     QueueControl,
     QueueHistory,
     QueueStatsList,
@@ -83,6 +85,7 @@ from .models import (
     TaskPage,
     TaskRelease,
     TaskRetry,
+    TenantList,
     Worker,
     WorkerHeartbeat,
     WorkerHeartbeatResult,
@@ -867,6 +870,28 @@ class SyncMethods:
         )
         return cast("ServerInfo", self._run(call))
 
+    def whoami(
+        self,
+    ) -> Principal:
+        """The caller's role, tenant and scope (x-orch8-retry: safe)."""
+        call = Call(
+            get_principal,
+            {},
+            safe=True,
+        )
+        return cast("Principal", self._run(call))
+
+    def list_tenants(
+        self,
+    ) -> TenantList:
+        """Tenants that have tasks or workers (admin only) (x-orch8-retry: safe)."""
+        call = Call(
+            list_tenants,
+            {},
+            safe=True,
+        )
+        return cast("TenantList", self._run(call))
+
 
 class AsyncMethods:
     """The async methods; the client class supplies `_run` (send, retry, parse)."""
@@ -1640,3 +1665,25 @@ class AsyncMethods:
             safe=True,
         )
         return cast("ServerInfo", await self._run(call))
+
+    async def whoami(
+        self,
+    ) -> Principal:
+        """The caller's role, tenant and scope (x-orch8-retry: safe)."""
+        call = Call(
+            get_principal,
+            {},
+            safe=True,
+        )
+        return cast("Principal", await self._run(call))
+
+    async def list_tenants(
+        self,
+    ) -> TenantList:
+        """Tenants that have tasks or workers (admin only) (x-orch8-retry: safe)."""
+        call = Call(
+            list_tenants,
+            {},
+            safe=True,
+        )
+        return cast("TenantList", await self._run(call))

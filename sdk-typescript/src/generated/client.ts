@@ -58,6 +58,8 @@ export const OPERATIONS = {
   healthReady: { operationId: "getReadiness", method: "GET", path: "/health/ready", retry: "safe", longPoll: false, parseAs: "json" },
   metrics: { operationId: "getMetrics", method: "GET", path: "/metrics", retry: "safe", longPoll: false, parseAs: "text" },
   serverInfo: { operationId: "getServerInfo", method: "GET", path: "/info", retry: "safe", longPoll: false, parseAs: "json" },
+  whoami: { operationId: "getPrincipal", method: "GET", path: "/whoami", retry: "safe", longPoll: false, parseAs: "json" },
+  listTenants: { operationId: "listTenants", method: "GET", path: "/tenants", retry: "safe", longPoll: false, parseAs: "json" },
 } as const satisfies Record<string, OperationPolicy>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -247,6 +249,16 @@ export abstract class Orch8Operations {
   /** Server build, contract version and effective defaults (`GET /info`, retried on outages). */
   serverInfo(call?: CallOptions): Promise<Schemas["ServerInfo"]> {
     return this.invoke("serverInfo", {  }, call);
+  }
+
+  /** The caller's role, tenant and scope (`GET /whoami`, retried on outages). */
+  whoami(call?: CallOptions): Promise<Schemas["Principal"]> {
+    return this.invoke("whoami", {  }, call);
+  }
+
+  /** Tenants that have tasks or workers (admin only) (`GET /tenants`, retried on outages). */
+  listTenants(call?: CallOptions): Promise<Schemas["TenantList"]> {
+    return this.invoke("listTenants", {  }, call);
   }
 
   /** Alias of `heartbeatTask`, kept for existing callers. */

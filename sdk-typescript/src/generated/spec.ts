@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.3.0";
+export const SPEC_VERSION = "1.4.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "6336c26a69983c83f29742602f0ffc34944977f99448bf9c35ba3cd7e71b6e3d";
+export const SPEC_SHA256 = "f629fb806bbd461e7fcc92aa6fb9061f182282aecef7cfb0448614cb04c3a757";

@@ -81,41 +81,6 @@ class TaskFailure(TypedDict):
     details: dict[str, Any] | None
 
 
-class Task(TypedDict):
-    id: TaskId
-    handler_name: str
-    queue_name: str
-    status: TaskStatus
-    priority: int
-    params: JsonObject
-    context: JsonObject
-    headers: dict[str, str]
-    attempt: int
-    max_attempts: int
-    retry: RetryPolicySettings
-    run_at: str
-    good_until: str | None
-    idempotency_key: str | None
-    created_at: str
-    updated_at: str
-    started_at: str | None
-    finished_at: str | None
-    next_attempt_at: str | None
-    worker_id: str | None
-    lease: Lease | None
-    output: Any
-    error: TaskFailure | None
-    checkpoint: dict[str, Any] | None
-    progress: Any
-    cancel_reason: str | None
-    required_labels: dict[str, str]
-
-
-class TaskPage(TypedDict):
-    tasks: list[Task]
-    next_cursor: str | None
-
-
 class TaskCancellation(TypedDict, closed=True):
     reason: NotRequired[str]
 
@@ -327,28 +292,6 @@ class WorkerRegistration(TypedDict, closed=True):
     sdk: NotRequired[str]
 
 
-class Worker(TypedDict):
-    worker_id: str
-    state: WorkerState
-    directive: WorkerDirective
-    hostname: str | None
-    pid: int | None
-    handlers: list[str]
-    queues: list[str]
-    concurrency: int | None
-    labels: dict[str, str]
-    sdk: str | None
-    active_tasks: int
-    registered_at: str
-    last_heartbeat_at: str
-    heartbeat_interval_ms: int
-    dead_after_ms: int
-
-
-class WorkerList(TypedDict):
-    workers: list[Worker]
-
-
 class WorkerHeartbeat(TypedDict, closed=True):
     state: NotRequired[Literal['running', 'quiet', 'terminating']]
     active_task_ids: NotRequired[list[TaskId]]
@@ -427,6 +370,36 @@ class ServerDefaults(TypedDict):
     max_batch_size: int
 
 
+TenantId: TypeAlias = str
+
+
+Role: TypeAlias = Literal['worker', 'producer', 'operator', 'admin', 'metrics']
+
+
+class Principal(TypedDict):
+    """
+    The caller as the server sees it (P-AUTH-5).
+    """
+
+    auth_required: bool
+    key_id: str | None
+    role: Role
+    tenant: TenantId
+    tenants: list[TenantId] | None
+    queues: list[str] | None
+    handlers: list[str] | None
+
+
+class Tenant(TypedDict):
+    tenant: TenantId
+    tasks: int
+    workers: int
+
+
+class TenantList(TypedDict):
+    tenants: list[Tenant]
+
+
 class ServerInfo(TypedDict):
     name: str
     version: str
@@ -474,8 +447,63 @@ class NewTaskBatch(TypedDict, closed=True):
     tasks: list[NewTask]
 
 
-class EnqueuedTasks(TypedDict):
+class Task(TypedDict):
+    id: TaskId
+    tenant: NotRequired[TenantId]
+    handler_name: str
+    queue_name: str
+    status: TaskStatus
+    priority: int
+    params: JsonObject
+    context: JsonObject
+    headers: dict[str, str]
+    attempt: int
+    max_attempts: int
+    retry: RetryPolicySettings
+    run_at: str
+    good_until: str | None
+    idempotency_key: str | None
+    created_at: str
+    updated_at: str
+    started_at: str | None
+    finished_at: str | None
+    next_attempt_at: str | None
+    worker_id: str | None
+    lease: Lease | None
+    output: Any
+    error: TaskFailure | None
+    checkpoint: dict[str, Any] | None
+    progress: Any
+    cancel_reason: str | None
+    required_labels: dict[str, str]
+
+
+class TaskPage(TypedDict):
     tasks: list[Task]
+    next_cursor: str | None
+
+
+class Worker(TypedDict):
+    worker_id: str
+    tenant: NotRequired[TenantId]
+    state: WorkerState
+    directive: WorkerDirective
+    hostname: str | None
+    pid: int | None
+    handlers: list[str]
+    queues: list[str]
+    concurrency: int | None
+    labels: dict[str, str]
+    sdk: str | None
+    active_tasks: int
+    registered_at: str
+    last_heartbeat_at: str
+    heartbeat_interval_ms: int
+    dead_after_ms: int
+
+
+class WorkerList(TypedDict):
+    workers: list[Worker]
 
 
 class QueueStats(TypedDict):
@@ -510,3 +538,7 @@ class QueueHistory(TypedDict):
     bucket_ms: int
     generated_at: str
     points: list[QueueHistoryPoint]
+
+
+class EnqueuedTasks(TypedDict):
+    tasks: list[Task]

@@ -7,7 +7,6 @@ hop per request on the hot path.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -19,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from orch8_server import ids
+from orch8_server.auth import DEFAULT_TENANT, OPEN, Principal, authenticate, tenant_of
 from orch8_server.http.validation import ParamValidator, body_validator, spec
 from orch8_server.problems import Problem
 from orch8_server.storage.base import StorageUnavailable
@@ -60,11 +60,14 @@ def internal_problem(request: Request, exc: BaseException) -> Response:
 
 @dataclass
 class Call:
-    """What a handler receives: validated params and body, plus the raw request."""
+    """What a handler receives: validated params and body, the raw request, and who is
+    calling in which tenant (P-AUTH-2, P-TEN-2)."""
 
     request: Request
     params: dict[str, Any]
     body: dict[str, Any]
+    principal: Principal = OPEN
+    tenant: str = DEFAULT_TENANT
 
 
 Handler = Callable[[Call], Awaitable[Response]]
@@ -115,8 +118,10 @@ def endpoint(
                     engine.backpressure.enter_request()
                     counted = True
                 settings = engine.settings
+                principal = OPEN
                 if settings.api_keys and not public:
-                    _authorize(request, settings.api_keys)
+                    principal = authenticate(request, settings.api_keys)
+                tenant = tenant_of(request, principal) if not public else DEFAULT_TENANT
                 params = params_of(request.path_params, request.query_params)
                 body: dict[str, Any] = {}
                 if validate_body is not None:
@@ -140,7 +145,7 @@ def endpoint(
                             "a JSON request body is required",
                             errors=[{"pointer": "", "detail": "request body is required"}],
                         )
-                return await handler(Call(request, params, body))
+                return await handler(Call(request, params, body, principal, tenant))
             except Problem as problem:
                 return problem_response(problem, request)
             except StorageUnavailable as exc:  # P-ERR-1: a database outage is a 503, not a 500
@@ -157,16 +162,3 @@ def endpoint(
         return run
 
     return wrap
-
-
-def _authorize(request: Request, keys: frozenset[str]) -> None:
-    header = request.headers.get("authorization", "")
-    scheme, _, token = header.partition(" ")
-    token = token.strip()
-    if scheme.lower() == "bearer" and token and any(hmac.compare_digest(token, k) for k in keys):
-        return
-    raise Problem(
-        "unauthorized",
-        "missing or invalid bearer API key",
-        headers={"WWW-Authenticate": 'Bearer realm="orch8"'},
-    )

@@ -30,6 +30,7 @@ from .poll_batch_options_queue_weights import PollBatchOptionsQueueWeights
 from .poll_batch_result import PollBatchResult
 from .poll_options import PollOptions
 from .poll_options_queue_weights import PollOptionsQueueWeights
+from .principal import Principal
 from .problem import Problem
 from .queue_control import QueueControl
 from .queue_history import QueueHistory
@@ -39,6 +40,7 @@ from .queue_stats_list import QueueStatsList
 from .required_labels import RequiredLabels
 from .retry_policy import RetryPolicy
 from .retry_policy_settings import RetryPolicySettings
+from .role import Role
 from .running_limit import RunningLimit
 from .server_defaults import ServerDefaults
 from .server_info import ServerInfo
@@ -64,6 +66,8 @@ from .task_release import TaskRelease
 from .task_required_labels import TaskRequiredLabels
 from .task_retry import TaskRetry
 from .task_status import TaskStatus
+from .tenant_list import TenantList
+from .tenant_list_tenants_item import TenantListTenantsItem
 from .worker import Worker
 from .worker_directive import WorkerDirective
 from .worker_heartbeat import WorkerHeartbeat
@@ -106,6 +110,7 @@ __all__ = (
     "PollBatchResult",
     "PollOptions",
     "PollOptionsQueueWeights",
+    "Principal",
     "Problem",
     "QueueControl",
     "QueueHistory",
@@ -115,6 +120,7 @@ __all__ = (
     "RequiredLabels",
     "RetryPolicy",
     "RetryPolicySettings",
+    "Role",
     "RunningLimit",
     "ServerDefaults",
     "ServerInfo",
@@ -140,6 +146,8 @@ __all__ = (
     "TaskRequiredLabels",
     "TaskRetry",
     "TaskStatus",
+    "TenantList",
+    "TenantListTenantsItem",
     "Worker",
     "WorkerDirective",
     "WorkerHeartbeat",

@@ -10,6 +10,7 @@ from dateutil.parser import isoparse
 from typing_extensions import Self
 
 from ..models.task_status import TaskStatus, check_task_status
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.json_object import JsonObject
@@ -55,6 +56,7 @@ class Task:
         progress (Any): Latest progress reported by a heartbeat (any JSON value).
         cancel_reason (None | str):
         required_labels (TaskRequiredLabels): Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
+        tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
     """
 
     id: str
@@ -84,6 +86,7 @@ class Task:
     progress: Any
     cancel_reason: None | str
     required_labels: TaskRequiredLabels
+    tenant: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +179,8 @@ class Task:
 
         required_labels = self.required_labels.to_dict()
 
+        tenant = self.tenant
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -209,6 +214,8 @@ class Task:
                 "required_labels": required_labels,
             }
         )
+        if tenant is not UNSET:
+            field_dict["tenant"] = tenant
 
         return field_dict
 
@@ -383,6 +390,8 @@ class Task:
 
         required_labels = TaskRequiredLabels.from_dict(d.pop("required_labels"))
 
+        tenant = d.pop("tenant", UNSET)
+
         task = cls(
             id=id,
             handler_name=handler_name,
@@ -411,6 +420,7 @@ class Task:
             progress=progress,
             cancel_reason=cancel_reason,
             required_labels=required_labels,
+            tenant=tenant,
         )
 
         task.additional_properties = d

@@ -11,6 +11,7 @@ from typing_extensions import Self
 
 from ..models.worker_directive import WorkerDirective, check_worker_directive
 from ..models.worker_state import WorkerState, check_worker_state
+from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.worker_labels import WorkerLabels
@@ -38,6 +39,7 @@ class Worker:
         last_heartbeat_at (datetime.datetime):
         heartbeat_interval_ms (int): Cadence the server expects.
         dead_after_ms (int): Silence after which the worker is declared dead (P-WORKER-5).
+        tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
     """
 
     worker_id: str
@@ -55,6 +57,7 @@ class Worker:
     last_heartbeat_at: datetime.datetime
     heartbeat_interval_ms: int
     dead_after_ms: int
+    tenant: str | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -92,6 +95,8 @@ class Worker:
 
         dead_after_ms = self.dead_after_ms
 
+        tenant = self.tenant
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -113,6 +118,8 @@ class Worker:
                 "dead_after_ms": dead_after_ms,
             }
         )
+        if tenant is not UNSET:
+            field_dict["tenant"] = tenant
 
         return field_dict
 
@@ -171,6 +178,8 @@ class Worker:
 
         dead_after_ms = d.pop("dead_after_ms")
 
+        tenant = d.pop("tenant", UNSET)
+
         worker = cls(
             worker_id=worker_id,
             state=state,
@@ -187,6 +196,7 @@ class Worker:
             last_heartbeat_at=last_heartbeat_at,
             heartbeat_interval_ms=heartbeat_interval_ms,
             dead_after_ms=dead_after_ms,
+            tenant=tenant,
         )
 
         worker.additional_properties = d
