@@ -14,6 +14,16 @@ def test_malformed_json(api: httpx.Client) -> None:
     assert_problem(r, 400, "malformed_json")
 
 
+@pytest.mark.parametrize("body", [b"\t", b" ", b"\r\n"])
+def test_whitespace_body_is_malformed_json_even_where_the_body_is_optional(
+    api: httpx.Client, body: bytes
+) -> None:
+    """P-ERR-3: an empty body means "no body"; whitespace alone is not JSON (schemathesis
+    sent a poll a lone tab, which claimed with the defaults and answered 204)."""
+    r = api.post("/workers/tasks/poll", content=body, headers={"content-type": "application/json"})
+    assert_problem(r, 400, "malformed_json")
+
+
 @pytest.mark.parametrize(
     ("body", "pointer"),
     [

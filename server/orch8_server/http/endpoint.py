@@ -126,7 +126,7 @@ def endpoint(
                 body: dict[str, Any] = {}
                 if validate_body is not None:
                     raw = await _read_body(request, settings.max_body_bytes)
-                    if raw.strip():
+                    if raw:  # whitespace alone is not JSON: 400 malformed_json (P-ERR-3)
                         if not _is_json(request.headers.get("content-type", "")):
                             raise Problem(
                                 "unsupported_media_type",
