@@ -27,6 +27,9 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return nil, fmt.Errorf("orch8: invalid base URL %q", cfg.BaseURL)
 	}
+	if cfg.Tenant != "" && !tenantID.MatchString(cfg.Tenant) { // P-SDK-24, P-TEN-2
+		return nil, fmt.Errorf("orch8: invalid tenant %q: must match ^[A-Za-z0-9_.-]{1,64}$", cfg.Tenant)
+	}
 	c := &Client{cfg: cfg}
 	// Auth and user agent go in as request editors: the generated code stays untouched.
 	raw, err := api.NewClient(cfg.BaseURL, api.WithHTTPClient(cfg.HTTPClient), api.WithRequestEditorFn(c.editRequest))
@@ -40,11 +43,17 @@ func NewClient(cfg Config) (*Client, error) {
 // BaseURL is the server address this client talks to.
 func (c *Client) BaseURL() string { return c.cfg.BaseURL }
 
+// Tenant is the tenant sent as X-Tenant-Id ("" when none is sent: the key's own, P-TEN-2).
+func (c *Client) Tenant() string { return c.cfg.Tenant }
+
 func (c *Client) editRequest(_ context.Context, req *http.Request) error {
 	req.Header.Set("User-Agent", c.cfg.UserAgent) // P-SDK-1
 	req.Header.Set("Accept", "application/json, application/problem+json")
 	if c.cfg.APIKey != "" {
 		req.Header.Set(headerAuthorization, "Bearer "+c.cfg.APIKey) // P-AUTH-1
+	}
+	if c.cfg.Tenant != "" {
+		req.Header.Set(headerTenant, c.cfg.Tenant) // P-SDK-24: every request, the worker's too
 	}
 	return nil
 }

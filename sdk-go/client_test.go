@@ -151,6 +151,7 @@ func TestProblemCodesMapToSentinels(t *testing.T) {
 	}{
 		{400, "malformed_json", ErrValidation},
 		{401, "unauthorized", ErrUnauthorized},
+		{403, "forbidden", ErrForbidden},
 		{404, "not_found", ErrNotFound},
 		{409, "lease_lost", ErrLeaseLost},
 		{409, "task_cancelled", ErrTaskCancelled},
@@ -174,7 +175,7 @@ func TestProblemCodesMapToSentinels(t *testing.T) {
 				len(pe.Errors) != 1 || pe.Errors[0].Pointer != "/priority" {
 				t.Fatalf("problem %+v", pe)
 			}
-			for _, other := range []error{ErrNotFound, ErrLeaseLost, ErrTaskCancelled, ErrConflict, ErrValidation, ErrUnauthorized, ErrRateLimited, ErrUnavailable} {
+			for _, other := range []error{ErrNotFound, ErrLeaseLost, ErrTaskCancelled, ErrConflict, ErrValidation, ErrUnauthorized, ErrForbidden, ErrRateLimited, ErrUnavailable} {
 				if other != tc.want && errors.Is(err, other) {
 					t.Errorf("%s also matches %v", tc.code, other)
 				}

@@ -3,9 +3,13 @@ package orch8
 import (
 	"net/http"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 )
+
+// tenantID is the form of a tenant id (P-TEN-2).
+var tenantID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
 // Version is this SDK's version; the user agent is "orch8-go/<Version>" (P-SDK-1).
 const Version = "0.1.0"
@@ -36,6 +40,7 @@ const (
 	MaxPollBatchSize    = 100                    // P-SDK-13: most tasks one poll asks for
 	MaxPollHandlers     = 50                     // P-SDK-13: most handler names in one poll
 	headerAuthorization = "Authorization"
+	headerTenant        = "X-Tenant-Id" // P-SDK-24
 )
 
 // Config configures a Client. Zero values take the defaults of docs/protocol.md section 14.
@@ -44,6 +49,10 @@ type Config struct {
 	BaseURL string
 	// APIKey sent as a bearer token; ORCH8_API_KEY when empty (P-AUTH-1).
 	APIKey string
+	// Tenant is sent as X-Tenant-Id on every request, the worker's included; ORCH8_TENANT
+	// when empty; no header at all when both are empty (P-SDK-24, P-TEN-2). It must match
+	// ^[A-Za-z0-9_.-]{1,64}$ or NewClient refuses it.
+	Tenant string
 	// HTTPClient performs the requests; a fresh http.Client when nil. Its own Timeout
 	// should be zero (or above every long-poll) because the SDK sets per-call deadlines.
 	HTTPClient *http.Client
@@ -68,6 +77,9 @@ func (c Config) withDefaults() Config {
 	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
 	if c.APIKey == "" {
 		c.APIKey = os.Getenv("ORCH8_API_KEY")
+	}
+	if c.Tenant == "" {
+		c.Tenant = os.Getenv("ORCH8_TENANT") // P-SDK-24
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{}

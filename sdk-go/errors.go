@@ -20,6 +20,7 @@ var (
 	ErrConflict      = errors.New("orch8: conflict")
 	ErrValidation    = errors.New("orch8: validation failed")
 	ErrUnauthorized  = errors.New("orch8: unauthorized")
+	ErrForbidden     = errors.New("orch8: forbidden") // P-AUTH-3, P-SDK-24: never retried
 	ErrRateLimited   = errors.New("orch8: rate limited")
 	ErrUnavailable   = errors.New("orch8: unavailable")
 )
@@ -89,6 +90,7 @@ var sentinelByCode = map[string]error{
 	"payload_too_large":      ErrValidation,
 	"unsupported_media_type": ErrValidation,
 	"unauthorized":           ErrUnauthorized,
+	"forbidden":              ErrForbidden,
 	"not_found":              ErrNotFound,
 	"lease_lost":             ErrLeaseLost,
 	"task_cancelled":         ErrTaskCancelled,
@@ -111,6 +113,8 @@ func sentinelFor(code string, status int) error {
 		return ErrValidation
 	case 401:
 		return ErrUnauthorized
+	case 403:
+		return ErrForbidden
 	case 404:
 		return ErrNotFound
 	case 409:

@@ -50,3 +50,10 @@ func outageWait(b *backoff, err error) time.Duration {
 	}
 	return wait
 }
+
+// isRefusal is a 401 or 403: a key the server does not know or that may not make the call.
+// A worker rides it out like an outage (P-SDK-24), since an operator may fix the key on
+// the server (SIGHUP) while the worker keeps running; the client never retries it.
+func isRefusal(err error) bool {
+	return errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden)
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // register announces the worker and learns the heartbeat cadence (P-WORKER-1, P-SDK-21).
-// Outages are ridden out with backoff (P-SDK-9); any other refusal ends Run.
+// Outages, 401 and 403 are ridden out with backoff (P-SDK-9, P-SDK-24); any other refusal
+// (a 422 for the registration's own fields) ends Run.
 func (w *Worker) register(ctx context.Context) error {
 	host, _ := os.Hostname()
 	reg := WorkerRegistration{
@@ -40,12 +41,17 @@ func (w *Worker) register(ctx context.Context) error {
 			return err
 		}
 		w.fireError(OpRegister, err)
-		if !IsOutage(err) {
+		refused := isRefusal(err) // P-SDK-24: 401/403 back off too, the worker keeps running
+		if !IsOutage(err) && !refused {
 			w.log.Error("orch8: registration refused", causeAttrs(err)...)
 			return err
 		}
 		wait := outageWait(&outage, err)
-		w.log.Warn("orch8: registration failed, retrying", append(causeAttrs(err), "in", wait)...)
+		msg := "orch8: registration failed, retrying"
+		if refused {
+			msg = "orch8: registration refused, retrying"
+		}
+		w.log.Warn(msg, append(causeAttrs(err), "in", wait)...)
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()
 		}

@@ -72,7 +72,11 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			}
 			w.fireError(OpPoll, err)
 			wait := outageWait(&outage, err) // P-SDK-9, P-SDK-16
-			w.log.Warn("orch8: poll failed, backing off", append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)
+			msg := "orch8: poll failed, backing off"
+			if isRefusal(err) {
+				msg = "orch8: poll refused, backing off" // P-SDK-24: names status, code and detail
+			}
+			w.log.Warn(msg, append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)
 			sleepCtx(stopCtx, wait)
 			continue
 		}
