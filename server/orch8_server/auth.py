@@ -7,19 +7,20 @@ tenant `X-Tenant-Id` names (`default` when absent), exactly as before tenants ex
 
 from __future__ import annotations
 
-import hmac
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
+    from orch8_server.keys import KeyRing
+
 DEFAULT_TENANT = "default"
 TENANT_HEADER = "x-tenant-id"
-_TENANT_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TENANT_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 ROLES = ("worker", "producer", "operator", "admin", "metrics")
 
 
@@ -46,24 +47,73 @@ def tenant_of(request: Request, principal: Principal) -> str:
     wanted = request.headers.get(TENANT_HEADER)
     if wanted is None:
         return principal.tenant
-    if not _TENANT_RE.fullmatch(wanted):
+    if not TENANT_RE.fullmatch(wanted):
         raise Problem("forbidden", "X-Tenant-Id must match ^[A-Za-z0-9_.-]{1,64}$")
     if not principal.may_select(wanted):
-        raise Problem(
-            "forbidden", f"key {principal.key_id!r} may not act in tenant {wanted!r}"
-        )
+        raise Problem("forbidden", f"key {principal.key_id!r} may not act in tenant {wanted!r}")
     return wanted
 
 
-def authenticate(request: Request, keys: frozenset[str]) -> Principal:
-    """P-AUTH-1: the bearer key's principal (env keys are admin), else 401."""
+def authenticate(request: Request, keys: KeyRing) -> Principal:
+    """P-AUTH-1, P-AUTH-3: the bearer key's principal, else 401 (which never says why)."""
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     token = token.strip()
-    if scheme.lower() == "bearer" and token and any(hmac.compare_digest(token, k) for k in keys):
-        return Principal(key_id="env", role="admin", tenant=DEFAULT_TENANT)
+    if scheme.lower() == "bearer" and token:
+        principal = keys.lookup(token)
+        if principal is not None:
+            return principal
     raise Problem(
         "unauthorized",
         "missing or invalid bearer API key",
         headers={"WWW-Authenticate": 'Bearer realm="orch8"'},
     )
+
+
+def check_role(principal: Principal, roles: frozenset[str], operation: str) -> None:
+    """P-AUTH-2/3: a role the operation does not list is 403 (admin always passes)."""
+    if principal.role != "admin" and principal.role not in roles:
+        raise Problem(
+            "forbidden",
+            f"key {principal.key_id!r} (role {principal.role}) may not call {operation}",
+        )
+
+
+# P-AUTH-3: the operations whose body names the queues / handlers a worker key may serve.
+_POLLS = ("pollTask", "pollTasks")
+SCOPED_OPERATIONS = frozenset((*_POLLS, "registerWorker"))
+
+
+def check_scope(principal: Principal, operation: str, body: dict[str, Any]) -> None:
+    """P-AUTH-3: a worker key limited to `queues` / `handlers` polls and registers only
+    for those; anything outside is 403 `forbidden`."""
+    if principal.queues is None and principal.handlers is None:
+        return
+    if operation in _POLLS:
+        queues = body.get("queue_names") or [body.get("queue_name") or "default"]
+        handlers = body.get("handler_names") or None  # omitted or empty = any handler
+    else:  # registerWorker: what the worker says it serves, when it says so
+        queues = body.get("queues") or []
+        handlers = body.get("handlers") or []
+    if principal.queues is not None:
+        outside = sorted(set(queues) - principal.queues)
+        if outside:
+            raise Problem(
+                "forbidden",
+                f"key {principal.key_id!r} may not serve queue(s) {', '.join(outside)} "
+                f"(allowed: {', '.join(sorted(principal.queues))})",
+            )
+    if principal.handlers is not None:
+        if handlers is None:
+            raise Problem(
+                "forbidden",
+                f"key {principal.key_id!r} is limited to handlers "
+                f"{', '.join(sorted(principal.handlers))}: name them in handler_names",
+            )
+        outside = sorted(set(handlers) - principal.handlers)
+        if outside:
+            raise Problem(
+                "forbidden",
+                f"key {principal.key_id!r} may not serve handler(s) {', '.join(outside)} "
+                f"(allowed: {', '.join(sorted(principal.handlers))})",
+            )

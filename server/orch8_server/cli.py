@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
+import signal
 import socket
 import sys
 from types import FrameType
@@ -144,6 +146,14 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         "0 = no cap (default)",
     ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
+    (
+        "--keys-file",
+        "ORCH8_KEYS_FILE",
+        "keys_file",
+        str,
+        "P-AUTH-4: TOML file of scoped API keys (role, tenant, digest), re-read on SIGHUP; "
+        "see `orch8-server keys new`",
+    ),
 ]
 
 # Ranges of the settings added with P-OBS-6 and P-BP-1..3 (inclusive): a value outside is refused at
@@ -280,6 +290,13 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
             import opentelemetry.sdk  # noqa: F401
         except ImportError:
             parser.error("--otlp-endpoint needs the otel extra: pip install 'orch8-server[otel]'")
+    if s.keys_file is not None:  # P-AUTH-4: a file that does not load stops the start-up
+        from orch8_server.keys import KeysFileError, load_keys_file
+
+        try:
+            load_keys_file(s.keys_file)
+        except KeysFileError as exc:
+            parser.error(str(exc))
     if s.db.startswith(("postgres://", "postgresql://")):
         try:
             import asyncpg  # noqa: F401
@@ -304,16 +321,29 @@ def announce_listening(sockname: tuple[Any, ...]) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["keys"]:  # P-AUTH-4: orch8-server keys new|hash
+        from orch8_server.keys_cli import main as keys_main
+
+        keys_main(args[1:])
+        return
+
     import uvicorn
 
     from orch8_server.http.app import create_app
+    from orch8_server.keys import KeyRing, KeysFileError
     from orch8_server.logs import configure_logging
 
-    settings, warnings = parse_settings_and_warnings(argv)
+    settings, warnings = parse_settings_and_warnings(args)
     configure_logging(settings.log_level)
     for warning in warnings:
         logging.getLogger("orch8.server").warning(warning, extra={"cause": "deprecated_option"})
+    try:
+        keyring = KeyRing(settings.api_keys, settings.keys_file)
+    except KeysFileError as exc:  # changed since the check of parse_settings
+        sys.exit(f"orch8-server: {exc}")
     app = create_app(settings)
+    app.state.keyring = keyring
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -331,6 +361,9 @@ def main(argv: list[str] | None = None) -> None:
     class DrainingServer(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
+            if self.started and settings.keys_file is not None and hasattr(signal, "SIGHUP"):
+                # P-AUTH-4: re-read the keys file; a broken one keeps the keys in force.
+                asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, keyring.reload)
             if self.started:
                 # Printed even while the database is still unreachable (P-OBS-6): the
                 # port accepts requests; /health/ready says when they can succeed.

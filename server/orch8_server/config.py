@@ -17,7 +17,8 @@ class Settings:
     heartbeat_interval_ms: int = 5_000  # P-WORKER-1
     dead_after_ms: int = 30_000  # P-WORKER-5
     max_body_bytes: int = 1_048_576  # P-ERR-3
-    api_keys: frozenset[str] = field(default_factory=frozenset)  # P-AUTH-1
+    api_keys: frozenset[str] = field(default_factory=frozenset)  # P-AUTH-1: admin keys, id env
+    keys_file: str | None = None  # P-AUTH-4: TOML keys file, re-read on SIGHUP
     sqlite_synchronous: str = "NORMAL"
     pg_pool_size: int = 10  # connections per replica (PostgreSQL only)
     pg_acquire_timeout_ms: int = 5_000  # wait for a pooled connection, then 503

@@ -13,7 +13,14 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orch8_server.config import Settings
-from orch8_server.http import routes_history, routes_queues, routes_tasks, routes_workers, ui
+from orch8_server.http import (
+    routes_auth,
+    routes_history,
+    routes_queues,
+    routes_tasks,
+    routes_workers,
+    ui,
+)
 from orch8_server.http.endpoint import Endpoint, internal_problem, problem_response
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
@@ -50,6 +57,7 @@ def _routes() -> list[Route]:
         *routes_workers.operations,
         *routes_queues.operations,
         *routes_history.operations,
+        *routes_auth.operations,
     ]:
         by_path.setdefault(path, {})[method] = handler
     routes = []

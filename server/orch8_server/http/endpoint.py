@@ -1,5 +1,6 @@
 """The request pipeline every route shares: auth, body limits, content type, JSON,
-validation against the contract, and problem rendering (P-ERR-1..3, P-AUTH-1).
+validation against the contract, roles and scopes, and problem rendering (P-ERR-1..3,
+P-AUTH-1..3).
 
 Written as a decorator rather than Starlette middleware: middleware costs a full ASGI
 hop per request on the hot path.
@@ -18,8 +19,18 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from orch8_server import ids
-from orch8_server.auth import DEFAULT_TENANT, OPEN, Principal, authenticate, tenant_of
+from orch8_server.auth import (
+    DEFAULT_TENANT,
+    OPEN,
+    SCOPED_OPERATIONS,
+    Principal,
+    authenticate,
+    check_role,
+    check_scope,
+    tenant_of,
+)
 from orch8_server.http.validation import ParamValidator, body_validator, spec
+from orch8_server.keys import KeyRing
 from orch8_server.problems import Problem
 from orch8_server.storage.base import StorageUnavailable
 
@@ -92,6 +103,27 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def keyring(request: Request) -> KeyRing:
+    """The app's keys in force (set by the launcher, which reloads them on SIGHUP)."""
+    state = request.app.state
+    keys: KeyRing | None = getattr(state, "keyring", None)
+    if keys is None:  # an app built without the launcher (in-process tests)
+        settings = state.engine.settings
+        keys = state.keyring = KeyRing(settings.api_keys, settings.keys_file)
+    return keys
+
+
+def roles_of(path: str, method: str) -> frozenset[str] | None:
+    """P-AUTH-2: the operation's `x-orch8-roles` (admin implied); None for a public
+    operation (`security: []`). An operation declaring neither is refused at start-up."""
+    op = spec()["paths"][path][method.lower()]
+    if op.get("security") == []:
+        return None
+    if "x-orch8-roles" not in op:
+        raise RuntimeError(f"{op['operationId']}: openapi.yaml declares no x-orch8-roles")
+    return frozenset(op["x-orch8-roles"])
+
+
 def endpoint(
     path: str,
     method: str,
@@ -104,6 +136,10 @@ def endpoint(
     params_of = ParamValidator(path, method.lower())
     validate_body = body_validator(body_schema) if body_schema else None
     operation: str = spec()["paths"][path][method.lower()]["operationId"]
+    roles = roles_of(path, method)
+    if public != (roles is None):
+        raise RuntimeError(f"{operation}: public= disagrees with the contract's security")
+    scoped = operation in SCOPED_OPERATIONS
     clock = time.perf_counter
     # P-BP-3: health and metrics never count against --max-inflight-requests.
     capped = not (path.startswith("/health/") or path == "/metrics")
@@ -119,9 +155,13 @@ def endpoint(
                     counted = True
                 settings = engine.settings
                 principal = OPEN
-                if settings.api_keys and not public:
-                    principal = authenticate(request, settings.api_keys)
-                tenant = tenant_of(request, principal) if not public else DEFAULT_TENANT
+                tenant = DEFAULT_TENANT
+                if roles is not None:
+                    keys = keyring(request)
+                    if keys.required:
+                        principal = authenticate(request, keys)  # P-AUTH-1: 401
+                        check_role(principal, roles, operation)  # P-AUTH-2/3: 403
+                    tenant = tenant_of(request, principal)  # P-TEN-2
                 params = params_of(request.path_params, request.query_params)
                 body: dict[str, Any] = {}
                 if validate_body is not None:
@@ -145,6 +185,8 @@ def endpoint(
                             "a JSON request body is required",
                             errors=[{"pointer": "", "detail": "request body is required"}],
                         )
+                if scoped:
+                    check_scope(principal, operation, body)  # P-AUTH-3: worker key scope
                 return await handler(Call(request, params, body, principal, tenant))
             except Problem as problem:
                 return problem_response(problem, request)
