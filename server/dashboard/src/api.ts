@@ -1,5 +1,6 @@
 // The dashboard's only way to the server: the public API of openapi.yaml, with the same
-// bearer API key as any client (P-AUTH-1). Types come from the generated contract types.
+// bearer API key as any client (P-AUTH-1) and the selected tenant as X-Tenant-Id (P-TEN-2).
+// Types come from the generated contract types.
 import type { components } from "./generated/api";
 
 type Schemas = components["schemas"];
@@ -23,6 +24,9 @@ export type QueueControl = Schemas["QueueControl"];
 export type HandlerControl = Schemas["HandlerControl"];
 export type QueueHistory = Schemas["QueueHistory"];
 export type QueueHistoryPoint = Schemas["QueueHistoryPoint"];
+export type Principal = Schemas["Principal"];
+export type Role = Schemas["Role"];
+export type TenantList = Schemas["TenantList"];
 
 export const TASK_STATUSES: TaskStatus[] = [
   "pending",
@@ -61,6 +65,24 @@ export function onUnauthorized(prompt: KeyPrompt): void {
   keyPrompt = prompt;
 }
 
+// A new key from the prompt may have another role and tenant: the page asks /whoami again.
+let keyChanged: () => void = () => {};
+export function onKeyChange(listener: () => void): void {
+  keyChanged = listener;
+}
+
+// P-AUTH-3: every 403 also goes to the page's banner, whichever view made the call.
+let forbidden: (err: ApiError) => void = () => {};
+export function onForbidden(listener: (err: ApiError) => void): void {
+  forbidden = listener;
+}
+
+// P-TEN-2: the tenant every call acts in; null sends no header (the key's own tenant).
+let tenant: string | null = null;
+export function useTenant(name: string | null): void {
+  tenant = name;
+}
+
 export function apiKey(): string | null {
   return sessionStorage.getItem(KEY_STORAGE);
 }
@@ -76,15 +98,17 @@ function askForKey(rejected: boolean): Promise<string> {
   pendingKey ??= keyPrompt(rejected).then((key) => {
     sessionStorage.setItem(KEY_STORAGE, key);
     pendingKey = null;
+    keyChanged();
     return key;
   });
   return pendingKey;
 }
 
-async function send(method: string, path: string, body: unknown): Promise<Response> {
+async function send(method: string, path: string, body: unknown, withTenant: boolean): Promise<Response> {
   const headers: Record<string, string> = { Accept: "application/json" };
   const key = apiKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (withTenant && tenant !== null) headers["X-Tenant-Id"] = tenant;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   try {
     return await fetch(path, {
@@ -115,18 +139,22 @@ async function problemOf(res: Response): Promise<ApiError> {
   return new ApiError(res.status, problem, message);
 }
 
-/** Call the API; a 401 asks for a key and repeats the call with it. */
-export async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
+/** Call the API; a 401 asks for a key and repeats the call with it; a 403 is also reported. */
+export async function call<T>(method: string, path: string, body?: unknown, withTenant = true): Promise<T> {
   for (;;) {
     const sentKey = apiKey();
-    const res = await send(method, path, body);
+    const res = await send(method, path, body, withTenant);
     if (res.status === 401 && keyPrompt) {
       // A key another call just stored may already be the right one: retry with it first.
       // Otherwise ask; a key was sent, so the server refused it, and the prompt says so.
       if (apiKey() === sentKey) await askForKey(sentKey !== null);
       continue;
     }
-    if (!res.ok) throw await problemOf(res);
+    if (!res.ok) {
+      const err = await problemOf(res);
+      if (res.status === 403) forbidden(err);
+      throw err;
+    }
     if (res.status === 204) return undefined as T;
     return (await res.json()) as T;
   }
@@ -146,6 +174,10 @@ const enc = encodeURIComponent;
 
 export const api = {
   info: () => call<ServerInfo>("GET", "/info"),
+  // P-AUTH-5, without X-Tenant-Id: the key's own tenant, even when the stored choice is refused.
+  whoami: () => call<Principal>("GET", "/whoami", undefined, false),
+  // P-TEN-4: admin only (and any caller of a server without keys).
+  tenants: () => call<TenantList>("GET", "/tenants", undefined, false),
   queues: () => call<QueueStatsList>("GET", "/queues"),
   // P-OBS-5: the queue's last hour, one point per minute.
   queueHistory: (queueName: string) => call<QueueHistory>("GET", `/queues/${enc(queueName)}/history`),

@@ -1,6 +1,6 @@
 // One task: everything GET /tasks/{id} and /attempts say, plus the operator actions
 // complete / fail (P-MANUAL-1), cancel (P-CANCEL-1) and retry (P-RETRY-6), each behind a
-// confirmation step.
+// confirmation step. The actions are operator calls (P-AUTH-2): other keys get none.
 import { api, ApiError, type Attempt, type Task, type TaskStatus } from "./api";
 import { fill, h } from "./dom";
 import { ago, duration, precise, stamp } from "./format";
@@ -31,6 +31,7 @@ const LIVE: TaskStatus[] = ["pending", "scheduled", "running"];
 export class TaskDetail {
   private task: Task | null = null;
   private attempts: Attempt[] = [];
+  private attemptsForbidden = false;
   private open: Action | null = null;
   private readonly head = h("div", { class: "detail-head" });
   private readonly actions = h("div", { class: "detail-actions" });
@@ -41,6 +42,7 @@ export class TaskDetail {
   constructor(
     readonly id: string,
     private readonly onUnreachable: (err: ApiError | null) => void,
+    private readonly operate: boolean,
   ) {}
 
   mount(root: HTMLElement): void {
@@ -57,9 +59,11 @@ export class TaskDetail {
 
   async load(): Promise<void> {
     try {
-      const [task, attempts] = await Promise.all([api.task(this.id), api.attempts(this.id)]);
+      // A producer key may read the task but not its attempts (operator, P-AUTH-2).
+      const [task, attempts] = await Promise.all([api.task(this.id), api.attempts(this.id).catch(unlessForbidden)]);
       this.task = task;
-      this.attempts = attempts.attempts;
+      this.attempts = attempts?.attempts ?? [];
+      this.attemptsForbidden = attempts === null;
       this.onUnreachable(null);
       this.render();
     } catch (err) {
@@ -85,21 +89,31 @@ export class TaskDetail {
     );
     fill(
       this.actions,
-      (Object.keys(ALLOWED) as Action[]).map((a) =>
-        h(
-          "button",
-          {
-            class: `btn${a === "fail" || a === "cancel" ? " danger-outline" : ""}${this.open === a ? " active" : ""}`,
-            "data-action": a,
-            disabled: !ALLOWED[a].includes(t.status),
-            title: ALLOWED[a].includes(t.status) ? EXPLAIN[a] : `Not possible for a ${t.status} task`,
-            onclick: () => this.ask(a),
-          },
-          { complete: "Complete…", fail: "Fail…", cancel: "Cancel…", retry: "Retry…" }[a],
-        ),
-      ),
+      this.operate
+        ? (Object.keys(ALLOWED) as Action[]).map((a) =>
+            h(
+              "button",
+              {
+                class: `btn${a === "fail" || a === "cancel" ? " danger-outline" : ""}${this.open === a ? " active" : ""}`,
+                "data-action": a,
+                disabled: !ALLOWED[a].includes(t.status),
+                title: ALLOWED[a].includes(t.status) ? EXPLAIN[a] : `Not possible for a ${t.status} task`,
+                onclick: () => this.ask(a),
+              },
+              { complete: "Complete…", fail: "Fail…", cancel: "Cancel…", retry: "Retry…" }[a],
+            ),
+          )
+        : h("div", { class: "muted small", "data-testid": "no-actions" }, "Complete, fail, cancel and retry need an operator or admin key."),
     );
-    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(t, this.attempts));
+    fill(
+      this.body,
+      facts(t),
+      errorCard(t),
+      jsonGrid(t),
+      this.attemptsForbidden
+        ? h("section", { class: "timeline", "data-testid": "attempts" }, h("h3", null, "Attempts"), h("div", { class: "muted" }, "The attempts need an operator or admin key (403 forbidden)."))
+        : timeline(t, this.attempts),
+    );
   }
 
   private ask(action: Action): void {
@@ -163,6 +177,12 @@ export class TaskDetail {
       await api.retry(this.id, {});
     }
   }
+}
+
+/** A 403 becomes null (the view says what this key cannot read); anything else is thrown. */
+function unlessForbidden(err: unknown): null {
+  if (err instanceof ApiError && err.status === 403) return null;
+  throw err;
 }
 
 function actionFields(action: Action): { el: HTMLElement; values: () => Record<string, string> } {

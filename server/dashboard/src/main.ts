@@ -1,13 +1,17 @@
-// Entry point: routing (#/ overview, #/tasks/<id> detail, #/queues/<name> queue view), the
-// refresh loop and the connection banner. Everything shown comes from the public API (openapi.yaml).
-import { api, ApiError, apiKey, forgetKey, onUnauthorized, type QueueStats, type Worker } from "./api";
+// Entry point: who the key is and which tenant is shown (header), routing (#/ overview,
+// #/tasks/<id> detail, #/queues/<name> queue view), the refresh loop and the banner
+// (server unreachable, or a call refused with 403). Everything shown comes from the public
+// API (openapi.yaml).
+import { api, ApiError, apiKey, forgetKey, onForbidden, onKeyChange, onUnauthorized, type QueueStats, type Worker } from "./api";
 import { promptForKey } from "./auth";
 import { TaskDetail } from "./detail";
 import { byId, fill, h } from "./dom";
 import { stamp } from "./format";
+import { canOperate, current, refreshPrincipal, renderPrincipal } from "./principal";
 import { QueueView } from "./queue-view";
 import { renderQueues, withControlRows } from "./queues";
 import { NO_FILTERS, RANGES, TaskList, type Filters } from "./tasks";
+import { currentTenant, renderTenantPicker, settleTenant } from "./tenant";
 import { problemBox } from "./widgets";
 import { renderWorkers } from "./workers";
 
@@ -15,6 +19,9 @@ const REFRESH_MS = 3000;
 
 let lastOk: string | null = null;
 let unreachableSince: ApiError | null = null;
+// P-AUTH-3: the latest refusal (a 403's detail) until dismissed; a dismissed one stays away.
+let refusal: string | null = null;
+const dismissed = new Set<string>();
 
 /** Any view reports here whether the server answered; the banner and header follow. */
 function reachability(err: ApiError | null): void {
@@ -24,9 +31,25 @@ function reachability(err: ApiError | null): void {
   } else {
     unreachableSince = err;
   }
+  renderBanner();
+  byId("forget-key").hidden = apiKey() === null;
+  const conn = byId("conn");
+  conn.dataset.state = unreachableSince ? "down" : "up";
+  fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+
+/** A 403 from any view (or a tenant the key may not select) shows in the banner. */
+function refused(detail: string): void {
+  if (dismissed.has(detail) || refusal === detail) return;
+  refusal = detail;
+  renderBanner();
+}
+
+function renderBanner(): void {
   const banner = byId("banner");
-  banner.hidden = unreachableSince === null;
+  banner.hidden = unreachableSince === null && refusal === null;
   if (unreachableSince) {
+    banner.dataset.code = "connection_error";
     fill(
       banner,
       h("strong", null, "Server unreachable. "),
@@ -34,11 +57,47 @@ function reachability(err: ApiError | null): void {
       lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
       `retrying every ${REFRESH_MS / 1000} s.`,
     );
+  } else if (refusal !== null) {
+    const detail = refusal;
+    banner.dataset.code = "forbidden";
+    fill(
+      banner,
+      h("strong", null, "Not allowed with this key (403 forbidden): "),
+      h("span", { "data-testid": "banner-detail" }, detail),
+      " ",
+      h("button", { class: "linkish dismiss", type: "button", title: "Hide this message", onclick: () => {
+        dismissed.add(detail);
+        refusal = null;
+        renderBanner();
+      } }, "dismiss"),
+    );
   }
-  byId("forget-key").hidden = apiKey() === null;
-  const conn = byId("conn");
-  conn.dataset.state = unreachableSince ? "down" : "up";
-  fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+
+/** Key id, role and tenant in the header, and the tenant selector when the key may choose. */
+function renderHeader(): void {
+  renderPrincipal(byId("principal"), currentTenant());
+  void renderTenantPicker(byId("tenant-picker"), current(), tenantChanged);
+}
+
+/** Another tenant: its own task ids, so a task detail gives way to the overview. */
+function tenantChanged(): void {
+  refusal = null;
+  renderBanner();
+  renderPrincipal(byId("principal"), currentTenant());
+  if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
+  else route();
+}
+
+/** P-AUTH-5: ask who the key is, settle the tenant, and redraw what depends on the role. */
+async function loadPrincipal(): Promise<boolean> {
+  const p = await refreshPrincipal();
+  const settled = settleTenant(p);
+  if (settled.refused !== null && p) {
+    refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
+  }
+  renderHeader();
+  return p !== null;
 }
 
 const list = new TaskList(
@@ -80,6 +139,7 @@ async function loadOverview(withTasks: boolean): Promise<void> {
   }
   if (workers) {
     renderWorkers(byId("workers"), workers, {
+      operate: canOperate(),
       refresh: () => void loadOverview(false),
       error: (box) => fill(byId("worker-error"), box),
       pickWorker: (id) => {
@@ -124,14 +184,14 @@ function route(): void {
   if (q) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    queueView = new QueueView(decodeURIComponent(q[1]), reachability);
+    queueView = new QueueView(decodeURIComponent(q[1]), reachability, canOperate());
     queueView.mount(detailRoot);
     document.title = `${queueView.queue} · queue · Orch8`;
     void queueView.load();
   } else if (m) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    detail = new TaskDetail(decodeURIComponent(m[1]), reachability);
+    detail = new TaskDetail(decodeURIComponent(m[1]), reachability, canOperate());
     detail.mount(detailRoot);
     document.title = `${detail.id} · Orch8`;
     void detail.load();
@@ -152,6 +212,11 @@ async function tick(): Promise<void> {
   if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
+    // Not known yet (the server was unreachable at load): the role decides the buttons.
+    if (!current() && (await loadPrincipal())) {
+      route();
+      return;
+    }
     if (queueView) {
       await queueView.load();
     } else if (detail) {
@@ -173,13 +238,22 @@ async function showInfo(): Promise<void> {
   }
 }
 
+let started = false;
 onUnauthorized(promptForKey);
+onForbidden((err) => refused(err.problem?.detail || err.message));
+// A key typed into the prompt mid-session may have another role or tenant.
+onKeyChange(() => {
+  if (started) void loadPrincipal().then(() => route());
+});
 byId("forget-key").addEventListener("click", () => {
   forgetKey();
   location.reload();
 });
 list.mount();
 window.addEventListener("hashchange", route);
-route();
 void showInfo();
-setInterval(() => void tick(), REFRESH_MS);
+void loadPrincipal().then(() => {
+  started = true;
+  route();
+  setInterval(() => void tick(), REFRESH_MS);
+});

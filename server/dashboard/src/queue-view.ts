@@ -1,6 +1,7 @@
 // One queue (#/queues/<name>): why it is or is not draining (GET /queues, P-OBS-4), its
 // controls (P-CTRL-1, P-CTRL-2), and charts of its last hour (GET /queues/{q}/history,
-// P-OBS-5), refreshed by the page's refresh loop.
+// P-OBS-5), refreshed by the page's refresh loop. The controls are for operator and admin
+// keys only (P-AUTH-2).
 import { api, ApiError, type QueueHistory, type QueueStats, type QueueStatsList } from "./api";
 import { lineChart } from "./chart";
 import { fill, h } from "./dom";
@@ -36,6 +37,7 @@ export class QueueView {
   constructor(
     readonly queue: string,
     private readonly onUnreachable: (err: ApiError | null) => void,
+    private readonly operate: boolean,
   ) {
     this.controls = new QueueControls(queue, () => this.load());
   }
@@ -44,7 +46,13 @@ export class QueueView {
     fill(
       root,
       h("a", { href: "#/", class: "back" }, "← Overview"),
-      h("div", { class: "card", "data-testid": "queue-view" }, this.head, this.controls.el, this.handlers),
+      h(
+        "div",
+        { class: "card", "data-testid": "queue-view" },
+        this.head,
+        this.operate ? this.controls.el : h("div", { class: "muted small", "data-testid": "no-controls" }, "Pause, resume and caps need an operator or admin key."),
+        this.handlers,
+      ),
       h(
         "div",
         { class: "card" },

@@ -61,6 +61,10 @@ export function problemBox(err: unknown, context = ""): HTMLElement {
         h("span", { class: "problem-code" }, `${p.status} · ${p.code}`),
       ),
       p.detail ? h("div", { class: "problem-detail" }, p.detail) : null,
+      // P-AUTH-3: the key is valid; its role or tenant is not enough for this view or action.
+      p.code === "forbidden"
+        ? h("div", { class: "problem-hint", "data-testid": "forbidden-hint" }, "This API key's role or tenant does not allow it: ask for an operator key (or admin, for every tenant).")
+        : null,
       p.errors?.length
         ? h(
             "ul",

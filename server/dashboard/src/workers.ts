@@ -1,4 +1,5 @@
-// The worker table (GET /workers) with the operator directives of P-WORKER-4.
+// The worker table (GET /workers) with the operator directives of P-WORKER-4 (operator
+// and admin keys only, P-AUTH-2).
 import { api, type Worker } from "./api";
 import { h, fill } from "./dom";
 import { ago, stamp } from "./format";
@@ -12,6 +13,8 @@ let armed: { worker: string; until: number } | null = null;
 const ARM_MS = 5000;
 
 export interface WorkerHooks {
+  /** Whether the key may send directives: without it, no buttons are rendered. */
+  operate: boolean;
   /** Re-fetch and re-render after an action. */
   refresh: () => void;
   /** Show an error above the table. */
@@ -25,7 +28,7 @@ export function renderWorkers(el: HTMLElement, workers: Worker[], hooks: WorkerH
     fill(el, empty("No registered workers. Workers that only poll (curl, say) show up as pollers on the queues above."));
     return;
   }
-  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map((t) =>
+  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ...(hooks.operate ? [""] : [])].map((t) =>
     h("th", { class: t === "In flight" ? "num" : null }, t),
   );
   const table = h(
@@ -77,7 +80,7 @@ function workerRow(w: Worker, hooks: WorkerHooks): HTMLElement {
     h("td", null, w.handlers.length ? w.handlers.map((n) => h("span", { class: "chip" }, n)) : h("span", { class: "muted" }, "any")),
     h("td", { class: "num", "data-testid": "in-flight" }, `${w.active_tasks}`, w.concurrency !== null ? h("span", { class: "muted" }, ` / ${w.concurrency}`) : null),
     h("td", { title: stamp(w.last_heartbeat_at) }, ago(w.last_heartbeat_at)),
-    h(
+    hooks.operate && h(
       "td",
       { class: "actions" },
       h("button", { class: "btn small", disabled: !live || w.directive === "quiet", onclick: act("quiet"), title: "Stop claiming new tasks, finish in-flight work" }, "Quiet"),

@@ -29,6 +29,20 @@ var pendingKey = null;
 function onUnauthorized(prompt) {
   keyPrompt = prompt;
 }
+var keyChanged = () => {
+};
+function onKeyChange(listener) {
+  keyChanged = listener;
+}
+var forbidden = () => {
+};
+function onForbidden(listener) {
+  forbidden = listener;
+}
+var tenant = null;
+function useTenant(name) {
+  tenant = name;
+}
 function apiKey() {
   return sessionStorage.getItem(KEY_STORAGE);
 }
@@ -40,14 +54,16 @@ function askForKey(rejected) {
   pendingKey ??= keyPrompt(rejected).then((key) => {
     sessionStorage.setItem(KEY_STORAGE, key);
     pendingKey = null;
+    keyChanged();
     return key;
   });
   return pendingKey;
 }
-async function send(method, path, body) {
+async function send(method, path, body, withTenant) {
   const headers = { Accept: "application/json" };
   const key = apiKey();
   if (key) headers.Authorization = `Bearer ${key}`;
+  if (withTenant && tenant !== null) headers["X-Tenant-Id"] = tenant;
   if (body !== void 0) headers["Content-Type"] = "application/json";
   try {
     return await fetch(path, {
@@ -75,15 +91,19 @@ async function problemOf(res) {
   const message = problem ? `${problem.title}: ${problem.detail}` : `HTTP ${res.status} ${res.statusText}`;
   return new ApiError(res.status, problem, message);
 }
-async function call(method, path, body) {
+async function call(method, path, body, withTenant = true) {
   for (; ; ) {
     const sentKey = apiKey();
-    const res = await send(method, path, body);
+    const res = await send(method, path, body, withTenant);
     if (res.status === 401 && keyPrompt) {
       if (apiKey() === sentKey) await askForKey(sentKey !== null);
       continue;
     }
-    if (!res.ok) throw await problemOf(res);
+    if (!res.ok) {
+      const err = await problemOf(res);
+      if (res.status === 403) forbidden(err);
+      throw err;
+    }
     if (res.status === 204) return void 0;
     return await res.json();
   }
@@ -100,6 +120,10 @@ function query(params) {
 var enc = encodeURIComponent;
 var api = {
   info: () => call("GET", "/info"),
+  // P-AUTH-5, without X-Tenant-Id: the key's own tenant, even when the stored choice is refused.
+  whoami: () => call("GET", "/whoami", void 0, false),
+  // P-TEN-4: admin only (and any caller of a server without keys).
+  tenants: () => call("GET", "/tenants", void 0, false),
   queues: () => call("GET", "/queues"),
   // P-OBS-5: the queue's last hour, one point per minute.
   queueHistory: (queueName) => call("GET", `/queues/${enc(queueName)}/history`),
@@ -245,12 +269,12 @@ function attemptTimings(task, attempts) {
   const latest2 = attempts.reduce((n, a) => Math.max(n, a.attempt), 0);
   const ready = Math.max(Date.parse(task.created_at), Date.parse(task.run_at));
   for (const a of attempts) {
-    const started = Date.parse(a.started_at);
+    const started2 = Date.parse(a.started_at);
     const ended = a.ended_at ? Date.parse(a.ended_at) : NaN;
-    const known = a.attempt === latest2 && Number.isFinite(ready) && ready <= started;
+    const known = a.attempt === latest2 && Number.isFinite(ready) && ready <= started2;
     out.set(a.attempt, {
-      waitMs: known ? started - ready : null,
-      runMs: Number.isFinite(ended) ? Math.max(0, ended - started) : null
+      waitMs: known ? started2 - ready : null,
+      runMs: Number.isFinite(ended) ? Math.max(0, ended - started2) : null
     });
   }
   return out;
@@ -294,6 +318,8 @@ function problemBox(err, context = "") {
         h("span", { class: "problem-code" }, `${p.status} · ${p.code}`)
       ),
       p.detail ? h("div", { class: "problem-detail" }, p.detail) : null,
+      // P-AUTH-3: the key is valid; its role or tenant is not enough for this view or action.
+      p.code === "forbidden" ? h("div", { class: "problem-hint", "data-testid": "forbidden-hint" }, "This API key's role or tenant does not allow it: ask for an operator key (or admin, for every tenant).") : null,
       p.errors?.length ? h(
         "ul",
         { class: "problem-errors" },
@@ -340,14 +366,17 @@ var EXPLAIN = {
 var DONE = { complete: "completed", fail: "failed", cancel: "cancelled", retry: "retried" };
 var LIVE = ["pending", "scheduled", "running"];
 var TaskDetail = class {
-  constructor(id, onUnreachable) {
+  constructor(id, onUnreachable, operate) {
     this.id = id;
     this.onUnreachable = onUnreachable;
+    this.operate = operate;
   }
   id;
   onUnreachable;
+  operate;
   task = null;
   attempts = [];
+  attemptsForbidden = false;
   open = null;
   head = h("div", { class: "detail-head" });
   actions = h("div", { class: "detail-actions" });
@@ -366,9 +395,10 @@ var TaskDetail = class {
   }
   async load() {
     try {
-      const [task, attempts] = await Promise.all([api.task(this.id), api.attempts(this.id)]);
+      const [task, attempts] = await Promise.all([api.task(this.id), api.attempts(this.id).catch(unlessForbidden)]);
       this.task = task;
-      this.attempts = attempts.attempts;
+      this.attempts = attempts?.attempts ?? [];
+      this.attemptsForbidden = attempts === null;
       this.onUnreachable(null);
       this.render();
     } catch (err) {
@@ -392,7 +422,7 @@ var TaskDetail = class {
     );
     fill(
       this.actions,
-      Object.keys(ALLOWED).map(
+      this.operate ? Object.keys(ALLOWED).map(
         (a) => h(
           "button",
           {
@@ -404,9 +434,15 @@ var TaskDetail = class {
           },
           { complete: "Complete…", fail: "Fail…", cancel: "Cancel…", retry: "Retry…" }[a]
         )
-      )
+      ) : h("div", { class: "muted small", "data-testid": "no-actions" }, "Complete, fail, cancel and retry need an operator or admin key.")
     );
-    fill(this.body, facts(t), errorCard(t), jsonGrid(t), timeline(t, this.attempts));
+    fill(
+      this.body,
+      facts(t),
+      errorCard(t),
+      jsonGrid(t),
+      this.attemptsForbidden ? h("section", { class: "timeline", "data-testid": "attempts" }, h("h3", null, "Attempts"), h("div", { class: "muted" }, "The attempts need an operator or admin key (403 forbidden).")) : timeline(t, this.attempts)
+    );
   }
   ask(action) {
     this.open = action;
@@ -468,6 +504,10 @@ var TaskDetail = class {
     }
   }
 };
+function unlessForbidden(err) {
+  if (err instanceof ApiError && err.status === 403) return null;
+  throw err;
+}
 function actionFields(action) {
   const inputs = {};
   const field = (name, label, el) => {
@@ -598,6 +638,48 @@ function attemptTiming(timing) {
     " · run time ",
     run === null ? h("b", { "data-run": "" }, "still running") : h("b", { "data-run": "", "data-ms": run, title: "From the claim (started_at) to the attempt's end (ended_at)" }, precise(run))
   );
+}
+
+// src/principal.ts
+var principal = null;
+var OPERATES = ["operator", "admin"];
+function current() {
+  return principal;
+}
+function canOperate() {
+  return principal !== null && OPERATES.includes(principal.role);
+}
+async function refreshPrincipal() {
+  try {
+    principal = await api.whoami();
+  } catch (err) {
+    if (!(err instanceof ApiError)) throw err;
+    principal = null;
+  }
+  return principal;
+}
+function renderPrincipal(el, tenant2) {
+  const p = principal;
+  if (!p) {
+    fill(el);
+    return;
+  }
+  el.dataset.role = p.role;
+  fill(
+    el,
+    p.auth_required ? h("span", { "data-testid": "key-id", title: "The id of the API key (never the key itself)" }, "key ", h("b", { class: "mono" }, p.key_id ?? "?")) : h("span", { "data-testid": "key-id", title: "The server has no API keys: everyone is admin" }, "no API keys"),
+    h("span", { class: "role-chip", "data-testid": "role", title: roleHelp(p.role) }, p.role),
+    h("span", { "data-testid": "principal-tenant" }, "tenant ", h("b", { class: "mono" }, tenant2 ?? p.tenant))
+  );
+}
+function roleHelp(role) {
+  return {
+    admin: "Every operation, in any tenant",
+    operator: "Everything in its tenant: lists, manual resolve, retry, worker directives, queue controls",
+    producer: "Enqueue, get and cancel tasks; no lists and no operator actions",
+    worker: "The worker endpoints only; the dashboard's lists need an operator key",
+    metrics: "GET /metrics only; the dashboard's lists need an operator key"
+  }[role];
 }
 
 // src/chart.ts
@@ -889,13 +971,15 @@ function waitText(ms) {
   return duration(ms);
 }
 var QueueView = class {
-  constructor(queue, onUnreachable) {
+  constructor(queue, onUnreachable, operate) {
     this.queue = queue;
     this.onUnreachable = onUnreachable;
+    this.operate = operate;
     this.controls = new QueueControls(queue, () => this.load());
   }
   queue;
   onUnreachable;
+  operate;
   controls;
   head = h("div", { class: "detail-head" });
   handlers = h("div", { "data-testid": "queue-handlers" });
@@ -906,7 +990,13 @@ var QueueView = class {
     fill(
       root,
       h("a", { href: "#/", class: "back" }, "← Overview"),
-      h("div", { class: "card", "data-testid": "queue-view" }, this.head, this.controls.el, this.handlers),
+      h(
+        "div",
+        { class: "card", "data-testid": "queue-view" },
+        this.head,
+        this.operate ? this.controls.el : h("div", { class: "muted small", "data-testid": "no-controls" }, "Pause, resume and caps need an operator or admin key."),
+        this.handlers
+      ),
       h(
         "div",
         { class: "card" },
@@ -1369,6 +1459,87 @@ function debounce(fn, ms = 300) {
   };
 }
 
+// src/tenant.ts
+var STORAGE = "orch8.tenant";
+var PARAM = "tenant";
+var TENANT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+var chosen = null;
+function currentTenant() {
+  return chosen;
+}
+function mayAct(p, tenant2) {
+  return p.tenants === null || tenant2 === p.tenant || p.tenants.includes(tenant2);
+}
+function maySelect(p) {
+  return p.tenants === null || p.tenants.length > 0;
+}
+function settleTenant(p) {
+  const fromUrl = new URLSearchParams(location.search).get(PARAM);
+  const wanted = [fromUrl, localStorage.getItem(STORAGE)].find((t) => !!t && TENANT_ID.test(t)) ?? null;
+  let tenant2 = wanted ?? p?.tenant ?? null;
+  let refused2 = null;
+  if (p && tenant2 !== null && !mayAct(p, tenant2)) {
+    refused2 = tenant2;
+    tenant2 = p.tenant;
+  }
+  if (tenant2 !== null) chooseTenant(tenant2, refused2 === null && wanted !== null);
+  return { tenant: tenant2, refused: refused2 };
+}
+function chooseTenant(tenant2, remember = true) {
+  chosen = tenant2;
+  useTenant(tenant2);
+  if (remember) localStorage.setItem(STORAGE, tenant2);
+  const url = new URL(location.href);
+  if (url.searchParams.get(PARAM) !== tenant2) {
+    url.searchParams.set(PARAM, tenant2);
+    history.replaceState(null, "", url);
+  }
+}
+async function renderTenantPicker(el, p, onChange) {
+  if (!p || !maySelect(p)) {
+    fill(el);
+    return;
+  }
+  const counts = /* @__PURE__ */ new Map();
+  if (p.role === "admin") {
+    try {
+      for (const t of (await api.tenants()).tenants) counts.set(t.tenant, `${t.tasks} task${t.tasks === 1 ? "" : "s"} · ${t.workers} worker${t.workers === 1 ? "" : "s"}`);
+    } catch {
+    }
+  }
+  const names = [.../* @__PURE__ */ new Set([p.tenant, ...p.tenants ?? [], ...counts.keys(), chosen ?? p.tenant])].sort();
+  const pick = (name) => {
+    if (name === chosen) return;
+    chooseTenant(name);
+    void renderTenantPicker(el, p, onChange);
+    onChange();
+  };
+  const select = h(
+    "select",
+    { id: "tenant-select", "aria-label": "tenant", title: "The tenant every view shows (X-Tenant-Id)", onchange: () => pick(select.value) },
+    names.map((n) => h("option", { value: n, selected: n === chosen }, counts.has(n) ? `${n} · ${counts.get(n)}` : n))
+  );
+  select.value = chosen ?? p.tenant;
+  fill(el, h("span", { class: "tenant-label" }, "tenant"), select, p.tenants === null ? freeText(pick) : null);
+}
+function freeText(pick) {
+  const input = h("input", { id: "tenant-input", type: "text", placeholder: "other tenant", "aria-label": "other tenant", spellcheck: "false", size: 12 });
+  const form = h("form", { class: "tenant-other" }, input, h("button", { class: "btn small", type: "submit", id: "tenant-go" }, "Go"));
+  form.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const name = input.value.trim();
+    if (!TENANT_ID.test(name)) {
+      input.setCustomValidity("a tenant id: letters, digits, _ . - (at most 64)");
+      input.reportValidity();
+      return;
+    }
+    input.setCustomValidity("");
+    pick(name);
+  });
+  input.addEventListener("input", () => input.setCustomValidity(""));
+  return form;
+}
+
 // src/workers.ts
 var armed = null;
 var ARM_MS = 5e3;
@@ -1377,7 +1548,7 @@ function renderWorkers(el, workers, hooks) {
     fill(el, empty("No registered workers. Workers that only poll (curl, say) show up as pollers on the queues above."));
     return;
   }
-  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ""].map(
+  const head = ["Worker", "State", "Handlers", "In flight", "Last seen", ...hooks.operate ? [""] : []].map(
     (t) => h("th", { class: t === "In flight" ? "num" : null }, t)
   );
   const table = h(
@@ -1428,7 +1599,7 @@ function workerRow(w, hooks) {
     h("td", null, w.handlers.length ? w.handlers.map((n) => h("span", { class: "chip" }, n)) : h("span", { class: "muted" }, "any")),
     h("td", { class: "num", "data-testid": "in-flight" }, `${w.active_tasks}`, w.concurrency !== null ? h("span", { class: "muted" }, ` / ${w.concurrency}`) : null),
     h("td", { title: stamp(w.last_heartbeat_at) }, ago(w.last_heartbeat_at)),
-    h(
+    hooks.operate && h(
       "td",
       { class: "actions" },
       h("button", { class: "btn small", disabled: !live || w.directive === "quiet", onclick: act("quiet"), title: "Stop claiming new tasks, finish in-flight work" }, "Quiet"),
@@ -1446,6 +1617,8 @@ function workerRow(w, hooks) {
 var REFRESH_MS = 3e3;
 var lastOk = null;
 var unreachableSince = null;
+var refusal = null;
+var dismissed = /* @__PURE__ */ new Set();
 function reachability(err) {
   if (err === null) {
     lastOk = (/* @__PURE__ */ new Date()).toISOString();
@@ -1453,9 +1626,22 @@ function reachability(err) {
   } else {
     unreachableSince = err;
   }
+  renderBanner();
+  byId("forget-key").hidden = apiKey() === null;
+  const conn = byId("conn");
+  conn.dataset.state = unreachableSince ? "down" : "up";
+  fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+function refused(detail2) {
+  if (dismissed.has(detail2) || refusal === detail2) return;
+  refusal = detail2;
+  renderBanner();
+}
+function renderBanner() {
   const banner = byId("banner");
-  banner.hidden = unreachableSince === null;
+  banner.hidden = unreachableSince === null && refusal === null;
   if (unreachableSince) {
+    banner.dataset.code = "connection_error";
     fill(
       banner,
       h("strong", null, "Server unreachable. "),
@@ -1463,11 +1649,41 @@ function reachability(err) {
       lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
       `retrying every ${REFRESH_MS / 1e3} s.`
     );
+  } else if (refusal !== null) {
+    const detail2 = refusal;
+    banner.dataset.code = "forbidden";
+    fill(
+      banner,
+      h("strong", null, "Not allowed with this key (403 forbidden): "),
+      h("span", { "data-testid": "banner-detail" }, detail2),
+      " ",
+      h("button", { class: "linkish dismiss", type: "button", title: "Hide this message", onclick: () => {
+        dismissed.add(detail2);
+        refusal = null;
+        renderBanner();
+      } }, "dismiss")
+    );
   }
-  byId("forget-key").hidden = apiKey() === null;
-  const conn = byId("conn");
-  conn.dataset.state = unreachableSince ? "down" : "up";
-  fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+function renderHeader() {
+  renderPrincipal(byId("principal"), currentTenant());
+  void renderTenantPicker(byId("tenant-picker"), current(), tenantChanged);
+}
+function tenantChanged() {
+  refusal = null;
+  renderBanner();
+  renderPrincipal(byId("principal"), currentTenant());
+  if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
+  else route();
+}
+async function loadPrincipal() {
+  const p = await refreshPrincipal();
+  const settled = settleTenant(p);
+  if (settled.refused !== null && p) {
+    refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
+  }
+  renderHeader();
+  return p !== null;
 }
 var list = new TaskList(
   (f) => history.replaceState(null, "", overviewHash(f)),
@@ -1505,6 +1721,7 @@ async function loadOverview(withTasks) {
   }
   if (workers) {
     renderWorkers(byId("workers"), workers, {
+      operate: canOperate(),
       refresh: () => void loadOverview(false),
       error: (box) => fill(byId("worker-error"), box),
       pickWorker: (id) => {
@@ -1543,14 +1760,14 @@ function route() {
   if (q) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    queueView = new QueueView(decodeURIComponent(q[1]), reachability);
+    queueView = new QueueView(decodeURIComponent(q[1]), reachability, canOperate());
     queueView.mount(detailRoot);
     document.title = `${queueView.queue} · queue · Orch8`;
     void queueView.load();
   } else if (m) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    detail = new TaskDetail(decodeURIComponent(m[1]), reachability);
+    detail = new TaskDetail(decodeURIComponent(m[1]), reachability, canOperate());
     detail.mount(detailRoot);
     document.title = `${detail.id} · Orch8`;
     void detail.load();
@@ -1569,6 +1786,10 @@ async function tick() {
   if (busy || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
+    if (!current() && await loadPrincipal()) {
+      route();
+      return;
+    }
     if (queueView) {
       await queueView.load();
     } else if (detail) {
@@ -1587,13 +1808,21 @@ async function showInfo() {
   } catch {
   }
 }
+var started = false;
 onUnauthorized(promptForKey);
+onForbidden((err) => refused(err.problem?.detail || err.message));
+onKeyChange(() => {
+  if (started) void loadPrincipal().then(() => route());
+});
 byId("forget-key").addEventListener("click", () => {
   forgetKey();
   location.reload();
 });
 list.mount();
 window.addEventListener("hashchange", route);
-route();
 void showInfo();
-setInterval(() => void tick(), REFRESH_MS);
+void loadPrincipal().then(() => {
+  started = true;
+  route();
+  setInterval(() => void tick(), REFRESH_MS);
+});
