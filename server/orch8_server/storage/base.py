@@ -47,6 +47,7 @@ TASK_COLUMNS = (
     "progress",
     "cancel_reason",
     "required_labels",  # NULL for none (P-LABEL-1): the plain claim's test is IS NULL
+    "tenant",  # P-TEN-1
 )
 ATTEMPT_COLUMNS = (
     "task_id",
@@ -64,19 +65,34 @@ CLAIM_COLUMNS = (
     "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
     "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
     "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
+    "tenant",
 )  # fmt: skip
 CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
 # What complete_running returns: the outcome, the attempt record, metrics and spans need.
 COMPLETED_COLUMNS = (
     "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
-    "queue_name", "handler_name", "run_at",
+    "queue_name", "handler_name", "run_at", "tenant",
     "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
 )  # fmt: skip
-QUEUE_CONTROL_COLUMNS = ("queue_name", "paused", "paused_at", "max_running", "updated_at")
-HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at")
+QUEUE_CONTROL_COLUMNS = (
+    "queue_name", "paused", "paused_at", "max_running", "updated_at", "tenant",
+)  # fmt: skip
+HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at", "tenant")
 # Announced on the wake channel when a control changes: waiters re-read the controls.
 CONTROLS_CHANGED = "!controls"  # never a valid handler name
-ANY_QUEUE = ""  # never a valid queue name: every queue
+ANY_QUEUE = ""  # never a valid queue name: every queue (of the tenant)
+
+
+def wake_key(tenant: str, queue: str) -> str:
+    """The key waiting polls and wake-ups use for one tenant's queue (P-TEN-3): tenant
+    ids never contain "/", so the first "/" splits it back (see split_wake_key)."""
+    return f"{tenant}/{queue}"
+
+
+def split_wake_key(key: str) -> tuple[str, str]:
+    tenant, _, queue = key.partition("/")
+    return tenant, queue
+
 WORKER_COLUMNS = (
     "worker_id",
     "state",
@@ -90,6 +106,7 @@ WORKER_COLUMNS = (
     "sdk",
     "registered_at",
     "last_heartbeat_at",
+    "tenant",  # P-TEN-1: worker ids are unique per tenant
 )
 
 
@@ -100,6 +117,7 @@ class StorageUnavailable(Exception):
 
 @dataclass(frozen=True)
 class TaskFilter:
+    tenant: str = "default"  # P-TEN-3: lists cover one tenant
     statuses: tuple[str, ...] = ()
     handler_name: str | None = None
     queue_name: str | None = None

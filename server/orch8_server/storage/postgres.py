@@ -31,7 +31,13 @@ import orjson
 
 from orch8_server.storage import postgres_controls as pc
 from orch8_server.storage import postgres_history
-from orch8_server.storage.base import Row, StorageUnavailable, TaskFilter
+from orch8_server.storage.base import (
+    Row,
+    StorageUnavailable,
+    TaskFilter,
+    split_wake_key,
+    wake_key,
+)
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_listen import WakeListener
 from orch8_server.storage.postgres_schema import migrate
@@ -230,6 +236,7 @@ class PgStorage:
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -246,37 +253,41 @@ class PgStorage:
         claim = capped_claim_rows if capped else claim_rows
         async with self._conn(self._claims) as conn:
             return await claim(
-                conn, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+                conn, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
                 labels,
             )  # fmt: skip
 
     # Queue controls and label routing (postgres_controls.py) ----------------------------
 
-    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
+    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
         async with self._conn() as conn:
-            return await pc.set_queue_control(conn, self.replica, queue_name, fields, now)
+            return await pc.set_queue_control(conn, self.replica, tenant, queue_name, fields, now)
 
     async def set_handler_control(
-        self, handler_name: str, max_running: int | None, now: int
+        self, tenant: str, handler_name: str, max_running: int | None, now: int
     ) -> Row:
         async with self._conn() as conn:
-            return await pc.set_handler_control(conn, self.replica, handler_name, max_running, now)
+            return await pc.set_handler_control(
+                conn, self.replica, tenant, handler_name, max_running, now
+            )
 
     async def controls(self) -> tuple[list[Row], list[Row]]:
         async with self._conn() as conn:
             return await pc.controls(conn)
 
-    async def running_counts(self) -> list[tuple[str, str, int]]:
+    async def running_counts(self) -> list[tuple[str, str, str, int]]:
         async with self._conn() as conn:
             return await pc.running_counts(conn)
 
-    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
+    async def pending_label_sets(
+        self, tenant: str, queue_name: str | None
+    ) -> list[tuple[str, str, Any, int]]:
         async with self._conn() as conn:
-            return await pc.pending_label_sets(conn, queue_name)
+            return await pc.pending_label_sets(conn, tenant, queue_name)
 
-    async def live_worker_labels(self) -> list[dict[str, str]]:
+    async def live_worker_labels(self, tenant: str) -> list[dict[str, str]]:
         async with self._conn() as conn:
-            return await pc.live_worker_labels(conn)
+            return await pc.live_worker_labels(conn, tenant)
 
     async def announce(self, queue_name: str, handler_name: str) -> None:
         async with self._conn() as conn:
@@ -305,6 +316,7 @@ class PgStorage:
             args.append(value)
             return f"${len(args)}"
 
+        where.append(f"tenant = {arg(flt.tenant)}")  # P-TEN-3
         if flt.statuses:
             where.append(f"status = ANY({arg(list(flt.statuses))}::text[])")
         for col in ("handler_name", "queue_name", "worker_id"):
@@ -316,7 +328,7 @@ class PgStorage:
             where.append(f"created_at < {arg(flt.created_before)}")
         if before_seq is not None:
             where.append(f"seq < {arg(before_seq)}")
-        sql = _TASKS + (" WHERE " + " AND ".join(where) if where else "")
+        sql = _TASKS + " WHERE " + " AND ".join(where)
         return await self._fetch(sql + f" ORDER BY seq DESC LIMIT {arg(limit)}", *args)
 
     async def list_attempts(self, task_id: str) -> list[Row]:
@@ -324,7 +336,7 @@ class PgStorage:
             _ATTEMPTS + " WHERE task_id = $1 ORDER BY started_at, attempt", task_id
         )
 
-    async def queue_stats(self, queue_name: str | None) -> list[Row]:
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
         rows = await self._fetch(
             "SELECT queue_name, handler_name, "
             "count(*) FILTER (WHERE status = 'pending') AS pending, "
@@ -333,8 +345,10 @@ class PgStorage:
             "count(*) FILTER (WHERE status = 'failed') AS failed, "
             "min(run_at) FILTER (WHERE status = 'pending') AS oldest_pending_run_at "
             "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed') "
-            "AND ($1::text IS NULL OR queue_name = $1) GROUP BY queue_name, handler_name",
+            "AND tenant = $2 AND ($1::text IS NULL OR queue_name = $1) "
+            "GROUP BY queue_name, handler_name",
             queue_name,
+            tenant,
         )
         return rows
 
@@ -342,22 +356,28 @@ class PgStorage:
         row = await self._fetchrow("SELECT min(run_at) AS at FROM tasks WHERE status = 'scheduled'")
         return None if row is None else row["at"]
 
-    async def get_worker(self, worker_id: str) -> Row | None:
-        return await self._fetchrow(_WORKERS + " WHERE worker_id = $1", worker_id)
-
-    async def list_workers(self, state: str | None) -> list[Row]:
-        return await self._fetch(
-            _WORKERS + " WHERE ($1::text IS NULL OR state = $1) ORDER BY last_heartbeat_at DESC",
-            state,
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
+        return await self._fetchrow(
+            _WORKERS + " WHERE tenant = $2 AND worker_id = $1", worker_id, tenant
         )
 
-    async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]:
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+        """One tenant's workers (P-TEN-3), or every tenant's with tenant None (metrics)."""
+        return await self._fetch(
+            _WORKERS + " WHERE ($1::text IS NULL OR state = $1) "
+            "AND ($2::text IS NULL OR tenant = $2) ORDER BY last_heartbeat_at DESC",
+            state,
+            tenant,
+        )
+
+    async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]:
         if not worker_ids:
             return {}
         rows = await self._fetch(
             "SELECT worker_id, count(*) AS n FROM tasks WHERE status = 'running' "
-            "AND worker_id = ANY($1::text[]) GROUP BY worker_id",
+            "AND tenant = $2 AND worker_id = ANY($1::text[]) GROUP BY worker_id",
             worker_ids,
+            tenant,
         )
         return {r["worker_id"]: r["n"] for r in rows}
 
@@ -368,35 +388,46 @@ class PgStorage:
     ) -> list[tuple[str, str, str, int]]:
         async with self._conn() as conn, conn.transaction():
             if seen:
+                # `seen` names queues by wake_key (tenant/queue); stored split.
                 await conn.executemany(
-                    "INSERT INTO pollers (queue_name, handler_name, poller, seen_at) "
-                    "VALUES ($1, $2, $3, $4) ON CONFLICT (queue_name, handler_name, poller) "
+                    "INSERT INTO pollers (tenant, queue_name, handler_name, poller, seen_at) "
+                    "VALUES ($1, $2, $3, $4, $5) "
+                    "ON CONFLICT (tenant, queue_name, handler_name, poller) "
                     "DO UPDATE SET seen_at = greatest(pollers.seen_at, EXCLUDED.seen_at)",
-                    sorted(seen),  # one lock order for every replica
+                    sorted((*split_wake_key(k), h, p, t) for k, h, p, t in seen),  # lock order
                 )
             await conn.execute("DELETE FROM pollers WHERE seen_at < $1", since)
             rows = await conn.fetch(
-                "SELECT queue_name, handler_name, poller, seen_at FROM pollers WHERE seen_at >= $1",
+                "SELECT tenant, queue_name, handler_name, poller, seen_at FROM pollers "
+                "WHERE seen_at >= $1",
                 since,
             )
-        return [tuple(r) for r in rows]
+        return [(wake_key(r[0], r[1]), r[2], r[3], r[4]) for r in rows]
 
     # Queue history (P-OBS-5, postgres_history.py): a pooled connection, off the claims --
 
-    async def pending_counts(self) -> dict[str, int]:
+    async def pending_counts(self) -> dict[tuple[str, str], int]:
         async with self._conn() as conn:
             return await postgres_history.pending_counts(conn)
 
-    async def queue_depth(self, queue_name: str, limit: int) -> int:
+    async def queue_depth(self, tenant: str, queue_name: str, limit: int) -> int:
         async with self._conn() as conn:
-            return await postgres_history.queue_depth(conn, queue_name, limit)
+            return await postgres_history.queue_depth(conn, tenant, queue_name, limit)
 
     async def add_queue_minutes(
-        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+        self,
+        counts: list[Row],
+        minute: int,
+        depths: dict[tuple[str, str], int],
+        prune_before: int,
     ) -> None:
         async with self._conn() as conn:
             await postgres_history.add_queue_minutes(conn, counts, minute, depths, prune_before)
 
-    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
         async with self._conn() as conn:
-            return await postgres_history.queue_minutes(conn, queue_name, since)
+            return await postgres_history.queue_minutes(conn, tenant, queue_name, since)
+
+    async def list_tenants(self) -> list[Row]:
+        async with self._conn() as conn:
+            return await postgres_history.list_tenants(conn)

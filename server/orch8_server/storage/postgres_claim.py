@@ -42,17 +42,19 @@ _RETURNED = ", ".join(
     f"t.{c}::text AS {c}" if c in CLAIM_JSON else f"t.{c}"
     for c in (*CLAIM_COLUMNS, *_LEASE_COLUMNS)
 )
-# P-CTRL-1/2 guard of a plain claim: nothing of a paused or capped queue or handler.
-_QUEUE_FREE = (
-    "NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.queue_name = $1 "
-    "AND (qc.paused OR qc.max_running IS NOT NULL))"
-)
-
-
-def _handler_free(column: str) -> str:
+# P-CTRL-1/2 guard of a plain claim: nothing of a paused or capped queue or handler of
+# the claiming tenant ({t}: the tenant's parameter).
+def _queue_free(t: str) -> str:
     return (
-        f"NOT EXISTS (SELECT 1 FROM handler_controls hc WHERE hc.handler_name = {column} "
-        "AND hc.max_running IS NOT NULL)"
+        f"NOT EXISTS (SELECT 1 FROM queue_controls qc WHERE qc.tenant = {t} "
+        "AND qc.queue_name = $1 AND (qc.paused OR qc.max_running IS NOT NULL))"
+    )
+
+
+def _handler_free(column: str, t: str) -> str:
+    return (
+        f"NOT EXISTS (SELECT 1 FROM handler_controls hc WHERE hc.tenant = {t} "
+        f"AND hc.handler_name = {column} AND hc.max_running IS NOT NULL)"
     )
 
 
@@ -72,20 +74,23 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
     (queue, handler, priority, seq), each reading at most $2 rows in index order; the
     best $2 of their union win (the losers stay locked until this one-statement
     transaction commits). Without, one scan of tasks_claim_any. The worker's labels are
-    the last parameter."""
+    the next parameter, the tenant the last (P-TEN-3: it leads every claim index)."""
     labels = _labels(("$8" if by_handler else "$7") if labelled else None)
+    t = f"${7 + by_handler + labelled}"
     if by_handler:
         pick = (
             "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
-            "SELECT seq, priority FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
-            f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name')} "
-            f"AND {_QUEUE_FREE} ORDER BY priority, seq LIMIT $2 "
+            f"SELECT seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
+            f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
+            f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
             "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
         )
     else:
         pick = (
-            "SELECT seq, priority FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
-            f"AND {labels} AND {_handler_free('t.handler_name')} AND {_QUEUE_FREE} "
+            f"SELECT seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
+            f"AND {labels} AND {_handler_free('t.handler_name', t)} AND {_queue_free(t)} "
             "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
         )
 
@@ -123,6 +128,7 @@ def _claimed(record: asyncpg.Record) -> Row:
 
 async def claim_rows(
     conn: asyncpg.Connection,
+    tenant: str,
     queue_name: str,
     handler_names: list[str] | None,
     limit: int,
@@ -147,6 +153,7 @@ async def claim_rows(
             args.append(handler_names)
         if labels is not None:
             args.append(labels)
+        args.append(tenant)
         rows = [_claimed(r) for r in await conn.fetch(sql, *args)]
         fresh = sorted(
             (r for r in rows if r["status"] == "running"),
@@ -177,46 +184,60 @@ _EXPIRE_PICKED = (
 @cache
 def _pick_sql(by_handler: bool, labelled: bool) -> str:
     """Candidates of a capped claim, locked, in claim order: $1 queue, $2 how many,
-    $3 the handlers (by_handler) or the handlers at their cap (to skip), $4 labels."""
+    $3 the handlers (by_handler) or the handlers at their cap (to skip), $4 labels, then
+    the tenant."""
     labels = _labels("$4" if labelled else None)
+    t = f"${4 + labelled}"
     cols = "t.seq, t.priority, t.handler_name, t.good_until"
     if by_handler:
         return (
             "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
-            f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+            f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
             f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
             "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
         )
     return (
-        f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND queue_name = $1 "
+        f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+        "AND queue_name = $1 "
         f"AND NOT (handler_name = ANY($3::text[])) AND {labels} "
         "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
     )
 
 
 async def _budgets(
-    conn: asyncpg.Connection, queue_name: str, handler_names: list[str] | None, limit: int
+    conn: asyncpg.Connection,
+    tenant: str,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
 ) -> tuple[int, dict[str, int]]:
     """Lock the controls (queue row, then handler rows by name: one order everywhere, no
     deadlock) and return (how many this claim may take, room under each handler cap)."""
     control = await conn.fetchrow(
-        "SELECT paused, max_running FROM queue_controls WHERE queue_name = $1 FOR UPDATE",
+        "SELECT paused, max_running FROM queue_controls WHERE queue_name = $1 AND tenant = $2 "
+        "FOR UPDATE",
         queue_name,
+        tenant,
     )
     if control is not None and control["paused"]:  # P-CTRL-1
         return 0, {}
     if control is not None and control["max_running"] is not None:
         running = await conn.fetchval(
-            "SELECT count(*) FROM tasks WHERE status = 'running' AND queue_name = $1", queue_name
+            "SELECT count(*) FROM tasks WHERE status = 'running' AND tenant = $2 "
+            "AND queue_name = $1",
+            queue_name,
+            tenant,
         )
         limit = min(limit, control["max_running"] - running)
     caps = {
         r[0]: r[1]
         for r in await conn.fetch(
             "SELECT handler_name, max_running FROM handler_controls WHERE max_running IS NOT NULL "
-            "AND ($1::text[] IS NULL OR handler_name = ANY($1::text[])) "
+            "AND tenant = $2 AND ($1::text[] IS NULL OR handler_name = ANY($1::text[])) "
             "ORDER BY handler_name FOR UPDATE",
             handler_names or None,
+            tenant,
         )
     }
     if not caps or limit <= 0:
@@ -224,9 +245,10 @@ async def _budgets(
     running_of = {
         r[0]: r[1]
         for r in await conn.fetch(
-            "SELECT handler_name, count(*) FROM tasks WHERE status = 'running' "
+            "SELECT handler_name, count(*) FROM tasks WHERE status = 'running' AND tenant = $2 "
             "AND handler_name = ANY($1::text[]) GROUP BY handler_name",
             list(caps),
+            tenant,
         )
     }
     return limit, {h: cap - running_of.get(h, 0) for h, cap in caps.items()}
@@ -234,6 +256,7 @@ async def _budgets(
 
 async def capped_claim_rows(
     conn: asyncpg.Connection,
+    tenant: str,
     queue_name: str,
     handler_names: list[str] | None,
     limit: int,
@@ -247,7 +270,7 @@ async def capped_claim_rows(
     claimed: list[Row] = []
     expired = 0
     async with conn.transaction():
-        limit, room = await _budgets(conn, queue_name, handler_names, limit)
+        limit, room = await _budgets(conn, tenant, queue_name, handler_names, limit)
         excluded = {h for h, left in room.items() if left <= 0}
         while len(claimed) < limit:
             want = limit - len(claimed)
@@ -260,6 +283,7 @@ async def capped_claim_rows(
                 args = [queue_name, want, sorted(excluded)]
             if labels is not None:
                 args.append(labels)
+            args.append(tenant)
             candidates = await conn.fetch(_pick_sql(bool(handler_names), labels is not None), *args)
             if not candidates:
                 break

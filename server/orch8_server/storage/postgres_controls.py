@@ -18,6 +18,7 @@ from orch8_server.storage.base import (
     HANDLER_CONTROL_COLUMNS,
     QUEUE_CONTROL_COLUMNS,
     Row,
+    wake_key,
 )
 from orch8_server.storage.postgres_listen import CHANNEL
 
@@ -29,76 +30,88 @@ async def notify(conn: asyncpg.Connection, replica: str, queue_name: str, handle
 
 
 async def set_queue_control(
-    conn: asyncpg.Connection, replica: str, queue_name: str, fields: Row, now: int
+    conn: asyncpg.Connection, replica: str, tenant: str, queue_name: str, fields: Row, now: int
 ) -> Row:
     cols = list(fields)
-    marks = ", ".join(f"${i + 2}" for i in range(len(cols)))
-    at = f"${len(cols) + 2}"
+    marks = ", ".join(f"${i + 3}" for i in range(len(cols)))
+    at = f"${len(cols) + 3}"
     async with conn.transaction():
         row = await conn.fetchrow(
-            f"INSERT INTO queue_controls (queue_name, {', '.join(cols)}, updated_at) "
-            f"VALUES ($1, {marks}, {at}) ON CONFLICT (queue_name) DO UPDATE SET "
+            f"INSERT INTO queue_controls (tenant, queue_name, {', '.join(cols)}, updated_at) "
+            f"VALUES ($1, $2, {marks}, {at}) ON CONFLICT (tenant, queue_name) DO UPDATE SET "
             + ", ".join(f"{c} = EXCLUDED.{c}" for c in [*cols, "updated_at"])
             + " RETURNING "
             + ", ".join(QUEUE_CONTROL_COLUMNS),
+            tenant,
             queue_name,
             *fields.values(),
             now,
         )
-        await notify(conn, replica, queue_name, CONTROLS_CHANGED)
+        await notify(conn, replica, wake_key(tenant, queue_name), CONTROLS_CHANGED)
     return dict(row)
 
 
 async def set_handler_control(
-    conn: asyncpg.Connection, replica: str, handler_name: str, max_running: int | None, now: int
+    conn: asyncpg.Connection,
+    replica: str,
+    tenant: str,
+    handler_name: str,
+    max_running: int | None,
+    now: int,
 ) -> Row:
     async with conn.transaction():
         row = await conn.fetchrow(
-            "INSERT INTO handler_controls (handler_name, max_running, updated_at) "
-            "VALUES ($1, $2, $3) ON CONFLICT (handler_name) DO UPDATE SET "
+            "INSERT INTO handler_controls (tenant, handler_name, max_running, updated_at) "
+            "VALUES ($1, $2, $3, $4) ON CONFLICT (tenant, handler_name) DO UPDATE SET "
             "max_running = EXCLUDED.max_running, updated_at = EXCLUDED.updated_at RETURNING "
             + ", ".join(HANDLER_CONTROL_COLUMNS),
+            tenant,
             handler_name,
             max_running,
             now,
         )
-        await notify(conn, replica, ANY_QUEUE, CONTROLS_CHANGED)
+        await notify(conn, replica, wake_key(tenant, ANY_QUEUE), CONTROLS_CHANGED)
     return dict(row)
 
 
 async def controls(conn: asyncpg.Connection) -> tuple[list[Row], list[Row]]:
     queues = await conn.fetch(
-        "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls ORDER BY queue_name"
+        "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls ORDER BY tenant, queue_name"
     )
     handlers = await conn.fetch(
         "SELECT "
         + ", ".join(HANDLER_CONTROL_COLUMNS)
-        + " FROM handler_controls ORDER BY handler_name"
+        + " FROM handler_controls ORDER BY tenant, handler_name"
     )
     return [dict(r) for r in queues], [dict(r) for r in handlers]
 
 
-async def running_counts(conn: asyncpg.Connection) -> list[tuple[str, str, int]]:
+async def running_counts(conn: asyncpg.Connection) -> list[tuple[str, str, str, int]]:
+    """(tenant, queue, handler, running tasks) of every tenant."""
     rows = await conn.fetch(
-        "SELECT queue_name, handler_name, count(*) FROM tasks WHERE status = 'running' "
-        "GROUP BY queue_name, handler_name"
-    )
-    return [(r[0], r[1], r[2]) for r in rows]
-
-
-async def pending_label_sets(
-    conn: asyncpg.Connection, queue_name: str | None
-) -> list[tuple[str, str, Any, int]]:
-    rows = await conn.fetch(
-        "SELECT queue_name, handler_name, required_labels, count(*) FROM tasks "
-        "WHERE status = 'pending' AND required_labels IS NOT NULL "
-        "AND ($1::text IS NULL OR queue_name = $1) "
-        "GROUP BY queue_name, handler_name, required_labels",
-        queue_name,
+        "SELECT tenant, queue_name, handler_name, count(*) FROM tasks WHERE status = 'running' "
+        "GROUP BY tenant, queue_name, handler_name"
     )
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-async def live_worker_labels(conn: asyncpg.Connection) -> list[dict[str, str]]:
-    rows = await conn.fetch("SELECT labels FROM workers WHERE state <> 'dead'")
+async def pending_label_sets(
+    conn: asyncpg.Connection, tenant: str, queue_name: str | None
+) -> list[tuple[str, str, Any, int]]:
+    rows = await conn.fetch(
+        "SELECT queue_name, handler_name, required_labels, count(*) FROM tasks "
+        "WHERE status = 'pending' AND required_labels IS NOT NULL AND tenant = $2 "
+        "AND ($1::text IS NULL OR queue_name = $1) "
+        "GROUP BY queue_name, handler_name, required_labels",
+        queue_name,
+        tenant,
+    )
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+async def live_worker_labels(conn: asyncpg.Connection, tenant: str) -> list[dict[str, str]]:
+    """P-LABEL-3 per tenant: another tenant's workers never make a task routable."""
+    rows = await conn.fetch(
+        "SELECT labels FROM workers WHERE tenant = $1 AND state <> 'dead'", tenant
+    )
     return [r[0] for r in rows]

@@ -16,9 +16,10 @@ import asyncpg
 from orch8_server.storage.base import Row
 
 _ADD = """
-INSERT INTO queue_minutes AS m (queue_name, minute, enqueued, completed, failed, wait_hist)
-VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (queue_name, minute) DO UPDATE SET
+INSERT INTO queue_minutes AS m (queue_name, minute, enqueued, completed, failed, wait_hist,
+    tenant)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+ON CONFLICT (tenant, queue_name, minute) DO UPDATE SET
     enqueued = m.enqueued + EXCLUDED.enqueued,
     completed = m.completed + EXCLUDED.completed,
     failed = m.failed + EXCLUDED.failed,
@@ -37,38 +38,39 @@ ON CONFLICT (queue_name, minute) DO UPDATE SET
     END
 """
 _DEPTH = (
-    "INSERT INTO queue_minutes (queue_name, minute, depth) VALUES ($1, $2, $3) "
-    "ON CONFLICT (queue_name, minute) DO UPDATE SET depth = EXCLUDED.depth"
+    "INSERT INTO queue_minutes (tenant, queue_name, minute, depth) VALUES ($1, $2, $3, $4) "
+    "ON CONFLICT (tenant, queue_name, minute) DO UPDATE SET depth = EXCLUDED.depth"
 )
 
 
-async def pending_counts(conn: asyncpg.Connection) -> dict[str, int]:
-    """Pending tasks per queue (the depth sample; the tasks_claim_any index covers it)."""
+async def pending_counts(conn: asyncpg.Connection) -> dict[tuple[str, str], int]:
+    """Pending tasks per (tenant, queue) (the depth sample; tasks_claim_any covers it)."""
     rows = await conn.fetch(
-        "SELECT queue_name, count(*) AS n FROM tasks WHERE status = 'pending' GROUP BY queue_name"
+        "SELECT tenant, queue_name, count(*) AS n FROM tasks WHERE status = 'pending' "
+        "GROUP BY tenant, queue_name"
     )
-    return {r["queue_name"]: r["n"] for r in rows}
+    return {(r["tenant"], r["queue_name"]): r["n"] for r in rows}
 
 
 # P-BP-2: as sqlite_history.QUEUE_DEPTH (tasks_claim_any, then the scheduled rows only),
 # each part stopping at the limit.
 QUEUE_DEPTH = (
-    "SELECT (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE queue_name = $1 "
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = $3 AND queue_name = $1 "
     "AND status = 'pending' LIMIT $2) p) + (SELECT count(*) FROM (SELECT 1 FROM tasks "
-    "WHERE status = 'scheduled' AND queue_name = $1 LIMIT $2) s)"
+    "WHERE status = 'scheduled' AND tenant = $3 AND queue_name = $1 LIMIT $2) s)"
 )
 
 
-async def queue_depth(conn: asyncpg.Connection, queue_name: str, limit: int) -> int:
-    """Pending + scheduled tasks of the queue, counted up to `limit` each (P-BP-2)."""
-    return int(await conn.fetchval(QUEUE_DEPTH, queue_name, limit))
+async def queue_depth(conn: asyncpg.Connection, tenant: str, queue_name: str, limit: int) -> int:
+    """Pending + scheduled tasks of the tenant's queue, up to `limit` each (P-BP-2, P-TEN-3)."""
+    return int(await conn.fetchval(QUEUE_DEPTH, queue_name, limit, tenant))
 
 
 async def add_queue_minutes(
     conn: asyncpg.Connection,
     counts: Sequence[Row],
     minute: int,
-    depths: dict[str, int],
+    depths: dict[tuple[str, str], int],
     prune_before: int,
 ) -> None:
     """Add `counts`, set the depth of `minute`, drop the minutes before `prune_before`:
@@ -85,21 +87,38 @@ async def add_queue_minutes(
                         c["completed"],
                         c["failed"],
                         c["wait_hist"],
+                        c["tenant"],
                     )
                     for c in counts
                 ],
             )
         if depths:
-            await conn.executemany(_DEPTH, [(q, minute, n) for q, n in sorted(depths.items())])
+            await conn.executemany(
+                _DEPTH, [(t, q, minute, n) for (t, q), n in sorted(depths.items())]
+            )
         await conn.execute("DELETE FROM queue_minutes WHERE minute < $1", prune_before)
 
 
-async def queue_minutes(conn: asyncpg.Connection, queue_name: str, since: int) -> list[Row]:
-    """The stored minutes of `queue_name` from `since` on, oldest first."""
+async def queue_minutes(
+    conn: asyncpg.Connection, tenant: str, queue_name: str, since: int
+) -> list[Row]:
+    """The stored minutes of the tenant's `queue_name` from `since` on, oldest first."""
     rows = await conn.fetch(
         "SELECT minute, enqueued, completed, failed, depth, wait_hist FROM queue_minutes "
-        "WHERE queue_name = $1 AND minute >= $2 ORDER BY minute",
+        "WHERE tenant = $3 AND queue_name = $1 AND minute >= $2 ORDER BY minute",
         queue_name,
         since,
+        tenant,
     )
     return [dict(r) for r in rows]
+
+
+async def list_tenants(conn: asyncpg.Connection) -> list[Row]:
+    """P-TEN-4: every tenant with a task or a worker, with both counts, in tenant order."""
+    rows = await conn.fetch(
+        "SELECT tenant, sum(tasks)::bigint AS tasks, sum(workers)::bigint AS workers FROM ("
+        "SELECT tenant, count(*) AS tasks, 0 AS workers FROM tasks GROUP BY tenant "
+        "UNION ALL SELECT tenant, 0, count(*) FROM workers GROUP BY tenant) c "
+        "GROUP BY tenant ORDER BY tenant"
+    )
+    return [{"tenant": r[0], "tasks": int(r[1]), "workers": int(r[2])} for r in rows]

@@ -149,7 +149,55 @@ CREATE TABLE queue_minutes (
 CREATE INDEX queue_minutes_minute ON queue_minutes (minute);
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3)]
+# Tenants (contract 1.4.0, P-TEN-1..3). ADD COLUMN with a constant default rewrites
+# nothing (PostgreSQL 11+): existing rows read as tenant `default`. Unique names become
+# unique per tenant; the claim indexes lead with tenant, then the claim's equality filters
+# and its ORDER BY (priority, seq), as before. Wake-ups name the tenant.
+_V4 = """
+ALTER TABLE tasks ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+DROP INDEX tasks_claim_handler;
+CREATE INDEX tasks_claim_handler ON tasks (tenant, queue_name, handler_name, priority, seq)
+    WHERE status = 'pending';
+DROP INDEX tasks_claim_any;
+CREATE INDEX tasks_claim_any ON tasks (tenant, queue_name, priority, seq)
+    WHERE status = 'pending';
+DROP INDEX tasks_status_seq;
+CREATE INDEX tasks_status_seq ON tasks (tenant, status, seq);
+CREATE INDEX tasks_tenant_seq ON tasks (tenant, seq);
+DROP INDEX tasks_worker_seq;
+CREATE INDEX tasks_worker_seq ON tasks (tenant, worker_id, seq) WHERE worker_id IS NOT NULL;
+DROP INDEX tasks_idempotency_key;
+CREATE UNIQUE INDEX tasks_idempotency_key ON tasks (tenant, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+DROP INDEX tasks_running_queue;
+CREATE INDEX tasks_running_queue ON tasks (tenant, queue_name, handler_name)
+    WHERE status = 'running';
+
+ALTER TABLE workers ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+ALTER TABLE workers DROP CONSTRAINT workers_pkey, ADD PRIMARY KEY (tenant, worker_id);
+ALTER TABLE queue_controls ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+ALTER TABLE queue_controls DROP CONSTRAINT queue_controls_pkey,
+    ADD PRIMARY KEY (tenant, queue_name);
+ALTER TABLE handler_controls ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+ALTER TABLE handler_controls DROP CONSTRAINT handler_controls_pkey,
+    ADD PRIMARY KEY (tenant, handler_name);
+ALTER TABLE queue_minutes ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+ALTER TABLE queue_minutes DROP CONSTRAINT queue_minutes_pkey,
+    ADD PRIMARY KEY (tenant, queue_name, minute);
+ALTER TABLE pollers ADD COLUMN tenant text NOT NULL DEFAULT 'default';
+ALTER TABLE pollers DROP CONSTRAINT pollers_pkey,
+    ADD PRIMARY KEY (tenant, queue_name, handler_name, poller);
+
+CREATE OR REPLACE FUNCTION orch8_notify_pending() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('orch8_wake', json_build_array(
+        current_setting('orch8.replica', true), NEW.tenant || '/' || NEW.queue_name,
+        NEW.handler_name)::text);
+    RETURN NULL;
+END $$;
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
 LATEST = MIGRATIONS[-1][0]
 
 

@@ -45,7 +45,7 @@ _INSERT_TASK_PLAIN = (
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_NEW_TASK_COLS)))})"
 )
 _INSERT_TASK = (
-    _INSERT_TASK_PLAIN + " ON CONFLICT (idempotency_key) WHERE idempotency_key IS NOT NULL "
+    _INSERT_TASK_PLAIN + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL "
     "DO NOTHING RETURNING seq"
 )
 _UPSERT_ATTEMPT = (
@@ -63,7 +63,7 @@ _TYPES = {
     "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
     "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
     "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
-    "checkpoint": "json", "progress": "json", "cancel_reason": "text",
+    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
     "required_labels": "jsonb", "task_id": "text",
     "ended_at": "bigint", "outcome": "text", "reply": "json",
 }  # fmt: skip
@@ -91,14 +91,15 @@ def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") 
 _UPSERT_WORKER = (
     f"INSERT INTO workers ({', '.join(WORKER_COLUMNS)}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
-    "ON CONFLICT (worker_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:])
+    "ON CONFLICT (tenant, worker_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:] if c != "tenant")
 )
 
 _COMPLETE_RUNNING = (
     "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
     "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
-    "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' RETURNING "
+    "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' AND t.tenant = $5 "
+    "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
 )
 
@@ -201,8 +202,10 @@ class PgTx:
         if seq is not None:
             return {**row, "seq": seq}, True
         # P-TASK-3: the key exists (ON CONFLICT waited for its writer to commit).
-        existing = await self.c.fetchrow(
-            _TASKS + " WHERE idempotency_key = $1", row["idempotency_key"]
+        existing = await self.c.fetchrow(  # P-TEN-3: idempotency keys are per tenant
+            _TASKS + " WHERE tenant = $1 AND idempotency_key = $2",
+            row["tenant"],
+            row["idempotency_key"],
         )
         return dict(existing), False
 
@@ -236,7 +239,9 @@ class PgTx:
         key = ("a", row["task_id"], row["lease_id"])
         await self._write(key, _UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
 
-    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
+    async def complete_running(
+        self, tenant: str, items: list[tuple[str, str, Any]], now: int
+    ) -> list[Row]:
         if not items:
             return []
         await self.flush()
@@ -248,6 +253,7 @@ class PgTx:
             [lease for _, lease, _ in items],
             [None if out is None else orjson.dumps(out).decode() for _, _, out in items],
             now,
+            tenant,
         )
         return [dict(r) for r in rows]
 
@@ -270,6 +276,7 @@ class PgTx:
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -286,17 +293,17 @@ class PgTx:
         await self.c.execute("SET LOCAL synchronous_commit = off")
         claim = capped_claim_rows if capped else claim_rows  # a savepoint inside this tx
         return await claim(
-            self.c, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+            self.c, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
             labels,
         )  # fmt: skip
 
-    async def promote_due(self, now: int) -> list[tuple[str, str]]:
+    async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         await self.flush()
         self._locked.clear()
         rows = await self.c.fetch(
             "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE seq IN ("
             "SELECT seq FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
-            "FOR UPDATE SKIP LOCKED) RETURNING queue_name, handler_name",
+            "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name",
             now,
         )
         return sorted({(r[0], r[1]) for r in rows})
@@ -323,29 +330,37 @@ class PgTx:
         )
         return [dict(r) for r in rows]
 
-    async def running_tasks_of(self, worker_id: str) -> list[Row]:
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]:
         await self.flush()
         rows = await self.c.fetch(
-            _TASKS + " WHERE worker_id = $1 AND status = 'running' ORDER BY id FOR UPDATE",
+            _TASKS + " WHERE tenant = $2 AND worker_id = $1 AND status = 'running' "
+            "ORDER BY id FOR UPDATE",
             worker_id,
+            tenant,
         )
         return [dict(r) for r in rows]
 
-    async def get_worker(self, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
         await self.flush()
-        return _row(await self.c.fetchrow(_WORKERS + " WHERE worker_id = $1 FOR UPDATE", worker_id))
+        return _row(
+            await self.c.fetchrow(
+                _WORKERS + " WHERE tenant = $2 AND worker_id = $1 FOR UPDATE", worker_id, tenant
+            )
+        )
 
     async def upsert_worker(self, row: Row) -> None:
         await self.flush()
         await self.c.execute(_UPSERT_WORKER, *[row.get(c) for c in WORKER_COLUMNS])
 
-    async def update_worker(self, worker_id: str, fields: Row) -> None:
-        sql = f"UPDATE workers SET {_sets(fields, 2)} WHERE worker_id = $1"
-        await self._write(("w", worker_id), sql, (worker_id, *fields.values()))
+    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None:
+        sql = f"UPDATE workers SET {_sets(fields, 3)} WHERE worker_id = $1 AND tenant = $2"
+        await self._write(("w", tenant, worker_id), sql, (worker_id, tenant, *fields.values()))
 
-    async def delete_worker(self, worker_id: str) -> None:
+    async def delete_worker(self, tenant: str, worker_id: str) -> None:
         await self.flush()
-        await self.c.execute("DELETE FROM workers WHERE worker_id = $1", worker_id)
+        await self.c.execute(
+            "DELETE FROM workers WHERE worker_id = $1 AND tenant = $2", worker_id, tenant
+        )
 
     async def silent_workers(self, before: int) -> list[Row]:
         await self.flush()

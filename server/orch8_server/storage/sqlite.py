@@ -117,6 +117,7 @@ class SqliteStorage:
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -129,7 +130,7 @@ class SqliteStorage:
     ) -> tuple[list[Row], int]:
         async with self.transaction() as tx:
             return await tx.claim(
-                queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+                tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
                 labels, capped,
             )  # fmt: skip
 
@@ -187,8 +188,8 @@ class SqliteStorage:
 
     async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]:
         await self._settled()
-        where: list[str] = []
-        args: list[Any] = []
+        where: list[str] = ["tenant = ?"]  # P-TEN-3
+        args: list[Any] = [flt.tenant]
         if flt.statuses:
             where.append(f"status IN ({','.join('?' * len(flt.statuses))})")
             args += flt.statuses
@@ -205,7 +206,7 @@ class SqliteStorage:
         if before_seq is not None:
             where.append("seq < ?")
             args.append(before_seq)
-        sql = TASK_SELECT + (" WHERE " + " AND ".join(where) if where else "")
+        sql = TASK_SELECT + " WHERE " + " AND ".join(where)
         return [task(r) for r in self.c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*args, limit])]
 
     async def list_attempts(self, task_id: str) -> list[Row]:
@@ -217,10 +218,10 @@ class SqliteStorage:
             )
         ]
 
-    async def queue_stats(self, queue_name: str | None) -> list[Row]:
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
         await self._settled()
-        q = " AND queue_name = ?" if queue_name is not None else ""
-        args = (queue_name,) if queue_name is not None else ()
+        q = " AND tenant = ?" + (" AND queue_name = ?" if queue_name is not None else "")
+        args = (tenant, queue_name) if queue_name is not None else (tenant,)
         stats: dict[tuple[str, str], Row] = {}
 
         def slot(queue: str, handler: str) -> Row:
@@ -262,79 +263,97 @@ class SqliteStorage:
 
     # Queue controls and label routing (sqlite_controls.py) ------------------------------
 
-    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
+    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
         async with self.transaction():
-            return sqlite_controls.set_queue_control(self.c, queue_name, fields, now)
+            return sqlite_controls.set_queue_control(self.c, tenant, queue_name, fields, now)
 
     async def set_handler_control(
-        self, handler_name: str, max_running: int | None, now: int
+        self, tenant: str, handler_name: str, max_running: int | None, now: int
     ) -> Row:
         async with self.transaction():
-            return sqlite_controls.set_handler_control(self.c, handler_name, max_running, now)
+            return sqlite_controls.set_handler_control(
+                self.c, tenant, handler_name, max_running, now
+            )
 
     async def controls(self) -> tuple[list[Row], list[Row]]:
         await self._settled()
         return sqlite_controls.controls(self.c)
 
-    async def running_counts(self) -> list[tuple[str, str, int]]:
+    async def running_counts(self) -> list[tuple[str, str, str, int]]:
         await self._settled()
         return sqlite_controls.running_counts(self.c)
 
-    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
+    async def pending_label_sets(
+        self, tenant: str, queue_name: str | None
+    ) -> list[tuple[str, str, Any, int]]:
         await self._settled()
-        return sqlite_controls.pending_label_sets(self.c, queue_name)
+        return sqlite_controls.pending_label_sets(self.c, tenant, queue_name)
 
-    async def live_worker_labels(self) -> list[dict[str, str]]:
+    async def live_worker_labels(self, tenant: str) -> list[dict[str, str]]:
         await self._settled()
-        return sqlite_controls.live_worker_labels(self.c)
+        return sqlite_controls.live_worker_labels(self.c, tenant)
 
     async def announce(self, queue_name: str, handler_name: str) -> None:
         """One process: the engine already woke its own polls."""
 
-    async def get_worker(self, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
         await self._settled()
-        return await SqliteTx(self.c).get_worker(worker_id)
+        return await SqliteTx(self.c).get_worker(tenant, worker_id)
 
-    async def list_workers(self, state: str | None) -> list[Row]:
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+        """One tenant's workers (P-TEN-3), or every tenant's with tenant None (metrics)."""
         await self._settled()
-        sql, args = WORKER_SELECT, tuple[str, ...]()
+        where, args = [], []
+        if tenant is not None:
+            where, args = ["tenant = ?"], [tenant]
         if state is not None:
-            sql, args = sql + " WHERE state = ?", (state,)
+            where.append("state = ?")
+            args.append(state)
+        sql = WORKER_SELECT + (" WHERE " + " AND ".join(where) if where else "")
         return [
             decode(WORKER_COLUMNS, WORKER_JSON, r)
             for r in self.c.execute(sql + " ORDER BY last_heartbeat_at DESC", args)
         ]
 
-    async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]:
+    async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]:
         if not worker_ids:
             return {}
         await self._settled()
         marks = ",".join("?" * len(worker_ids))
         return dict(
             self.c.execute(
-                f"SELECT worker_id, COUNT(*) FROM tasks WHERE status = 'running' "
+                f"SELECT worker_id, COUNT(*) FROM tasks WHERE status = 'running' AND tenant = ? "
                 f"AND worker_id IN ({marks}) GROUP BY worker_id",
-                worker_ids,
+                [tenant, *worker_ids],
             ).fetchall()
         )
 
     # Queue history (P-OBS-5, sqlite_history.py) ------------------------------------------
 
-    async def pending_counts(self) -> dict[str, int]:
+    async def pending_counts(self) -> dict[tuple[str, str], int]:
         await self._settled()
         return sqlite_history.pending_counts(self.c)
 
-    async def queue_depth(self, queue_name: str, limit: int) -> int:
+    async def queue_depth(self, tenant: str, queue_name: str, limit: int) -> int:
         await self._settled()
-        return sqlite_history.queue_depth(self.c, queue_name, limit)
+        return sqlite_history.queue_depth(self.c, tenant, queue_name, limit)
 
     async def add_queue_minutes(
-        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+        self,
+        counts: list[Row],
+        minute: int,
+        depths: dict[tuple[str, str], int],
+        prune_before: int,
     ) -> None:
         # Through the writer: its own SAVEPOINT in the current group commit.
         async with self.transaction():
             sqlite_history.add_queue_minutes(self.c, counts, minute, depths, prune_before)
 
-    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
         await self._settled()
-        return sqlite_history.queue_minutes(self.c, queue_name, since)
+        return sqlite_history.queue_minutes(self.c, tenant, queue_name, since)
+
+    async def list_tenants(self) -> list[Row]:
+        """P-TEN-4: tenants with a task or a worker, with their counts, in tenant order."""
+        await self._settled()
+        return sqlite_history.list_tenants(self.c)

@@ -45,6 +45,7 @@ def _claimed(raw: tuple[Any, ...]) -> Row:
 
 def _candidates(
     conn: sqlite3.Connection,
+    tenant: str,
     queue_name: str,
     handler_names: list[str] | None,
     want: int,
@@ -64,11 +65,11 @@ def _candidates(
             _claimed(r)
             for r in conn.execute(
                 _CLAIM_SELECT
-                + " WHERE status = 'pending' AND queue_name = ?"
+                + " WHERE status = 'pending' AND tenant = ? AND queue_name = ?"
                 + match
                 + skip
                 + " ORDER BY priority, seq LIMIT ?",
-                (queue_name, *extra, *excluded, want),
+                (tenant, queue_name, *extra, *excluded, want),
             )
         ]
     # One indexed, ordered scan per handler, merged here: each uses
@@ -80,9 +81,9 @@ def _candidates(
         rows += [
             _claimed(r)
             for r in conn.execute(
-                _CLAIM_SELECT + " WHERE status = 'pending' AND queue_name = ? "
+                _CLAIM_SELECT + " WHERE status = 'pending' AND tenant = ? AND queue_name = ? "
                 "AND handler_name = ?" + match + " ORDER BY priority, seq LIMIT ?",
-                (queue_name, name, *extra, want),
+                (tenant, queue_name, name, *extra, want),
             )
         ]
     if len(handler_names) > 1:
@@ -91,24 +92,32 @@ def _candidates(
 
 
 def _budgets(
-    conn: sqlite3.Connection, queue_name: str, handler_names: list[str] | None, limit: int
+    conn: sqlite3.Connection,
+    tenant: str,
+    queue_name: str,
+    handler_names: list[str] | None,
+    limit: int,
 ) -> tuple[int, dict[str, int]]:
     """P-CTRL-1/2 from the stored controls: (how many this claim may take, the room
     left under each capped handler's cap). One writer: nothing changes meanwhile."""
     control = conn.execute(
-        "SELECT paused, max_running FROM queue_controls WHERE queue_name = ?", (queue_name,)
+        "SELECT paused, max_running FROM queue_controls WHERE tenant = ? AND queue_name = ?",
+        (tenant, queue_name),
     ).fetchone()
     if control is not None and control[0]:
         return 0, {}
     if control is not None and control[1] is not None:
         running = conn.execute(
-            "SELECT COUNT(*) FROM tasks WHERE status = 'running' AND queue_name = ?",
-            (queue_name,),
+            "SELECT COUNT(*) FROM tasks WHERE status = 'running' AND tenant = ? "
+            "AND queue_name = ?",
+            (tenant, queue_name),
         ).fetchone()[0]
         limit = min(limit, control[1] - running)
     caps = dict(
         conn.execute(
-            "SELECT handler_name, max_running FROM handler_controls WHERE max_running IS NOT NULL"
+            "SELECT handler_name, max_running FROM handler_controls "
+            "WHERE tenant = ? AND max_running IS NOT NULL",
+            (tenant,),
         ).fetchall()
     )
     if handler_names:
@@ -118,9 +127,9 @@ def _budgets(
     marks = ",".join("?" * len(caps))
     running_of = dict(
         conn.execute(
-            "SELECT handler_name, COUNT(*) FROM tasks WHERE status = 'running' "
+            "SELECT handler_name, COUNT(*) FROM tasks WHERE status = 'running' AND tenant = ? "
             f"AND handler_name IN ({marks}) GROUP BY handler_name",
-            list(caps),
+            [tenant, *caps],
         ).fetchall()
     )
     return limit, {h: cap - running_of.get(h, 0) for h, cap in caps.items()}
@@ -128,6 +137,7 @@ def _budgets(
 
 def claim(
     conn: sqlite3.Connection,
+    tenant: str,
     queue_name: str,
     handler_names: list[str] | None,
     limit: int,
@@ -142,14 +152,14 @@ def claim(
     unlabelled tasks). Returns the claimed rows and how many expired on the way."""
     room: dict[str, int] = {}
     if capped:
-        limit, room = _budgets(conn, queue_name, handler_names, limit)
+        limit, room = _budgets(conn, tenant, queue_name, handler_names, limit)
     excluded = {h for h, left in room.items() if left <= 0}
     claimed: list[Row] = []
     expired = 0
     expires_at = now + lease_ms
     while len(claimed) < limit:
         want = limit - len(claimed)
-        candidates = _candidates(conn, queue_name, handler_names, want, held, excluded)
+        candidates = _candidates(conn, tenant, queue_name, handler_names, want, held, excluded)
         if not candidates:
             break
         # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets

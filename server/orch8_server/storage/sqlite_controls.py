@@ -24,51 +24,63 @@ def _queue_row(raw: tuple[Any, ...]) -> Row:
     return row
 
 
-def set_queue_control(conn: sqlite3.Connection, queue_name: str, fields: Row, now: int) -> Row:
+def set_queue_control(
+    conn: sqlite3.Connection, tenant: str, queue_name: str, fields: Row, now: int
+) -> Row:
     cols = list(fields)
     conn.execute(
-        f"INSERT INTO queue_controls (queue_name, {', '.join(cols)}, updated_at) "
-        f"VALUES (?, {', '.join('?' * len(cols))}, ?) ON CONFLICT (queue_name) DO UPDATE SET "
+        f"INSERT INTO queue_controls (tenant, queue_name, {', '.join(cols)}, updated_at) "
+        f"VALUES (?, ?, {', '.join('?' * len(cols))}, ?) "
+        "ON CONFLICT (tenant, queue_name) DO UPDATE SET "
         + ", ".join(f"{c} = excluded.{c}" for c in [*cols, "updated_at"]),
-        (queue_name, *fields.values(), now),
+        (tenant, queue_name, *fields.values(), now),
     )
     return _queue_row(
-        conn.execute(_QUEUE_SELECT + " WHERE queue_name = ?", (queue_name,)).fetchone()
+        conn.execute(
+            _QUEUE_SELECT + " WHERE tenant = ? AND queue_name = ?", (tenant, queue_name)
+        ).fetchone()
     )
 
 
 def set_handler_control(
-    conn: sqlite3.Connection, handler_name: str, max_running: int | None, now: int
+    conn: sqlite3.Connection, tenant: str, handler_name: str, max_running: int | None, now: int
 ) -> Row:
     conn.execute(
-        "INSERT INTO handler_controls (handler_name, max_running, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (handler_name) DO UPDATE SET max_running = excluded.max_running, "
-        "updated_at = excluded.updated_at",
-        (handler_name, max_running, now),
+        "INSERT INTO handler_controls (tenant, handler_name, max_running, updated_at) "
+        "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, handler_name) DO UPDATE SET "
+        "max_running = excluded.max_running, updated_at = excluded.updated_at",
+        (tenant, handler_name, max_running, now),
     )
-    return dict(zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now), strict=True))
+    return dict(
+        zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now, tenant), strict=True)
+    )
 
 
 def controls(conn: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
-    queues = [_queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY queue_name")]
+    queues = [
+        _queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY tenant, queue_name")
+    ]
     handlers = [
         dict(zip(HANDLER_CONTROL_COLUMNS, r, strict=True))
-        for r in conn.execute(_HANDLER_SELECT + " ORDER BY handler_name")
+        for r in conn.execute(_HANDLER_SELECT + " ORDER BY tenant, handler_name")
     ]
     return queues, handlers
 
 
-def running_counts(conn: sqlite3.Connection) -> list[tuple[str, str, int]]:
+def running_counts(conn: sqlite3.Connection) -> list[tuple[str, str, str, int]]:
+    """(tenant, queue, handler, running tasks) of every tenant."""
     return conn.execute(
-        "SELECT queue_name, handler_name, COUNT(*) FROM tasks WHERE status = 'running' "
-        "GROUP BY queue_name, handler_name"
+        "SELECT tenant, queue_name, handler_name, COUNT(*) FROM tasks WHERE status = 'running' "
+        "GROUP BY tenant, queue_name, handler_name"
     ).fetchall()
 
 
 def pending_label_sets(
-    conn: sqlite3.Connection, queue_name: str | None
+    conn: sqlite3.Connection, tenant: str, queue_name: str | None
 ) -> list[tuple[str, str, Any, int]]:
-    q, args = ("", ()) if queue_name is None else (" AND queue_name = ?", (queue_name,))
+    q, args = " AND tenant = ?", (tenant,)
+    if queue_name is not None:
+        q, args = q + " AND queue_name = ?", (tenant, queue_name)
     return [
         (queue, handler, orjson.loads(labels), n)
         for queue, handler, labels, n in conn.execute(
@@ -81,8 +93,11 @@ def pending_label_sets(
     ]
 
 
-def live_worker_labels(conn: sqlite3.Connection) -> list[dict[str, str]]:
+def live_worker_labels(conn: sqlite3.Connection, tenant: str) -> list[dict[str, str]]:
+    """P-LABEL-3 per tenant: another tenant's workers never make a task routable."""
     return [
         orjson.loads(labels)
-        for (labels,) in conn.execute("SELECT labels FROM workers WHERE state <> 'dead'")
+        for (labels,) in conn.execute(
+            "SELECT labels FROM workers WHERE tenant = ? AND state <> 'dead'", (tenant,)
+        )
     ]

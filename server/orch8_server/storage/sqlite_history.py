@@ -16,24 +16,26 @@ import orjson
 from orch8_server.storage.base import Row
 
 _ADD = (
-    "INSERT INTO queue_minutes (queue_name, minute, enqueued, completed, failed, wait_hist) "
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (queue_name, minute) DO UPDATE SET "
+    "INSERT INTO queue_minutes (tenant, queue_name, minute, enqueued, completed, failed, "
+    "wait_hist) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, queue_name, minute) DO UPDATE SET "
     "enqueued = enqueued + excluded.enqueued, completed = completed + excluded.completed, "
     "failed = failed + excluded.failed, wait_hist = coalesce(excluded.wait_hist, wait_hist)"
 )
 _DEPTH = (
-    "INSERT INTO queue_minutes (queue_name, minute, depth) VALUES (?, ?, ?) "
-    "ON CONFLICT (queue_name, minute) DO UPDATE SET depth = excluded.depth"
+    "INSERT INTO queue_minutes (tenant, queue_name, minute, depth) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (tenant, queue_name, minute) DO UPDATE SET depth = excluded.depth"
 )
 
 
-def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
-    """Pending tasks per queue (the depth sample)."""
-    return dict(
-        conn.execute(
-            "SELECT queue_name, COUNT(*) FROM tasks WHERE status = 'pending' GROUP BY queue_name"
-        ).fetchall()
-    )
+def pending_counts(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    """Pending tasks per (tenant, queue) (the depth sample)."""
+    return {
+        (tenant, queue): n
+        for tenant, queue, n in conn.execute(
+            "SELECT tenant, queue_name, COUNT(*) FROM tasks WHERE status = 'pending' "
+            "GROUP BY tenant, queue_name"
+        )
+    }
 
 
 # P-BP-2: pending through the tasks_claim_any partial index (queue_name first), scheduled
@@ -41,22 +43,22 @@ def pending_counts(conn: sqlite3.Connection) -> dict[str, int]:
 # limit, so the read is bounded whatever the table holds.
 QUEUE_DEPTH = (
     "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_claim_any "
-    "WHERE queue_name = ?1 "
+    "WHERE tenant = ?3 AND queue_name = ?1 "
     "AND status = 'pending' LIMIT ?2)) + (SELECT COUNT(*) FROM (SELECT 1 FROM tasks "
-    "WHERE status = 'scheduled' AND queue_name = ?1 LIMIT ?2))"
+    "WHERE status = 'scheduled' AND tenant = ?3 AND queue_name = ?1 LIMIT ?2))"
 )
 
 
-def queue_depth(conn: sqlite3.Connection, queue_name: str, limit: int) -> int:
-    """Pending + scheduled tasks of the queue, counted up to `limit` each (P-BP-2)."""
-    return int(conn.execute(QUEUE_DEPTH, (queue_name, limit)).fetchone()[0])
+def queue_depth(conn: sqlite3.Connection, tenant: str, queue_name: str, limit: int) -> int:
+    """Pending + scheduled tasks of the tenant's queue, up to `limit` each (P-BP-2, P-TEN-3)."""
+    return int(conn.execute(QUEUE_DEPTH, (queue_name, limit, tenant)).fetchone()[0])
 
 
 def add_queue_minutes(
     conn: sqlite3.Connection,
     counts: Sequence[Row],
     minute: int,
-    depths: dict[str, int],
+    depths: dict[tuple[str, str], int],
     prune_before: int,
 ) -> None:
     """Add `counts`, set the depth of `minute`, drop the minutes before `prune_before`."""
@@ -65,8 +67,9 @@ def add_queue_minutes(
         hist = c["wait_hist"]
         if hist:
             found = conn.execute(
-                "SELECT wait_hist FROM queue_minutes WHERE queue_name = ? AND minute = ?",
-                (c["queue_name"], c["minute"]),
+                "SELECT wait_hist FROM queue_minutes WHERE tenant = ? AND queue_name = ? "
+                "AND minute = ?",
+                (c["tenant"], c["queue_name"], c["minute"]),
             ).fetchone()
             merged = dict(orjson.loads(found[0])) if found and found[0] else {}
             for bucket, n in hist.items():
@@ -74,25 +77,37 @@ def add_queue_minutes(
             hist = merged
         text = orjson.dumps(hist).decode() if hist else None
         rows.append(
-            (c["queue_name"], c["minute"], c["enqueued"], c["completed"], c["failed"], text)
-        )
+            (c["tenant"], c["queue_name"], c["minute"], c["enqueued"], c["completed"],
+             c["failed"], text)
+        )  # fmt: skip
     if rows:
         conn.executemany(_ADD, rows)
     if depths:
-        conn.executemany(_DEPTH, [(q, minute, n) for q, n in sorted(depths.items())])
+        conn.executemany(_DEPTH, [(t, q, minute, n) for (t, q), n in sorted(depths.items())])
     conn.execute("DELETE FROM queue_minutes WHERE minute < ?", (prune_before,))
 
 
-def queue_minutes(conn: sqlite3.Connection, queue_name: str, since: int) -> list[Row]:
+def queue_minutes(
+    conn: sqlite3.Connection, tenant: str, queue_name: str, since: int
+) -> list[Row]:
     """The stored minutes of `queue_name` from `since` on, oldest first."""
     cols = ("minute", "enqueued", "completed", "failed", "depth", "wait_hist")
     out = []
     for raw in conn.execute(
         "SELECT " + ", ".join(cols) + " FROM queue_minutes "
-        "WHERE queue_name = ? AND minute >= ? ORDER BY minute",
-        (queue_name, since),
+        "WHERE tenant = ? AND queue_name = ? AND minute >= ? ORDER BY minute",
+        (tenant, queue_name, since),
     ):
         row = dict(zip(cols, raw, strict=True))
         row["wait_hist"] = orjson.loads(row["wait_hist"]) if row["wait_hist"] else None
         out.append(row)
     return out
+
+
+def list_tenants(conn: sqlite3.Connection) -> list[Row]:
+    """P-TEN-4: every tenant with a task or a worker, with both counts, in tenant order."""
+    counts: dict[str, Row] = {}
+    for table, col in (("tasks", "tasks"), ("workers", "workers")):
+        for tenant, n in conn.execute(f"SELECT tenant, COUNT(*) FROM {table} GROUP BY tenant"):
+            counts.setdefault(tenant, {"tenant": tenant, "tasks": 0, "workers": 0})[col] = n
+    return [counts[t] for t in sorted(counts)]

@@ -117,7 +117,99 @@ CREATE TABLE IF NOT EXISTS queue_minutes (
 CREATE INDEX IF NOT EXISTS queue_minutes_minute ON queue_minutes (minute);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2)
+# Tenants (contract 1.4.0, P-TEN-1..3): every row gets a tenant, existing rows `default`.
+# Names that were unique become unique per tenant, so the tables keyed by them are rebuilt
+# (SQLite cannot change a primary key in place). The claim indexes lead with tenant, then
+# the claim's equality filters and its ORDER BY, as before: a claim still reads only the
+# claimable rows of one tenant's queue, in claim order.
+_V3 = """
+ALTER TABLE tasks ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default';
+DROP INDEX IF EXISTS tasks_claim_handler;
+CREATE INDEX tasks_claim_handler
+    ON tasks (tenant, queue_name, handler_name, priority, seq, run_at) WHERE status = 'pending';
+DROP INDEX IF EXISTS tasks_claim_any;
+CREATE INDEX tasks_claim_any
+    ON tasks (tenant, queue_name, priority, seq) WHERE status = 'pending';
+DROP INDEX IF EXISTS tasks_status_seq;
+CREATE INDEX tasks_status_seq ON tasks (tenant, status, seq);
+CREATE INDEX tasks_tenant_seq ON tasks (tenant, seq);
+DROP INDEX IF EXISTS tasks_worker_seq;
+CREATE INDEX tasks_worker_seq ON tasks (tenant, worker_id, seq) WHERE worker_id IS NOT NULL;
+DROP INDEX IF EXISTS tasks_idempotency_key;
+CREATE UNIQUE INDEX tasks_idempotency_key
+    ON tasks (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL;
+DROP INDEX IF EXISTS tasks_running_queue;
+CREATE INDEX tasks_running_queue
+    ON tasks (tenant, queue_name, handler_name) WHERE status = 'running';
+
+CREATE TABLE workers_v3 (
+    tenant TEXT NOT NULL DEFAULT 'default',
+    worker_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    directive TEXT NOT NULL,
+    hostname TEXT,
+    pid INTEGER,
+    handlers TEXT NOT NULL,
+    queues TEXT NOT NULL,
+    concurrency INTEGER,
+    labels TEXT NOT NULL,
+    sdk TEXT,
+    registered_at INTEGER NOT NULL,
+    last_heartbeat_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, worker_id)
+);
+INSERT INTO workers_v3 (worker_id, state, directive, hostname, pid, handlers, queues,
+    concurrency, labels, sdk, registered_at, last_heartbeat_at)
+    SELECT worker_id, state, directive, hostname, pid, handlers, queues, concurrency, labels,
+    sdk, registered_at, last_heartbeat_at FROM workers;
+DROP TABLE workers;
+ALTER TABLE workers_v3 RENAME TO workers;
+
+CREATE TABLE queue_controls_v3 (
+    tenant TEXT NOT NULL DEFAULT 'default',
+    queue_name TEXT NOT NULL,
+    paused INTEGER NOT NULL DEFAULT 0,
+    paused_at INTEGER,
+    max_running INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, queue_name)
+);
+INSERT INTO queue_controls_v3 (queue_name, paused, paused_at, max_running, updated_at)
+    SELECT queue_name, paused, paused_at, max_running, updated_at FROM queue_controls;
+DROP TABLE queue_controls;
+ALTER TABLE queue_controls_v3 RENAME TO queue_controls;
+
+CREATE TABLE handler_controls_v3 (
+    tenant TEXT NOT NULL DEFAULT 'default',
+    handler_name TEXT NOT NULL,
+    max_running INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, handler_name)
+);
+INSERT INTO handler_controls_v3 (handler_name, max_running, updated_at)
+    SELECT handler_name, max_running, updated_at FROM handler_controls;
+DROP TABLE handler_controls;
+ALTER TABLE handler_controls_v3 RENAME TO handler_controls;
+
+CREATE TABLE queue_minutes_v3 (
+    tenant TEXT NOT NULL DEFAULT 'default',
+    queue_name TEXT NOT NULL,
+    minute INTEGER NOT NULL,
+    enqueued INTEGER NOT NULL DEFAULT 0,
+    completed INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    depth INTEGER,
+    wait_hist TEXT,
+    PRIMARY KEY (tenant, queue_name, minute)
+) WITHOUT ROWID;
+INSERT INTO queue_minutes_v3 (queue_name, minute, enqueued, completed, failed, depth, wait_hist)
+    SELECT queue_name, minute, enqueued, completed, failed, depth, wait_hist FROM queue_minutes;
+DROP TABLE queue_minutes;
+ALTER TABLE queue_minutes_v3 RENAME TO queue_minutes;
+CREATE INDEX IF NOT EXISTS queue_minutes_minute ON queue_minutes (minute);
+"""
+
+MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -57,7 +57,7 @@ def _complete_statement(n: int) -> str:
             f"WITH c(id, lease_id, output) AS (VALUES {values}) "
             "UPDATE tasks SET status = 'completed', output = c.output, finished_at = ?, "
             "updated_at = ? FROM c WHERE tasks.id = c.id AND tasks.lease_id = c.lease_id "
-            "AND tasks.status = 'running' RETURNING "
+            "AND tasks.status = 'running' AND tasks.tenant = ? RETURNING "
             + ", ".join(f"tasks.{col}" for col in COMPLETED_COLUMNS)
         )
     return sql
@@ -122,7 +122,9 @@ class SqliteTx:
             self._write(("t", row["id"]), _INSERT_TASK, values)
             return {**row, "seq": None}, True
         self.flush()  # a key buffered earlier in this transaction must be seen
-        existing = self.c.execute(TASK_SELECT + " WHERE idempotency_key = ?", (key,)).fetchone()
+        existing = self.c.execute(  # P-TEN-3: idempotency keys are per tenant
+            TASK_SELECT + " WHERE tenant = ? AND idempotency_key = ?", (row["tenant"], key)
+        ).fetchone()
         if existing is not None:
             return task(existing), False  # P-TASK-3
         cur = self.c.execute(_INSERT_TASK, values)
@@ -160,7 +162,9 @@ class SqliteTx:
         values = [dumps(row.get(c)) if c in ATTEMPT_JSON else row.get(c) for c in ATTEMPT_COLUMNS]
         self._write(("a", row["task_id"], row["lease_id"]), _UPSERT_ATTEMPT, values)
 
-    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
+    async def complete_running(
+        self, tenant: str, items: list[tuple[str, str, Any]], now: int
+    ) -> list[Row]:
         if not items:
             return []
         self.flush()
@@ -168,7 +172,7 @@ class SqliteTx:
         params: list[Any] = []
         for task_id, lease_id, output in items:
             params += (task_id, lease_id, dumps(output))
-        rows = self.c.execute(_complete_statement(len(items)), [*params, now, now]).fetchall()
+        rows = self.c.execute(_complete_statement(len(items)), [*params, now, now, tenant]).fetchall()
         return [dict(zip(COMPLETED_COLUMNS, r, strict=True)) for r in rows]
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
@@ -188,6 +192,7 @@ class SqliteTx:
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -202,16 +207,16 @@ class SqliteTx:
         self._rows.clear()  # rows written below bypass update_task
         held = None if labels is None else dumps(labels)
         return sqlite_claim.claim(
-            self.c, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
+            self.c, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
             held, capped,
         )  # fmt: skip
 
-    async def promote_due(self, now: int) -> list[tuple[str, str]]:
+    async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         self.flush()
         self._rows.clear()
         rows = self.c.execute(
             "UPDATE tasks SET status = 'pending', updated_at = ? "
-            "WHERE status = 'scheduled' AND run_at <= ? RETURNING queue_name, handler_name",
+            "WHERE status = 'scheduled' AND run_at <= ? RETURNING tenant, queue_name, handler_name",
             (now, now),
         ).fetchall()
         return sorted(set(rows))
@@ -238,18 +243,21 @@ class SqliteTx:
             )
         ]
 
-    async def running_tasks_of(self, worker_id: str) -> list[Row]:
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]:
         self.flush()
         return [
             task(r)
             for r in self.c.execute(
-                TASK_SELECT + " WHERE worker_id = ? AND status = 'running'", (worker_id,)
+                TASK_SELECT + " WHERE tenant = ? AND worker_id = ? AND status = 'running'",
+                (tenant, worker_id),
             )
         ]
 
-    async def get_worker(self, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
         self.flush()
-        raw = self.c.execute(WORKER_SELECT + " WHERE worker_id = ?", (worker_id,)).fetchone()
+        raw = self.c.execute(
+            WORKER_SELECT + " WHERE tenant = ? AND worker_id = ?", (tenant, worker_id)
+        ).fetchone()
         return None if raw is None else decode(WORKER_COLUMNS, WORKER_JSON, raw)
 
     async def upsert_worker(self, row: Row) -> None:
@@ -260,17 +268,19 @@ class SqliteTx:
             [dumps(row.get(c)) if c in WORKER_JSON else row.get(c) for c in WORKER_COLUMNS],
         )
 
-    async def update_worker(self, worker_id: str, fields: Row) -> None:
+    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None:
         self.flush()
         sets = ", ".join(f"{k} = ?" for k in fields)
         self.c.execute(
-            f"UPDATE workers SET {sets} WHERE worker_id = ?",
-            [*_encoded(fields, WORKER_JSON), worker_id],
+            f"UPDATE workers SET {sets} WHERE tenant = ? AND worker_id = ?",
+            [*_encoded(fields, WORKER_JSON), tenant, worker_id],
         )
 
-    async def delete_worker(self, worker_id: str) -> None:
+    async def delete_worker(self, tenant: str, worker_id: str) -> None:
         self.flush()
-        self.c.execute("DELETE FROM workers WHERE worker_id = ?", (worker_id,))
+        self.c.execute(
+            "DELETE FROM workers WHERE tenant = ? AND worker_id = ?", (tenant, worker_id)
+        )
 
     async def silent_workers(self, before: int) -> list[Row]:
         self.flush()
