@@ -10,6 +10,7 @@ from .client import Orch8Client
 from .errors import (
     AuthError,
     ConflictError,
+    ForbiddenError,
     LeaseLostError,
     NotFoundError,
     Orch8Error,
@@ -52,6 +53,7 @@ __all__ = [
     "Backoff",
     "ConflictError",
     "ErrorEvent",
+    "ForbiddenError",
     "LeaseLostError",
     "NotFoundError",
     "Orch8Client",

@@ -12,6 +12,7 @@ import datetime
 import email.utils
 import os
 import random
+import re
 import time
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +33,8 @@ DEFAULT_TIMEOUT_MS = 10_000  # P-SDK-1 per request
 LONG_POLL_MARGIN_MS = 10_000  # P-SDK-1: a long-poll's timeout is its wait_ms + 10 s
 DEFAULT_WAIT_MS = 30_000  # P-POLL-2
 MAX_CLIENT_RETRY_AFTER_MS = 30_000  # P-SDK-16: a longer Retry-After surfaces the error
+TENANT_HEADER = "X-Tenant-Id"  # P-SDK-24
+TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # P-TEN-2
 
 # Marks an argument the caller did not give, where None would be a real JSON null.
 OMIT: Any = UNSET
@@ -77,6 +80,13 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay_ms, self.base_delay_ms * 2**retry))
 
 
+def check_tenant(tenant: str | None) -> str | None:
+    """P-SDK-24: a tenant id as given, or ValueError when it cannot be one (P-TEN-2)."""
+    if tenant is not None and not (isinstance(tenant, str) and TENANT_PATTERN.fullmatch(tenant)):
+        raise ValueError(f"tenant must match ^[A-Za-z0-9_.-]{{1,64}}$ (P-TEN-2), got {tenant!r}")
+    return tenant
+
+
 @dataclass(frozen=True)
 class ClientConfig:
     """Resolved settings of one client."""
@@ -86,6 +96,7 @@ class ClientConfig:
     timeout_ms: int
     retry: RetryPolicy
     headers: dict[str, str] = field(default_factory=dict)
+    tenant: str | None = None
 
     @classmethod
     def resolve(
@@ -96,10 +107,17 @@ class ClientConfig:
         retry: RetryPolicy | None,
         headers: Mapping[str, str] | None,
         timeout: float | None = None,
+        tenant: str | None = None,
     ) -> ClientConfig:
-        """Arguments first, then ORCH8_URL / ORCH8_API_KEY, then defaults (P-SDK-1)."""
+        """Arguments first, then ORCH8_URL / ORCH8_API_KEY / ORCH8_TENANT, then defaults.
+
+        P-SDK-1 for the address, key and timeouts; P-SDK-24 for the tenant, checked here
+        (ValueError) so a bad one fails when the client is built, before any request.
+        """
         url = base_url or os.environ.get("ORCH8_URL") or DEFAULT_URL
         key = api_key if api_key is not None else os.environ.get("ORCH8_API_KEY") or None
+        if tenant is None:
+            tenant = os.environ.get("ORCH8_TENANT") or None
         return cls(
             base_url=url.rstrip("/"),
             api_key=key,
@@ -108,13 +126,16 @@ class ClientConfig:
             ),
             retry=retry or RetryPolicy(),
             headers=dict(headers or {}),
+            tenant=check_tenant(tenant),
         )
 
     def request_headers(self) -> dict[str, str]:
-        """Headers sent on every request: user agent, auth, then the caller's own."""
+        """Headers sent on every request: user agent, auth, tenant, then the caller's own."""
         out = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if self.api_key:
             out["Authorization"] = f"Bearer {self.api_key}"
+        if self.tenant is not None:  # P-SDK-24: on every request, the worker's included
+            out[TENANT_HEADER] = self.tenant
         out.update(self.headers)
         return out
 

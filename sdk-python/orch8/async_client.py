@@ -21,6 +21,7 @@ class AsyncOrch8Client(AsyncMethods):
     """Asyncio client. `base_url` / `api_key` default to ORCH8_URL / ORCH8_API_KEY (P-SDK-1).
 
     `telemetry`: an `orch8.otel.OpenTelemetry()` traces enqueues (P-TEL-1); off by default.
+    `tenant` (default ORCH8_TENANT) is sent as `X-Tenant-Id` on every request (P-SDK-24).
     """
 
     def __init__(
@@ -34,8 +35,11 @@ class AsyncOrch8Client(AsyncMethods):
         transport: httpx.AsyncBaseTransport | None = None,
         timeout: float | None = None,
         telemetry: Telemetry | None = None,
+        tenant: str | None = None,
     ) -> None:
-        self.config = ClientConfig.resolve(base_url, api_key, timeout_ms, retry, headers, timeout)
+        self.config = ClientConfig.resolve(
+            base_url, api_key, timeout_ms, retry, headers, timeout, tenant
+        )
         self._generated = self.config.generated_client()
         # P-TEL-1: enqueues run in a producer span when given one (orch8.otel.OpenTelemetry).
         self.telemetry = telemetry

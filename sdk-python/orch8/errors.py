@@ -69,6 +69,10 @@ class AuthError(Orch8Error):
     """401 `unauthorized`: API key missing or wrong (P-AUTH-1)."""
 
 
+class ForbiddenError(Orch8Error):
+    """403 `forbidden`: the key's role, tenant or scope does not allow the call (P-AUTH-3)."""
+
+
 class RateLimitedError(Orch8Error):
     """429 `rate_limited`: slow down, honour `retry_after`."""
 
@@ -83,6 +87,7 @@ _BY_CODE: dict[str, type[Orch8Error]] = {
     "unsupported_media_type": ValidationError,
     "validation_error": ValidationError,
     "unauthorized": AuthError,
+    "forbidden": ForbiddenError,  # P-SDK-24
     "not_found": NotFoundError,
     "lease_lost": LeaseLostError,
     "task_cancelled": TaskCancelledError,
@@ -95,6 +100,7 @@ _BY_CODE: dict[str, type[Orch8Error]] = {
 _BY_STATUS: dict[int, type[Orch8Error]] = {
     400: ValidationError,
     401: AuthError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     413: ValidationError,
@@ -122,6 +128,18 @@ def is_outage(cause: BaseException | int) -> bool:
             return cause.code == "connection_error"
         return cause.status in OUTAGE_STATUSES
     return False
+
+
+def refusal(cause: BaseException) -> str | None:
+    """P-SDK-24: `403 forbidden: <detail>` when the server refused the key (401/403), else None.
+
+    A refused key is not an outage, yet a worker keeps trying: the key may be fixed on the
+    server (SIGHUP) while it runs.
+    """
+    if not isinstance(cause, (AuthError, ForbiddenError)):
+        return None
+    said = " ".join(str(part) for part in (cause.status, cause.code) if part)
+    return f"{said}: {cause.detail}"
 
 
 def error_class(status: int, code: str | None) -> type[Orch8Error]:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from .._version import USER_AGENT
 from ..async_client import AsyncOrch8Client
-from ..errors import Orch8Error, is_outage
+from ..errors import Orch8Error, is_outage, refusal
 from ..models import ClaimedTask
 from ..telemetry import WorkerTelemetry
 from ._completer import Completer
@@ -80,12 +80,14 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
             )
         except Orch8Error as exc:
             deps.observer.error("register", exc)
-            if not is_outage(exc):
+            # P-SDK-24: a refused key (401/403) is not fatal: it may be fixed on the server.
+            refused = refusal(exc)
+            if refused is None and not is_outage(exc):
                 raise
             delay = backoff.next_delay_ms(exc.retry_after_ms)
             log.warning(
-                "register failed (%s), retrying in %.0f ms",
-                exc,
+                "register %s, retrying in %.0f ms",
+                f"refused: {refused}" if refused else f"failed ({exc})",
                 delay,
                 extra=deps.observer.extra(),
             )
@@ -241,8 +243,12 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
                 deps.telemetry.polled(started_ns, None)  # P-TEL-4: orch8.outcome = error
             deps.observer.poll_failed(exc)
             delay = backoff.next_delay_ms(exc.retry_after_ms if is_outage(exc) else None)
+            refused = refusal(exc)  # P-SDK-24: 401/403 back off like an outage, named as such
             log.warning(
-                "poll failed (%s), backing off %.0f ms", exc, delay, extra=deps.observer.extra()
+                "poll %s, backing off %.0f ms",
+                f"refused: {refused}" if refused else f"failed ({exc})",
+                delay,
+                extra=deps.observer.extra(),
             )
             await _sleep_unless(deps.stopping, delay)  # P-SDK-9
             continue

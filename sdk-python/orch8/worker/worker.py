@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
-from .._http import DEFAULT_WAIT_MS
+from .._http import DEFAULT_WAIT_MS, check_tenant
 from .._units import ms_option
 from ..async_client import AsyncOrch8Client
 from ..telemetry import Telemetry
@@ -54,7 +54,8 @@ class Worker:
     weighted by `queue_weights`, P-SDK-23). `run()` blocks until shutdown (SIGTERM/SIGINT, `stop()` or a terminate directive).
     `telemetry` (e.g. `orch8.otel.OpenTelemetry()`) adds spans and metrics (P-TEL-3/4);
     `health_port` serves `GET /health` on 127.0.0.1 (P-TEL-5; 0 picks a free port, read
-    `health_address`). Both are off by default.
+    `health_address`). Both are off by default. `base_url`, `api_key` and `tenant` build the
+    worker's own client when none is given (`tenant` is sent as `X-Tenant-Id`, P-SDK-24).
     """
 
     def __init__(
@@ -81,12 +82,17 @@ class Worker:
         outage_backoff: tuple[float, float] | None = None,
         telemetry: Telemetry | None = None,
         health_port: int | None = None,
+        tenant: str | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._client_arg = client
         self._base_url = base_url
         self._api_key = api_key
+        if client is not None and tenant is not None:
+            # A tenant silently dropped would act in another tenant: say where it belongs.
+            raise ValueError("tenant is an option of the client: pass it to AsyncOrch8Client")
+        self._tenant = check_tenant(tenant)  # P-SDK-24: refused before any request
         self.worker_id = worker_id or default_worker_id()
         # P-SDK-23: one queue, or an ordered list with optional weights; refused here, before
         # any request, with a ValueError naming the option.
@@ -278,7 +284,9 @@ class Worker:
             outage_backoff_ms=self.outage_backoff_ms,
         )
         own_client = self._client_arg is None
-        client = self._client_arg or AsyncOrch8Client(self._base_url, self._api_key)
+        client = self._client_arg or AsyncOrch8Client(
+            self._base_url, self._api_key, tenant=self._tenant
+        )
         executor = self._executor_arg or DaemonPool(
             self.concurrency, thread_name_prefix=f"orch8-{self.worker_id}"
         )

@@ -16,6 +16,7 @@ from .conftest import BASE, outcome, problem, task
 CASES = [
     (400, "malformed_json", orch8.ValidationError),
     (401, "unauthorized", orch8.AuthError),
+    (403, "forbidden", orch8.ForbiddenError),  # P-SDK-24
     (404, "not_found", orch8.NotFoundError),
     (405, "method_not_allowed", orch8.Orch8Error),
     (409, "lease_lost", orch8.LeaseLostError),
