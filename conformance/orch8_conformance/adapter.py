@@ -29,8 +29,9 @@ OPTION_ENV = {
     "queue_weights": "ORCH8_QUEUE_WEIGHTS",  # "a=3,b=1"
     "labels": "ORCH8_LABELS",  # "gpu=true" (P-LABEL-1)
     "telemetry": "ORCH8_TELEMETRY",  # "1": the SDK's OpenTelemetry object (P-TEL-3)
+    "tenant": "ORCH8_TENANT",  # read by the SDK itself, sent as X-Tenant-Id (P-SDK-24)
 }
-NOT_ENV = ("worker_id", "expect_refusal")  # options the runner handles itself
+NOT_ENV = ("worker_id", "expect_refusal", "key")  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}
 
 

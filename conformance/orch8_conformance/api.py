@@ -27,14 +27,19 @@ class Api:
         self.base_url = base_url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
+        # P-TEN-3: another tenant's ids are 404, so reads name the tenant an object lives in.
+        self.task_tenant: dict[str, str] = {}  # task id -> tenant, when not the default
+        self.worker_tenant: dict[str, str] = {}  # worker id -> tenant, when not the default
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
+    def call(self, method: str, path: str, body: Any = None, tenant: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base_url + path, data=data, method=method)
         if data is not None:
             req.add_header("Content-Type", "application/json")
         if self.api_key:
             req.add_header("Authorization", f"Bearer {self.api_key}")
+        if tenant is not None:
+            req.add_header("X-Tenant-Id", tenant)  # P-TEN-2
         what = f"{method} {path}"
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as res:
@@ -50,21 +55,27 @@ class Api:
         except (urllib.error.URLError, OSError) as err:
             raise ApiError(0, str(err), what) from None
 
-    def enqueue(self, task: dict) -> dict:
-        return self.call("POST", "/tasks", task)
+    def enqueue(self, task: dict, tenant: str | None = None) -> dict:
+        created = self.call("POST", "/tasks", task, tenant)
+        if tenant is not None:
+            self.task_tenant[created["id"]] = tenant
+        return created
 
-    def enqueue_batch(self, tasks: list[dict]) -> list[dict]:
-        return self.call("POST", "/tasks/batch", {"tasks": tasks})["tasks"]
+    def enqueue_batch(self, tasks: list[dict], tenant: str | None = None) -> list[dict]:
+        created = self.call("POST", "/tasks/batch", {"tasks": tasks}, tenant)["tasks"]
+        if tenant is not None:
+            self.task_tenant.update((t["id"], tenant) for t in created)
+        return created
 
     def task(self, task_id: str) -> dict:
-        return self.call("GET", f"/tasks/{task_id}")
+        return self.call("GET", f"/tasks/{task_id}", tenant=self.task_tenant.get(task_id))
 
     def attempts(self, task_id: str) -> list[dict]:
-        return self.call("GET", f"/tasks/{task_id}/attempts")["attempts"]
+        return self.call("GET", f"/tasks/{task_id}/attempts", tenant=self.task_tenant.get(task_id))["attempts"]
 
     def worker(self, worker_id: str) -> dict | None:
         try:
-            return self.call("GET", f"/workers/{worker_id}")
+            return self.call("GET", f"/workers/{worker_id}", tenant=self.worker_tenant.get(worker_id))
         except ApiError as err:
             if err.status == 404:
                 return None

@@ -39,6 +39,8 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += polls_during_faults(run, name, bounds)
     if "requests_identify" in expect:
         out += requests_identify(run, expect["requests_identify"])
+    if "requests_tenant" in expect:
+        out += requests_tenant(run, expect["requests_tenant"])
     for spec in expect.get("adapter_events", []):
         out += adapter_event(run, spec)
     for name, texts in expect.get("stderr_mentions", {}).items():
@@ -218,6 +220,19 @@ def requests_identify(run: ScenarioRun, spec: dict) -> list[str]:
             )
         if "authorization" in spec and r.get("authorization") != spec["authorization"]:
             out.append(f"{r['method']} {r['path']} has Authorization {r.get('authorization')!r}")
+    if not run.proxy.requests:
+        out.append("no request went through the proxy")
+    return sorted(set(out), key=out.index)[:3]
+
+
+def requests_tenant(run: ScenarioRun, tenant: str | None) -> list[str]:
+    """P-SDK-24: every request carries the tenant as X-Tenant-Id, or, without one, no such header."""
+    out = [
+        f"{r['method']} {r['path']} has X-Tenant-Id {r.get('tenant')!r}, expected "
+        + (repr(tenant) if tenant is not None else "no such header")
+        for r in list(run.proxy.requests)
+        if r.get("tenant") != tenant
+    ]
     if not run.proxy.requests:
         out.append("no request went through the proxy")
     return sorted(set(out), key=out.index)[:3]

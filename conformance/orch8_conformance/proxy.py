@@ -12,8 +12,8 @@ answering and without forwarding), `refuse` (stop listening and cut open connect
 `delay` (hold the request `hold_ms`, then forward it) and `any_handler` (forward polls
 without `handler_names`, so the worker is handed tasks it has no handler for).
 
-Every request is logged for the checks: method, path, the fault applied, user agent and
-authorization, the answer's status, and a summary of worker bodies (poll options, the
+Every request is logged for the checks: method, path, the fault applied, user agent,
+authorization and X-Tenant-Id, the answer's status, and a summary of worker bodies (poll options, the
 task ids of a completion batch, a fail's code and details).
 """
 
@@ -167,6 +167,7 @@ class FaultProxy:
                 "rewrite": mode if mode in ("delay", "any_handler") else None,
                 "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
                 "authorization": headers.get(b"authorization", b"").decode("latin-1"),
+                "tenant": _header(headers, b"x-tenant-id"),  # P-SDK-24; None when absent
                 "bytes": len(body),
                 "status": None,
                 "retry_after": fault.retry_after if mode in ANSWERS else None,
@@ -258,6 +259,11 @@ def _problem(status: int, title: str, code: str, retry_after: str | None) -> byt
     if retry_after is not None:
         head += f"Retry-After: {retry_after}\r\n"
     return (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+
+
+def _header(headers: dict, name: bytes) -> str | None:
+    value = headers.get(name)
+    return None if value is None else value.decode("latin-1")
 
 
 def _status(answer: bytes) -> int | None:

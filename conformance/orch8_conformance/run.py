@@ -53,6 +53,7 @@ class ScenarioRun:
         self.sent: dict[str, dict] = {}  # task ref -> the task spec it was enqueued from
         self.notes: list[str] = []  # parts of a passed run that did not apply to this adapter
         self.t0 = 0.0
+        self.step_began = 0.0  # when the current timeline step began waiting
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -111,13 +112,14 @@ class ScenarioRun:
             fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels", "headers")
             body = {k: spec[k] for k in fields if k in spec}
             members = task_refs([spec])[spec["ref"]]
+            tenant = spec.get("tenant")  # sent as X-Tenant-Id (P-TEN-2); the default tenant when absent
             try:
                 if spec.get("count"):
                     created = []
                     for start in range(0, len(members), 100):  # the contract's batch limit
-                        created += self.api.enqueue_batch([dict(body) for _ in members[start : start + 100]])
+                        created += self.api.enqueue_batch([dict(body) for _ in members[start : start + 100]], tenant)
                 else:
-                    created = [self.api.enqueue(body)]
+                    created = [self.api.enqueue(body, tenant)]
             except ApiError as err:
                 raise Failure(f"enqueue {spec['ref']}: {err}") from None
             acknowledged = now_ms()  # committed: from now on a poll may claim it (P-QUEUE-2 check)
@@ -131,8 +133,7 @@ class ScenarioRun:
         options = {**self.scenario.get("worker", {}), **overrides}
         # `worker_id: "default"` leaves the id to the SDK (P-SDK-21); the `ready` event names it.
         worker_id = None if options.get("worker_id") == "default" else f"{self.sdk}-{self.scenario['id']}-{name}"
-        api_keys = self.scenario.get("server", {}).get("api_keys") or []
-        env = adapter_env(self.proxy.url, worker_id, options, api_keys[0] if api_keys else None)
+        env = adapter_env(self.proxy.url, worker_id, options, self._worker_key(options))
         try:
             worker = AdapterProcess(name, worker_id, self.command, env, self.workdir)
         except OSError as err:
@@ -149,12 +150,24 @@ class ScenarioRun:
                     f"{name} never printed its ready event (exit code {worker.proc.poll()}); "
                     f"stderr: {worker.stderr_tail(4)!r}"
                 )
+        if options.get("tenant") and worker.worker_id:  # its record lives in that tenant (P-TEN-3)
+            self.api.worker_tenant[worker.worker_id] = options["tenant"]
+
+    def _worker_key(self, options: dict) -> str | None:
+        """The adapter's ORCH8_API_KEY: the secret of `key` in server.keys, else the first api_keys."""
+        if "key" in options:
+            if self.server is None or self.server.keys is None:
+                raise Failure("worker option `key` needs the reference server with server.keys")
+            return self.server.keys.secret(options["key"])
+        api_keys = self.scenario.get("server", {}).get("api_keys") or []
+        return api_keys[0] if api_keys else None
 
     def _step(self, index: int, step: dict, deadline: float) -> list[str]:
         what = f"timeline step {index} ({step['action']})"
         if "at_ms" in step:
             self._sleep_until(self.t0 + step["at_ms"], deadline, what)
         if "after" in step:
+            self.step_began = now_ms()  # `answered` counts answers from here on
             self.wait_for(step["after"], deadline, what)
         if step.get("delay_ms"):
             time.sleep(step["delay_ms"] / 1000)
@@ -168,11 +181,13 @@ class ScenarioRun:
         elif action == "operator":
             worker = self.worker(step["worker"])
             worker.last_command_at = now_ms()
-            self._call("POST", f"/workers/{worker.worker_id}/{step['op']}", None, what)
+            tenant = self.api.worker_tenant.get(worker.worker_id)
+            self._call("POST", f"/workers/{worker.worker_id}/{step['op']}", None, what, tenant)
         elif action in ("pause_queue", "resume_queue"):  # P-CTRL-1, an operator's call
             self._call("POST", f"/queues/{step['queue']}/{action.split('_')[0]}", None, what)
         elif action == "cancel":
-            self._call("POST", f"/tasks/{self.task_id(step['task'])}/cancel", {}, what)
+            task_id = self.task_id(step["task"])
+            self._call("POST", f"/tasks/{task_id}/cancel", {}, what, self.api.task_tenant.get(task_id))
         elif action == "restart_server":
             if self.server is None:
                 raise Failure(f"{what}: needs the reference server (not --server-url)")
@@ -180,6 +195,13 @@ class ScenarioRun:
                 self.server.restart(step.get("down_ms", 0) / 1000)
             except RuntimeError as err:
                 raise Failure(f"{what}: reference server: {err}") from None
+        elif action == "keys_file":  # P-AUTH-4: rewrite the keys file, then SIGHUP
+            if self.server is None:
+                raise Failure(f"{what}: needs the reference server (not --server-url)")
+            try:
+                self.server.reload_keys(step["keys"])
+            except RuntimeError as err:
+                raise Failure(f"{what}: {err}") from None
         elif action == "fault":
             if step["mode"] == "none":
                 self.proxy.clear_faults()
@@ -195,9 +217,9 @@ class ScenarioRun:
             return [f"at {what}: {reason}" for reason in reasons]
         return []
 
-    def _call(self, method: str, path: str, body, what: str) -> None:
+    def _call(self, method: str, path: str, body, what: str, tenant: str | None = None) -> None:
         try:
-            self.api.call(method, path, body)
+            self.api.call(method, path, body, tenant)
         except ApiError as err:
             raise Failure(f"{what}: {err}") from None
 
@@ -225,6 +247,17 @@ class ScenarioRun:
             return False
         if "worker_exited" in condition and self.worker(condition["worker_exited"]).exited_at is None:
             return False
+        if "answered" in condition:  # requests the server answered with a status (e.g. 403, P-AUTH-3)
+            want = condition["answered"]
+            seen = [
+                r
+                for r in list(self.proxy.requests)
+                if r["t"] >= self.step_began
+                and r["path"].startswith(want.get("path", ""))
+                and r.get("status") == want["status"]
+            ]
+            if len(seen) < want.get("count", 1):
+                return False
         for ref, wanted in condition.get("task_status", {}).items():
             status = self.status(ref)
             if status not in (wanted if isinstance(wanted, list) else [wanted]):

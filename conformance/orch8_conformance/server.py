@@ -6,12 +6,14 @@ no port finding here; `restart()` keeps the port and the database.
 
 from __future__ import annotations
 
+import signal
 import time
 from pathlib import Path
 
 from orch8_server.testing import RunningServer, ServerStartError, start_server
 
 from .api import Api
+from .keys import KeysFile
 
 # Scenario `server` keys -> orch8-server flags (docs/protocol.md section 13).
 FLAGS = {
@@ -25,15 +27,18 @@ FLAGS = {
 }
 
 
-def server_args(settings: dict) -> list[str]:
-    """orch8-server flags for a scenario's `server` block (`api_keys` becomes `--api-key`)."""
+def server_args(settings: dict, keys_file: Path | None = None) -> list[str]:
+    """orch8-server flags for a scenario's `server` block (`api_keys` becomes `--api-key`,
+    `keys` the `--keys-file` written for it)."""
     args: list[str] = ["--log-level", "warning"]
     for key, value in settings.items():
         if key == "api_keys":
             for api_key in value:
                 args += ["--api-key", api_key]
-        else:
+        elif key != "keys":
             args += [FLAGS[key], str(value)]
+    if keys_file is not None:
+        args += ["--keys-file", str(keys_file)]  # P-AUTH-4
     return args
 
 
@@ -48,11 +53,16 @@ class ReferenceServer:
         self.url = ""
         keys = settings.get("api_keys") or []
         self.api_key = keys[0] if keys else None
+        self.keys: KeysFile | None = None
+        if "keys" in settings:  # scoped keys (P-AUTH-2..4): the runner reads back as admin
+            self.keys = KeysFile(workdir / "keys.toml", settings["keys"])
+            self.api_key = self.keys.runner_secret
         self.api: Api | None = None
 
     def first_start(self) -> None:
+        args = server_args(self.settings, self.keys.path if self.keys else None)
         try:
-            self.running = start_server(*server_args(self.settings), db=self.db, log=self.log_path)
+            self.running = start_server(*args, db=self.db, log=self.log_path)
         except ServerStartError as err:
             raise RuntimeError(str(err)) from None
         self.url = self.running.url
@@ -75,6 +85,13 @@ class ReferenceServer:
             self.running.restart()
         except ServerStartError as err:
             raise RuntimeError(str(err)) from None
+
+    def reload_keys(self, keys: list[dict]) -> None:
+        """Rewrite the keys file and send SIGHUP: the server re-reads it (P-AUTH-4)."""
+        if self.keys is None or self.running is None or self.running.process is None:
+            raise RuntimeError("the scenario's server has no keys file (server.keys)")
+        self.keys.write(keys)
+        self.running.process.send_signal(signal.SIGHUP)
 
     def tail(self, lines: int = 15) -> str:
         try:

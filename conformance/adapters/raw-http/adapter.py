@@ -34,6 +34,7 @@ from handlers import TABLE, HeartbeatRefused, Permanent, Retryable
 env = os.environ
 URL = env.get("ORCH8_URL", "http://localhost:3001").rstrip("/")
 API_KEY = env.get("ORCH8_API_KEY")
+TENANT = env.get("ORCH8_TENANT")  # sent as X-Tenant-Id on every request (P-SDK-24)
 WORKER_ID = env.get("ORCH8_WORKER_ID") or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(4).hex()}"
 CONCURRENCY = int(env.get("ORCH8_CONCURRENCY") or 10)
 GRACE_S = int(env.get("ORCH8_GRACE_PERIOD_MS") or 25000) / 1000
@@ -66,6 +67,8 @@ def call(method: str, path: str, body: dict | None = None, timeout: float = 10) 
         req.add_header("Content-Type", "application/json")
     if API_KEY:
         req.add_header("Authorization", f"Bearer {API_KEY}")
+    if TENANT:
+        req.add_header("X-Tenant-Id", TENANT)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as res:
             raw = res.read()
@@ -81,7 +84,8 @@ def call(method: str, path: str, body: dict | None = None, timeout: float = 10) 
 
 
 def warn(what: str, status: int, answer: dict | None, err: Exception | None = None) -> None:
-    cause = repr(err) if err else f"HTTP {status} {(answer or {}).get('code')}"
+    """Names the status, code and detail (P-SDK-22, P-SDK-24: `poll failed: HTTP 403 forbidden: ...`)."""
+    cause = repr(err) if err else f"HTTP {status} {(answer or {}).get('code')}: {(answer or {}).get('detail')}"
     print(f"warning: {what} failed: {cause}", file=sys.stderr, flush=True)
 
 
@@ -409,6 +413,23 @@ def on_signal(signum, _frame) -> None:
         raise PollAborted
 
 
+def register(registration: dict) -> dict | None:
+    """Until accepted or stopped: outages and refusals (401/403, P-SDK-24) back off and retry."""
+    backoff = 0.5
+    while not stopping.is_set():
+        try:
+            status, record, wait = call("POST", "/workers", registration)
+            if status < 300:
+                return record
+            warn("registration", status, record)
+        except OSError as err:
+            warn("registration", 0, None, err)
+            wait = 0.0
+        stopping.wait(pause_after(wait, backoff))  # a SIGTERM ends the wait
+        backoff = min(backoff * 2, 30.0)
+    return None
+
+
 def main() -> None:
     global QUEUES
     try:
@@ -418,20 +439,14 @@ def main() -> None:
     registration = {"worker_id": WORKER_ID, "handlers": NAMES, "concurrency": CONCURRENCY, "sdk": USER_AGENT}
     registration.update(queues=QUEUES.registered_queues(), hostname=socket.gethostname(), pid=os.getpid())
     registration["labels"] = QUEUES.labels  # P-LABEL-1
-    while True:
-        try:
-            status, record, _ = call("POST", "/workers", registration)
-            if status < 300:
-                break
-        except OSError:
-            pass
-        time.sleep(0.5)
-    interval = int(env.get("ORCH8_HEARTBEAT_INTERVAL_MS") or record["heartbeat_interval_ms"]) / 1000
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1):
         signal.signal(signum, on_signal)
-    threading.Thread(target=heartbeat_loop, args=(interval,), daemon=True).start()
     emit("ready", sdk="raw-http", tracing=False)  # no tracer: trace-context checks only the headers
-    poll_loop()
+    record = register(registration)
+    if record is not None:
+        interval = int(env.get("ORCH8_HEARTBEAT_INTERVAL_MS") or record["heartbeat_interval_ms"]) / 1000
+        threading.Thread(target=heartbeat_loop, args=(interval,), daemon=True).start()
+        poll_loop()
     shutdown()
     emit("stopped", stats=snapshot())
 
