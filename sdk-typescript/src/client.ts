@@ -18,6 +18,11 @@ export interface Orch8ClientOptions {
   baseUrl?: string;
   /** Bearer API key; default `ORCH8_API_KEY`, else none. */
   apiKey?: string;
+  /**
+   * Tenant to act in, sent as `X-Tenant-Id` on every request, the worker's included
+   * (P-SDK-24); default `ORCH8_TENANT`, else none (the key's own tenant, or `default`).
+   */
+  tenant?: string;
   /** Request timeout in ms; default 10000. Long-polls use their wait_ms + 10000. */
   timeoutMs?: number;
   /** Automatic retries of safe calls (P-SDK-2); default 3. */
@@ -29,6 +34,18 @@ export interface Orch8ClientOptions {
    * task's headers (P-TEL-1), e.g. `openTelemetry()` from "@orch8/sdk/otel". Default: none.
    */
   telemetry?: Telemetry;
+}
+
+/** P-TEN-2: what a tenant id may be. */
+const TENANT_ID = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** P-SDK-24: the tenant option (else ORCH8_TENANT), refused with a TypeError when malformed. */
+function resolveTenant(given: string | undefined, env: Record<string, string | undefined>): string | undefined {
+  const tenant = given ?? (env.ORCH8_TENANT || undefined);
+  if (tenant !== undefined && (typeof tenant !== "string" || !TENANT_ID.test(tenant))) {
+    throw new TypeError(`tenant must match ^[A-Za-z0-9_.-]{1,64}$ (P-TEN-2), got ${JSON.stringify(tenant)}`);
+  }
+  return tenant;
 }
 
 export const DEFAULT_BASE_URL = "http://localhost:3001";
@@ -52,6 +69,8 @@ function carriesKeys(body: unknown): boolean {
 /** Typed client of the Orch8 HTTP API. */
 export class Orch8Client extends Orch8Operations {
   readonly baseUrl: string;
+  /** The tenant sent as `X-Tenant-Id` on every request, if any (P-SDK-24). */
+  readonly tenant: string | undefined;
   /** The contract this SDK was generated from. */
   readonly spec = { version: SPEC_VERSION, sha256: SPEC_SHA256 } as const;
   /** The telemetry given in the options, if any (the Worker reuses it by default). */
@@ -63,9 +82,11 @@ export class Orch8Client extends Orch8Operations {
     const env = typeof process === "object" ? process.env : {};
     this.baseUrl = (options.baseUrl ?? env.ORCH8_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
     const apiKey = options.apiKey ?? env.ORCH8_API_KEY;
+    this.tenant = resolveTenant(options.tenant, env);
     this.t = new Transport({
       baseUrl: this.baseUrl,
       ...(apiKey ? { apiKey } : {}),
+      ...(this.tenant !== undefined ? { tenant: this.tenant } : {}),
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
       ...(options.fetch ? { fetch: options.fetch } : {}),

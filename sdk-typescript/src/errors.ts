@@ -32,6 +32,8 @@ export class Orch8Error extends Error {
 export class ValidationError extends Orch8Error {}
 /** 401 unauthorized (P-AUTH-1). */
 export class AuthError extends Orch8Error {}
+/** 403 forbidden: the key's role, tenant or scope does not allow the call (P-AUTH-3, P-SDK-24). */
+export class ForbiddenError extends Orch8Error {}
 /** 404 not_found. */
 export class NotFoundError extends Orch8Error {}
 /** 409 invalid_state: the operation does not fit the task's state. */
@@ -53,6 +55,7 @@ const BY_CODE: Record<string, ErrorClass> = {
   unsupported_media_type: ValidationError,
   validation_error: ValidationError,
   unauthorized: AuthError,
+  forbidden: ForbiddenError, // P-SDK-24
   not_found: NotFoundError,
   lease_lost: LeaseLostError,
   task_cancelled: TaskCancelledError,
@@ -65,6 +68,7 @@ const BY_CODE: Record<string, ErrorClass> = {
 function classForStatus(status: number): ErrorClass {
   if (status === 400 || status === 413 || status === 415 || status === 422) return ValidationError;
   if (status === 401) return AuthError;
+  if (status === 403) return ForbiddenError;
   if (status === 404) return NotFoundError;
   if (status === 409) return ConflictError;
   if (status === 429) return RateLimitedError;

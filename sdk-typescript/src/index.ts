@@ -3,7 +3,7 @@ export { Orch8Client, OPERATIONS, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS, DEFAULT_
 export type { Orch8ClientOptions, CallOptions, OperationName, OperationPolicy, CallRetry } from "./client.js";
 export { isOutage } from "./outage.js";
 export {
-  Orch8Error, ValidationError, AuthError, NotFoundError, ConflictError, LeaseLostError,
+  Orch8Error, ValidationError, AuthError, ForbiddenError, NotFoundError, ConflictError, LeaseLostError,
   TaskCancelledError, RateLimitedError, UnavailableError,
 } from "./errors.js";
 export { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";

@@ -18,6 +18,8 @@ export interface CallOptions {
 export interface TransportOptions {
   baseUrl: string;
   apiKey?: string;
+  /** Sent as X-Tenant-Id on every request (P-SDK-24); no header when absent. */
+  tenant?: string;
   timeoutMs: number;
   maxRetries: number;
   fetch?: (input: Request) => Promise<Response>;
@@ -79,6 +81,7 @@ export class Transport {
   constructor(private readonly opts: TransportOptions) {
     const headers: Record<string, string> = { "User-Agent": USER_AGENT, Accept: "application/json" };
     if (opts.apiKey) headers.Authorization = `Bearer ${opts.apiKey}`; // P-AUTH-1
+    if (opts.tenant !== undefined) headers["X-Tenant-Id"] = opts.tenant; // P-SDK-24: the worker's calls too
     this.api = createClient<paths>({
       baseUrl: opts.baseUrl,
       headers,

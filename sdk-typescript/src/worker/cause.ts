@@ -1,5 +1,5 @@
 // P-SDK-22: every warning names its cause. One wording for an error in a log line.
-import { Orch8Error } from "../errors.js";
+import { AuthError, ForbiddenError, Orch8Error } from "../errors.js";
 
 /** "HTTP 503 unavailable", "connection_error: connect ECONNREFUSED ...", "TypeError: ...". */
 export function describeCause(err: unknown): string {
@@ -9,4 +9,14 @@ export function describeCause(err: unknown): string {
   }
   if (err instanceof Error) return `${err.name}: ${err.message}`;
   return String(err);
+}
+
+/**
+ * P-SDK-24: "403 forbidden: <detail>" when the server refused the key (401/403), else
+ * undefined. Not an outage, yet the worker keeps trying: the key may be fixed on the server.
+ */
+export function describeRefusal(err: unknown): string | undefined {
+  if (!(err instanceof AuthError || err instanceof ForbiddenError)) return undefined;
+  const detail = err.problem?.detail ?? err.message;
+  return `${err.status} ${err.code}: ${detail}`;
 }

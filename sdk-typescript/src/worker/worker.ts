@@ -4,12 +4,12 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { AuthError, LeaseLostError, NotFoundError, ValidationError } from "../errors.js";
+import { LeaseLostError, NotFoundError, ValidationError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
 import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
 import { USER_AGENT } from "../version.js";
-import { describeCause } from "./cause.js";
+import { describeCause, describeRefusal } from "./cause.js";
 import { ShutdownError } from "./errors.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
 import { HealthServer, type HealthAddress } from "./health.js";
@@ -25,7 +25,7 @@ import { TaskRun } from "./task-run.js";
 export interface WorkerOptions {
   /** Handlers by handler_name; the worker claims only these. */
   handlers: Record<string, Handler>;
-  /** Default: `new Orch8Client()` (reads ORCH8_URL / ORCH8_API_KEY). */
+  /** Default: `new Orch8Client()` (reads ORCH8_URL / ORCH8_API_KEY / ORCH8_TENANT). */
   client?: Orch8Client;
   /** Default: `<hostname>-<pid>-<8 hex digits>` (P-SDK-21). */
   workerId?: string;
@@ -276,13 +276,15 @@ export class Worker {
         return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
       } catch (err) {
         if (this.stopCtl.signal.aborted) break; // stopped while registering
-        // A wrong key or a rejected registration will not fix itself: fail run().
-        if (err instanceof AuthError || err instanceof ValidationError || err instanceof NotFoundError) {
+        // A rejected registration will not fix itself: fail run(). A refused key (401/403)
+        // may be fixed on the server (SIGHUP): keep trying with the outage backoff (P-SDK-24).
+        if (err instanceof ValidationError || err instanceof NotFoundError) {
           this.log.error(`orch8: worker ${this.workerId} registration refused (${describeCause(err)})`);
           throw err;
         }
-        this.error("register", err);
-        await sleep(outageWait(err, backoff.next()), this.stopCtl.signal);
+        const wait = outageWait(err, backoff.next());
+        this.error("register", err, `; retrying in ${wait} ms`);
+        await sleep(wait, this.stopCtl.signal);
       }
     }
     return undefined;
@@ -396,9 +398,11 @@ export class Worker {
     }
   }
 
-  /** A call the worker made failed: log why (P-SDK-22) and tell onError (P-SDK-11). */
+  /** A call the worker made failed: log why (P-SDK-22, P-SDK-24) and tell onError (P-SDK-11). */
   private error(operation: ErrorOperation, error: unknown, extra = ""): void {
-    this.log.warn(`orch8: worker ${this.workerId}: ${operation} failed (${describeCause(error)})${extra}`);
+    const refused = describeRefusal(error);
+    const what = refused === undefined ? `failed (${describeCause(error)})` : `refused: ${refused}`;
+    this.log.warn(`orch8: worker ${this.workerId}: ${operation} ${what}${extra}`);
     this.hook("onError", { operation, error });
   }
 }

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  AuthError, ConflictError, LeaseLostError, NotFoundError, Orch8Client, Orch8Error, RateLimitedError,
+  AuthError, ConflictError, ForbiddenError, LeaseLostError, NotFoundError, Orch8Client, Orch8Error, RateLimitedError,
   TaskCancelledError, UnavailableError, ValidationError,
 } from "../../src/index.js";
 import { Backoff, parseRetryAfter } from "../../src/backoff.js";
@@ -16,6 +16,7 @@ const client = (fetch: (r: Request) => Promise<Response>, extra = {}) =>
 const TABLE: Array<[number, string, new (...a: never[]) => Orch8Error]> = [
   [400, "malformed_json", ValidationError],
   [401, "unauthorized", AuthError],
+  [403, "forbidden", ForbiddenError], // P-SDK-24: never retried
   [404, "not_found", NotFoundError],
   [405, "method_not_allowed", Orch8Error],
   [409, "lease_lost", LeaseLostError],

@@ -3,7 +3,7 @@
 // routing mock; the real-server behaviour is covered by test/integration.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { AuthError, LeaseLostError, Orch8Client, ShutdownError, Worker, type ErrorOperation, type Handler, type WorkerHooks } from "../../src/index.js";
+import { LeaseLostError, Orch8Client, ShutdownError, ValidationError, Worker, type ErrorOperation, type Handler, type WorkerHooks } from "../../src/index.js";
 import { json, problem, type Recorded } from "../helpers/mock-fetch.js";
 import { batchAnswer, claimed, hangUntilAborted, item, routed, until, worker } from "../helpers/routed.js";
 
@@ -98,10 +98,11 @@ test("directives act on change: quiet stops polling, running resumes, terminate 
   assert.equal(m.count("DELETE /workers/w"), 1);
 });
 
-test("a rejected registration (401) fails run(); an outage at start is ridden out until stop()", async () => {
-  const denied = routed({ "POST /workers": () => problem(401, "unauthorized") });
+test("a rejected registration (422) fails run(); an outage at start is ridden out until stop()", async () => {
+  // A refused key (401/403) is ridden out too since P-SDK-24: see tenant.test.ts.
+  const denied = routed({ "POST /workers": () => problem(422, "validation_error") });
   const w1 = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: denied.fetch }), workerId: "w", handleSignals: false, handlers: { h: () => 1 } });
-  await assert.rejects(w1.run(), AuthError);
+  await assert.rejects(w1.run(), ValidationError);
   const down = routed({ "POST /workers": () => problem(503, "unavailable", { "Retry-After": "0" }) });
   const w2 = new Worker({ client: new Orch8Client({ baseUrl: "http://h:1", fetch: down.fetch }), workerId: "w", handleSignals: false, handlers: { h: () => 1 } });
   const run = w2.run();
