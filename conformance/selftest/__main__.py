@@ -46,6 +46,8 @@ CATCHES = {
     "ignores_labels": ["label-routing"],
     "drops_trace_context": ["trace-context"],
     "unparented_process_span": ["trace-context"],
+    "ignores_tenant": ["tenant-isolation"],
+    "stops_when_forbidden": ["forbidden-poll"],
 }
 
 

@@ -185,6 +185,24 @@ def unparented_process_span(raw) -> None:
     raw.HANDLERS["echo_trace"] = root_span
 
 
+def ignores_tenant(raw) -> None:
+    """Never sends X-Tenant-Id, so it works in the default tenant whatever ORCH8_TENANT says (breaks P-SDK-24)."""
+    raw.TENANT = None
+
+
+def stops_when_forbidden(raw) -> None:
+    """Gives up when its registration is refused with 401/403 and exits (breaks P-SDK-24: keep running)."""
+    original = raw.call
+
+    def call(method, path, body=None, timeout=10):
+        status, answer, wait = original(method, path, body, timeout)
+        if path == "/workers" and status in (401, 403):
+            raw.stopping.set()  # the loop in register() ends: never registered, shutdown, exit 0
+        return status, answer, wait
+
+    raw.call = call
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -207,6 +225,8 @@ DEFECTS = {
         ignores_labels,
         drops_trace_context,
         unparented_process_span,
+        ignores_tenant,
+        stops_when_forbidden,
     )
 }
 
