@@ -1,11 +1,17 @@
-"""Prometheus metrics (P-OBS-3, P-TEL-6), one registry per server instance."""
+"""Prometheus metrics (P-OBS-3, P-TEL-6), one registry per server instance.
+
+P-TEN-4: every per-queue, per-handler and per-worker-state series carries a `tenant`
+label; process-wide series (requests, problems, waiting polls, backpressure) do not.
+`render(..., tenants=...)` leaves out the series of other tenants (a `metrics` key).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from orch8_server.histograms import LeanHistogram, Series
 
@@ -32,7 +38,7 @@ class _ByOperation(dict[str, Series]):
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        labels = ("queue", "handler")
+        labels = ("tenant", "queue", "handler")
 
         def counter(name: str, doc: str) -> Counter:
             return Counter(name, doc, labels, registry=self.registry)
@@ -54,7 +60,7 @@ class Metrics:
         self.depth = Gauge(
             "orch8_queue_tasks",
             "Tasks per queue, handler and state.",
-            ("queue", "handler", "state"),
+            ("tenant", "queue", "handler", "state"),
             registry=self.registry,
         )
         self.pollers = Gauge(
@@ -72,18 +78,21 @@ class Metrics:
         )
         # P-OBS-4: why pending tasks are not handed out.
         self.paused = Gauge(
-            "orch8_queue_paused", "1 while the queue is paused.", ("queue",), registry=self.registry
+            "orch8_queue_paused",
+            "1 while the queue is paused.",
+            ("tenant", "queue"),
+            registry=self.registry,
         )
         self.queue_cap = Gauge(
             "orch8_queue_max_running",
             "The queue's running cap (absent without one).",
-            ("queue",),
+            ("tenant", "queue"),
             registry=self.registry,
         )
         self.handler_cap = Gauge(
             "orch8_handler_max_running",
             "The handler's running cap (absent without one).",
-            ("handler",),
+            ("tenant", "handler"),
             registry=self.registry,
         )
         self.unroutable = Gauge(
@@ -95,7 +104,7 @@ class Metrics:
         self.blocked = Gauge(
             "orch8_queue_blocked",
             "1 for the reason a row's pending tasks are not handed out.",
-            ("queue", "handler", "reason"),
+            ("tenant", "queue", "handler", "reason"),
             registry=self.registry,
         )
         self.waiting = Gauge(
@@ -121,7 +130,7 @@ class Metrics:
         self.task_run = LeanHistogram(
             "orch8_task_run_seconds",
             "Attempts from lease start to their result, by outcome (completed, failed, requeued).",
-            ("queue", "handler", "outcome"),
+            ("tenant", "queue", "handler", "outcome"),
             BUCKETS,
             registry=self.registry,
         )
@@ -135,31 +144,48 @@ class Metrics:
         self.oldest_pending = Gauge(
             "orch8_queue_oldest_pending_age_seconds",
             "Age of the queue's oldest pending task (0 when none is pending).",
-            ("queue",),
+            ("tenant", "queue"),
             registry=self.registry,
         )
         self.workers = Gauge(
-            "orch8_workers", "Registered workers by state.", ("state",), registry=self.registry
+            "orch8_workers",
+            "Registered workers by state.",
+            ("tenant", "state"),
+            registry=self.registry,
         )
 
     def render(
-        self, stats: Mapping[str, Any], waiting: int, workers: Mapping[str, int] | None = None
+        self,
+        stats: Mapping[str, Mapping[str, Any]],
+        waiting: int,
+        workers: Mapping[tuple[str, str], int] | None = None,
+        tenants: Collection[str] | None = None,
     ) -> bytes:
-        """Set the gauges from a QueueStatsList and the workers per state, render them all."""
+        """Set the gauges from each tenant's QueueStatsList and the workers per (tenant,
+        state), render them: every tenant's series, or those of `tenants` only (P-TEN-4)."""
         for gauge in (self.depth, self.pollers, self.paused, self.queue_cap, self.handler_cap,
-                      self.unroutable, self.blocked, self.oldest_pending):  # fmt: skip
+                      self.unroutable, self.blocked, self.oldest_pending, self.workers):  # fmt: skip
             gauge.clear()
+        for tenant, tenant_stats in stats.items():
+            self._set_queue_gauges(tenant, tenant_stats)
+        if workers is not None:
+            for tenant in sorted({t for t, _ in workers} | set(stats)):
+                for state in WORKER_STATES:
+                    self.workers.labels(tenant, state).set(workers.get((tenant, state), 0))
+        self.waiting.set(waiting)
+        if tenants is None:
+            return generate_latest(self.registry)
+        return generate_latest(_OfTenants(self.registry, frozenset(tenants)))  # type: ignore[arg-type]
+
+    def _set_queue_gauges(self, tenant: str, stats: Mapping[str, Any]) -> None:
         oldest: dict[str, int] = {}
         for row in stats["queues"]:
             age = row["oldest_pending_age_ms"] or 0
             oldest[row["queue_name"]] = max(oldest.get(row["queue_name"], 0), age)
         for queue, age_ms in oldest.items():
-            self.oldest_pending.labels(queue).set(age_ms / 1000)
-        if workers is not None:
-            for state in WORKER_STATES:
-                self.workers.labels(state).set(workers.get(state, 0))
+            self.oldest_pending.labels(tenant, queue).set(age_ms / 1000)
         for row in stats["queues"]:
-            pair = (row["queue_name"], row["handler_name"])
+            pair = (tenant, row["queue_name"], row["handler_name"])
             for state in ("pending", "scheduled", "running", "failed"):
                 self.depth.labels(*pair, state).set(row[state])
             self.pollers.labels(*pair).set(row["active_pollers"])
@@ -167,14 +193,31 @@ class Metrics:
             if row["blocked"] is not None:
                 self.blocked.labels(*pair, row["blocked"]).set(1)
         for control in stats["queue_controls"]:
-            self.paused.labels(control["queue_name"]).set(1 if control["paused"] else 0)
+            self.paused.labels(tenant, control["queue_name"]).set(1 if control["paused"] else 0)
             if control["max_running"] is not None:
-                self.queue_cap.labels(control["queue_name"]).set(control["max_running"])
+                self.queue_cap.labels(tenant, control["queue_name"]).set(control["max_running"])
         controlled = {c["queue_name"] for c in stats["queue_controls"]}
         for row in stats["queues"]:
             if row["queue_name"] not in controlled:
-                self.paused.labels(row["queue_name"]).set(0)
+                self.paused.labels(tenant, row["queue_name"]).set(0)
         for control in stats["handler_controls"]:
-            self.handler_cap.labels(control["handler_name"]).set(control["max_running"])
-        self.waiting.set(waiting)
-        return generate_latest(self.registry)
+            self.handler_cap.labels(tenant, control["handler_name"]).set(control["max_running"])
+
+
+class _OfTenants:
+    """The registry with the series of other tenants left out (P-TEN-4): a sample with a
+    `tenant` label is kept only for `tenants`; process-wide series are kept."""
+
+    def __init__(self, registry: CollectorRegistry, tenants: frozenset[str]) -> None:
+        self.registry = registry
+        self.tenants = tenants
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            kept = Metric(family.name, family.documentation, family.type, family.unit)
+            kept.samples = [
+                s
+                for s in family.samples
+                if "tenant" not in s.labels or s.labels["tenant"] in self.tenants
+            ]
+            yield kept

@@ -18,6 +18,7 @@ from orch8_server.http import (
     routes_history,
     routes_queues,
     routes_tasks,
+    routes_tenants,
     routes_workers,
     ui,
 )
@@ -58,6 +59,7 @@ def _routes() -> list[Route]:
         *routes_queues.operations,
         *routes_history.operations,
         *routes_auth.operations,
+        *routes_tenants.operations,
     ]:
         by_path.setdefault(path, {})[method] = handler
     routes = []

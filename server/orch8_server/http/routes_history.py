@@ -14,7 +14,9 @@ async def get_queue_history(call: Call) -> Response:
     """The queue's last `minutes` (1-60, validated against the contract), per minute."""
     engine: Engine = call.request.app.state.engine
     minutes = call.params.get("minutes", WINDOW_MINUTES)
-    return json_response(await engine.history.history(call.params["queue_name"], minutes))
+    return json_response(
+        await engine.history.history(call.tenant, call.params["queue_name"], minutes)
+    )
 
 
 # Queue names may contain "/" (QueueName): matched with the path converter, as routes_queues.

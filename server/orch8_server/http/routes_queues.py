@@ -22,29 +22,35 @@ def _controls(call: Call) -> Controls:
 
 @endpoint("/queues", "GET")
 async def get_queue_stats(call: Call) -> Response:
-    return json_response(await queue_stats(_engine(call), call.params.get("queue_name")))
+    return json_response(
+        await queue_stats(_engine(call), call.tenant, call.params.get("queue_name"))
+    )
 
 
 @endpoint("/queues/{queue_name}/pause", "POST")
 async def pause_queue(call: Call) -> Response:
-    return json_response(await _controls(call).pause(call.params["queue_name"]))
+    return json_response(await _controls(call).pause(call.tenant, call.params["queue_name"]))
 
 
 @endpoint("/queues/{queue_name}/resume", "POST")
 async def resume_queue(call: Call) -> Response:
-    return json_response(await _controls(call).resume(call.params["queue_name"]))
+    return json_response(await _controls(call).resume(call.tenant, call.params["queue_name"]))
 
 
 @endpoint("/queues/{queue_name}/limit", "PUT", "RunningLimit", body_required=True)
 async def set_queue_limit(call: Call) -> Response:
     queue = call.params["queue_name"]
-    return json_response(await _controls(call).set_queue_limit(queue, call.body["max_running"]))
+    return json_response(
+        await _controls(call).set_queue_limit(call.tenant, queue, call.body["max_running"])
+    )
 
 
 @endpoint("/handlers/{handler_name}/limit", "PUT", "RunningLimit", body_required=True)
 async def set_handler_limit(call: Call) -> Response:
     handler = call.params["handler_name"]
-    return json_response(await _controls(call).set_handler_limit(handler, call.body["max_running"]))
+    return json_response(
+        await _controls(call).set_handler_limit(call.tenant, handler, call.body["max_running"])
+    )
 
 
 # Queue and handler names may contain "/" (QueueName, HandlerName): the routes match

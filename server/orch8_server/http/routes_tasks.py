@@ -34,13 +34,13 @@ def _check_open(engine: Engine) -> None:
 
 @endpoint("/tasks", "POST", "NewTask", body_required=True)
 async def enqueue_task(call: Call) -> Response:
-    tasks, created = await _engine(call).tasks.enqueue([call.body], "")
+    tasks, created = await _engine(call).tasks.enqueue(call.tenant, [call.body], "")
     return json_response(tasks[0], 201 if created else 200)
 
 
 @endpoint("/tasks/batch", "POST", "NewTaskBatch", body_required=True)
 async def enqueue_tasks(call: Call) -> Response:
-    tasks, _ = await _engine(call).tasks.enqueue(call.body["tasks"], "/tasks")
+    tasks, _ = await _engine(call).tasks.enqueue(call.tenant, call.body["tasks"], "/tasks")
     return json_response({"tasks": tasks}, 201)
 
 
@@ -48,6 +48,7 @@ async def enqueue_tasks(call: Call) -> Response:
 async def list_tasks(call: Call) -> Response:
     p = call.params
     flt = TaskFilter(
+        tenant=call.tenant,  # P-TEN-3
         statuses=tuple(dict.fromkeys(p.get("status", []))),
         handler_name=p.get("handler_name"),
         queue_name=p.get("queue_name"),
@@ -68,44 +69,50 @@ async def list_tasks(call: Call) -> Response:
 
 @endpoint("/tasks/{task_id}", "GET")
 async def get_task(call: Call) -> Response:
-    return json_response(await _engine(call).tasks.get(call.params["task_id"]))
+    return json_response(await _engine(call).tasks.get(call.tenant, call.params["task_id"]))
 
 
 @endpoint("/tasks/{task_id}/cancel", "POST", "TaskCancellation")
 async def cancel_task(call: Call) -> Response:
-    task = await _engine(call).tasks.cancel(call.params["task_id"], call.body.get("reason"))
+    task = await _engine(call).tasks.cancel(
+        call.tenant, call.params["task_id"], call.body.get("reason")
+    )
     return json_response(task)
 
 
 @endpoint("/tasks/{task_id}/retry", "POST", "TaskRetry")
 async def retry_task(call: Call) -> Response:
-    return json_response(await _engine(call).tasks.retry(call.params["task_id"], call.body))
+    return json_response(
+        await _engine(call).tasks.retry(call.tenant, call.params["task_id"], call.body)
+    )
 
 
 @endpoint("/tasks/{task_id}/complete", "POST", "ManualCompletion")
 async def complete_task_manually(call: Call) -> Response:
     task = await _engine(call).tasks.resolve_manually(
-        call.params["task_id"], "completed", call.body
+        call.tenant, call.params["task_id"], "completed", call.body
     )
     return json_response(task)
 
 
 @endpoint("/tasks/{task_id}/fail", "POST", "ManualFailure", body_required=True)
 async def fail_task_manually(call: Call) -> Response:
-    task = await _engine(call).tasks.resolve_manually(call.params["task_id"], "failed", call.body)
+    task = await _engine(call).tasks.resolve_manually(
+        call.tenant, call.params["task_id"], "failed", call.body
+    )
     return json_response(task)
 
 
 @endpoint("/tasks/{task_id}/attempts", "GET")
 async def list_task_attempts(call: Call) -> Response:
-    return json_response(await _engine(call).tasks.attempts(call.params["task_id"]))
+    return json_response(await _engine(call).tasks.attempts(call.tenant, call.params["task_id"]))
 
 
 @endpoint("/workers/tasks/poll", "POST", "PollOptions")
 async def poll_task(call: Call) -> Response:
     engine = _engine(call)
     _check_open(engine)
-    tasks = await engine.leases.poll(call.body, 1, lambda: _disconnected(call.request))
+    tasks = await engine.leases.poll(call.tenant, call.body, 1, lambda: _disconnected(call.request))
     if not tasks:
         return Response(status_code=204)  # P-POLL-1
     return json_response(tasks[0])
@@ -116,38 +123,48 @@ async def poll_tasks(call: Call) -> Response:
     engine = _engine(call)
     _check_open(engine)
     size = int(call.body.get("batch_size", 10))
-    tasks = await engine.leases.poll(call.body, size, lambda: _disconnected(call.request))
+    tasks = await engine.leases.poll(
+        call.tenant, call.body, size, lambda: _disconnected(call.request)
+    )
     return json_response({"tasks": tasks, "next_poll_after_ms": 0})  # P-POLL-5
 
 
 @endpoint("/workers/tasks/{task_id}/complete", "POST", "TaskCompletion")
 async def complete_task(call: Call) -> Response:
-    return json_response(await _engine(call).leases.complete(call.params["task_id"], call.body))
+    return json_response(
+        await _engine(call).leases.complete(call.tenant, call.params["task_id"], call.body)
+    )
 
 
 @endpoint("/workers/tasks/{task_id}/fail", "POST", "TaskFailureReport", body_required=True)
 async def fail_task(call: Call) -> Response:
-    return json_response(await _engine(call).leases.fail(call.params["task_id"], call.body))
+    return json_response(
+        await _engine(call).leases.fail(call.tenant, call.params["task_id"], call.body)
+    )
 
 
 @endpoint("/workers/tasks/{task_id}/heartbeat", "POST", "TaskHeartbeat")
 async def heartbeat_task(call: Call) -> Response:
-    return json_response(await _engine(call).leases.heartbeat(call.params["task_id"], call.body))
+    return json_response(
+        await _engine(call).leases.heartbeat(call.tenant, call.params["task_id"], call.body)
+    )
 
 
 @endpoint("/workers/tasks/{task_id}/release", "POST", "TaskRelease")
 async def release_task(call: Call) -> Response:
-    return json_response(await _engine(call).leases.release(call.params["task_id"], call.body))
+    return json_response(
+        await _engine(call).leases.release(call.tenant, call.params["task_id"], call.body)
+    )
 
 
 @endpoint("/workers/tasks/complete/batch", "POST", "TaskCompletionBatch", body_required=True)
 async def complete_tasks(call: Call) -> Response:
-    return json_response(await _engine(call).leases.complete_batch(call.body["items"]))
+    return json_response(await _engine(call).leases.complete_batch(call.tenant, call.body["items"]))
 
 
 @endpoint("/workers/tasks/fail/batch", "POST", "TaskFailureBatch", body_required=True)
 async def fail_tasks(call: Call) -> Response:
-    return json_response(await _engine(call).leases.fail_batch(call.body["items"]))
+    return json_response(await _engine(call).leases.fail_batch(call.tenant, call.body["items"]))
 
 
 operations = [

@@ -25,34 +25,40 @@ def _engine(call: Call) -> Engine:
 
 @endpoint("/workers", "POST", "WorkerRegistration", body_required=True)
 async def register_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.register(call.body))
+    return json_response(await _engine(call).workers.register(call.tenant, call.body))
 
 
 @endpoint("/workers", "GET")
 async def list_workers(call: Call) -> Response:
-    return json_response(await _engine(call).workers.list(call.params.get("state")))
+    return json_response(await _engine(call).workers.list(call.tenant, call.params.get("state")))
 
 
 @endpoint("/workers/{worker_id}", "GET")
 async def get_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.get(call.params["worker_id"]))
+    return json_response(await _engine(call).workers.get(call.tenant, call.params["worker_id"]))
 
 
 @endpoint("/workers/{worker_id}", "DELETE")
 async def deregister_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.deregister(call.params["worker_id"]))
+    return json_response(
+        await _engine(call).workers.deregister(call.tenant, call.params["worker_id"])
+    )
 
 
 @endpoint("/workers/{worker_id}/heartbeat", "POST", "WorkerHeartbeat")
 async def heartbeat_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.heartbeat(call.params["worker_id"], call.body))
+    return json_response(
+        await _engine(call).workers.heartbeat(call.tenant, call.params["worker_id"], call.body)
+    )
 
 
 def _directive(path: str, directive: str) -> Endpoint:
     @endpoint(path, "POST")
     async def set_directive(call: Call) -> Response:
         return json_response(
-            await _engine(call).workers.set_directive(call.params["worker_id"], directive)
+            await _engine(call).workers.set_directive(
+                call.tenant, call.params["worker_id"], directive
+            )
         )
 
     return set_directive
@@ -80,9 +86,15 @@ async def get_readiness(call: Call) -> Response:
 @endpoint("/metrics", "GET")
 async def get_metrics(call: Call) -> Response:
     engine = _engine(call)
-    states = Counter(w["state"] for w in await engine.storage.list_workers(None))  # P-TEL-6
-    stats = await queue_stats(engine, None)
-    body = engine.metrics.render(stats, engine.dispatcher.waiting, states)
+    workers = await engine.storage.list_workers(None, None)
+    states = Counter((w["tenant"], w["state"]) for w in workers)  # P-TEL-6
+    principal = call.principal
+    only: set[str] | None = None
+    if principal.role == "metrics" and principal.tenants is not None:  # P-TEN-4
+        only = {principal.tenant, *principal.tenants}
+    tenants = await engine.storage.tenant_names()
+    stats = {t: await queue_stats(engine, t, None) for t in tenants if only is None or t in only}
+    body = engine.metrics.render(stats, engine.dispatcher.waiting, states, only)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

@@ -61,8 +61,8 @@ class Backpressure:
         self.storage = storage
         self.rejections = metrics.backpressure_rejections
         self._buckets: dict[str, TokenBucket] = {}
-        # P-BP-2: queue -> [depth, monotonic time it was read]
-        self._depths: dict[str, list[float]] = {}
+        # P-BP-2, P-TEN-3: (tenant, queue) -> [depth, monotonic time it was read]
+        self._depths: dict[tuple[str, str], list[float]] = {}
         self.inflight = 0  # P-BP-3: requests in progress (counted only with a cap)
         self.sleeping = 0  # P-BP-3: long-polls parked after finding nothing
 
@@ -73,12 +73,12 @@ class Backpressure:
         before anything is stored; raise 422/429 when it may not pass."""
         if self.max_depth:
             for queue in dict.fromkeys(queues):
-                await self._check_depth(queue)
+                await self._check_depth(tenant, queue)
         if self.rate:
             self._take_tokens(len(queues), tenant)
         if self.max_depth:  # admitted: what this second enqueues counts at once here
             for queue in queues:
-                self._depths[queue][0] += 1
+                self._depths[(tenant, queue)][0] += 1
 
     def _take_tokens(self, n: int, tenant: str) -> None:
         if n > self.burst:  # P-BP-1: can never pass, so not a 429 to retry
@@ -102,17 +102,17 @@ class Backpressure:
                 headers={"Retry-After": str(max(1, math.ceil(wait_s)))},
             )
 
-    async def _check_depth(self, queue: str) -> None:
+    async def _check_depth(self, tenant: str, queue: str) -> None:
         now = time.monotonic()
-        cached = self._depths.get(queue)
+        cached = self._depths.get((tenant, queue))
         if cached is None or now - cached[1] >= DEPTH_TTL_S:
             # Stamped before the read: concurrent enqueues use the old value meanwhile,
             # so each queue costs one bounded COUNT a second on this replica.
             if cached is None:
-                cached = self._depths[queue] = [0.0, now]
+                cached = self._depths[(tenant, queue)] = [0.0, now]
             cached[1] = now
             try:
-                cached[0] = await self.storage.queue_depth(queue, self.max_depth)
+                cached[0] = await self.storage.queue_depth(tenant, queue, self.max_depth)
             except Exception:
                 cached[1] = 0.0  # unread: the next enqueue reads it again
                 raise

@@ -10,6 +10,9 @@ and when wake-ups may have been missed.
 
 Workers' labels (P-LABEL-1) are looked up by worker_id and kept `LABELS_TTL_MS`; a
 registration, deregistration or death on this replica forgets them at once.
+
+Everything is per tenant (P-TEN-3): queues are keyed by `wake_key(tenant, queue)` (the
+dispatcher's key), handler caps and workers' labels by (tenant, name).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
-from orch8_server.storage.base import ANY_QUEUE, Row
+from orch8_server.storage.base import ANY_QUEUE, Row, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import HandlerControl, QueueControl
@@ -33,12 +36,13 @@ LABELS_TTL_MS = 1000
 class Controls:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._queues: dict[str, Row] = {}  # queue -> its control row, paused or capped only
-        self._handler_caps: dict[str, int] = {}  # handler -> max_running
+        # wake_key(tenant, queue) -> its control row, paused or capped only
+        self._queues: dict[str, Row] = {}
+        self._handler_caps: dict[tuple[str, str], int] = {}  # (tenant, handler) -> max_running
         self._stale = True  # read on first use: the stored controls survive restarts
         self.any_cap = False  # a running cap exists: finished tasks may wake polls
         self._reading = asyncio.Lock()
-        self._labels: dict[str, tuple[int, dict[str, str] | None]] = {}
+        self._labels: dict[tuple[str, str], tuple[int, dict[str, str] | None]] = {}
         engine.dispatcher.is_paused = self.paused
         engine.dispatcher.on_controls_changed = self.mark_stale
 
@@ -63,48 +67,55 @@ class Controls:
 
     def _apply(self, queues: list[Row], handlers: list[Row]) -> None:
         self._queues = {
-            q["queue_name"]: q for q in queues if q["paused"] or q["max_running"] is not None
+            wake_key(q["tenant"], q["queue_name"]): q
+            for q in queues
+            if q["paused"] or q["max_running"] is not None
         }
         self._handler_caps = {
-            h["handler_name"]: h["max_running"] for h in handlers if h["max_running"] is not None
+            (h["tenant"], h["handler_name"]): h["max_running"]
+            for h in handlers
+            if h["max_running"] is not None
         }
         self.any_cap = bool(self._handler_caps) or any(
             q["max_running"] is not None for q in self._queues.values()
         )
 
-    def paused(self, queue: str) -> bool:
-        control = self._queues.get(queue)
+    def paused(self, key: str) -> bool:
+        """Is the queue of this wake_key(tenant, queue) paused (P-CTRL-1)?"""
+        control = self._queues.get(key)
         return control is not None and bool(control["paused"])
 
-    def capped(self, queue: str, handlers: list[str] | None) -> bool:
+    def capped(self, tenant: str, queue: str, handlers: list[str] | None) -> bool:
         """Does a claim of `queue` for `handlers` need the serialised path (P-CTRL-2)?"""
-        control = self._queues.get(queue)
+        control = self._queues.get(wake_key(tenant, queue))
         if control is not None and control["max_running"] is not None:
             return True
         if not self._handler_caps:
             return False
-        return handlers is None or any(h in self._handler_caps for h in handlers)
+        if handlers is None:
+            return any(t == tenant for t, _ in self._handler_caps)
+        return any((tenant, h) in self._handler_caps for h in handlers)
 
-    def queue_cap(self, queue: str) -> int | None:
-        control = self._queues.get(queue)
+    def queue_cap(self, tenant: str, queue: str) -> int | None:
+        control = self._queues.get(wake_key(tenant, queue))
         return None if control is None else control["max_running"]
 
-    def handler_cap(self, handler: str) -> int | None:
-        return self._handler_caps.get(handler)
+    def handler_cap(self, tenant: str, handler: str) -> int | None:
+        return self._handler_caps.get((tenant, handler))
 
-    async def freed(self, pairs: Iterable[tuple[str, str]]) -> None:
-        """Tasks of these (queue, handler) pairs stopped running (completed, failed,
+    async def freed(self, rows: Iterable[tuple[str, str, str]]) -> None:
+        """Tasks of these (tenant, queue, handler) stopped running (completed, failed,
         cancelled): wake the polls a running cap held back, here and on every replica
         (P-CTRL-2). Costs nothing while no cap exists."""
         if not self.any_cap:
             return
         announced = set()
-        for queue, handler in pairs:
-            if handler in self._handler_caps:
-                queue = ANY_QUEUE  # the handler's polls on every queue
-            elif self.queue_cap(queue) is None:
+        for tenant, queue, handler in rows:
+            if (tenant, handler) in self._handler_caps:
+                queue = ANY_QUEUE  # the handler's polls on every queue of the tenant
+            elif self.queue_cap(tenant, queue) is None:
                 continue
-            announced.add((queue, handler))
+            announced.add((wake_key(tenant, queue), handler))
         for queue, handler in sorted(announced):
             self.engine.dispatcher.wake(queue, handler)
             try:
@@ -114,9 +125,9 @@ class Controls:
 
     # Operator controls (P-CTRL-1, P-CTRL-2) ---------------------------------------------
 
-    async def _set_queue(self, queue: str, fields: Row) -> QueueControl:
+    async def _set_queue(self, tenant: str, queue: str, fields: Row) -> QueueControl:
         now = timefmt.now_ms()
-        row = await self.engine.storage.set_queue_control(queue, fields, now)
+        row = await self.engine.storage.set_queue_control(tenant, queue, fields, now)
         await self._reread()
         return await self.queue_view(row)
 
@@ -124,58 +135,65 @@ class Controls:
         self._stale = True
         await self.current()
 
-    async def pause(self, queue: str) -> QueueControl:
+    async def pause(self, tenant: str, queue: str) -> QueueControl:
         """P-CTRL-1: idempotent; the first pause's paused_at is kept."""
         await self.current()
-        if self.paused(queue):
-            return await self.queue_view(self._queues[queue])
-        return await self._set_queue(queue, {"paused": True, "paused_at": timefmt.now_ms()})
+        key = wake_key(tenant, queue)
+        if self.paused(key):
+            return await self.queue_view(self._queues[key])
+        return await self._set_queue(tenant, queue, {"paused": True, "paused_at": timefmt.now_ms()})
 
-    async def resume(self, queue: str) -> QueueControl:
+    async def resume(self, tenant: str, queue: str) -> QueueControl:
         """P-CTRL-1: ends the pause and wakes the queue's waiting polls at once."""
-        view = await self._set_queue(queue, {"paused": False, "paused_at": None})
-        self.engine.dispatcher.wake(queue)
+        view = await self._set_queue(tenant, queue, {"paused": False, "paused_at": None})
+        self.engine.dispatcher.wake(wake_key(tenant, queue))
         return view
 
-    async def set_queue_limit(self, queue: str, max_running: int | None) -> QueueControl:
-        view = await self._set_queue(queue, {"max_running": max_running})
-        self.engine.dispatcher.wake(queue)  # a higher cap (or none) may free slots
+    async def set_queue_limit(
+        self, tenant: str, queue: str, max_running: int | None
+    ) -> QueueControl:
+        view = await self._set_queue(tenant, queue, {"max_running": max_running})
+        self.engine.dispatcher.wake(wake_key(tenant, queue))  # a higher cap may free slots
         return view
 
-    async def set_handler_limit(self, handler: str, max_running: int | None) -> HandlerControl:
+    async def set_handler_limit(
+        self, tenant: str, handler: str, max_running: int | None
+    ) -> HandlerControl:
         now = timefmt.now_ms()
-        row = await self.engine.storage.set_handler_control(handler, max_running, now)
+        row = await self.engine.storage.set_handler_control(tenant, handler, max_running, now)
         await self._reread()
-        self.engine.dispatcher.wake(ANY_QUEUE, handler)
-        running = await self._running()
+        self.engine.dispatcher.wake(wake_key(tenant, ANY_QUEUE), handler)
+        running = await self._running(tenant)
         return handler_view(row, sum(n for (_, h), n in running.items() if h == handler))
 
-    async def _running(self) -> dict[tuple[str, str], int]:
-        return {(q, h): n for q, h, n in await self.engine.storage.running_counts()}
+    async def _running(self, tenant: str) -> dict[tuple[str, str], int]:
+        counts = await self.engine.storage.running_counts()
+        return {(q, h): n for t, q, h, n in counts if t == tenant}
 
     async def queue_view(self, row: Row) -> QueueControl:
-        running = await self._running()
+        running = await self._running(row["tenant"])
         return queue_view(row, sum(n for (q, _), n in running.items() if q == row["queue_name"]))
 
     # Workers' labels (P-LABEL-1) ---------------------------------------------------------
 
-    async def labels_of(self, worker_id: str | None) -> dict[str, str] | None:
-        """The labels of a registered, live worker (None for none, unregistered or dead)."""
+    async def labels_of(self, tenant: str, worker_id: str | None) -> dict[str, str] | None:
+        """The labels of a registered, live worker of the tenant (None for none,
+        unregistered or dead; P-TEN-3: another tenant's worker of that id is not it)."""
         if worker_id is None:
             return None
         now = timefmt.now_ms()
-        cached = self._labels.get(worker_id)
+        cached = self._labels.get((tenant, worker_id))
         if cached is not None and cached[0] > now:
             return cached[1]
-        row = await self.engine.storage.get_worker(worker_id)
+        row = await self.engine.storage.get_worker(tenant, worker_id)
         labels = None if row is None or row["state"] == "dead" else (row["labels"] or None)
         if len(self._labels) > 10_000:
             self._labels.clear()  # bounded: curl polls may send any worker_id
-        self._labels[worker_id] = (now + LABELS_TTL_MS, labels)
+        self._labels[(tenant, worker_id)] = (now + LABELS_TTL_MS, labels)
         return labels
 
-    def forget_worker(self, worker_id: str) -> None:
-        self._labels.pop(worker_id, None)
+    def forget_worker(self, tenant: str, worker_id: str) -> None:
+        self._labels.pop((tenant, worker_id), None)
 
 
 def queue_view(row: Row, running: int) -> QueueControl:

@@ -10,6 +10,9 @@ count (promotion, reaping, another replica's NOTIFY) every interested waiter wak
 they race; losers park again. A woken waiter that leaves without claiming passes its
 wake-up on (Leases.poll), so none is lost. Scheduled tasks are promoted by a timer armed
 for the earliest `run_at`, so nothing waits for a sweep.
+
+Queues are named by `wake_key(tenant, queue)` here (P-TEN-3): a tenant's enqueue wakes
+only that tenant's polls of the queue, even where another tenant uses the same name.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from orch8_server.storage.base import ANY_QUEUE, CONTROLS_CHANGED
+from orch8_server.storage.base import ANY_QUEUE, CONTROLS_CHANGED, split_wake_key
 from orch8_server.timefmt import now_ms
 
 log = logging.getLogger("orch8.dispatcher")
@@ -79,7 +82,8 @@ class Dispatcher:
         """Wake waiters for `handler` in `queue`: all of them, or (with `count`, the tasks
         made claimable) the longest-parked ones not yet woken whose batch sizes cover it.
 
-        `queue` ANY_QUEUE means every queue (a handler's running cap freed a slot); handler
+        `queue` of ANY_QUEUE means every queue of the tenant (a handler's running cap freed
+        a slot); handler
         CONTROLS_CHANGED (another replica changed a control) wakes every poll of `queue`
         once the controls are re-read. Work of a paused queue wakes nobody (P-CTRL-1)."""
         if handler == CONTROLS_CHANGED:
@@ -87,10 +91,12 @@ class Dispatcher:
             handler = None
         elif self.is_paused(queue):
             return
-        if queue == ANY_QUEUE:
-            for name in list(self._waiters):
-                if not self.is_paused(name):
-                    self._wake_queue(name, handler, None)
+        tenant, sep, name = queue.partition("/")
+        if queue == ANY_QUEUE or (sep and name == ANY_QUEUE):
+            for key in list(self._waiters):
+                mine = queue == ANY_QUEUE or split_wake_key(key)[0] == tenant
+                if mine and not self.is_paused(key):
+                    self._wake_queue(key, handler, None)
             return
         self._wake_queue(queue, handler, count)
 

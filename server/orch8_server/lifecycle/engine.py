@@ -17,7 +17,7 @@ from orch8_server.lifecycle.history import History
 from orch8_server.lifecycle.observe import TaskObserver
 from orch8_server.lifecycle.pollers import PollerRegistry
 from orch8_server.metrics import Metrics
-from orch8_server.storage.base import Storage
+from orch8_server.storage.base import Storage, wake_key
 from orch8_server.timefmt import now_ms
 
 if TYPE_CHECKING:
@@ -145,11 +145,17 @@ class Engine:
             self.pollers.merge(others)
 
     def made_claimable(
-        self, queue: str, handler: str, run_at: int, now: int, count: int | None = None
+        self,
+        tenant: str,
+        queue: str,
+        handler: str,
+        run_at: int,
+        now: int,
+        count: int | None = None,
     ) -> None:
-        """Wake waiting polls now (enough for `count` tasks, or all), or arm the timer for
-        a future run_at (P-POLL-3)."""
+        """Wake the tenant's waiting polls now (enough for `count` tasks, or all), or arm
+        the timer for a future run_at (P-POLL-3, P-TEN-3)."""
         if run_at <= now:
-            self.dispatcher.wake(queue, handler, count)
+            self.dispatcher.wake(wake_key(tenant, queue), handler, count)
         else:
             self.dispatcher.schedule(run_at)

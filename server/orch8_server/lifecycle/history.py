@@ -76,8 +76,9 @@ def percentile(hist: Mapping[int, int], q: float) -> int | None:
 
 @dataclass
 class MinuteCounts:
-    """What one replica adds to one (queue, minute) row."""
+    """What one replica adds to one (tenant, queue, minute) row."""
 
+    tenant: str
     queue_name: str
     minute: int  # epoch minute: epoch ms // BUCKET_MS
     enqueued: int = 0
@@ -94,6 +95,7 @@ class MinuteCounts:
     def row(self) -> Row:
         """The storage row: wait_hist as a JSON object of bucket -> claims (or None)."""
         return {
+            "tenant": self.tenant,
             "queue_name": self.queue_name,
             "minute": self.minute,
             "enqueued": self.enqueued,
@@ -108,48 +110,50 @@ class History:
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
-        self._counts: dict[tuple[str, int], MinuteCounts] = {}
-        self._queues: dict[str, int] = {}  # queue -> last minute it had activity here
+        # Per tenant (P-TEN-3): (tenant, queue, minute) -> counts
+        self._counts: dict[tuple[str, str, int], MinuteCounts] = {}
+        self._queues: dict[tuple[str, str], int] = {}  # (tenant, queue) -> last active minute
         self._depth_at = 0.0
         self._lock = asyncio.Lock()
         self._task: asyncio.Task[None] | None = None
 
     # The hot path: in-memory increments only -------------------------------------------
 
-    def _slot(self, queue: str, at_ms: int) -> MinuteCounts:
+    def _slot(self, tenant: str, queue: str, at_ms: int) -> MinuteCounts:
         minute = at_ms // BUCKET_MS
-        slot = self._counts.get((queue, minute))
+        slot = self._counts.get((tenant, queue, minute))
         if slot is None:
-            slot = self._counts[(queue, minute)] = MinuteCounts(queue, minute)
-            self._queues[queue] = minute
+            slot = self._counts[(tenant, queue, minute)] = MinuteCounts(tenant, queue, minute)
+            self._queues[(tenant, queue)] = minute
         return slot
 
-    def enqueued(self, pairs: Mapping[tuple[str, str], int]) -> None:
-        """Tasks created, per (queue, handler), just committed."""
+    def enqueued(self, tenant: str, pairs: Mapping[tuple[str, str], int]) -> None:
+        """Tasks of `tenant` created, per (queue, handler), just committed."""
         now = timefmt.now_ms()
         for (queue, _handler), n in pairs.items():
-            self._slot(queue, now).enqueued += n
+            self._slot(tenant, queue, now).enqueued += n
 
     def claimed(self, rows: Iterable[Row]) -> None:
         """Claimed rows: their queue wait, from ready (created or run_at) to claimed."""
         for row in rows:
             started = row.get("lease_started_at") or row["started_at"]  # this claim's time
             ready = max(row["created_at"], row.get("run_at") or row["created_at"])
-            self._slot(row["queue_name"], started).waits[wait_bucket(started - ready)] += 1
+            slot = self._slot(row["tenant"], row["queue_name"], started)
+            slot.waits[wait_bucket(started - ready)] += 1
 
     def completed(self, rows: Iterable[Row | None]) -> None:
         now = timefmt.now_ms()
         for row in rows:
             if row is not None:
-                self._slot(row["queue_name"], now).completed += 1
+                self._slot(row["tenant"], row["queue_name"], now).completed += 1
 
-    def failed(self, queue: str, n: int = 1) -> None:
+    def failed(self, tenant: str, queue: str, n: int = 1) -> None:
         """An attempt failed (retried or final)."""
-        self._slot(queue, timefmt.now_ms()).failed += n
+        self._slot(tenant, queue, timefmt.now_ms()).failed += n
 
-    def finished(self, queue: str, outcome: str) -> None:
+    def finished(self, tenant: str, queue: str, outcome: str) -> None:
         """A task resolved by an operator: counted as completed or failed."""
-        slot = self._slot(queue, timefmt.now_ms())
+        slot = self._slot(tenant, queue, timefmt.now_ms())
         if outcome == "completed":
             slot.completed += 1
         else:
@@ -186,7 +190,7 @@ class History:
             loop_now = asyncio.get_running_loop().time()
             now = timefmt.now_ms()
             minute = now // BUCKET_MS
-            depths: dict[str, int] = {}
+            depths: dict[tuple[str, str], int] = {}
             sample = depth and loop_now - self._depth_at >= DEPTH_EVERY_S
             counts, self._counts = list(self._counts.values()), {}
             if not counts and not sample:
@@ -200,14 +204,17 @@ class History:
                     # Depth 0 too for the queues that had traffic here in the window.
                     depths = {q: pending.get(q, 0) for q in {*pending, *self._queues}}
                 await self.storage.add_queue_minutes(
-                    [c.row() for c in sorted(counts, key=lambda c: (c.queue_name, c.minute))],
+                    [
+                        c.row()
+                        for c in sorted(counts, key=lambda c: (c.tenant, c.queue_name, c.minute))
+                    ],
                     minute,
                     depths,
                     minute - KEEP_MINUTES,
                 )
             except BaseException:
                 for c in counts:  # keep them for the next flush
-                    slot = self._counts.setdefault((c.queue_name, c.minute), c)
+                    slot = self._counts.setdefault((c.tenant, c.queue_name, c.minute), c)
                     if slot is not c:
                         slot.add(c)
                 raise
@@ -216,13 +223,14 @@ class History:
 
     # The answer (GET /queues/{queue_name}/history) ---------------------------------------
 
-    async def history(self, queue: str, minutes: int) -> QueueHistory:
-        """The last `minutes` of `queue`, oldest first, the current minute included."""
+    async def history(self, tenant: str, queue: str, minutes: int) -> QueueHistory:
+        """The last `minutes` of the tenant's `queue`, oldest first, the current minute
+        included (P-TEN-3)."""
         await self.flush()  # this replica's own counts are in the answer
         now = timefmt.now_ms()
         last = now // BUCKET_MS
         first = last - minutes + 1
-        stored = {r["minute"]: r for r in await self.storage.queue_minutes(queue, first)}
+        stored = {r["minute"]: r for r in await self.storage.queue_minutes(tenant, queue, first)}
         return {
             "queue_name": queue,
             "bucket_ms": BUCKET_MS,

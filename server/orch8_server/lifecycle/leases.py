@@ -13,8 +13,9 @@ from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, MANUAL_CODE, e
 from orch8_server.lifecycle.claims import claim_across, poll_queues
 from orch8_server.lifecycle.controls import Controls
 from orch8_server.lifecycle.retry import backoff_ms
+from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
-from orch8_server.storage.base import Row, Tx
+from orch8_server.storage.base import Row, Tx, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import (
@@ -37,6 +38,7 @@ class Leases:
 
     async def poll(
         self,
+        tenant: str,
         body: dict[str, Any],
         limit: int,
         abandoned: Callable[[], Awaitable[Any]] | None = None,
@@ -44,7 +46,8 @@ class Leases:
         """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
 
         `abandoned` returns an awaitable that finishes when the caller went away; a poll
-        whose caller disconnected stops waiting and claims nothing (P-POLL-7).
+        whose caller disconnected stops waiting and claims nothing (P-POLL-7). Only the
+        tenant's tasks are claimed, and only its wake-ups end the wait (P-TEN-3).
         """
         settings = self.engine.settings
         queues, weights = poll_queues(body)  # P-QUEUE-2..4
@@ -53,20 +56,23 @@ class Leases:
         lease_ms = int(body.get("lease_ms", settings.lease_ms))
         wait_ms = min(int(body.get("wait_ms", settings.wait_ms)), settings.max_wait_ms)
         start = timefmt.now_ms()
-        for queue in queues:
-            self.engine.pollers.seen(worker_id, queue, handlers, start)
+        keys = [wake_key(tenant, queue) for queue in queues]
+        for key in keys:
+            self.engine.pollers.seen(worker_id, key, handlers, start)
         deadline = start + wait_ms
 
         dispatcher = self.engine.dispatcher
         # Parked before the claim: no lost wake-up. On every queue of the poll.
-        waiter = dispatcher.park(queues, handlers, limit)
+        waiter = dispatcher.park(keys, handlers, limit)
         gone: asyncio.Future[Any] | None = None
         backpressure = self.engine.backpressure
         sleeping = False
         try:
             while True:
                 waiter.event.clear()
-                claimed = await self._claim(queues, weights, handlers, limit, lease_ms, worker_id)
+                claimed = await self._claim(
+                    tenant, queues, weights, handlers, limit, lease_ms, worker_id
+                )
                 if claimed or self.engine.draining:
                     return claimed
                 remaining = deadline - timefmt.now_ms()
@@ -96,13 +102,14 @@ class Leases:
                 # Woken since its last claim began (caller gone, an error, a wake during
                 # the claim): those tasks may not be in its claim, so pass the wake-up on,
                 # or they would wait for the next event.
-                for queue in queues:
-                    dispatcher.wake(queue, None, waiter.want)
+                for key in keys:
+                    dispatcher.wake(key, None, waiter.want)
             if gone is not None and not gone.done():
                 gone.cancel()
 
     async def _claim(
         self,
+        tenant: str,
         queues: list[str],
         weights: dict[str, int] | None,
         handlers: list[str] | None,
@@ -112,23 +119,25 @@ class Leases:
     ) -> list[ClaimedTask]:
         controls = self.controls
         await controls.current()
-        labels = await controls.labels_of(worker_id)  # P-LABEL-1
+        labels = await controls.labels_of(tenant, worker_id)  # P-LABEL-1
         now = timefmt.now_ms()
 
         async def claim_one(queue: str, n: int) -> tuple[list[Row], int]:
-            if controls.paused(queue):  # P-CTRL-1 (the claim re-checks the stored pause)
+            if controls.paused(wake_key(tenant, queue)):  # P-CTRL-1 (re-checked in the claim)
                 return [], 0
-            return await self.engine.storage.claim(
-                queue, handlers, n, now, lease_ms, worker_id, ids.lease_id, labels,
-                controls.capped(queue, handlers),  # P-CTRL-2: serialised under a lock
+            return await self.engine.storage.claim(  # P-TEN-3: the tenant's tasks only
+                tenant, queue, handlers, n, now, lease_ms, worker_id, ids.lease_id, labels,
+                controls.capped(tenant, queue, handlers),  # P-CTRL-2: serialised under a lock
             )  # fmt: skip
 
         rows, expired = await claim_across(queues, weights, limit, claim_one, self.engine.rng)
         metrics = self.engine.metrics
         if expired:
             metrics.expired.inc(expired)
-        for pair, n in Counter((r["queue_name"], r["handler_name"]) for r in rows).items():
-            metrics.claimed.labels(*pair).inc(n)
+        for key, n in Counter(
+            (r["tenant"], r["queue_name"], r["handler_name"]) for r in rows
+        ).items():
+            metrics.claimed.labels(*key).inc(n)
         self.engine.history.claimed(rows)  # P-OBS-5
         self.engine.observe.claimed(rows, now)  # P-TEL-6, P-TEL-2
         return [views.claimed_task(row) for row in rows]
@@ -136,11 +145,12 @@ class Leases:
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
 
     async def _resolve(
-        self, tx: Tx, task_id: str, lease_id: str | None, op: str
+        self, tx: Tx, tenant: str, task_id: str, lease_id: str | None, op: str
     ) -> tuple[Row, TaskOutcome | None]:
         """Return (row, None) when the call acts on the current lease, or (row, reply)
-        for an idempotent repeat (the stored reply); raise the matching problem otherwise."""
-        row = await tx.get_task(task_id)
+        for an idempotent repeat (the stored reply); raise the matching problem otherwise.
+        Another tenant's task is not found (P-TEN-3)."""
+        row = owned(await tx.get_task(task_id), tenant)
         if row is None:
             raise not_found("task", task_id)
         if row["status"] == "running" and (lease_id is None or row["lease_id"] == lease_id):
@@ -160,10 +170,10 @@ class Leases:
 
     # Complete / fail ---------------------------------------------------------------------
 
-    async def complete(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def complete(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         item = {**body, "task_id": task_id}
         started = timefmt.now_ms()
-        (outcome,), rows = await self._complete_items([item])
+        (outcome,), rows = await self._complete_items(tenant, [item])
         self._count_completed(rows, started)
         await self._freed(rows)
         if isinstance(outcome, Problem):
@@ -171,7 +181,7 @@ class Leases:
         return outcome
 
     async def _complete_items(
-        self, items: list[dict[str, Any]]
+        self, tenant: str, items: list[dict[str, Any]]
     ) -> tuple[list[TaskOutcome | Problem], list[Row | None]]:
         """Complete items in one transaction: the ones running under their lease by one
         set-based statement, the rest (replays, lost leases, no lease_id) by the
@@ -183,7 +193,9 @@ class Leases:
             fast = [
                 (i["task_id"], i["lease_id"], i.get("output")) for i in items if i.get("lease_id")
             ]
-            done = {(r["id"], r["lease_id"]): r for r in await tx.complete_running(fast, now)}
+            done = {
+                (r["id"], r["lease_id"]): r for r in await tx.complete_running(tenant, fast, now)
+            }
             for item in items:
                 row = done.pop((item["task_id"], item.get("lease_id")), None)
                 try:
@@ -191,7 +203,7 @@ class Leases:
                         reply = views.outcome(row)
                         await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
                     else:
-                        reply, row = await self._complete(tx, item["task_id"], item, now)
+                        reply, row = await self._complete(tx, tenant, item["task_id"], item, now)
                     rows.append(row)
                     out.append(reply)
                 except Problem as problem:
@@ -199,11 +211,11 @@ class Leases:
         return out, rows
 
     async def _complete(
-        self, tx: Tx, task_id: str, body: dict[str, Any], now: int
+        self, tx: Tx, tenant: str, task_id: str, body: dict[str, Any], now: int
     ) -> tuple[TaskOutcome, Row | None]:
         """The completion's reply, and the row it completed (None for a replay): the
         caller counts it once the transaction committed."""
-        row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "completed")
+        row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "completed")
         if replay is not None:
             return replay, None
         fields = {
@@ -221,29 +233,33 @@ class Leases:
     async def _freed(self, rows: list[Row | None]) -> None:
         """Post-commit: these tasks stopped running; wake polls a running cap held back."""
         if self.controls.any_cap:
-            await self.controls.freed({(r["queue_name"], r["handler_name"]) for r in rows if r})
+            await self.controls.freed(
+                {(r["tenant"], r["queue_name"], r["handler_name"]) for r in rows if r}
+            )
 
     def _count_completed(self, rows: list[Row | None], started: int) -> None:
         """Post-commit: one counter update per (queue, handler), not per row."""
         self.engine.observe.completed(rows, started)  # P-TEL-6, P-TEL-2
-        pairs = Counter((r["queue_name"], r["handler_name"]) for r in rows if r is not None)
-        for pair, n in pairs.items():
-            self.engine.metrics.completed.labels(*pair).inc(n)
+        keys = Counter(
+            (r["tenant"], r["queue_name"], r["handler_name"]) for r in rows if r is not None
+        )
+        for key, n in keys.items():
+            self.engine.metrics.completed.labels(*key).inc(n)
         self.engine.history.completed(rows)  # P-OBS-5
 
-    async def fail(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def fail(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            reply, row = await self._fail(tx, task_id, body, now)
+            reply, row = await self._fail(tx, tenant, task_id, body, now)
         self.engine.observe.failed([row], now)  # P-TEL-6, P-TEL-2
         self._after_fail(row, now)
         await self._freed([row])
         return reply
 
     async def _fail(
-        self, tx: Tx, task_id: str, body: dict[str, Any], now: int
+        self, tx: Tx, tenant: str, task_id: str, body: dict[str, Any], now: int
     ) -> tuple[TaskOutcome, Row | None]:
-        row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "failed")
+        row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "failed")
         if replay is not None:
             return replay, None
         retryable = bool(body.get("retryable", False))
@@ -274,8 +290,8 @@ class Leases:
     def _after_fail(self, row: Row | None, now: int) -> None:
         if row is None:
             return
-        labels = (row["queue_name"], row["handler_name"])
-        self.engine.history.failed(row["queue_name"])  # P-OBS-5: retried or final
+        labels = (row["tenant"], row["queue_name"], row["handler_name"])
+        self.engine.history.failed(row["tenant"], row["queue_name"])  # P-OBS-5
         if row["status"] == "failed":
             self.engine.metrics.failed.labels(*labels).inc()
         else:
@@ -284,12 +300,12 @@ class Leases:
 
     # Heartbeat / release -----------------------------------------------------------------
 
-    async def heartbeat(self, task_id: str, body: dict[str, Any]) -> TaskLeaseStatus:
+    async def heartbeat(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskLeaseStatus:
         """P-LEASE-5: extend the lease; keep progress and checkpoint (P-CKPT-1)."""
         now = timefmt.now_ms()
         lease = body.get("lease_id")
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_task(task_id)
+            row = owned(await tx.get_task(task_id), tenant)  # P-TEN-3
             if row is None:
                 raise not_found("task", task_id)
             mine = lease is None or row["lease_id"] == lease
@@ -313,11 +329,11 @@ class Leases:
             "cancel_requested": False,
         }
 
-    async def release(self, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def release(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
         """P-LEASE-7: back to the queue without spending the attempt."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row, replay = await self._resolve(tx, task_id, body.get("lease_id"), "released")
+            row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "released")
             if replay is not None:
                 return replay
             run_at = now + int(body.get("delay_ms", 0))
@@ -332,7 +348,7 @@ class Leases:
             row.update(fields)
             reply = views.outcome(row)
             await end_attempt(tx, ended, now, "released", None, reply)
-        self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
+        self.engine.made_claimable(tenant, row["queue_name"], row["handler_name"], run_at, now)
         await self._freed([row])
         return reply
 
@@ -342,9 +358,9 @@ class Leases:
         self.engine.metrics.problems.labels(problem.code).inc()
         return _item_error_body(task_id, problem)
 
-    async def complete_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
+    async def complete_batch(self, tenant: str, items: list[dict[str, Any]]) -> BatchOutcome:
         started = timefmt.now_ms()
-        outcomes, rows = await self._complete_items(items)
+        outcomes, rows = await self._complete_items(tenant, items)
         self._count_completed(rows, started)
         await self._freed(rows)
         return {
@@ -356,14 +372,14 @@ class Leases:
             ]
         }
 
-    async def fail_batch(self, items: list[dict[str, Any]]) -> BatchOutcome:
+    async def fail_batch(self, tenant: str, items: list[dict[str, Any]]) -> BatchOutcome:
         now = timefmt.now_ms()
         out, rows = [], []
         async with self.engine.storage.transaction() as tx:
             await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
             for item in items:
                 try:
-                    reply, row = await self._fail(tx, item["task_id"], item, now)
+                    reply, row = await self._fail(tx, tenant, item["task_id"], item, now)
                     rows.append(row)
                     out.append(
                         _item(reply, "failed" if reply["status"] == "failed" else "requeued")

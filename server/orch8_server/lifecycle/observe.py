@@ -36,7 +36,7 @@ class TaskObserver:
         child = None
         pair = None
         for row in rows:  # claims come grouped by queue: one child lookup per run of rows
-            key = (row["queue_name"], row["handler_name"])
+            key = (row["tenant"], row["queue_name"], row["handler_name"])  # P-TEN-4
             if key != pair:
                 pair, child = key, wait.labels(*key)
             assert child is not None
@@ -66,5 +66,5 @@ class TaskObserver:
                 outcome = "completed"
             else:
                 outcome = "failed" if row["status"] == "failed" else "requeued"
-            child = run.labels(row["queue_name"], row["handler_name"], outcome)
+            child = run.labels(row["tenant"], row["queue_name"], row["handler_name"], outcome)
             child.observe(max(0, end - row["lease_started_at"]) / 1000)

@@ -1,7 +1,8 @@
 """Queue statistics (GET /queues, the metrics gauges): stored counts per (queue,
 handler) plus the pairs polled recently, so a polled, empty queue still shows (P-OBS-1),
 with each row's controls and why its pending tasks are not handed out (P-OBS-4), and
-every paused or capped queue and capped handler (P-CTRL-3)."""
+every paused or capped queue and capped handler (P-CTRL-3). One tenant's at a time
+(P-TEN-3)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import timefmt
 from orch8_server.lifecycle.controls import handler_view, queue_view
+from orch8_server.storage.base import split_wake_key, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import BlockedReason, QueueStatsList
     from orch8_server.lifecycle.engine import Engine
 
 
-async def queue_stats(engine: Engine, queue_name: str | None) -> QueueStatsList:
-    """The QueueStatsList: rows sorted by (queue, handler), then the controls."""
+async def queue_stats(engine: Engine, tenant: str, queue_name: str | None) -> QueueStatsList:
+    """The tenant's QueueStatsList: rows sorted by (queue, handler), then the controls."""
     storage = engine.storage
     now = timefmt.now_ms()
-    stats = {(r["queue_name"], r["handler_name"]): r for r in await storage.queue_stats(queue_name)}
-    for pair in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue still shows up
-        if queue_name is None or pair[0] == queue_name:
+    stats = {
+        (r["queue_name"], r["handler_name"]): r
+        for r in await storage.queue_stats(tenant, queue_name)
+    }
+    for key, handler in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue shows
+        owner, queue = split_wake_key(key)
+        pair = (queue, handler)
+        if owner == tenant and (queue_name is None or queue == queue_name):
             stats.setdefault(
                 pair,
                 {
@@ -36,20 +43,23 @@ async def queue_stats(engine: Engine, queue_name: str | None) -> QueueStatsList:
                 },
             )
     queues, handlers = await storage.controls()
+    queues = [q for q in queues if q["tenant"] == tenant]
+    handlers = [h for h in handlers if h["tenant"] == tenant]
     running = await storage.running_counts()
     queue_running: Counter[str] = Counter()
     handler_running: Counter[str] = Counter()
-    for queue, handler, n in running:
-        queue_running[queue] += n
-        handler_running[handler] += n
+    for owner, queue, handler, n in running:
+        if owner == tenant:
+            queue_running[queue] += n
+            handler_running[handler] += n
     controls = {q["queue_name"]: q for q in queues}
     caps = {h["handler_name"]: h["max_running"] for h in handlers}
-    unroutable = await _unroutable(engine, queue_name)
+    unroutable = await _unroutable(engine, tenant, queue_name)
     rows: list[Any] = []
     for (queue, handler), s in sorted(stats.items()):
         oldest = s.pop("oldest_pending_run_at")
         s["oldest_pending_age_ms"] = None if oldest is None else max(0, now - oldest)
-        s["active_pollers"] = engine.pollers.count(queue, handler, now)
+        s["active_pollers"] = engine.pollers.count(wake_key(tenant, queue), handler, now)
         control = controls.get(queue)
         s["unroutable"] = unroutable.get((queue, handler), 0)
         s["paused"] = bool(control and control["paused"])
@@ -92,12 +102,15 @@ def _blocked(row: dict[str, Any], queue_running: int, handler_running: int) -> B
     return None
 
 
-async def _unroutable(engine: Engine, queue_name: str | None) -> dict[tuple[str, str], int]:
-    """P-LABEL-3: pending tasks whose required labels no live registered worker holds."""
-    sets = await engine.storage.pending_label_sets(queue_name)
+async def _unroutable(
+    engine: Engine, tenant: str, queue_name: str | None
+) -> dict[tuple[str, str], int]:
+    """P-LABEL-3: pending tasks whose required labels no live registered worker of the
+    tenant holds."""
+    sets = await engine.storage.pending_label_sets(tenant, queue_name)
     if not sets:
         return {}
-    workers = await engine.storage.live_worker_labels()
+    workers = await engine.storage.live_worker_labels(tenant)
     out: Counter[tuple[str, str]] = Counter()
     for queue, handler, required, n in sets:
         if not any(all(w.get(k) == v for k, v in required.items()) for w in workers):

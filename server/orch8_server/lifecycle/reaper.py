@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
 from orch8_server.lifecycle.attempts import LEASE_EXPIRED_CODE, end_attempt
-from orch8_server.storage.base import Row, StorageUnavailable, Tx
+from orch8_server.storage.base import Row, StorageUnavailable, Tx, wake_key
 
 if TYPE_CHECKING:
     from orch8_server.lifecycle.engine import Engine
@@ -57,17 +57,17 @@ class Reaper:
                 )
             self.after_reclaim(reclaimed, now)
             await engine.leases.controls.freed(  # P-CTRL-2: a capped slot is free again
-                (r["queue_name"], r["handler_name"]) for r in reclaimed
+                (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
             )
             if len(expired) < BATCH:
                 break
         async with engine.storage.transaction() as tx:
             overdue = await tx.expire_overdue(now)  # P-EXPIRE-1
-            pairs = await tx.promote_due(now)  # fallback for the scheduled-task timer
+            due = await tx.promote_due(now)  # fallback for the scheduled-task timer
         if overdue:
             engine.metrics.expired.inc(overdue)
-        for queue, handler in pairs:
-            engine.dispatcher.wake(queue, handler)
+        for tenant, queue, handler in due:
+            engine.dispatcher.wake(wake_key(tenant, queue), handler)
         await engine.workers.sweep_dead(now)
         engine.pollers.prune(now)
 
@@ -89,13 +89,14 @@ class Reaper:
     def after_reclaim(self, rows: list[Row], now: int) -> None:
         metrics = self.engine.metrics
         for row in rows:
-            labels = (row["queue_name"], row["handler_name"])
+            labels = (row["tenant"], row["queue_name"], row["handler_name"])  # P-TEN-4
             metrics.reaped.labels(*labels).inc()
-            self.engine.history.failed(row["queue_name"])  # P-OBS-5: a reaped attempt
+            self.engine.history.failed(row["tenant"], row["queue_name"])  # P-OBS-5
             if row["status"] == "failed":
                 metrics.failed.labels(*labels).inc()
             else:
-                self.engine.dispatcher.wake(*labels)
+                key = wake_key(row["tenant"], row["queue_name"])  # P-TEN-3: its tenant's polls
+                self.engine.dispatcher.wake(key, row["handler_name"])
         if rows:
             log.info(
                 "reclaimed tasks", extra={"count": len(rows), "code": rows[0]["error"]["code"]}

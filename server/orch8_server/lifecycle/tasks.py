@@ -9,8 +9,9 @@ from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import MANUAL_CODE, end_attempt
 from orch8_server.lifecycle.retry import effective_policy
+from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import Problem, not_found
-from orch8_server.storage.base import Row, TaskFilter
+from orch8_server.storage.base import Row, TaskFilter, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import (
@@ -37,8 +38,8 @@ def _instant(body: dict[str, Any], name: str, pointer: str) -> int | None:
     return ms
 
 
-def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
-    """Build the row of a new task from a validated NewTask body (P-TASK-1)."""
+def new_task_row(body: dict[str, Any], now: int, pointer: str = "", tenant: str = "default") -> Row:
+    """Build the row of a new task of `tenant` from a validated NewTask body (P-TASK-1)."""
     run_at = _instant(body, "run_at", pointer)
     run_at = (now if run_at is None else run_at) + int(body.get("delay_ms", 0))  # P-TASK-1
     good_until = _instant(body, "good_until", pointer)
@@ -77,6 +78,7 @@ def new_task_row(body: dict[str, Any], now: int, pointer: str = "") -> Row:
         "progress": None,
         "cancel_reason": None,
         "required_labels": body.get("required_labels") or None,  # P-LABEL-1: NULL for {}
+        "tenant": tenant,  # P-TEN-1
     }
 
 
@@ -95,17 +97,17 @@ class Tasks:
         self.engine = engine
 
     async def enqueue(
-        self, bodies: list[dict[str, Any]], pointer_prefix: str
+        self, tenant: str, bodies: list[dict[str, Any]], pointer_prefix: str
     ) -> tuple[list[Task], bool]:
-        """Create tasks atomically; returns their views and whether any was new."""
+        """Create tasks of `tenant` atomically; returns their views and whether any was new."""
         now = timefmt.now_ms()
         rows = [
-            new_task_row(body, now, f"{pointer_prefix}/{i}" if pointer_prefix else "")
+            new_task_row(body, now, f"{pointer_prefix}/{i}" if pointer_prefix else "", tenant)
             for i, body in enumerate(bodies)
         ]
         backpressure = self.engine.backpressure
         if backpressure.limits_enqueues:  # P-BP-1, P-BP-2: refused before anything is stored
-            await backpressure.admit_enqueue([row["queue_name"] for row in rows])
+            await backpressure.admit_enqueue([row["queue_name"] for row in rows], tenant=tenant)
         results: list[tuple[Row, bool]] = []
         async with self.engine.storage.transaction() as tx:
             for row in rows:
@@ -133,21 +135,21 @@ class Tasks:
                 expired += 1
         metrics = self.engine.metrics
         for pair, n in enqueued.items():
-            metrics.enqueued.labels(*pair).inc(n)
-        self.engine.history.enqueued(enqueued)  # P-OBS-5
+            metrics.enqueued.labels(tenant, *pair).inc(n)
+        self.engine.history.enqueued(tenant, enqueued)  # P-OBS-5
         for (queue, handler, now_due), run_at in due.items():
             # A labelled task may suit none of the longest-parked polls: wake them all.
             counted = now_due and (queue, handler) not in labelled
             count = ready[(queue, handler, now_due)] if counted else None
-            self.engine.made_claimable(queue, handler, run_at, now, count)
+            self.engine.made_claimable(tenant, queue, handler, run_at, now, count)
         if expired:
             metrics.expired.inc(expired)
         if self.engine.spans is not None:  # P-TEL-2 (the None check: no cost without)
             self.engine.observe.enqueued([row for row, created in results if created], now)
         return [views.task(row) for row, _ in results], any(created for _, created in results)
 
-    async def get(self, task_id: str) -> Task:
-        row = await self.engine.storage.get_task(task_id)
+    async def get(self, tenant: str, task_id: str) -> Task:
+        row = owned(await self.engine.storage.get_task(task_id), tenant)  # P-TEN-3
         if row is None:
             raise not_found("task", task_id)
         return views.task(row)
@@ -162,9 +164,9 @@ class Tasks:
             "next_cursor": encode_cursor(rows[-1]["seq"]) if more else None,
         }
 
-    async def attempts(self, task_id: str) -> AttemptList:
+    async def attempts(self, tenant: str, task_id: str) -> AttemptList:
         storage = self.engine.storage
-        row = await storage.get_task(task_id)
+        row = owned(await storage.get_task(task_id), tenant)  # P-TEN-3
         if row is None:
             raise not_found("task", task_id)
         history = [views.attempt(a) for a in await storage.list_attempts(task_id)]
@@ -172,11 +174,11 @@ class Tasks:
             history.append(views.running_attempt(row))
         return {"task_id": task_id, "attempts": history}
 
-    async def cancel(self, task_id: str, reason: str | None) -> Task:
+    async def cancel(self, tenant: str, task_id: str, reason: str | None) -> Task:
         """P-CANCEL-1: pending/scheduled/running -> cancelled; finished -> invalid_state."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_task(task_id)
+            row = owned(await tx.get_task(task_id), tenant)  # P-TEN-3
             if row is None:
                 raise not_found("task", task_id)
             status = row["status"]
@@ -199,16 +201,20 @@ class Tasks:
                 await end_attempt(tx, row, now, "cancelled", None, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
-        self.engine.metrics.cancelled.labels(row["queue_name"], row["handler_name"]).inc()
+        self.engine.metrics.cancelled.labels(tenant, row["queue_name"], row["handler_name"]).inc()
         if status == "running":
-            await self.engine.leases.controls.freed([(row["queue_name"], row["handler_name"])])
+            await self.engine.leases.controls.freed(
+                [(tenant, row["queue_name"], row["handler_name"])]
+            )
         return views.task(row)
 
-    async def resolve_manually(self, task_id: str, outcome: str, body: dict[str, Any]) -> Task:
+    async def resolve_manually(
+        self, tenant: str, task_id: str, outcome: str, body: dict[str, Any]
+    ) -> Task:
         """P-MANUAL-1: an operator completes or fails a pending, scheduled or running task."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_task(task_id)
+            row = owned(await tx.get_task(task_id), tenant)  # P-TEN-3
             if row is None:
                 raise not_found("task", task_id)
             if row["status"] not in ("pending", "scheduled", "running"):
@@ -242,17 +248,19 @@ class Tasks:
         counter = (
             self.engine.metrics.completed if outcome == "completed" else self.engine.metrics.failed
         )
-        counter.labels(row["queue_name"], row["handler_name"]).inc()
-        self.engine.history.finished(row["queue_name"], outcome)  # P-OBS-5
+        counter.labels(tenant, row["queue_name"], row["handler_name"]).inc()
+        self.engine.history.finished(tenant, row["queue_name"], outcome)  # P-OBS-5
         if was_running:
-            await self.engine.leases.controls.freed([(row["queue_name"], row["handler_name"])])
+            await self.engine.leases.controls.freed(
+                [(tenant, row["queue_name"], row["handler_name"])]
+            )
         return views.task(row)
 
-    async def retry(self, task_id: str, body: dict[str, Any]) -> Task:
+    async def retry(self, tenant: str, task_id: str, body: dict[str, Any]) -> Task:
         """P-RETRY-6: failed/cancelled/expired -> pending with a fresh attempt budget."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_task(task_id)
+            row = owned(await tx.get_task(task_id), tenant)  # P-TEN-3
             if row is None:
                 raise not_found("task", task_id)
             if row["status"] not in ("failed", "cancelled", "expired"):
@@ -273,7 +281,7 @@ class Tasks:
             }
             await tx.update_task(task_id, fields)
             row.update(fields)
-        self.engine.made_claimable(row["queue_name"], row["handler_name"], run_at, now)
+        self.engine.made_claimable(tenant, row["queue_name"], row["handler_name"], run_at, now)
         return views.task(row)
 
     async def promote_due(self) -> int | None:
@@ -282,7 +290,7 @@ class Tasks:
             return None
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            pairs = await tx.promote_due(now)
-        for queue, handler in pairs:
-            self.engine.dispatcher.wake(queue, handler)
+            due = await tx.promote_due(now)
+        for tenant, queue, handler in due:
+            self.engine.dispatcher.wake(wake_key(tenant, queue), handler)
         return await self.engine.storage.next_scheduled_at()

@@ -36,6 +36,7 @@ def task(row: Row) -> Task:
     status = row["status"]
     return {
         "id": row["id"],
+        "tenant": row["tenant"],  # P-TEN-1
         "handler_name": row["handler_name"],
         "queue_name": row["queue_name"],
         "status": status,
@@ -140,6 +141,7 @@ def outcome(row: Row, error_code: str | None = None) -> TaskOutcome:
 def worker(row: Row, active_tasks: int, heartbeat_ms: int, dead_after_ms: int) -> Worker:
     return {
         "worker_id": row["worker_id"],
+        "tenant": row["tenant"],  # P-TEN-1
         "state": row["state"],
         "directive": row["directive"],
         "hostname": row["hostname"],

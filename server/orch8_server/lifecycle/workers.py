@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from orch8_server import timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
+from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
 
@@ -31,13 +32,14 @@ class Workers:
         s = self.engine.settings
         return views.worker(row, active, s.heartbeat_interval_ms, s.dead_after_ms)
 
-    async def _active(self, worker_id: str) -> int:
-        counts = await self.engine.storage.active_task_counts([worker_id])
+    async def _active(self, tenant: str, worker_id: str) -> int:
+        counts = await self.engine.storage.active_task_counts(tenant, [worker_id])
         return counts.get(worker_id, 0)
 
     @staticmethod
-    def _new_row(worker_id: str, body: dict[str, Any], now: int) -> Row:
+    def _new_row(tenant: str, worker_id: str, body: dict[str, Any], now: int) -> Row:
         return {
+            "tenant": tenant,  # P-TEN-3: worker ids are per tenant
             "worker_id": worker_id,
             "state": "running",
             "directive": "running",
@@ -52,40 +54,47 @@ class Workers:
             "last_heartbeat_at": now,
         }
 
-    async def register(self, body: dict[str, Any]) -> Worker:
-        """P-WORKER-1: idempotent on worker_id; a new process starts with directive running."""
+    async def register(self, tenant: str, body: dict[str, Any]) -> Worker:
+        """P-WORKER-1: idempotent on (tenant, worker_id); a new process starts with
+        directive running."""
         now = timefmt.now_ms()
-        row = self._new_row(body["worker_id"], body, now)
+        row = self._new_row(tenant, body["worker_id"], body, now)
         async with self.engine.storage.transaction() as tx:
             await tx.upsert_worker(row)
-        self.engine.leases.controls.forget_worker(row["worker_id"])  # P-LABEL-1: its latest labels
-        return self._view(row, await self._active(row["worker_id"]))
+        # P-LABEL-1: its latest labels
+        self.engine.leases.controls.forget_worker(tenant, row["worker_id"])
+        return self._view(row, await self._active(tenant, row["worker_id"]))
 
-    async def get(self, worker_id: str) -> Worker:
-        row = await self.engine.storage.get_worker(worker_id)
+    async def get(self, tenant: str, worker_id: str) -> Worker:
+        row = await self.engine.storage.get_worker(tenant, worker_id)  # P-TEN-3
         if row is None:
             raise not_found("worker", worker_id)
-        return self._view(row, await self._active(worker_id))
+        return self._view(row, await self._active(tenant, worker_id))
 
-    async def list(self, state: str | None) -> WorkerList:
-        rows = await self.engine.storage.list_workers(state)
-        counts = await self.engine.storage.active_task_counts([r["worker_id"] for r in rows])
+    async def list(self, tenant: str, state: str | None) -> WorkerList:
+        rows = await self.engine.storage.list_workers(tenant, state)  # P-TEN-3
+        ids = [r["worker_id"] for r in rows]
+        counts = await self.engine.storage.active_task_counts(tenant, ids)
         return {"workers": [self._view(r, counts.get(r["worker_id"], 0)) for r in rows]}
 
-    async def heartbeat(self, worker_id: str, body: dict[str, Any]) -> WorkerHeartbeatResult:
+    async def heartbeat(
+        self, tenant: str, worker_id: str, body: dict[str, Any]
+    ) -> WorkerHeartbeatResult:
         """P-WORKER-2/3: extend every lease the worker still holds; answer per task."""
         now = timefmt.now_ms()
         task_ids = list(dict.fromkeys(body.get("active_task_ids", [])))
         lease_override = body.get("lease_ms")
         answers = []
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_worker(worker_id)
+            row = await tx.get_worker(tenant, worker_id)
             if row is None:  # unknown worker: register it on the fly
-                row = self._new_row(worker_id, {}, now)
+                row = self._new_row(tenant, worker_id, {}, now)
                 await tx.upsert_worker(row)
             state = body.get("state", "running")
-            await tx.update_worker(worker_id, {"state": state, "last_heartbeat_at": now})
-            held = {t["id"]: t for t in await tx.tasks_by_ids(task_ids)}
+            await tx.update_worker(tenant, worker_id, {"state": state, "last_heartbeat_at": now})
+            held = {
+                t["id"]: t for t in await tx.tasks_by_ids(task_ids) if owned(t, tenant)
+            }  # P-TEN-3: another tenant's task is lease_lost, like an unknown one
             for task_id in task_ids:
                 answers.append(
                     await self._task_status(
@@ -131,37 +140,42 @@ class Workers:
             "lease_lost": True,
         }
 
-    async def set_directive(self, worker_id: str, directive: str) -> Worker:
+    async def set_directive(self, tenant: str, worker_id: str, directive: str) -> Worker:
         """P-WORKER-4: the directive reaches the worker with its next heartbeat."""
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_worker(worker_id)
+            row = await tx.get_worker(tenant, worker_id)  # P-TEN-3
             if row is None:
                 raise not_found("worker", worker_id)
-            await tx.update_worker(worker_id, {"directive": directive})
+            await tx.update_worker(tenant, worker_id, {"directive": directive})
             row["directive"] = directive
-        log.info("worker directive set", extra={"worker_id": worker_id, "directive": directive})
-        return self._view(row, await self._active(worker_id))
+        log.info(
+            "worker directive set",
+            extra={"tenant": tenant, "worker_id": worker_id, "directive": directive},
+        )
+        return self._view(row, await self._active(tenant, worker_id))
 
-    async def deregister(self, worker_id: str) -> Worker:
+    async def deregister(self, tenant: str, worker_id: str) -> Worker:
         """P-WORKER-5: a deregistered worker's leftover tasks are reclaimed at once."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            row = await tx.get_worker(worker_id)
+            row = await tx.get_worker(tenant, worker_id)  # P-TEN-3
             if row is None:
                 raise not_found("worker", worker_id)
-            await tx.delete_worker(worker_id)
+            await tx.delete_worker(tenant, worker_id)
             row.update(state="deregistered", last_heartbeat_at=now)
             reclaimed = await self.engine.reaper.reclaim(
                 tx,
-                await tx.running_tasks_of(worker_id),
+                await tx.running_tasks_of(tenant, worker_id),
                 WORKER_LOST_CODE,
                 f"worker {worker_id} deregistered while holding the task",
                 now,
             )
         self.engine.reaper.after_reclaim(reclaimed, now)
         controls = self.engine.leases.controls
-        controls.forget_worker(worker_id)
-        await controls.freed((r["queue_name"], r["handler_name"]) for r in reclaimed)  # P-CTRL-2
+        controls.forget_worker(tenant, worker_id)
+        await controls.freed(  # P-CTRL-2
+            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
+        )
         return self._view(row, 0)
 
     async def sweep_dead(self, now: int) -> int:
@@ -170,20 +184,24 @@ class Workers:
         async with self.engine.storage.transaction() as tx:
             dead = await tx.silent_workers(before)
             reclaimed: list[Row] = []
-            for worker in dead:
-                await tx.update_worker(worker["worker_id"], {"state": "dead"})
+            for worker in dead:  # every tenant's; each keeps its own tenant
+                tenant = worker["tenant"]
+                await tx.update_worker(tenant, worker["worker_id"], {"state": "dead"})
                 reclaimed += await self.engine.reaper.reclaim(
                     tx,
-                    await tx.running_tasks_of(worker["worker_id"]),
+                    await tx.running_tasks_of(tenant, worker["worker_id"]),
                     WORKER_LOST_CODE,
                     f"worker {worker['worker_id']} stopped heartbeating",
                     now,
                 )
         for worker in dead:
-            log.warning("worker declared dead", extra={"worker_id": worker["worker_id"]})
-            self.engine.leases.controls.forget_worker(worker["worker_id"])
+            log.warning(
+                "worker declared dead",
+                extra={"tenant": worker["tenant"], "worker_id": worker["worker_id"]},
+            )
+            self.engine.leases.controls.forget_worker(worker["tenant"], worker["worker_id"])
         self.engine.reaper.after_reclaim(reclaimed, now)
         await self.engine.leases.controls.freed(
-            (r["queue_name"], r["handler_name"]) for r in reclaimed
+            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
         )  # P-CTRL-2
         return len(dead)

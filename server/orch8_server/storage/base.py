@@ -93,6 +93,7 @@ def split_wake_key(key: str) -> tuple[str, str]:
     tenant, _, queue = key.partition("/")
     return tenant, queue
 
+
 WORKER_COLUMNS = (
     "worker_id",
     "state",
@@ -139,9 +140,11 @@ class Tx(Protocol):
 
     async def insert_attempt(self, row: Row) -> None: ...
 
-    async def complete_running(self, items: list[tuple[str, str, Any]], now: int) -> list[Row]:
-        """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task is
-        running under that lease becomes completed at `now`, in one statement. Returns
+    async def complete_running(
+        self, tenant: str, items: list[tuple[str, str, Any]], now: int
+    ) -> list[Row]:
+        """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task of
+        `tenant` is running under that lease becomes completed at `now`, in one statement. Returns
         those rows with COMPLETED_COLUMNS (as after the update); items not returned were
         left untouched for the per-item rules (replays, lease_lost, not_found)."""
 
@@ -151,6 +154,7 @@ class Tx(Protocol):
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -161,7 +165,8 @@ class Tx(Protocol):
         labels: dict[str, str] | None = None,
         capped: bool = False,
     ) -> tuple[list[Row], int]:
-        """Claim up to `limit` pending tasks, priority then FIFO (P-ORDER-1); pending
+        """Claim up to `limit` pending tasks of the tenant's queue (P-TEN-3), priority then
+        FIFO (P-ORDER-1); pending
         tasks past good_until met on the way become expired (P-EXPIRE-1). Returns the
         claimed rows (status running, new lease, attempt + 1) and the number expired.
 
@@ -172,22 +177,23 @@ class Tx(Protocol):
         Uncapped claims still skip rows of paused or capped queues and handlers, so a
         replica whose view of the controls is stale never passes them."""
 
-    async def promote_due(self, now: int) -> list[tuple[str, str]]:
-        """scheduled -> pending where run_at <= now; returns (queue, handler) pairs."""
+    async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
+        """scheduled -> pending where run_at <= now (every tenant); returns (tenant, queue,
+        handler) triples."""
 
     async def expire_overdue(self, now: int) -> int: ...
 
     async def expired_leases(self, now: int, limit: int) -> list[Row]: ...
 
-    async def running_tasks_of(self, worker_id: str) -> list[Row]: ...
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]: ...
 
-    async def get_worker(self, worker_id: str) -> Row | None: ...
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None: ...
 
     async def upsert_worker(self, row: Row) -> None: ...
 
-    async def update_worker(self, worker_id: str, fields: Row) -> None: ...
+    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None: ...
 
-    async def delete_worker(self, worker_id: str) -> None: ...
+    async def delete_worker(self, tenant: str, worker_id: str) -> None: ...
 
     async def silent_workers(self, before: int) -> list[Row]: ...
 
@@ -211,6 +217,7 @@ class Storage(Protocol):
 
     async def claim(
         self,
+        tenant: str,
         queue_name: str,
         handler_names: list[str] | None,
         limit: int,
@@ -233,67 +240,83 @@ class Storage(Protocol):
 
     async def list_attempts(self, task_id: str) -> list[Row]: ...
 
-    async def queue_stats(self, queue_name: str | None) -> list[Row]:
-        """Rows of queue_name, handler_name, pending, scheduled, running, failed,
-        oldest_pending_run_at."""
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
+        """The tenant's rows of queue_name, handler_name, pending, scheduled, running,
+        failed, oldest_pending_run_at."""
 
     async def next_scheduled_at(self) -> int | None: ...
 
-    async def get_worker(self, worker_id: str) -> Row | None: ...
+    async def get_worker(self, tenant: str, worker_id: str) -> Row | None: ...
 
-    async def list_workers(self, state: str | None) -> list[Row]: ...
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+        """The tenant's workers; every tenant's with tenant None (metrics)."""
 
-    async def active_task_counts(self, worker_ids: list[str]) -> dict[str, int]: ...
+    async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]: ...
+
+    async def tenant_names(self) -> list[str]:
+        """Every tenant with a task or a worker, sorted (P-TEN-4); cheap (a skip scan)."""
+
+    async def list_tenants(self) -> list[Row]:
+        """P-TEN-4: rows of tenant, tasks, workers for every tenant in use, sorted."""
 
     # Queue controls and label routing (P-CTRL-1..3, P-LABEL-1..3) ------------------------
 
-    async def set_queue_control(self, queue_name: str, fields: Row, now: int) -> Row:
-        """Upsert the queue's control row with `fields` (paused, paused_at, max_running)
+    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
+        """Upsert the tenant's queue control row with `fields` (paused, paused_at, max_running)
         and announce the change to every replica; returns the row (QUEUE_CONTROL_COLUMNS)."""
 
     async def set_handler_control(
-        self, handler_name: str, max_running: int | None, now: int
+        self, tenant: str, handler_name: str, max_running: int | None, now: int
     ) -> Row:
         """Upsert the handler's cap and announce it; returns the row (HANDLER_CONTROL_COLUMNS)."""
 
     async def controls(self) -> tuple[list[Row], list[Row]]:
-        """Every queue control row and every handler control row."""
+        """Every tenant's queue control rows and handler control rows (with `tenant`)."""
 
-    async def running_counts(self) -> list[tuple[str, str, int]]:
-        """(queue, handler, running tasks) for every pair with a running task."""
+    async def running_counts(self) -> list[tuple[str, str, str, int]]:
+        """(tenant, queue, handler, running tasks) for every triple with a running task."""
 
-    async def pending_label_sets(self, queue_name: str | None) -> list[tuple[str, str, Any, int]]:
-        """(queue, handler, required_labels, pending count) of pending labelled tasks."""
+    async def pending_label_sets(
+        self, tenant: str, queue_name: str | None
+    ) -> list[tuple[str, str, Any, int]]:
+        """(queue, handler, required_labels, pending count) of the tenant's pending
+        labelled tasks."""
 
-    async def live_worker_labels(self) -> list[dict[str, str]]:
-        """The labels of every registered worker that is not dead."""
+    async def live_worker_labels(self, tenant: str) -> list[dict[str, str]]:
+        """The labels of every registered worker of the tenant that is not dead."""
 
     async def announce(self, queue_name: str, handler_name: str) -> None:
         """Wake the other replicas' polls of (queue, handler) (a running cap freed a
-        slot); a single-process backend does nothing."""
+        slot); `queue_name` is a wake_key(tenant, queue). A single-process backend does
+        nothing."""
 
     async def share_pollers(
         self, seen: list[tuple[str, str, str, int]], since: int
     ) -> list[tuple[str, str, str, int]]:
-        """Multi-replica only: record (queue, handler, poller, seen_at) rows seen by this
+        """Multi-replica only: record (wake_key, handler, poller, seen_at) rows seen by this
         replica; return every replica's rows seen at or after `since`."""
 
     # Queue history (P-OBS-5; sqlite_history.py, postgres_history.py) ---------------------
 
-    async def pending_counts(self) -> dict[str, int]:
-        """Pending tasks per queue (the history's depth sample)."""
+    async def pending_counts(self) -> dict[tuple[str, str], int]:
+        """Pending tasks per (tenant, queue) (the history's depth sample)."""
 
-    async def queue_depth(self, queue_name: str, limit: int) -> int:
-        """Pending + scheduled tasks of the queue, each counted up to `limit` (P-BP-2):
+    async def queue_depth(self, tenant: str, queue_name: str, limit: int) -> int:
+        """Pending + scheduled tasks of the tenant's queue, each up to `limit` (P-BP-2):
         an indexed read that stays bounded however many finished rows exist."""
 
     async def add_queue_minutes(
-        self, counts: list[Row], minute: int, depths: dict[str, int], prune_before: int
+        self,
+        counts: list[Row],
+        minute: int,
+        depths: dict[tuple[str, str], int],
+        prune_before: int,
     ) -> None:
-        """Add each row's counts (queue_name, minute, enqueued, completed, failed,
+        """Add each row's counts (tenant, queue_name, minute, enqueued, completed, failed,
         wait_hist) to the stored minute, additively: every replica adds its own. Set the
-        depth of `minute` per queue in `depths`; drop minutes before `prune_before`."""
+        depth of `minute` per (tenant, queue) in `depths`; drop minutes before
+        `prune_before`."""
 
-    async def queue_minutes(self, queue_name: str, since: int) -> list[Row]:
-        """Stored minutes of the queue from `since` on, oldest first (rows as above plus
-        depth)."""
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
+        """Stored minutes of the tenant's queue from `since` on, oldest first (rows as
+        above plus depth)."""

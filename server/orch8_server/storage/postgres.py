@@ -428,6 +428,10 @@ class PgStorage:
         async with self._conn() as conn:
             return await postgres_history.queue_minutes(conn, tenant, queue_name, since)
 
+    async def tenant_names(self) -> list[str]:
+        async with self._conn() as conn:
+            return await postgres_history.tenant_names(conn)
+
     async def list_tenants(self) -> list[Row]:
         async with self._conn() as conn:
             return await postgres_history.list_tenants(conn)

@@ -42,6 +42,8 @@ _RETURNED = ", ".join(
     f"t.{c}::text AS {c}" if c in CLAIM_JSON else f"t.{c}"
     for c in (*CLAIM_COLUMNS, *_LEASE_COLUMNS)
 )
+
+
 # P-CTRL-1/2 guard of a plain claim: nothing of a paused or capped queue or handler of
 # the claiming tenant ({t}: the tenant's parameter).
 def _queue_free(t: str) -> str:

@@ -76,7 +76,9 @@ async def set_handler_control(
 
 async def controls(conn: asyncpg.Connection) -> tuple[list[Row], list[Row]]:
     queues = await conn.fetch(
-        "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls ORDER BY tenant, queue_name"
+        "SELECT "
+        + ", ".join(QUEUE_CONTROL_COLUMNS)
+        + " FROM queue_controls ORDER BY tenant, queue_name"
     )
     handlers = await conn.fetch(
         "SELECT "

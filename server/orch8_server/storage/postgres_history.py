@@ -122,3 +122,18 @@ async def list_tenants(conn: asyncpg.Connection) -> list[Row]:
         "GROUP BY tenant ORDER BY tenant"
     )
     return [{"tenant": r[0], "tasks": int(r[1]), "workers": int(r[2])} for r in rows]
+
+
+# P-TEN-4: the distinct tenants of the tasks table as a skip scan (as sqlite_history) of tasks_tenant_seq (one
+# index probe per tenant), so a scrape stays cheap however many rows a tenant has.
+TENANT_NAMES = (
+    "WITH RECURSIVE t(tenant) AS (SELECT min(tenant) FROM tasks UNION ALL "
+    "SELECT (SELECT min(tenant) FROM tasks WHERE tenant > t.tenant) FROM t "
+    "WHERE t.tenant IS NOT NULL) "
+    "SELECT tenant FROM t WHERE tenant IS NOT NULL UNION SELECT tenant FROM workers"
+)
+
+
+async def tenant_names(conn: asyncpg.Connection) -> list[str]:
+    """Every tenant with a task or a worker, sorted (P-TEN-4)."""
+    return sorted(r[0] for r in await conn.fetch(TENANT_NAMES))

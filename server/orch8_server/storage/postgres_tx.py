@@ -99,8 +99,7 @@ _COMPLETE_RUNNING = (
     "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
     "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
     "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' AND t.tenant = $5 "
-    "RETURNING "
-    + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
+    "RETURNING " + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
 )
 
 _INSERT_TASKS_BULK = _bulk_insert("tasks", _NEW_TASK_COLS)
@@ -306,7 +305,7 @@ class PgTx:
             "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name",
             now,
         )
-        return sorted({(r[0], r[1]) for r in rows})
+        return sorted({(r[0], r[1], r[2]) for r in rows})
 
     async def expire_overdue(self, now: int) -> int:
         await self.flush()

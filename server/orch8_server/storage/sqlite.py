@@ -353,6 +353,10 @@ class SqliteStorage:
         await self._settled()
         return sqlite_history.queue_minutes(self.c, tenant, queue_name, since)
 
+    async def tenant_names(self) -> list[str]:
+        await self._settled()
+        return sqlite_history.tenant_names(self.c)
+
     async def list_tenants(self) -> list[Row]:
         """P-TEN-4: tenants with a task or a worker, with their counts, in tenant order."""
         await self._settled()

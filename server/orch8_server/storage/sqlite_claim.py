@@ -108,8 +108,7 @@ def _budgets(
         return 0, {}
     if control is not None and control[1] is not None:
         running = conn.execute(
-            "SELECT COUNT(*) FROM tasks WHERE status = 'running' AND tenant = ? "
-            "AND queue_name = ?",
+            "SELECT COUNT(*) FROM tasks WHERE status = 'running' AND tenant = ? AND queue_name = ?",
             (tenant, queue_name),
         ).fetchone()[0]
         limit = min(limit, control[1] - running)

@@ -51,15 +51,11 @@ def set_handler_control(
         "max_running = excluded.max_running, updated_at = excluded.updated_at",
         (tenant, handler_name, max_running, now),
     )
-    return dict(
-        zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now, tenant), strict=True)
-    )
+    return dict(zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now, tenant), strict=True))
 
 
 def controls(conn: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
-    queues = [
-        _queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY tenant, queue_name")
-    ]
+    queues = [_queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY tenant, queue_name")]
     handlers = [
         dict(zip(HANDLER_CONTROL_COLUMNS, r, strict=True))
         for r in conn.execute(_HANDLER_SELECT + " ORDER BY tenant, handler_name")
@@ -78,9 +74,9 @@ def running_counts(conn: sqlite3.Connection) -> list[tuple[str, str, str, int]]:
 def pending_label_sets(
     conn: sqlite3.Connection, tenant: str, queue_name: str | None
 ) -> list[tuple[str, str, Any, int]]:
-    q, args = " AND tenant = ?", (tenant,)
+    q, args = " AND tenant = ?", [tenant]
     if queue_name is not None:
-        q, args = q + " AND queue_name = ?", (tenant, queue_name)
+        q, args = q + " AND queue_name = ?", [tenant, queue_name]
     return [
         (queue, handler, orjson.loads(labels), n)
         for queue, handler, labels, n in conn.execute(

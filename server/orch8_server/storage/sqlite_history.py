@@ -87,9 +87,7 @@ def add_queue_minutes(
     conn.execute("DELETE FROM queue_minutes WHERE minute < ?", (prune_before,))
 
 
-def queue_minutes(
-    conn: sqlite3.Connection, tenant: str, queue_name: str, since: int
-) -> list[Row]:
+def queue_minutes(conn: sqlite3.Connection, tenant: str, queue_name: str, since: int) -> list[Row]:
     """The stored minutes of `queue_name` from `since` on, oldest first."""
     cols = ("minute", "enqueued", "completed", "failed", "depth", "wait_hist")
     out = []
@@ -111,3 +109,18 @@ def list_tenants(conn: sqlite3.Connection) -> list[Row]:
         for tenant, n in conn.execute(f"SELECT tenant, COUNT(*) FROM {table} GROUP BY tenant"):
             counts.setdefault(tenant, {"tenant": tenant, "tasks": 0, "workers": 0})[col] = n
     return [counts[t] for t in sorted(counts)]
+
+
+# P-TEN-4: the distinct tenants of the tasks table as a skip scan of tasks_tenant_seq (one
+# index probe per tenant), so a scrape stays cheap however many rows a tenant has.
+TENANT_NAMES = (
+    "WITH RECURSIVE t(tenant) AS (SELECT min(tenant) FROM tasks UNION ALL "
+    "SELECT (SELECT min(tenant) FROM tasks WHERE tenant > t.tenant) FROM t "
+    "WHERE t.tenant IS NOT NULL) "
+    "SELECT tenant FROM t WHERE tenant IS NOT NULL UNION SELECT tenant FROM workers"
+)
+
+
+def tenant_names(conn: sqlite3.Connection) -> list[str]:
+    """Every tenant with a task or a worker, sorted (P-TEN-4)."""
+    return sorted(t for (t,) in conn.execute(TENANT_NAMES))

@@ -172,7 +172,9 @@ class SqliteTx:
         params: list[Any] = []
         for task_id, lease_id, output in items:
             params += (task_id, lease_id, dumps(output))
-        rows = self.c.execute(_complete_statement(len(items)), [*params, now, now, tenant]).fetchall()
+        rows = self.c.execute(
+            _complete_statement(len(items)), [*params, now, now, tenant]
+        ).fetchall()
         return [dict(zip(COMPLETED_COLUMNS, r, strict=True)) for r in rows]
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
