@@ -27,6 +27,7 @@ interface Launched {
   restart(): Promise<unknown>;
   stop(): Promise<void>;
   stderrTail(): string;
+  process: { kill(signal: NodeJS.Signals): boolean } | null;
 }
 
 /** Polls `check` until it returns a truthy value or the deadline passes. */
@@ -51,7 +52,7 @@ export class TestServer {
   private constructor(private readonly s: Launched) {}
 
   /** Starts a server with `flags` (default FAST_FLAGS) on a fresh SQLite file. */
-  static async start(flags: Record<string, number> = FAST_FLAGS): Promise<TestServer> {
+  static async start(flags: Record<string, number | string> = FAST_FLAGS): Promise<TestServer> {
     const args = Object.entries(flags).flatMap(([k, v]) => [`--${k}`, String(v)]);
     return new TestServer(await launchServer({ args }) as Launched);
   }
@@ -73,6 +74,11 @@ export class TestServer {
     await this.s.halt();
     if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
     await this.s.restart();
+  }
+
+  /** SIGHUP: the server re-reads its keys file (P-AUTH-4). */
+  hangup(): void {
+    if (!this.s.process?.kill("SIGHUP")) throw new Error("the server is not running");
   }
 
   /** Stops the server and removes its database. */
