@@ -119,6 +119,17 @@ func (s *Server) Start() {
 	}
 }
 
+// Signal sends sig to the running server, e.g. SIGHUP to re-read its keys file (P-AUTH-4).
+func (s *Server) Signal(sig os.Signal) {
+	s.t.Helper()
+	if s.cmd == nil || s.cmd.Process == nil {
+		s.t.Fatal("refserver: the server is not running")
+	}
+	if err := s.cmd.Process.Signal(sig); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
 // Stop sends SIGTERM and waits for the process to exit.
 func (s *Server) Stop() {
 	if s.cmd == nil || s.cmd.Process == nil {
