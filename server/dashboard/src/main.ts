@@ -19,8 +19,9 @@ const REFRESH_MS = 3000;
 
 let lastOk: string | null = null;
 let unreachableSince: ApiError | null = null;
-// P-AUTH-3: the latest refusal (a 403's detail) until dismissed; a dismissed one stays away.
-let refusal: string | null = null;
+// P-AUTH-3: each distinct refusal (a 403's detail) until dismissed; the refresh loop repeats
+// the same refusals every few seconds, so a dismissed one stays away.
+const refusals: string[] = [];
 const dismissed = new Set<string>();
 
 /** Any view reports here whether the server answered; the banner and header follow. */
@@ -40,14 +41,20 @@ function reachability(err: ApiError | null): void {
 
 /** A 403 from any view (or a tenant the key may not select) shows in the banner. */
 function refused(detail: string): void {
-  if (dismissed.has(detail) || refusal === detail) return;
-  refusal = detail;
+  if (dismissed.has(detail) || refusals.includes(detail)) return;
+  refusals.push(detail);
+  renderBanner();
+}
+
+function clearRefusals(): void {
+  refusals.length = 0;
+  dismissed.clear();
   renderBanner();
 }
 
 function renderBanner(): void {
   const banner = byId("banner");
-  banner.hidden = unreachableSince === null && refusal === null;
+  banner.hidden = unreachableSince === null && refusals.length === 0;
   if (unreachableSince) {
     banner.dataset.code = "connection_error";
     fill(
@@ -57,19 +64,16 @@ function renderBanner(): void {
       lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
       `retrying every ${REFRESH_MS / 1000} s.`,
     );
-  } else if (refusal !== null) {
-    const detail = refusal;
+  } else if (refusals.length) {
     banner.dataset.code = "forbidden";
     fill(
       banner,
-      h("strong", null, "Not allowed with this key (403 forbidden): "),
-      h("span", { "data-testid": "banner-detail" }, detail),
-      " ",
-      h("button", { class: "linkish dismiss", type: "button", title: "Hide this message", onclick: () => {
-        dismissed.add(detail);
-        refusal = null;
+      h("strong", null, "Not allowed with this key (403 forbidden). "),
+      h("button", { class: "linkish dismiss", type: "button", id: "banner-dismiss", title: "Hide these messages", onclick: () => {
+        for (const d of refusals.splice(0)) dismissed.add(d);
         renderBanner();
       } }, "dismiss"),
+      h("ul", { class: "refusals" }, refusals.map((d) => h("li", { "data-testid": "banner-detail" }, d))),
     );
   }
 }
@@ -82,8 +86,7 @@ function renderHeader(): void {
 
 /** Another tenant: its own task ids, so a task detail gives way to the overview. */
 function tenantChanged(): void {
-  refusal = null;
-  renderBanner();
+  clearRefusals();
   renderPrincipal(byId("principal"), currentTenant());
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
   else route();
@@ -91,6 +94,7 @@ function tenantChanged(): void {
 
 /** P-AUTH-5: ask who the key is, settle the tenant, and redraw what depends on the role. */
 async function loadPrincipal(): Promise<boolean> {
+  clearRefusals();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
@@ -169,7 +173,10 @@ function suggest(queues: QueueStats[], workers: Worker[]): void {
 function report(el: HTMLElement, what: string) {
   return (err: unknown): null => {
     if (err instanceof ApiError && err.unreachable) reachability(err);
-    else fill(el, problemBox(err, `Could not load ${what}: `));
+    else {
+      if (err instanceof ApiError) reachability(null); // it answered, if only to refuse (403)
+      fill(el, problemBox(err, `Could not load ${what}: `));
+    }
     return null;
   };
 }

@@ -1,6 +1,8 @@
 // Shared by the browser tests: a real orch8-server on loopback (temp SQLite file), a real
 // headless Chromium (Debian's package) driven by playwright-core, and small helpers.
-import { existsSync, mkdirSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { launchServer, REPO } from "../../../scripts/testing/launch-server.mjs";
@@ -25,28 +27,71 @@ export async function eventually(check, what, timeoutMs = 10_000, intervalMs = 1
   }
 }
 
+/** The secret the tests use for the keys-file entry `id`. */
+export const secretOf = (id) => `secret-of-${id}`;
+
+/**
+ * A keys file (P-AUTH-4) for `keys` = {id: {role, tenant, tenants?}}: one [[key]] per id,
+ * holding the hex SHA-256 of secretOf(id), never the secret.
+ */
+export function keysToml(keys) {
+  const list = (v) => `[${v.map((s) => JSON.stringify(s)).join(", ")}]`;
+  return Object.entries(keys)
+    .map(([id, k]) => [
+      "[[key]]",
+      `id = ${JSON.stringify(id)}`,
+      `sha256 = "${createHash("sha256").update(secretOf(id)).digest("hex")}"`,
+      `role = ${JSON.stringify(k.role)}`,
+      `tenant = ${JSON.stringify(k.tenant ?? "default")}`,
+      k.tenants ? `tenants = ${list(k.tenants)}` : null,
+    ].filter(Boolean).join("\n"))
+    .join("\n\n") + "\n";
+}
+
 /**
  * Start a real orch8-server (shared launcher, temp SQLite file) with the timings the
- * dashboard tests need, plus API helpers.
+ * dashboard tests need, plus API helpers. `apiKey` adds an env (admin) key; `keys` a keys
+ * file (see keysToml; `server.rewriteKeys(keys)` replaces it and sends SIGHUP).
  */
-export async function startServer({ apiKey } = {}) {
+export async function startServer({ apiKey, keys } = {}) {
   const args = ["--max-wait-ms", "20000", "--reaper-interval-ms", "200",
     "--heartbeat-interval-ms", "1000", "--dead-after-ms", "60000"];
   if (apiKey) args.push("--api-key", apiKey);
+  let keysDir = null;
+  if (keys) {
+    keysDir = mkdtempSync(join(tmpdir(), "orch8-dashboard-keys-"));
+    writeFileSync(join(keysDir, "keys.toml"), keysToml(keys));
+    args.push("--keys-file", join(keysDir, "keys.toml"));
+  }
+  // The tests' own calls: the env key, else the file's first admin key.
+  const adminId = keys && Object.keys(keys).find((id) => keys[id].role === "admin");
+  const ownKey = apiKey ?? (adminId ? secretOf(adminId) : undefined);
   const server = await launchServer({ args });
+  const stop = server.stop;
   return Object.assign(server, {
-    /** Call the API directly (the tests' own view of the truth). */
-    async api(method, path, body) {
+    /** Call the API directly (the tests' own view of the truth); `as.key` / `as.tenant` override. */
+    async api(method, path, body, as = {}) {
       const headers = { "Content-Type": "application/json" };
-      if (apiKey) headers.Authorization = `Bearer ${apiKey}`;
+      const key = as.key ?? ownKey;
+      if (key) headers.Authorization = `Bearer ${key}`;
+      if (as.tenant) headers["X-Tenant-Id"] = as.tenant;
       const res = await fetch(server.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : null };
     },
-    async enqueue(tasks) {
-      const res = await server.api("POST", "/tasks/batch", { tasks });
+    async enqueue(tasks, as = {}) {
+      const res = await server.api("POST", "/tasks/batch", { tasks }, as);
       if (res.status !== 201) throw new Error(`enqueue: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.tasks;
+    },
+    /** Replace the keys file and send SIGHUP (the server re-reads it, P-AUTH-4). */
+    rewriteKeys(newKeys) {
+      writeFileSync(join(keysDir, "keys.toml"), keysToml(newKeys));
+      server.process.kill("SIGHUP");
+    },
+    async stop() {
+      await stop();
+      if (keysDir) rmSync(keysDir, { recursive: true, force: true });
     },
     // halt() keeps the database; restart() starts again on the same port and database.
   });
@@ -64,9 +109,13 @@ export async function launchBrowser() {
   return browser;
 }
 
-/** A fresh page at 1280 px wide that records every request it makes and every console error. */
-export async function openPage(browser, url) {
+/**
+ * A fresh page at 1280 px wide that records every request it makes and every console error.
+ * `apiKey` is put where the dashboard keeps the key (sessionStorage) before the page loads.
+ */
+export async function openPage(browser, url, { apiKey } = {}) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  if (apiKey) await context.addInitScript((key) => sessionStorage.setItem("orch8.apiKey", key), apiKey);
   const page = await context.newPage();
   page.requests = [];
   page.errors = [];

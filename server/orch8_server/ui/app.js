@@ -1617,7 +1617,7 @@ function workerRow(w, hooks) {
 var REFRESH_MS = 3e3;
 var lastOk = null;
 var unreachableSince = null;
-var refusal = null;
+var refusals = [];
 var dismissed = /* @__PURE__ */ new Set();
 function reachability(err) {
   if (err === null) {
@@ -1633,13 +1633,18 @@ function reachability(err) {
   fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
 }
 function refused(detail2) {
-  if (dismissed.has(detail2) || refusal === detail2) return;
-  refusal = detail2;
+  if (dismissed.has(detail2) || refusals.includes(detail2)) return;
+  refusals.push(detail2);
+  renderBanner();
+}
+function clearRefusals() {
+  refusals.length = 0;
+  dismissed.clear();
   renderBanner();
 }
 function renderBanner() {
   const banner = byId("banner");
-  banner.hidden = unreachableSince === null && refusal === null;
+  banner.hidden = unreachableSince === null && refusals.length === 0;
   if (unreachableSince) {
     banner.dataset.code = "connection_error";
     fill(
@@ -1649,19 +1654,16 @@ function renderBanner() {
       lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
       `retrying every ${REFRESH_MS / 1e3} s.`
     );
-  } else if (refusal !== null) {
-    const detail2 = refusal;
+  } else if (refusals.length) {
     banner.dataset.code = "forbidden";
     fill(
       banner,
-      h("strong", null, "Not allowed with this key (403 forbidden): "),
-      h("span", { "data-testid": "banner-detail" }, detail2),
-      " ",
-      h("button", { class: "linkish dismiss", type: "button", title: "Hide this message", onclick: () => {
-        dismissed.add(detail2);
-        refusal = null;
+      h("strong", null, "Not allowed with this key (403 forbidden). "),
+      h("button", { class: "linkish dismiss", type: "button", id: "banner-dismiss", title: "Hide these messages", onclick: () => {
+        for (const d of refusals.splice(0)) dismissed.add(d);
         renderBanner();
-      } }, "dismiss")
+      } }, "dismiss"),
+      h("ul", { class: "refusals" }, refusals.map((d) => h("li", { "data-testid": "banner-detail" }, d)))
     );
   }
 }
@@ -1670,13 +1672,13 @@ function renderHeader() {
   void renderTenantPicker(byId("tenant-picker"), current(), tenantChanged);
 }
 function tenantChanged() {
-  refusal = null;
-  renderBanner();
+  clearRefusals();
   renderPrincipal(byId("principal"), currentTenant());
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
   else route();
 }
 async function loadPrincipal() {
+  clearRefusals();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
@@ -1746,7 +1748,10 @@ function suggest(queues, workers) {
 function report(el, what) {
   return (err) => {
     if (err instanceof ApiError && err.unreachable) reachability(err);
-    else fill(el, problemBox(err, `Could not load ${what}: `));
+    else {
+      if (err instanceof ApiError) reachability(null);
+      fill(el, problemBox(err, `Could not load ${what}: `));
+    }
     return null;
   };
 }
