@@ -92,7 +92,7 @@ class Worker:
         if client is not None and tenant is not None:
             # A tenant silently dropped would act in another tenant: say where it belongs.
             raise ValueError("tenant is an option of the client: pass it to AsyncOrch8Client")
-        self._tenant = check_tenant(tenant)  # P-SDK-24: refused before any request
+        self.tenant = check_tenant(tenant)  # P-SDK-24: refused before any request
         self.worker_id = worker_id or default_worker_id()
         # P-SDK-23: one queue, or an ordered list with optional weights; refused here, before
         # any request, with a ValueError naming the option.
@@ -285,7 +285,7 @@ class Worker:
         )
         own_client = self._client_arg is None
         client = self._client_arg or AsyncOrch8Client(
-            self._base_url, self._api_key, tenant=self._tenant
+            self._base_url, self._api_key, tenant=self.tenant
         )
         executor = self._executor_arg or DaemonPool(
             self.concurrency, thread_name_prefix=f"orch8-{self.worker_id}"

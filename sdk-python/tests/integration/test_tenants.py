@@ -13,6 +13,7 @@ import pytest
 from orch8 import ForbiddenError, NotFoundError, Orch8Client, TaskContext, Worker
 
 from .conftest import Server, wait_until
+from .test_queues import _readme_block
 
 
 def new_worker(server: Server, **kw: object) -> Worker:
@@ -106,3 +107,22 @@ def test_p_sdk_24_a_refused_worker_keeps_running_until_its_key_is_fixed(
         done = wait_until(lambda: (t := producer.get_task(task.id)).status == "completed" and t, 15)
     assert done.output == "fixed" and done.tenant == "t1"
     producer.close()
+
+
+def test_p_sdk_24_readme_tenants_example_runs(
+    server_factory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """The README's "Tenants and API keys" example, as written, with a producer key of acme."""
+    keys = tmp_path / "keys.toml"
+    digest = hashlib.sha256(b"acme-producer").hexdigest()
+    keys.write_text(
+        f'[[key]]\nid = "p-acme"\nsha256 = "{digest}"\nrole = "producer"\ntenant = "acme"\n'
+    )
+    server = server_factory(keys_file=str(keys))
+    monkeypatch.setenv("ORCH8_URL", server.url)
+    monkeypatch.setenv("ORCH8_API_KEY", "acme-producer")
+    names: dict[str, object] = {"__name__": "readme_tenants"}
+    exec(_readme_block("tenants"), names)
+    assert capsys.readouterr().out.splitlines() == ["p-acme producer acme", "403 forbidden"]
+    assert names["task"].tenant == "acme"  # type: ignore[attr-defined]
+    assert names["worker"].tenant == "acme"  # type: ignore[attr-defined]
