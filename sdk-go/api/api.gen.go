@@ -971,7 +971,7 @@ type TenantID = string
 // TenantList defines model for TenantList.
 type TenantList struct {
 	Tenants []struct {
-		// Tasks Tasks stored for the tenant
+		// Tasks Tasks stored for the tenant, in any state.
 		Tasks int `json:"tasks"`
 
 		// Tenant A tenant (P-TEN-1); `default` when no key or header names one.

@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.4.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "f629fb806bbd461e7fcc92aa6fb9061f182282aecef7cfb0448614cb04c3a757"
+const SpecSHA256 = "724a5b077c24b0d59fd257ae50a3d80f8dde56354b4b1448bd945fb49584c953"
