@@ -110,7 +110,7 @@ test("P-AUTH-3: the operator's worker table has directives; a key demoted meanwh
   assert.match(await box.textContent(), /Could not complete the task: Forbidden\s*403 · forbidden/);
   await eventually(async () => (await bannerDetails(page)).includes("key 'ops' (role producer) may not call completeTaskManually"), "the refusal in the banner");
   await screenshot(page, "forbidden-banner", false);
-  assert.equal((await server.api("GET", `/tasks/${task.id}`)).body.status, "pending", "the task is unchanged");
+  assert.equal((await server.api("GET", `/tasks/${task.id}`, undefined, { tenant: "t1" })).body.status, "pending", "the task is unchanged");
   assert.deepEqual(page.errors, []);
   server.rewriteKeys(KEYS);
 });
