@@ -48,7 +48,7 @@ def secret(role: str) -> str:
 
 
 def keys_file_text() -> str:
-    entries = [(f"setup-admin", ADMIN, "admin", "default")]
+    entries = [("setup-admin", ADMIN, "admin", "default")]
     entries += [(f"{role}-{OWN}", secret(role), role, OWN) for role in ROLES]
     return "".join(
         f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(s).hex()}"\nrole = "{role}"\n'
