@@ -1413,7 +1413,7 @@ export interface components {
         TenantList: {
             tenants: {
                 tenant: components["schemas"]["TenantId"];
-                /** @description Tasks stored for the tenant */
+                /** @description Tasks stored for the tenant, in any state. */
                 tasks: number;
                 /** @description Registered workers not yet forgotten. */
                 workers: number;

@@ -15,7 +15,7 @@ class TenantListTenantsItem:
     """
     Attributes:
         tenant (str): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
-        tasks (int): Tasks stored for the tenant
+        tasks (int): Tasks stored for the tenant, in any state.
         workers (int): Registered workers not yet forgotten.
     """
 
