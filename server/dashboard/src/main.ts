@@ -22,6 +22,7 @@ let unreachableSince: ApiError | null = null;
 // P-AUTH-3: each distinct refusal (a 403's detail) until dismissed; the refresh loop repeats
 // the same refusals every few seconds, so a dismissed one stays away.
 const refusals: string[] = [];
+let started = false; // the first /whoami answered (or failed) and the views are routed
 const dismissed = new Set<string>();
 
 /** Any view reports here whether the server answered; the banner and header follow. */
@@ -37,6 +38,18 @@ function reachability(err: ApiError | null): void {
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
   fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+
+// A 403 may mean the keys file changed under the page (SIGHUP, P-AUTH-4): ask /whoami again,
+// at most every RECHECK_MS, and redraw when the key's role or tenants differ.
+const RECHECK_MS = 10_000;
+let recheckedAt = 0;
+async function recheckPrincipal(): Promise<void> {
+  if (!started || Date.now() - recheckedAt < RECHECK_MS) return;
+  recheckedAt = Date.now();
+  const before = JSON.stringify(current());
+  await loadPrincipal(false);
+  if (JSON.stringify(current()) !== before) route();
 }
 
 /** A 403 from any view (or a tenant the key may not select) shows in the banner. */
@@ -93,8 +106,8 @@ function tenantChanged(): void {
 }
 
 /** P-AUTH-5: ask who the key is, settle the tenant, and redraw what depends on the role. */
-async function loadPrincipal(): Promise<boolean> {
-  clearRefusals();
+async function loadPrincipal(clear = true): Promise<boolean> {
+  if (clear) clearRefusals();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
@@ -245,9 +258,11 @@ async function showInfo(): Promise<void> {
   }
 }
 
-let started = false;
 onUnauthorized(promptForKey);
-onForbidden((err) => refused(err.problem?.detail || err.message));
+onForbidden((err) => {
+  refused(err.problem?.detail || err.message);
+  void recheckPrincipal();
+});
 // A key typed into the prompt mid-session may have another role or tenant.
 onKeyChange(() => {
   if (started) void loadPrincipal().then(() => route());

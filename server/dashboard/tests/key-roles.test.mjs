@@ -92,7 +92,7 @@ test("P-AUTH-2: a producer key reads a task without action buttons; an operator 
   assert.deepEqual([...producer.errors, ...operator.errors, ...refused.errors], []);
 });
 
-test("P-AUTH-3: the operator's worker table has directives; a key demoted meanwhile is refused with 403 in the banner", async () => {
+test("P-AUTH-3, P-AUTH-4: the operator's worker table has directives; a key demoted meanwhile (SIGHUP) is refused with 403 in the banner, then loses the buttons", async () => {
   const reg = await server.api("POST", "/workers", { worker_id: "pay-1", handlers: ["settle"] }, { key: secretOf("ops") });
   assert.equal(reg.status, 200);
   const [task] = await server.enqueue([{ handler_name: "settle" }], { tenant: "t1" });
@@ -102,13 +102,18 @@ test("P-AUTH-3: the operator's worker table has directives; a key demoted meanwh
   await page.goto(`${server.url}/ui/#/tasks/${task.id}`);
   await page.click('[data-action="complete"]');
   await page.waitForSelector('[data-confirm="complete"]');
-  // The keys file now makes `ops` a producer (SIGHUP): the open page still shows the button.
+  // The tab goes to the background (no refresh: a refused read would tell the page first), and
+  // the keys file now makes `ops` a producer (SIGHUP): the page still shows the button.
+  await page.evaluate(() => Object.defineProperty(document, "hidden", { get: () => true, configurable: true }));
   server.rewriteKeys({ ...KEYS, ops: { ...KEYS.ops, role: "producer" } });
   await eventually(async () => (await server.api("GET", "/whoami", undefined, { key: secretOf("ops") })).body?.role === "producer", "the reloaded keys file");
+  assert.equal(await page.textContent('[data-testid="role"]'), "operator", "the page has not noticed yet");
   await page.click('[data-confirm="complete"]');
-  const box = await page.waitForSelector('[data-testid="confirm"] .problem[data-code="forbidden"]');
-  assert.match(await box.textContent(), /Could not complete the task: Forbidden\s*403 · forbidden/);
   await eventually(async () => (await bannerDetails(page)).includes("key 'ops' (role producer) may not call completeTaskManually"), "the refusal in the banner");
+  // The refusal makes the page ask /whoami again: it learns the new role and drops the buttons.
+  await page.waitForSelector('[data-testid="no-actions"]');
+  assert.equal(await page.textContent('[data-testid="role"]'), "producer");
+  assert.equal(await page.$$eval("[data-action]", (b) => b.length), 0);
   await screenshot(page, "forbidden-banner", false);
   assert.equal((await server.api("GET", `/tasks/${task.id}`, undefined, { tenant: "t1" })).body.status, "pending", "the task is unchanged");
   assert.deepEqual(page.errors, []);

@@ -1618,6 +1618,7 @@ var REFRESH_MS = 3e3;
 var lastOk = null;
 var unreachableSince = null;
 var refusals = [];
+var started = false;
 var dismissed = /* @__PURE__ */ new Set();
 function reachability(err) {
   if (err === null) {
@@ -1631,6 +1632,15 @@ function reachability(err) {
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
   fill(conn, h("span", { class: "dot" }), unreachableSince ? "disconnected" : `live · ${lastOk ? stamp(lastOk).slice(11) : ""}`);
+}
+var RECHECK_MS = 1e4;
+var recheckedAt = 0;
+async function recheckPrincipal() {
+  if (!started || Date.now() - recheckedAt < RECHECK_MS) return;
+  recheckedAt = Date.now();
+  const before = JSON.stringify(current());
+  await loadPrincipal(false);
+  if (JSON.stringify(current()) !== before) route();
 }
 function refused(detail2) {
   if (dismissed.has(detail2) || refusals.includes(detail2)) return;
@@ -1677,8 +1687,8 @@ function tenantChanged() {
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
   else route();
 }
-async function loadPrincipal() {
-  clearRefusals();
+async function loadPrincipal(clear = true) {
+  if (clear) clearRefusals();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
@@ -1813,9 +1823,11 @@ async function showInfo() {
   } catch {
   }
 }
-var started = false;
 onUnauthorized(promptForKey);
-onForbidden((err) => refused(err.problem?.detail || err.message));
+onForbidden((err) => {
+  refused(err.problem?.detail || err.message);
+  void recheckPrincipal();
+});
 onKeyChange(() => {
   if (started) void loadPrincipal().then(() => route());
 });
