@@ -49,6 +49,11 @@ class AsyncOrch8Client(AsyncMethods):
             transport=transport,
         )
 
+    @property
+    def tenant(self) -> str | None:
+        """The tenant sent as `X-Tenant-Id` on every request, if any (P-SDK-24)."""
+        return self.config.tenant
+
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._http.aclose()

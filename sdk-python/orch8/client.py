@@ -49,6 +49,11 @@ class Orch8Client(SyncMethods):
             transport=transport,
         )
 
+    @property
+    def tenant(self) -> str | None:
+        """The tenant sent as `X-Tenant-Id` on every request, if any (P-SDK-24)."""
+        return self.config.tenant
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()

@@ -129,7 +129,8 @@ def test_p_sdk_24_bad_orch8_tenant_is_refused(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("ORCH8_TENANT", "no spaces")
     with pytest.raises(ValueError, match="tenant"):
         Orch8Client(BASE)
-    assert Orch8Client(BASE, tenant="a" * 64).config.tenant == "a" * 64
+    assert Orch8Client(BASE, tenant="a" * 64).tenant == "a" * 64
+    assert AsyncOrch8Client(BASE, tenant="t1").tenant == "t1"
 
 
 def test_p_sdk_24_worker_tenant_goes_with_its_own_client_only() -> None:
