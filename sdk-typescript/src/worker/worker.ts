@@ -4,7 +4,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { LeaseLostError, NotFoundError, ValidationError } from "../errors.js";
+import { LeaseLostError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
 import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
@@ -17,6 +17,7 @@ import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
 import { PollPlan } from "./poller.js";
 import { registeredQueues, selectQueues, type QueueSelection } from "./queues.js";
+import { registerUntilAnswered } from "./register.js";
 import { installSignals } from "./signals.js";
 import { consoleAtWarn, emptyStats, type ErrorOperation, type Logger, type WorkerHooks, type WorkerStats } from "./stats.js";
 import { TaskRun } from "./task-run.js";
@@ -258,36 +259,26 @@ export class Worker {
 
   /** Registers the worker (P-SDK-21), riding out outages; resolves to the heartbeat interval. */
   private async register(): Promise<number | undefined> {
-    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
-    while (!this.stopCtl.signal.aborted) {
-      try {
-        const info = await this.client.registerWorker({
-          worker_id: this.workerId,
-          hostname: hostname(),
-          pid: process.pid,
-          handlers: this.handlerNames,
-          queues: registeredQueues(this.queues), // P-SDK-21, P-SDK-23
-          concurrency: this.concurrency,
-          labels: this.o.labels ?? {},
-          sdk: USER_AGENT,
-        }, { signal: this.stopCtl.signal });
-        this.obey(info.directive);
-        this.lastHeartbeatAt = Date.now(); // registration is the server's first news of us
-        return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
-      } catch (err) {
-        if (this.stopCtl.signal.aborted) break; // stopped while registering
-        // A rejected registration will not fix itself: fail run(). A refused key (401/403)
-        // may be fixed on the server (SIGHUP): keep trying with the outage backoff (P-SDK-24).
-        if (err instanceof ValidationError || err instanceof NotFoundError) {
-          this.log.error(`orch8: worker ${this.workerId} registration refused (${describeCause(err)})`);
-          throw err;
-        }
-        const wait = outageWait(err, backoff.next());
-        this.error("register", err, `; retrying in ${wait} ms`);
-        await sleep(wait, this.stopCtl.signal);
-      }
-    }
-    return undefined;
+    const info = await registerUntilAnswered({
+      client: this.client,
+      registration: {
+        worker_id: this.workerId,
+        hostname: hostname(),
+        pid: process.pid,
+        handlers: this.handlerNames,
+        queues: registeredQueues(this.queues), // P-SDK-21, P-SDK-23
+        concurrency: this.concurrency,
+        labels: this.o.labels ?? {},
+        sdk: USER_AGENT,
+      },
+      stop: this.stopCtl.signal,
+      log: this.log,
+      error: (err, extra) => this.error("register", err, extra),
+    });
+    if (info === undefined) return undefined;
+    this.obey(info.directive);
+    this.lastHeartbeatAt = Date.now(); // registration is the server's first news of us
+    return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
   }
 
   /** P-SDK-3, P-SDK-13: long-poll for the free slots (at most 100), never with zero free. */
