@@ -10,6 +10,7 @@ const KEYS = {
   ops: { role: "operator", tenant: "t1", tenants: ["t2"] },
   prod: { role: "producer", tenant: "t1" },
   wrk: { role: "worker", tenant: "t1" },
+  scrape: { role: "metrics", tenant: "t1" },
 };
 
 let server, browser;
@@ -24,7 +25,7 @@ after(async () => {
 const as = (id) => ({ apiKey: secretOf(id) });
 const bannerDetails = (page) => texts(page, '#banner[data-code="forbidden"] [data-testid="banner-detail"]');
 
-test("P-AUTH-2: a worker key gets no lists and no buttons; each view and the banner say why (403)", async () => {
+test("P-AUTH-2: worker and metrics keys get no lists and no buttons; each view and the banner say why (403)", async () => {
   const [task] = await server.enqueue([{ handler_name: "resize_image" }], { tenant: "t1" });
   const page = await openPage(browser, `${server.url}/ui/`, as("wrk"));
   await page.waitForSelector('[data-testid="role"]');
@@ -59,7 +60,13 @@ test("P-AUTH-2: a worker key gets no lists and no buttons; each view and the ban
   await page.goto(`${server.url}/ui/#/tasks/${task.id}`);
   await page.waitForSelector('#detail .problem[data-code="forbidden"]');
   assert.equal(await page.$$eval("[data-action]", (b) => b.length), 0);
-  assert.deepEqual(page.errors, []);
+
+  // A metrics key likewise: /metrics is all it may read.
+  const metrics = await openPage(browser, `${server.url}/ui/`, as("scrape"));
+  const box = await metrics.waitForSelector('#queues .problem[data-code="forbidden"]');
+  assert.match(await box.textContent(), /key 'scrape' \(role metrics\) may not call getQueueStats/);
+  assert.equal(await metrics.textContent('[data-testid="role"]'), "metrics");
+  assert.deepEqual([...page.errors, ...metrics.errors], []);
 });
 
 test("P-AUTH-2: a producer key reads a task without action buttons; an operator key gets them, and its tenant choices", async () => {
