@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.4.0"
-SPEC_SHA256 = "f629fb806bbd461e7fcc92aa6fb9061f182282aecef7cfb0448614cb04c3a757"
+SPEC_SHA256 = "724a5b077c24b0d59fd257ae50a3d80f8dde56354b4b1448bd945fb49584c953"
