@@ -2,12 +2,15 @@
 
 Runs the examples, coverage, fuzzing and stateful phases (OpenAPI links carry created ids
 into follow-up calls). Tasks for the example handler are seeded first so polls hand out
-real leases and the `{task_id}` routes are exercised past 404.
+real leases and the `{task_id}` routes are exercised past 404. The server requires keys
+(a keys file holding one admin key, P-AUTH-4) and schemathesis sends that key, so every
+operation is tested past 401 with auth on.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +18,9 @@ from pathlib import Path
 import httpx
 import yaml
 from conftest import REPO
+from problem_codes import _METRIC, record
+
+from orch8_server.keys import digest
 
 MAX_EXAMPLES = os.environ.get("ORCH8_SCHEMATHESIS_EXAMPLES", "40")
 # CPython 3.11 bug gh-106905: the ast module's recursion depth counter is shared between
@@ -22,13 +28,21 @@ MAX_EXAMPLES = os.environ.get("ORCH8_SCHEMATHESIS_EXAMPLES", "40")
 # with this message. The run uses one worker; should the tool still crash, it is the tool
 # failing, not the server: rerun it (at most 3 times; a real violation never matches this).
 TOOL_CRASH = "AST constructor recursion depth mismatch"
+KEY = "o8k_schemathesis_admin_key"  # P-AUTH-4: the run's admin key (its digest in the file)
 
 
 def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
-    server = start_server(**{"max-wait-ms": 20})
-    with httpx.Client(base_url=server.url) as api:
+    keys = tmp_path / "keys.toml"
+    keys.write_text(
+        f'[[key]]\nid = "schemathesis"\nsha256 = "{digest(KEY).hex()}"\nrole = "admin"\n'
+    )
+    server = start_server(**{"max-wait-ms": 20, "keys-file": keys})
+    auth = {"Authorization": f"Bearer {KEY}"}
+    with httpx.Client(base_url=server.url, headers=auth) as api:
+        assert api.get("/whoami").json()["key_id"] == "schemathesis"
         for _ in range(5):
-            api.post("/tasks/batch", json={"tasks": [{"handler_name": "process_image"}] * 100})
+            r = api.post("/tasks/batch", json={"tasks": [{"handler_name": "process_image"}] * 100})
+            assert r.status_code == 201, r.text
     st = Path(sys.executable).parent / "schemathesis"
     result = _run(st, server.url, tmp_path)
     for _ in range(3):  # the tool's crash is random (hypothesis repr of a recursive schema)
@@ -36,6 +50,18 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
             break
         result = _run(st, server.url, tmp_path)
     tail = result.stdout[-6000:]
+    # The emitted-code check reads /metrics without a key at shutdown (401 here): fold the
+    # codes schemathesis caused into it now, with the key.
+    metrics = httpx.get(server.url + "/metrics", headers=auth).text
+    codes = {code for code, count in _METRIC.findall(metrics) if float(count) > 0}
+    for code in codes:
+        record(code, f"schemathesis at {server.url} (orch8_problems_total)")
+    # P-AUTH-1: the run got past auth, not 401 everywhere: bodies were validated (after
+    # auth) and polls claimed seeded tasks.
+    claims = sum(
+        float(n) for n in re.findall(r"^orch8_tasks_claimed_total\{.*\} (\S+)$", metrics, re.M)
+    )
+    assert "validation_error" in codes and claims > 0, (codes, claims)
     assert result.returncode == 0, (
         f"schemathesis found violations:\n{tail}\n{result.stderr[-2000:]}"
     )
@@ -86,6 +112,8 @@ def _run(st: Path, url: str, tmp_path: Path) -> subprocess.CompletedProcess:
             str(REPO / "openapi.yaml"),
             "--url",
             url,
+            "--header",
+            f"Authorization: Bearer {KEY}",
             "--checks",
             "all",
             "--max-examples",
