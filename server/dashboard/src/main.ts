@@ -4,6 +4,7 @@
 // API (openapi.yaml).
 import { api, ApiError, apiKey, forgetKey, onForbidden, onKeyChange, onUnauthorized, type QueueStats, type Worker } from "./api";
 import { promptForKey } from "./auth";
+import { Banner } from "./banner";
 import { TaskDetail } from "./detail";
 import { byId, fill, h } from "./dom";
 import { stamp } from "./format";
@@ -19,11 +20,8 @@ const REFRESH_MS = 3000;
 
 let lastOk: string | null = null;
 let unreachableSince: ApiError | null = null;
-// P-AUTH-3: each distinct refusal (a 403's detail) until dismissed; the refresh loop repeats
-// the same refusals every few seconds, so a dismissed one stays away.
-const refusals: string[] = [];
+const banner = new Banner(byId("banner"), REFRESH_MS);
 let started = false; // the first /whoami answered (or failed) and the views are routed
-const dismissed = new Set<string>();
 
 /** Any view reports here whether the server answered; the banner and header follow. */
 function reachability(err: ApiError | null): void {
@@ -33,7 +31,7 @@ function reachability(err: ApiError | null): void {
   } else {
     unreachableSince = err;
   }
-  renderBanner();
+  banner.reachability(unreachableSince, lastOk);
   byId("forget-key").hidden = apiKey() === null;
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
@@ -52,45 +50,6 @@ async function recheckPrincipal(): Promise<void> {
   if (JSON.stringify(current()) !== before) route();
 }
 
-/** A 403 from any view (or a tenant the key may not select) shows in the banner. */
-function refused(detail: string): void {
-  if (dismissed.has(detail) || refusals.includes(detail)) return;
-  refusals.push(detail);
-  renderBanner();
-}
-
-function clearRefusals(): void {
-  refusals.length = 0;
-  dismissed.clear();
-  renderBanner();
-}
-
-function renderBanner(): void {
-  const banner = byId("banner");
-  banner.hidden = unreachableSince === null && refusals.length === 0;
-  if (unreachableSince) {
-    banner.dataset.code = "connection_error";
-    fill(
-      banner,
-      h("strong", null, "Server unreachable. "),
-      `Cannot reach the Orch8 server at ${location.origin} (${unreachableSince.message.replace(/^cannot reach the server \((.*)\)$/, "$1")}). `,
-      lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
-      `retrying every ${REFRESH_MS / 1000} s.`,
-    );
-  } else if (refusals.length) {
-    banner.dataset.code = "forbidden";
-    fill(
-      banner,
-      h("strong", null, "Not allowed with this key (403 forbidden). "),
-      h("button", { class: "linkish dismiss", type: "button", id: "banner-dismiss", title: "Hide these messages", onclick: () => {
-        for (const d of refusals.splice(0)) dismissed.add(d);
-        renderBanner();
-      } }, "dismiss"),
-      h("ul", { class: "refusals" }, refusals.map((d) => h("li", { "data-testid": "banner-detail" }, d))),
-    );
-  }
-}
-
 /** Key id, role and tenant in the header, and the tenant selector when the key may choose. */
 function renderHeader(): void {
   renderPrincipal(byId("principal"), currentTenant());
@@ -99,7 +58,7 @@ function renderHeader(): void {
 
 /** Another tenant: its own task ids, so a task detail gives way to the overview. */
 function tenantChanged(): void {
-  clearRefusals();
+  banner.clear();
   renderPrincipal(byId("principal"), currentTenant());
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
   else route();
@@ -107,11 +66,11 @@ function tenantChanged(): void {
 
 /** P-AUTH-5: ask who the key is, settle the tenant, and redraw what depends on the role. */
 async function loadPrincipal(clear = true): Promise<boolean> {
-  if (clear) clearRefusals();
+  if (clear) banner.clear();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
-    refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
+    banner.refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
   }
   renderHeader();
   return p !== null;
@@ -260,7 +219,8 @@ async function showInfo(): Promise<void> {
 
 onUnauthorized(promptForKey);
 onForbidden((err) => {
-  refused(err.problem?.detail || err.message);
+  // P-AUTH-3: a 403 from any view shows in the banner.
+  banner.refused(err.problem?.detail || err.message);
   void recheckPrincipal();
 });
 // A key typed into the prompt mid-session may have another role or tenant.

@@ -254,6 +254,64 @@ function isEmpty(value) {
   return false;
 }
 
+// src/banner.ts
+var Banner = class {
+  constructor(el, refreshMs) {
+    this.el = el;
+    this.refreshMs = refreshMs;
+  }
+  el;
+  refreshMs;
+  unreachable = null;
+  lastOk = null;
+  // Each distinct refusal (a 403's detail) until dismissed: the refresh loop meets the same
+  // refusals every few seconds, so a dismissed one stays away until clear().
+  refusals = [];
+  dismissed = /* @__PURE__ */ new Set();
+  /** The server answered (null) or could not be reached; `lastOk` dates the data shown. */
+  reachability(err, lastOk2) {
+    this.unreachable = err;
+    this.lastOk = lastOk2;
+    this.render();
+  }
+  refused(detail2) {
+    if (this.dismissed.has(detail2) || this.refusals.includes(detail2)) return;
+    this.refusals.push(detail2);
+    this.render();
+  }
+  /** Another key or tenant: earlier refusals, dismissed or not, no longer apply. */
+  clear() {
+    this.refusals.length = 0;
+    this.dismissed.clear();
+    this.render();
+  }
+  render() {
+    const el = this.el;
+    el.hidden = this.unreachable === null && this.refusals.length === 0;
+    if (this.unreachable) {
+      el.dataset.code = "connection_error";
+      fill(
+        el,
+        h("strong", null, "Server unreachable. "),
+        `Cannot reach the Orch8 server at ${location.origin} (${this.unreachable.message.replace(/^cannot reach the server \((.*)\)$/, "$1")}). `,
+        this.lastOk ? `Showing data from ${stamp(this.lastOk)}; ` : "",
+        `retrying every ${this.refreshMs / 1e3} s.`
+      );
+    } else if (this.refusals.length) {
+      el.dataset.code = "forbidden";
+      fill(
+        el,
+        h("strong", null, "Not allowed with this key (403 forbidden). "),
+        h("button", { class: "linkish dismiss", type: "button", id: "banner-dismiss", title: "Hide these messages", onclick: () => {
+          for (const d of this.refusals.splice(0)) this.dismissed.add(d);
+          this.render();
+        } }, "dismiss"),
+        h("ul", { class: "refusals" }, this.refusals.map((d) => h("li", { "data-testid": "banner-detail" }, d)))
+      );
+    }
+  }
+};
+
 // src/telemetry.ts
 var TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}(-.*)?$/;
 function traceId(headers) {
@@ -1477,13 +1535,13 @@ function settleTenant(p) {
   const fromUrl = new URLSearchParams(location.search).get(PARAM);
   const wanted = [fromUrl, localStorage.getItem(STORAGE)].find((t) => !!t && TENANT_ID.test(t)) ?? null;
   let tenant2 = wanted ?? p?.tenant ?? null;
-  let refused2 = null;
+  let refused = null;
   if (p && tenant2 !== null && !mayAct(p, tenant2)) {
-    refused2 = tenant2;
+    refused = tenant2;
     tenant2 = p.tenant;
   }
-  if (tenant2 !== null) chooseTenant(tenant2, refused2 === null && wanted !== null);
-  return { tenant: tenant2, refused: refused2 };
+  if (tenant2 !== null) chooseTenant(tenant2, refused === null && wanted !== null);
+  return { tenant: tenant2, refused };
 }
 function chooseTenant(tenant2, remember = true) {
   chosen = tenant2;
@@ -1617,9 +1675,8 @@ function workerRow(w, hooks) {
 var REFRESH_MS = 3e3;
 var lastOk = null;
 var unreachableSince = null;
-var refusals = [];
+var banner = new Banner(byId("banner"), REFRESH_MS);
 var started = false;
-var dismissed = /* @__PURE__ */ new Set();
 function reachability(err) {
   if (err === null) {
     lastOk = (/* @__PURE__ */ new Date()).toISOString();
@@ -1627,7 +1684,7 @@ function reachability(err) {
   } else {
     unreachableSince = err;
   }
-  renderBanner();
+  banner.reachability(unreachableSince, lastOk);
   byId("forget-key").hidden = apiKey() === null;
   const conn = byId("conn");
   conn.dataset.state = unreachableSince ? "down" : "up";
@@ -1642,57 +1699,22 @@ async function recheckPrincipal() {
   await loadPrincipal(false);
   if (JSON.stringify(current()) !== before) route();
 }
-function refused(detail2) {
-  if (dismissed.has(detail2) || refusals.includes(detail2)) return;
-  refusals.push(detail2);
-  renderBanner();
-}
-function clearRefusals() {
-  refusals.length = 0;
-  dismissed.clear();
-  renderBanner();
-}
-function renderBanner() {
-  const banner = byId("banner");
-  banner.hidden = unreachableSince === null && refusals.length === 0;
-  if (unreachableSince) {
-    banner.dataset.code = "connection_error";
-    fill(
-      banner,
-      h("strong", null, "Server unreachable. "),
-      `Cannot reach the Orch8 server at ${location.origin} (${unreachableSince.message.replace(/^cannot reach the server \((.*)\)$/, "$1")}). `,
-      lastOk ? `Showing data from ${stamp(lastOk)}; ` : "",
-      `retrying every ${REFRESH_MS / 1e3} s.`
-    );
-  } else if (refusals.length) {
-    banner.dataset.code = "forbidden";
-    fill(
-      banner,
-      h("strong", null, "Not allowed with this key (403 forbidden). "),
-      h("button", { class: "linkish dismiss", type: "button", id: "banner-dismiss", title: "Hide these messages", onclick: () => {
-        for (const d of refusals.splice(0)) dismissed.add(d);
-        renderBanner();
-      } }, "dismiss"),
-      h("ul", { class: "refusals" }, refusals.map((d) => h("li", { "data-testid": "banner-detail" }, d)))
-    );
-  }
-}
 function renderHeader() {
   renderPrincipal(byId("principal"), currentTenant());
   void renderTenantPicker(byId("tenant-picker"), current(), tenantChanged);
 }
 function tenantChanged() {
-  clearRefusals();
+  banner.clear();
   renderPrincipal(byId("principal"), currentTenant());
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
   else route();
 }
 async function loadPrincipal(clear = true) {
-  if (clear) clearRefusals();
+  if (clear) banner.clear();
   const p = await refreshPrincipal();
   const settled = settleTenant(p);
   if (settled.refused !== null && p) {
-    refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
+    banner.refused(`key ${p.key_id ?? "?"} (role ${p.role}) may not act in tenant ${settled.refused}: showing tenant ${p.tenant}`);
   }
   renderHeader();
   return p !== null;
@@ -1825,7 +1847,7 @@ async function showInfo() {
 }
 onUnauthorized(promptForKey);
 onForbidden((err) => {
-  refused(err.problem?.detail || err.message);
+  banner.refused(err.problem?.detail || err.message);
   void recheckPrincipal();
 });
 onKeyChange(() => {
