@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import logging
 import re
+import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,10 +28,10 @@ from typing import Any
 
 from orch8_server.auth import DEFAULT_TENANT, ROLES, TENANT_RE, Principal
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
+else:  # Python 3.10: the same parser from PyPI
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 log = logging.getLogger("orch8.auth")
 
