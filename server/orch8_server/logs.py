@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import logging
+import re
 import sys
 import time
 
 import orjson
 
 _RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
+# P-AUTH-4: a bearer token that slips into a message (a library echoing a header, an
+# exception quoting a request) is blanked before the line is written. Code logs key ids.
+_BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\",;]+")
+
+
+def redact(text: str) -> str:
+    """`text` with every `Bearer <token>` blanked."""
+    return _BEARER.sub(r"\1[redacted]", text)
 
 
 class JsonFormatter(logging.Formatter):
@@ -18,13 +27,13 @@ class JsonFormatter(logging.Formatter):
             + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": redact(record.getMessage()),
         }
         for key, value in record.__dict__.items():
             if key not in _RESERVED and key != "color_message" and not key.startswith("_"):
                 entry[key] = value
         if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
+            entry["exc"] = redact(self.formatException(record.exc_info))
         return orjson.dumps(entry, default=str).decode()
 
 

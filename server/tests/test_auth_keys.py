@@ -189,3 +189,21 @@ def test_keys_new_refuses_scope_on_other_roles_and_hash_reads_stdin() -> None:
     assert refused.returncode == 2 and "worker keys only" in refused.stderr
     hashed = _cli("hash", stdin=SECRET + "\n")
     assert hashed.returncode == 0 and hashed.stdout.strip() == SHA
+
+
+def test_log_lines_blank_bearer_tokens() -> None:
+    """P-AUTH-4: a token that slips into a message or a traceback is blanked in the log."""
+    import logging
+
+    from orch8_server.logs import JsonFormatter
+
+    try:
+        raise ValueError(f"request had 'Authorization: Bearer {SECRET}'")
+    except ValueError as exc:
+        record = logging.makeLogRecord(
+            {"msg": "header was %s", "args": (f"bearer {SECRET}",), "exc_info": (
+                type(exc), exc, exc.__traceback__)}
+        )  # fmt: skip
+    line = JsonFormatter().format(record)
+    assert SECRET not in line
+    assert "bearer [redacted]" in line and "Bearer [redacted]" in line

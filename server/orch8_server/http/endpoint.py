@@ -56,13 +56,12 @@ def problem_response(problem: Problem, request: Request) -> Response:
     )
 
 
-def internal_problem(request: Request, exc: BaseException) -> Response:
+def internal_problem(request: Request, exc: BaseException, key_id: str | None = None) -> Response:
     rid = ids.request_id()
-    log.error(
-        "unhandled error",
-        exc_info=exc,
-        extra={"request_id": rid, "method": request.method, "path": request.url.path},
-    )
+    extra = {"request_id": rid, "method": request.method, "path": request.url.path}
+    if key_id is not None:  # P-AUTH-4: the key's id, never the key
+        extra["key_id"] = key_id
+    log.error("unhandled error", exc_info=exc, extra=extra)
     return problem_response(
         Problem("internal", f"an unexpected error occurred; see server logs for request {rid}"),
         request,
@@ -149,12 +148,12 @@ def endpoint(
             started = clock()
             engine = request.app.state.engine
             counted = False
+            principal = OPEN
             try:
                 if capped and engine.backpressure.max_inflight:  # P-BP-3
                     engine.backpressure.enter_request()
                     counted = True
                 settings = engine.settings
-                principal = OPEN
                 tenant = DEFAULT_TENANT
                 if roles is not None:
                     keys = keyring(request)
@@ -194,7 +193,7 @@ def endpoint(
                 unavailable = Problem("unavailable", str(exc), headers={"Retry-After": "1"})
                 return problem_response(unavailable, request)
             except Exception as exc:
-                return internal_problem(request, exc)
+                return internal_problem(request, exc, principal.key_id)
             finally:  # P-TEL-6: one cached child, one observe (about 1 us a request)
                 if counted:
                     engine.backpressure.leave_request()
