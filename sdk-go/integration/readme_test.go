@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -80,6 +81,74 @@ func TestReadmeQueuesExample(t *testing.T) {
 		t.Errorf("registered queue lists %v", lists)
 	}
 
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("example exited with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("example did not exit within 30 s of SIGTERM")
+	}
+}
+
+// TestReadmeTenantsExample runs the README's "Tenants and API keys" program (P-SDK-24),
+// which must be examples/tenants/main.go word for word, against the real server with a
+// keys file: its worker key of tenant acme learns its role, is refused the worker list
+// (ErrForbidden), completes acme's task and exits cleanly on SIGTERM.
+func TestReadmeTenantsExample(t *testing.T) {
+	t.Parallel()
+	src := readmeBlock(t, "../README.md", "tenants")
+	example, err := os.ReadFile("../examples/tenants/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(example) != src {
+		t.Fatal("examples/tenants/main.go differs from the README's tenants block; keep them identical")
+	}
+	bin := filepath.Join(t.TempDir(), "tenants")
+	build := exec.Command("go", "build", "-o", bin, "./examples/tenants")
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/tenants: %v\n%s", err, out)
+	}
+
+	keys := filepath.Join(t.TempDir(), "keys.toml")
+	writeKeysFile(t, keys, keyEntry("admin", "admin-secret-0123456789", "admin", "default", "")+
+		keyEntry("w-acme", "worker-secret-0123456789", "worker", "acme", ""))
+	s := startServer(t, "--keys-file", keys)
+	admin := tenantClient(t, s, "admin-secret-0123456789", "acme", nil)
+	logs := &refserver.LogBuffer{}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "ORCH8_URL="+s.URL, "ORCH8_API_KEY=worker-secret-0123456789")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		if t.Failed() {
+			t.Logf("example output:\n%s", tail(logs.String(), 4000))
+		}
+	}()
+
+	id := enqueue(t, admin, orch8.NewTask{HandlerName: "resize"})
+	rec := waitStatus(t, admin, id, orch8.StatusCompleted, 30*time.Second)
+	if out, _ := rec.Output.(map[string]any); out["tenant"] != "acme" {
+		t.Errorf("output %v, want tenant acme", rec.Output)
+	}
+	for _, want := range []string{"role worker in tenant acme", "may not list workers (403 forbidden"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the example did not print %q", want)
+		}
+	}
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

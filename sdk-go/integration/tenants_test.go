@@ -89,19 +89,32 @@ func TestWorkerTenantIsolation_P_SDK_24(t *testing.T) {
 	}
 }
 
-// writeKeys writes a keys file (P-AUTH-4): an admin key and a worker key scoped to queues.
-func writeKeys(t *testing.T, path string, queues string) {
+// keyEntry is one [[key]] table of a keys file (P-AUTH-4): the secret's SHA-256, never the secret.
+func keyEntry(id, secret, role, tenant, queues string) string {
+	sum := sha256.Sum256([]byte(secret))
+	entry := fmt.Sprintf("[[key]]\nid = %q\nsha256 = %q\nrole = %q\ntenant = %q\n", id, hex.EncodeToString(sum[:]), role, tenant)
+	if queues != "" {
+		entry += "queues = " + queues + "\n"
+	}
+	return entry + "\n"
+}
+
+// writeKeysFile replaces the keys file at once, so the server never reads half of it.
+func writeKeysFile(t *testing.T, path, body string) {
 	t.Helper()
-	digest := func(secret string) string { sum := sha256.Sum256([]byte(secret)); return hex.EncodeToString(sum[:]) }
-	body := fmt.Sprintf("[[key]]\nid = \"admin\"\nsha256 = %q\nrole = \"admin\"\n\n"+
-		"[[key]]\nid = \"w-scoped\"\nsha256 = %q\nrole = \"worker\"\nqueues = %s\n",
-		digest("admin-secret-0123456789"), digest("worker-secret-0123456789"), queues)
 	if err := os.WriteFile(path+".tmp", []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(path+".tmp", path); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// writeKeys writes an admin key and a worker key scoped to queues.
+func writeKeys(t *testing.T, path string, queues string) {
+	t.Helper()
+	writeKeysFile(t, path, keyEntry("admin", "admin-secret-0123456789", "admin", "default", "")+
+		keyEntry("w-scoped", "worker-secret-0123456789", "worker", "default", queues))
 }
 
 // P-SDK-24, P-AUTH-3: a worker key scoped to another queue is refused (403) on
