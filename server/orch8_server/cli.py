@@ -200,7 +200,8 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
     parser = argparse.ArgumentParser(
         prog="orch8-server",
         description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
-        "environment equivalent; flags win.",
+        "environment equivalent; flags win. `orch8-server keys new|hash --help` makes API keys "
+        "for --keys-file.",
     )
     parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
     for flag, env, _, kind, help_text in _OPTIONS:
@@ -218,7 +219,7 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
         "--api-key",
         action="append",
         default=None,
-        help="require this bearer API key (repeatable) [ORCH8_API_KEYS, comma-separated]",
+        help="an admin bearer API key, id env (repeatable) [ORCH8_API_KEYS, comma-separated]",
     )
     parser.add_argument("--access-log", action="store_true", help="log every request")
     args = parser.parse_args(argv)
