@@ -8,7 +8,8 @@ objects, the status the server must answer:
 - a role the operation's `x-orch8-roles` does not list (admin is implied): 403 `forbidden`;
 - otherwise never 401/403 and never a 5xx; in the own tenant, real objects (a task, a
   leased task, a registered worker) make the call reach past 404; with another tenant's
-  `{task_id}` / `{worker_id}` the answer is 404 `not_found`, as for an id that never existed.
+  `{task_id}` / `{worker_id}` the answer is 404 `not_found`, as for an id that never existed;
+  a poll claims the own tenant's waiting task and never the other tenant's.
   The one exception is a worker heartbeat, which registers an unknown worker (P-WORKER-5):
   another tenant's worker id registers a new worker in the caller's tenant, and the answer
   must not carry the other worker's directive.
@@ -134,8 +135,10 @@ def request_for(operation: str, world: World, tenant: str) -> tuple[str, str, An
         path = path.replace("{worker_id}", worker_id)
     path = path.replace("{queue_name}", "q_" + uuid.uuid4().hex[:8])
     path = path.replace("{handler_name}", "h_" + uuid.uuid4().hex[:8])
-    if operation in ("pollTask", "pollTasks"):  # nothing to claim: answer at once
-        body.update(handler_names=["h_" + uuid.uuid4().hex[:12]], wait_ms=0)
+    if operation in ("pollTask", "pollTasks"):  # a task of `tenant` waits for this handler
+        handler = "h_" + uuid.uuid4().hex[:12]
+        world.task(tenant, handler)
+        body.update(handler_names=[handler], wait_ms=0)
         body.pop("worker_id", None)
     elif operation == "registerWorker":
         body["worker_id"] = "w_" + uuid.uuid4().hex[:12]
@@ -183,7 +186,8 @@ def test_auth_matrix(operation: str, matrix: httpx.Client) -> None:
         method, path, body = request_for(operation, world, tenant)
         r = api.request(method, path, headers=headers, json=body)
         status, code = r.status_code, _code(r)
-        directive = _json(r).get("directive")
+        payload = _json(r)
+        directive = payload.get("directive")
         ok = {
             "401": status == 401
             and code == "unauthorized"
@@ -192,6 +196,9 @@ def test_auth_matrix(operation: str, matrix: httpx.Client) -> None:
             "404": status == 404 and code == "not_found",
             "reach": status not in (401, 403, 404) and status < 500,
             "pass": status not in (401, 403) and status < 500,
+            # polls (P-TEN-3): the own tenant's task is claimed, the other tenant's never
+            "claims": status == 200 and bool(payload.get("id") or payload.get("tasks")),
+            "claims none": status == 204 or (status == 200 and payload.get("tasks") == []),
             # heartbeatWorker (P-WORKER-5): the quieted worker itself, or a fresh one
             "quiet": status == 200 and directive == "quiet",
             "fresh": status == 200 and directive == "running",
@@ -215,6 +222,10 @@ def test_auth_matrix(operation: str, matrix: httpx.Client) -> None:
             if operation == "heartbeatWorker":
                 check(f"{role} own", headers, OWN, "quiet")
                 check(f"{role} foreign", headers, FOREIGN, "fresh")
+                continue
+            if operation in ("pollTask", "pollTasks"):
+                check(f"{role} own", headers, OWN, "claims")
+                check(f"{role} foreign", headers, FOREIGN, "claims none")
                 continue
             check(f"{role} own", headers, OWN, "reach")
             check(f"{role} foreign", headers, FOREIGN, "404" if holds_ids else "pass")
