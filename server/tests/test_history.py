@@ -164,6 +164,7 @@ def test_p_obs_5_stored_minutes_add_up_merge_waits_and_prune(
 
     def counts(minute: int, enq: int, done: int, failed: int, waits: Any) -> dict[str, Any]:
         return {
+            "tenant": "default",
             "queue_name": "q",
             "minute": minute,
             "enqueued": enq,
@@ -176,15 +177,15 @@ def test_p_obs_5_stored_minutes_add_up_merge_waits_and_prune(
         await storage.open()
         try:
             await storage.add_queue_minutes([counts(m - 70, 9, 9, 9, None)], m - 70, {}, m - 200)
-            assert len(await storage.queue_minutes("q", m - 100)) == 1
+            assert len(await storage.queue_minutes("default", "q", m - 100)) == 1
             await storage.add_queue_minutes(
-                [counts(m, 2, 1, 0, {"3": 1, "10": 2})], m, {"q": 7}, m - 61
+                [counts(m, 2, 1, 0, {"3": 1, "10": 2})], m, {("default", "q"): 7}, m - 61
             )
             await storage.add_queue_minutes(
-                [counts(m, 3, 0, 1, {"10": 1, "20": 4})], m, {"q": 4}, m - 61
+                [counts(m, 3, 0, 1, {"10": 1, "20": 4})], m, {("default", "q"): 4}, m - 61
             )
             await storage.add_queue_minutes([counts(m, 1, 0, 0, None)], m, {}, m - 61)
-            rows = await storage.queue_minutes("q", m - 100)  # the old minute was pruned
+            rows = await storage.queue_minutes("default", "q", m - 100)  # old minute pruned
             assert rows == [
                 {
                     "minute": m,
@@ -195,7 +196,8 @@ def test_p_obs_5_stored_minutes_add_up_merge_waits_and_prune(
                     "wait_hist": {"3": 1, "10": 3, "20": 4},  # bucket by bucket
                 }
             ]
-            assert await storage.queue_minutes("other", m - 100) == []
+            assert await storage.queue_minutes("default", "other", m - 100) == []
+            assert await storage.queue_minutes("other", "q", m - 100) == []  # P-TEN-3
         finally:
             await storage.close()
 

@@ -68,9 +68,12 @@ def test_an_unroutable_task_shows_and_goes_to_a_worker_registering_later(
     row = _row(api, name)
     assert (row["pending"], row["unroutable"], row["blocked"]) == (1, 1, "unroutable")
     metrics = api.get("/metrics").text
-    assert f'orch8_queue_unroutable{{handler="{name}",queue="default"}} 1.0' in metrics
     assert (
-        f'orch8_queue_blocked{{handler="{name}",queue="default",reason="unroutable"}} 1.0'
+        f'orch8_queue_unroutable{{handler="{name}",queue="default",tenant="default"}} 1.0'
+        in metrics
+    )
+    assert (
+        f'orch8_queue_blocked{{handler="{name}",queue="default",reason="unroutable",tenant="default"}} 1.0'
         in metrics
     )
     worker = f"{name}-late"

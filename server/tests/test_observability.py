@@ -51,8 +51,14 @@ def test_metrics_are_prometheus_text(api: httpx.Client, name: str) -> None:
     r = api.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     text = r.text
-    assert f'orch8_tasks_claimed_total{{handler="{name}",queue="default"}} 1.0' in text
-    assert f'orch8_queue_tasks{{handler="{name}",queue="default",state="running"}} 1.0' in text
+    assert (
+        f'orch8_tasks_claimed_total{{handler="{name}",queue="default",tenant="default"}} 1.0'
+        in text
+    )
+    assert (
+        f'orch8_queue_tasks{{handler="{name}",queue="default",state="running",tenant="default"}} 1.0'
+        in text
+    )
     assert "orch8_polls_waiting" in text
 
 
@@ -86,7 +92,7 @@ def test_health_and_info(api: httpx.Client, backend: str) -> None:
     # FAST timings from conftest; the deprecated aliases carry the same values.
     assert defaults["heartbeat_interval_ms"] == defaults["worker_heartbeat_interval_ms"] == 200
     assert defaults["dead_after_ms"] == defaults["worker_dead_after_ms"] == 1500
-    assert defaults["wait_ms"] == 30000 and info["spec_version"] == "1.3.0"
+    assert defaults["wait_ms"] == 30000 and info["spec_version"] == "1.4.0"
 
 
 def test_sigterm_releases_waiting_polls_at_once(start_server) -> None:

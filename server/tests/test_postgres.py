@@ -93,6 +93,7 @@ def test_claim_reads_only_claimable_rows_when_finished_rows_pile_up(
                 "w",
                 [f"l{i}" for i in range(10)],
                 ["h"],
+                "default",  # the tenant (P-TEN-3), leading the claim index
             )
             return "\n".join(r[0] for r in plan)
         finally:
@@ -236,14 +237,23 @@ def test_a_plain_claim_never_passes_a_control_this_replica_has_not_heard_of(
                     await tx.insert_task(
                         new_task_row({"handler_name": handler, "queue_name": queue}, 1_000)
                     )
-            await storage.set_queue_control("pq", {"paused": True, "paused_at": 1}, 1)
-            await storage.set_queue_control("cq", {"max_running": 2}, 1)
-            await storage.set_handler_control("ch", 1, 1)
+            await storage.set_queue_control("default", "pq", {"paused": True, "paused_at": 1}, 1)
+            await storage.set_queue_control("default", "cq", {"max_running": 2}, 1)
+            await storage.set_handler_control("default", "ch", 1, 1)
             lease = iter(range(1000)).__next__
 
             async def claim(queue: str, handlers: list[str] | None, capped: bool, **kw: Any) -> int:
                 rows, _ = await storage.claim(
-                    queue, handlers, 5, 2_000, 500, "w", lambda: f"l{lease()}", capped=capped, **kw
+                    "default",
+                    queue,
+                    handlers,
+                    5,
+                    2_000,
+                    500,
+                    "w",
+                    lambda: f"l{lease()}",
+                    capped=capped,
+                    **kw,
                 )
                 return len(rows)
 

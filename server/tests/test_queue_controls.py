@@ -181,9 +181,9 @@ def test_a_handler_cap_holds_across_queues(api: httpx.Client, name: str) -> None
     )
     assert control["running"] == 3
     metrics = api.get("/metrics").text
-    assert f'orch8_handler_max_running{{handler="{name}"}} 3.0' in metrics
+    assert f'orch8_handler_max_running{{handler="{name}",tenant="default"}} 3.0' in metrics
     assert (
-        f'orch8_queue_blocked{{handler="{name}",queue="{name}-b",reason="handler_cap"}} 1.0'
+        f'orch8_queue_blocked{{handler="{name}",queue="{name}-b",reason="handler_cap",tenant="default"}} 1.0'
         in metrics
     )
     api.put(f"/handlers/{name}/limit", json={"max_running": None}).raise_for_status()
@@ -239,13 +239,16 @@ def test_queue_rows_and_gauges_say_why_a_queue_is_not_draining(
         }
     ]
     metrics = api.get("/metrics").text
-    assert f'orch8_queue_paused{{queue="{queue}"}} 1.0' in metrics
-    assert f'orch8_queue_max_running{{queue="{queue}"}} 7.0' in metrics
-    assert f'orch8_queue_blocked{{handler="{name}",queue="{queue}",reason="paused"}} 1.0' in metrics
+    assert f'orch8_queue_paused{{queue="{queue}",tenant="default"}} 1.0' in metrics
+    assert f'orch8_queue_max_running{{queue="{queue}",tenant="default"}} 7.0' in metrics
+    assert (
+        f'orch8_queue_blocked{{handler="{name}",queue="{queue}",reason="paused",tenant="default"}} 1.0'
+        in metrics
+    )
     api.post(f"/queues/{queue}/resume").raise_for_status()
     api.put(f"/queues/{queue}/limit", json={"max_running": None}).raise_for_status()
     assert _poll(api, name, queue).status_code == 200
     assert _row(api, queue, name)["blocked"] is None
     stats = api.get("/queues").json()
     assert queue not in [c["queue_name"] for c in stats["queue_controls"]]
-    assert f'orch8_queue_paused{{queue="{queue}"}} 0.0' in api.get("/metrics").text
+    assert f'orch8_queue_paused{{queue="{queue}",tenant="default"}} 0.0' in api.get("/metrics").text

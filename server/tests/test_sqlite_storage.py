@@ -127,7 +127,9 @@ def test_claim_returns_stored_json_spliced_as_fragments(tmp_path: Path) -> None:
         async with storage.transaction() as tx:
             await tx.insert_task(_row("h"))
         async with storage.transaction() as tx:
-            claimed, expired = await tx.claim("default", ["h"], 10, 2_000, 500, "w", lambda: "l1")
+            claimed, expired = await tx.claim(
+                "default", "default", ["h"], 10, 2_000, 500, "w", lambda: "l1"
+            )
         assert expired == 0 and len(claimed) == 1
         row = claimed[0]
         assert (row["status"], row["attempt"], row["lease_id"]) == ("running", 1, "l1")

@@ -290,7 +290,7 @@ def test_p_tel_6_histograms_count_claims_results_and_requests(api: httpx.Client,
         )
         assert r.status_code == 200, r.text
     after = _samples(api)
-    pair = {"queue": "default", "handler": name}
+    pair = {"tenant": "default", "queue": "default", "handler": name}  # P-TEN-4
     assert _value(after, "orch8_task_queue_wait_seconds_count", **pair) == n
     assert _value(after, "orch8_task_run_seconds_count", **pair, outcome="completed") == k
     assert _value(after, "orch8_task_run_seconds_count", **pair, outcome="failed") == n - k
@@ -313,34 +313,36 @@ def test_p_tel_6_queue_wait_starts_at_ready_at(api: httpx.Client, name: str) -> 
     response = api.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 5000})
     assert response.status_code == 200, response.text
     samples = _samples(api)
-    pair = {"queue": "default", "handler": name}
+    pair = {"tenant": "default", "queue": "default", "handler": name}  # P-TEN-4
     assert _value(samples, "orch8_task_queue_wait_seconds_count", **pair) == 1
     assert _value(samples, "orch8_task_queue_wait_seconds_sum", **pair) < 0.35
 
 
 def test_p_tel_6_gauges_oldest_pending_age_and_workers(in_process: Any, name: str) -> None:
-    """P-TEL-6: orch8_queue_oldest_pending_age_seconds{queue} grows while a task waits and
-    drops to 0 when it is claimed; orch8_workers{state} counts registered workers by state
+    """P-TEL-6: orch8_queue_oldest_pending_age_seconds{tenant,queue} grows while a task waits and
+    drops to 0 when it is claimed; orch8_workers{tenant,state} counts registered workers by state
     (a worker that falls silent turns dead; a deregistered one is deleted)."""
     api, _ = in_process(reaper_interval_ms=50, heartbeat_interval_ms=200, dead_after_ms=800)
     queue = f"{name}-q"
     enqueue(api, name, queue_name=queue)
     age = "orch8_queue_oldest_pending_age_seconds"
-    eventually(lambda: _value(_samples(api), age, queue=queue) >= 0.3)
+    eventually(lambda: _value(_samples(api), age, tenant="default", queue=queue) >= 0.3)
     claim(api, name, queue_name=queue)
-    assert _value(_samples(api), age, queue=queue) == 0
+    assert _value(_samples(api), age, tenant="default", queue=queue) == 0
 
     workers = "orch8_workers"
-    assert _value(_samples(api), workers, state="running") == 0
+    assert _value(_samples(api), workers, tenant="default", state="running") == 0
     for worker in ("w-silent", "w-gone"):
         registered = api.post("/workers", json={"worker_id": worker, "handlers": [name]})
         assert registered.status_code in (200, 201), registered.text
-    assert _value(_samples(api), workers, state="running") == 2
+    assert _value(_samples(api), workers, tenant="default", state="running") == 2
     assert api.delete("/workers/w-gone").status_code == 200
-    eventually(lambda: _value(_samples(api), workers, state="dead") == 1, timeout=10)
+    eventually(
+        lambda: _value(_samples(api), workers, tenant="default", state="dead") == 1, timeout=10
+    )
     final = _samples(api)
-    assert _value(final, workers, state="running") == 0
-    assert _value(final, workers, state="deregistered") == 0
+    assert _value(final, workers, tenant="default", state="running") == 0
+    assert _value(final, workers, tenant="default", state="deregistered") == 0
 
 
 def test_p_tel_6_lean_histogram_renders_as_prometheus_client_does() -> None:
