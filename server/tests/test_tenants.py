@@ -22,6 +22,7 @@ from conftest import assert_problem, eventually
 from pg_cluster import PgCluster
 
 from orch8_server.metrics import Metrics
+from orch8_server.storage import postgres_history as pg_history
 from orch8_server.storage.base import TaskFilter
 from orch8_server.storage.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 from orch8_server.storage.postgres_schema import migrate as pg_migrate
@@ -167,6 +168,23 @@ def test_queue_controls_are_per_tenant(api: httpx.Client, name: str) -> None:
     assert len(_drain(api, a, poll)) == 1
 
 
+def test_label_routing_counts_the_tenants_own_workers(api: httpx.Client, name: str) -> None:
+    """P-TEN-3, P-LABEL-3: another tenant's worker with the labels does not make a task
+    routable; a worker of its own tenant does."""
+    a, b = _tenants()
+    _enqueue(api, a, handler_name=name, required_labels={"zone": name})
+
+    def unroutable() -> int:
+        rows = api.get("/queues", headers=a).json()["queues"]
+        return int(next(r["unroutable"] for r in rows if r["handler_name"] == name))
+
+    worker = {"worker_id": f"w-{name}", "labels": {"zone": name}}
+    assert api.post("/workers", json=worker, headers=b).status_code == 200
+    assert unroutable() == 1
+    assert api.post("/workers", json=worker, headers=a).status_code == 200
+    assert unroutable() == 0
+
+
 def test_queue_depth_limit_is_per_tenant(
     start_server: Callable[..., RunningServer], name: str
 ) -> None:
@@ -269,6 +287,8 @@ def test_a_sqlite_database_of_schema_v2_migrates_to_tenant_default(tmp_path: Pat
             listed = await storage.list_tasks(TaskFilter(tenant="default"), 10, None)
             assert [t["id"] for t in listed] == ["t-old"]
             assert await storage.list_tasks(TaskFilter(tenant="other"), 10, None) == []
+            assert await storage.queue_depth("default", "q", 10) == 1  # P-BP-2 per tenant
+            assert await storage.queue_depth("other", "q", 10) == 0
             worker = await storage.get_worker("default", "w-old")
             assert worker is not None and worker["tenant"] == "default"
             queues, _ = await storage.controls()
@@ -323,6 +343,8 @@ def test_a_postgres_database_of_schema_v3_migrates_to_tenant_default(
             assert (
                 await conn.fetchval("SELECT count(*) FROM tasks WHERE idempotency_key = 'k'") == 2
             )
+            assert await pg_history.queue_depth(conn, "default", "q", 10) == 1  # P-BP-2
+            assert await pg_history.queue_depth(conn, "nobody", "q", 10) == 0
         finally:
             await conn.close()
 
