@@ -175,7 +175,7 @@ class Metrics:
         self.waiting.set(waiting)
         if tenants is None:
             return generate_latest(self.registry)
-        return generate_latest(_OfTenants(self.registry, frozenset(tenants)))  # type: ignore[arg-type]
+        return generate_latest(_OfTenants(self.registry, frozenset(tenants)))
 
     def _set_queue_gauges(self, tenant: str, stats: Mapping[str, Any]) -> None:
         oldest: dict[str, int] = {}
