@@ -9,9 +9,15 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
-from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, MANUAL_CODE, end_attempt
+from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, end_attempt
 from orch8_server.lifecycle.claims import claim_across, poll_queues
 from orch8_server.lifecycle.controls import Controls
+from orch8_server.lifecycle.lease_replies import (
+    batch_item,
+    batch_item_error,
+    heartbeat_lease_ms,
+    resolved_manually,
+)
 from orch8_server.lifecycle.retry import backoff_ms
 from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
@@ -20,7 +26,6 @@ from orch8_server.storage.base import Row, Tx, wake_key
 if TYPE_CHECKING:
     from orch8_server._generated.models import (
         BatchItemOutcome,
-        BatchItemStatus,
         BatchOutcome,
         ClaimedTask,
         TaskLeaseStatus,
@@ -164,7 +169,7 @@ class Leases:
             if attempt["outcome"] == op and attempt["reply"] is not None:
                 reply: TaskOutcome = attempt["reply"]
                 return row, reply
-            if attempt["outcome"] == "cancelled" and not _resolved_manually(attempt):
+            if attempt["outcome"] == "cancelled" and not resolved_manually(attempt):
                 raise task_cancelled(task_id)
         raise lease_lost(task_id, lease_id)
 
@@ -314,7 +319,7 @@ class Leases:
             if row["status"] != "running" or not mine:
                 raise lease_lost(task_id, lease)
             fields: Row = {
-                "lease_expires_at": now + _heartbeat_lease_ms(body, row["lease_ms"]),
+                "lease_expires_at": now + heartbeat_lease_ms(body, row["lease_ms"]),
                 "updated_at": now,
             }
             if "progress" in body:
@@ -356,7 +361,7 @@ class Leases:
 
     def _item_error(self, task_id: str, problem: Problem) -> BatchItemOutcome:
         self.engine.metrics.problems.labels(problem.code).inc()
-        return _item_error_body(task_id, problem)
+        return batch_item_error(task_id, problem)
 
     async def complete_batch(self, tenant: str, items: list[dict[str, Any]]) -> BatchOutcome:
         started = timefmt.now_ms()
@@ -367,7 +372,7 @@ class Leases:
             "items": [
                 self._item_error(item["task_id"], o)
                 if isinstance(o, Problem)
-                else _item(o, "completed")
+                else batch_item(o, "completed")
                 for item, o in zip(items, outcomes, strict=True)
             ]
         }
@@ -382,7 +387,7 @@ class Leases:
                     reply, row = await self._fail(tx, tenant, item["task_id"], item, now)
                     rows.append(row)
                     out.append(
-                        _item(reply, "failed" if reply["status"] == "failed" else "requeued")
+                        batch_item(reply, "failed" if reply["status"] == "failed" else "requeued")
                     )
                 except Problem as problem:
                     out.append(self._item_error(item["task_id"], problem))
@@ -391,47 +396,3 @@ class Leases:
             self._after_fail(row, now)
         await self._freed(rows)
         return {"items": out}
-
-
-def _heartbeat_lease_ms(body: dict[str, Any], default: int) -> int:
-    """`lease_ms`, or its deprecated alias `extend_ms` (spec 1.1.0); never two values."""
-    lease_ms, extend_ms = body.get("lease_ms"), body.get("extend_ms")
-    if lease_ms is not None and extend_ms is not None and lease_ms != extend_ms:
-        raise Problem(
-            "validation_error",
-            "lease_ms and its deprecated alias extend_ms disagree",
-            errors=[
-                {"pointer": "/extend_ms", "detail": "differs from lease_ms; send lease_ms only"}
-            ],
-        )
-    chosen = lease_ms if lease_ms is not None else extend_ms
-    return int(chosen) if chosen is not None else default
-
-
-def _resolved_manually(attempt: Row) -> bool:
-    """An attempt an operator ended by resolving the task (P-MANUAL-1): its worker gets
-    lease_lost, not task_cancelled."""
-    error = attempt["error"]
-    return isinstance(error, dict) and error.get("code") == MANUAL_CODE
-
-
-def _item(reply: TaskOutcome, status: BatchItemStatus) -> BatchItemOutcome:
-    return {
-        "task_id": reply["task_id"],
-        "status": status,
-        "attempt": reply["attempt"],
-        "attempts_left": reply["attempts_left"],
-        "next_attempt_at": reply["next_attempt_at"],
-        "problem": None,
-    }
-
-
-def _item_error_body(task_id: str, problem: Problem) -> BatchItemOutcome:
-    return {
-        "task_id": task_id,
-        "status": "error",
-        "attempt": None,
-        "attempts_left": None,
-        "next_attempt_at": None,
-        "problem": problem.item(),
-    }
