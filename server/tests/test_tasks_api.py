@@ -70,11 +70,14 @@ def test_list_filters_and_cursor_pagination(api: httpx.Client, name: str) -> Non
         params=[("status", "running"), ("status", "pending"), ("queue_name", "list-" + name)],
     )
     assert len(two.json()["tasks"]) == 5
-    created = api.get(f"/tasks/{ids[2]}").json()["created_at"]
+    stamps = {i: api.get(f"/tasks/{i}").json()["created_at"] for i in ids}
+    created = stamps[ids[2]]
     after = api.get("/tasks", params={"handler_name": name, "created_after": created}).json()[
         "tasks"
     ]
-    assert {t["id"] for t in after} <= set(ids[2:]) and ids[3] in {t["id"] for t in after}
+    # strictly after: tasks created in the same millisecond as ids[2] are excluded too
+    assert {t["id"] for t in after} == {i for i in ids if stamps[i] > created}
+    assert ids[2] not in {t["id"] for t in after}
     assert_problem(api.get("/tasks", params={"cursor": "nonsense"}), 422, "validation_error")
     assert (
         api.get("/tasks", params={"handler_name": name, "cursor": "9" * 19}).json()["tasks"][0][
