@@ -109,13 +109,12 @@ def test_p_obs_5_bad_queue_name_is_422(api: httpx.Client) -> None:
     assert_problem(api.get("/queues/" + "q" * 201 + "/history"), 422, "validation_error")
 
 
+@pytest.mark.backends("postgresql")  # replicas share a database on PostgreSQL only
 def test_p_obs_5_replicas_add_up_and_shutdown_flushes(
     backend: str, new_database: Callable[[], str], tmp_path: Path
 ) -> None:
     """Two replicas on one PostgreSQL database: each adds its own counts, both answer
     the same, and a replica's last counts land when it stops."""
-    if backend != "postgresql":
-        pytest.skip("replicas share a database on PostgreSQL only")
     url = new_database()
     a, b = launch(url, tmp_path / "a.log"), launch(url, tmp_path / "b.log")
     queue = "hist-replicas"
