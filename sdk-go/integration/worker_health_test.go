@@ -30,7 +30,10 @@ func getHealth(t *testing.T, addr string) (int, map[string]any) {
 // once polls and heartbeats fail for 3 intervals; 503 stopping once a shutdown begins.
 func TestHealthEndpoint_P_TEL_5(t *testing.T) {
 	t.Parallel()
-	s := startServer(t) // heartbeat interval 300 ms
+	// Heartbeat interval 300 ms; the worker is not declared dead during the simulated
+	// outage below (3 s by default: a loaded machine took that long, and the reaper then
+	// reclaimed the held task, so in_flight dropped to 0 and Stop returned at once).
+	s := startServer(t, "--dead-after-ms", "60000")
 	c := newClient(t, s, nil)
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
