@@ -22,20 +22,7 @@ import (
 // queue each came from), and exit cleanly on SIGTERM.
 func TestReadmeQueuesExample(t *testing.T) {
 	t.Parallel()
-	src := readmeBlock(t, "../README.md", "queues")
-	example, err := os.ReadFile("../examples/queues/main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(example) != src {
-		t.Fatal("examples/queues/main.go differs from the README's queues block; keep them identical")
-	}
-	bin := filepath.Join(t.TempDir(), "queues")
-	build := exec.Command("go", "build", "-o", bin, "./examples/queues")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/queues: %v\n%s", err, out)
-	}
+	bin := buildReadmeExample(t, "queues")
 
 	s := startServer(t)
 	c := newClient(t, s, nil)
@@ -100,20 +87,7 @@ func TestReadmeQueuesExample(t *testing.T) {
 // (ErrForbidden), completes acme's task and exits cleanly on SIGTERM.
 func TestReadmeTenantsExample(t *testing.T) {
 	t.Parallel()
-	src := readmeBlock(t, "../README.md", "tenants")
-	example, err := os.ReadFile("../examples/tenants/main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(example) != src {
-		t.Fatal("examples/tenants/main.go differs from the README's tenants block; keep them identical")
-	}
-	bin := filepath.Join(t.TempDir(), "tenants")
-	build := exec.Command("go", "build", "-o", bin, "./examples/tenants")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/tenants: %v\n%s", err, out)
-	}
+	bin := buildReadmeExample(t, "tenants")
 
 	keys := filepath.Join(t.TempDir(), "keys.toml")
 	writeKeysFile(t, keys, keyEntry("admin", "admin-secret-0123456789", "admin", "default", "")+
@@ -160,4 +134,25 @@ func TestReadmeTenantsExample(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("example did not exit within 30 s of SIGTERM")
 	}
+}
+
+// buildReadmeExample checks that examples/<name>/main.go is the README's <name> block word
+// for word and builds it; it returns the binary's path.
+func buildReadmeExample(t *testing.T, name string) string {
+	t.Helper()
+	src := readmeBlock(t, "../README.md", name)
+	example, err := os.ReadFile("../examples/" + name + "/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(example) != src {
+		t.Fatalf("examples/%s/main.go differs from the README's %s block; keep them identical", name, name)
+	}
+	bin := filepath.Join(t.TempDir(), name)
+	build := exec.Command("go", "build", "-o", bin, "./examples/"+name)
+	build.Dir = ".."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
+	}
+	return bin
 }
