@@ -39,8 +39,12 @@ def test_concurrency_is_never_exceeded(server, client: Orch8Client, run_worker) 
     assert worker.stats().tasks_completed == 12
 
 
-def test_worker_rides_out_a_server_restart(server, client: Orch8Client, run_worker) -> None:
+def test_worker_rides_out_a_server_restart(server_factory, run_worker) -> None:
     # Long lease so the held task survives the outage; results are re-sent until delivered.
+    # The worker is not declared dead during the outage either (3 s in FAST: a loaded
+    # machine took that long, and the reaper then reclaimed the held task as attempt 2).
+    server = server_factory(dead_after_ms=60000)
+    client = Orch8Client(server.url)
     worker, _ = make_worker(server, lease_ms=20000, wait_ms=1000)
     started = threading.Event()
     release = threading.Event()
