@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.4.0"
+const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "724a5b077c24b0d59fd257ae50a3d80f8dde56354b4b1448bd945fb49584c953"
+const SpecSHA256 = "918e7c6631e48c41218a871249fa2062999fe3c96897f75329094f446db4c22f"
