@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -153,6 +154,20 @@ class Tasks:
         if row is None:
             raise not_found("task", task_id)
         return views.task(row)
+
+    async def wait_final(self, tenant: str, task_id: str, wait_ms: int) -> Task:
+        """P-WF-9: the task once final (completed, failed, cancelled, expired) or when
+        `wait_ms` is over. A deadline-bounded re-read: a task ends on any replica and on
+        paths (expiry, the reaper) that announce nothing here."""
+        deadline = timefmt.now_ms() + wait_ms
+        delay = 0.02
+        while True:
+            task = await self.get(tenant, task_id)
+            left = deadline - timefmt.now_ms()
+            if task["status"] in ("completed", "failed", "cancelled", "expired") or left <= 0:
+                return task
+            await asyncio.sleep(min(delay, left / 1000))
+            delay = min(delay * 2, 0.25)
 
     async def list(self, flt: TaskFilter, limit: int, cursor: str | None) -> TaskPage:
         before = decode_cursor(cursor) if cursor else None
