@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "918e7c6631e48c41218a871249fa2062999fe3c96897f75329094f446db4c22f"
+const SpecSHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf"

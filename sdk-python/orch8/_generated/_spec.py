@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.5.0"
-SPEC_SHA256 = "918e7c6631e48c41218a871249fa2062999fe3c96897f75329094f446db4c22f"
+SPEC_SHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf"

@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.5.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "918e7c6631e48c41218a871249fa2062999fe3c96897f75329094f446db4c22f";
+export const SPEC_SHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf";

@@ -4017,6 +4017,40 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "sequences": [
+                     *         {
+                     *           "name": "thumbnail",
+                     *           "tenant": "default",
+                     *           "version": 1,
+                     *           "steps": [
+                     *             {
+                     *               "id": "resize",
+                     *               "handler": "resize_image",
+                     *               "params": {
+                     *                 "url": {
+                     *                   "$from": "input.image_url"
+                     *                 }
+                     *               }
+                     *             },
+                     *             {
+                     *               "id": "upload",
+                     *               "handler": "upload_image",
+                     *               "params": {
+                     *                 "url": {
+                     *                   "$from": "steps.resize.output.url"
+                     *                 }
+                     *               }
+                     *             }
+                     *           ],
+                     *           "on_error": null,
+                     *           "created_at": "2026-11-21T10:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["SequencePage"];
                 };
             };
@@ -4072,6 +4106,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Sequence"];
                 };
             };
@@ -4081,6 +4144,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Sequence"];
                 };
             };
@@ -4113,6 +4205,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["Sequence"];
                 };
             };
@@ -4146,6 +4267,58 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "instances": [
+                     *         {
+                     *           "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "tenant": "default",
+                     *           "sequence": "thumbnail",
+                     *           "version": 1,
+                     *           "status": "running",
+                     *           "input": {
+                     *             "image_url": "https://example.com/cat.png"
+                     *           },
+                     *           "output": null,
+                     *           "error": null,
+                     *           "steps": [
+                     *             {
+                     *               "id": "resize",
+                     *               "group": null,
+                     *               "status": "completed",
+                     *               "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *               "output": {
+                     *                 "url": "https://example.com/cat-800.png"
+                     *               },
+                     *               "error": null,
+                     *               "attempts": 1,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:00.000Z",
+                     *               "finished_at": "2026-11-21T10:30:01.000Z"
+                     *             },
+                     *             {
+                     *               "id": "upload",
+                     *               "group": null,
+                     *               "status": "running",
+                     *               "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *               "output": null,
+                     *               "error": null,
+                     *               "attempts": 0,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:01.000Z",
+                     *               "finished_at": null
+                     *             }
+                     *           ],
+                     *           "on_error": null,
+                     *           "idempotency_key": null,
+                     *           "created_at": "2026-11-21T10:30:00.000Z",
+                     *           "updated_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["InstancePage"];
                 };
             };
@@ -4184,6 +4357,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Instance"];
                 };
             };
@@ -4193,6 +4413,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Instance"];
                 };
             };
@@ -4226,6 +4493,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Instance"];
                 };
             };
@@ -4248,6 +4562,11 @@ export interface operations {
         };
         requestBody?: {
             content: {
+                /**
+                 * @example {
+                 *       "reason": "no longer needed"
+                 *     }
+                 */
                 "application/json": components["schemas"]["TaskCancellation"];
             };
         };
@@ -4258,6 +4577,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Instance"];
                 };
             };
@@ -4289,6 +4655,53 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
                     "application/json": components["schemas"]["Instance"];
                 };
             };
