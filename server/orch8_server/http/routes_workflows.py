@@ -55,9 +55,8 @@ async def list_instances(call: Call) -> Response:
 @endpoint("/instances/{instance_id}", "GET")
 async def get_instance(call: Call) -> Response:
     p = call.params
-    return json_response(
-        await _workflows(call).get(call.tenant, p["instance_id"], p.get("wait_ms", 0))
-    )
+    wait_ms = min(p.get("wait_ms", 0), call.request.app.state.engine.settings.max_wait_ms)
+    return json_response(await _workflows(call).get(call.tenant, p["instance_id"], wait_ms))
 
 
 @endpoint("/instances/{instance_id}/cancel", "POST", "TaskCancellation")
