@@ -97,7 +97,10 @@ def test_parallel_group_fans_out_and_joins_P_WF_3(api: httpx.Client, name: str) 
     done = wait(api, inst)
     assert done["status"] == "completed" and done["output"] == {"left": "L", "right": "R"}
     assert [(s["id"], s["group"]) for s in done["steps"]] == [
-        ("fan", None), ("left", "fan"), ("right", "fan"), ("join", None)
+        ("fan", None),
+        ("left", "fan"),
+        ("right", "fan"),
+        ("join", None),
     ]
 
 
@@ -138,8 +141,12 @@ def test_fallback_output_becomes_the_step_output_P_WF_6(api: httpx.Client, name:
 
 
 def test_on_error_runs_then_the_instance_fails_P_WF_6(api: httpx.Client, name: str) -> None:
-    define(api, name, [{"id": "only", "handler": name}],
-           on_error={"handler": name + "_err", "params": {"inp": {"$from": "input"}}})
+    define(
+        api,
+        name,
+        [{"id": "only", "handler": name}],
+        on_error={"handler": name + "_err", "params": {"inp": {"$from": "input"}}},
+    )
     inst = start(api, name, input={"x": 1})
     fail(api, name)
     t = work(api, name + "_err", lambda p: "cleaned")
@@ -154,7 +161,9 @@ def test_on_error_runs_then_the_instance_fails_P_WF_6(api: httpx.Client, name: s
 def test_permanent_failure_fails_the_instance_and_retry_resumes_P_WF_8(
     api: httpx.Client, name: str
 ) -> None:
-    define(api, name, [{"id": "one", "handler": name + "_1"}, {"id": "two", "handler": name + "_2"}])
+    define(
+        api, name, [{"id": "one", "handler": name + "_1"}, {"id": "two", "handler": name + "_2"}]
+    )
     inst = start(api, name)
     t1 = work(api, name + "_1", lambda p: 11)
     fail(api, name + "_2")

@@ -85,7 +85,9 @@ async def list_tasks(call: Call) -> Response:
 async def get_task(call: Call) -> Response:
     engine = _engine(call)
     wait_ms = min(call.params.get("wait_ms", 0), engine.settings.max_wait_ms)  # P-WF-9
-    return json_response(await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms))
+    return json_response(
+        await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms)
+    )
 
 
 @endpoint("/tasks/{task_id}/cancel", "POST", "TaskCancellation")

@@ -46,7 +46,7 @@ async def start_instance(call: Call) -> Response:
 async def list_instances(call: Call) -> Response:
     p = call.params
     statuses = tuple(dict.fromkeys(p.get("status", [])))
-    page = await _workflows(call).list(
+    page = await _workflows(call).list_instances(
         call.tenant, p.get("sequence"), statuses, p.get("limit", 50), p.get("cursor")
     )
     return json_response(page)

@@ -7,9 +7,12 @@ pointer into the request body.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orch8_server.problems import Problem
+
+if TYPE_CHECKING:
+    from orch8_server._generated.models import FieldProblem
 
 SLEEP = "sleep"  # the built-in handler: a timer, never dispatched (P-WF-3)
 MAX_SLEEP_MS = 31_536_000_000
@@ -26,10 +29,11 @@ class BadReference(Exception):
 
 def _problem(errors: list[dict[str, str]]) -> Problem:
     first = errors[0]
+    fields: list[FieldProblem] = [{"pointer": e["pointer"], "detail": e["detail"]} for e in errors]
     return Problem(
         "validation_error",
         f"{len(errors)} field(s) invalid: {first['pointer']} {first['detail']}",
-        errors=errors,
+        errors=fields,
     )
 
 

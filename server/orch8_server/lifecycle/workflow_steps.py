@@ -75,7 +75,7 @@ class Machine:
     def _step(self, step_id: str) -> dict[str, Any]:
         for step in self.definition["steps"]:
             if step["id"] == step_id:
-                return step
+                return dict(step)
             for child in step.get("parallel", []):
                 if child["id"] == step_id:
                     return dict(child)

@@ -134,7 +134,7 @@ class Workflows:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), timeout=min(left, 500) / 1000)
 
-    async def list(
+    async def list_instances(
         self, tenant: str, sequence: str | None, statuses: tuple[str, ...], limit: int,
         cursor: str | None,
     ) -> Any:  # fmt: skip
@@ -206,20 +206,20 @@ class Workflows:
         for t in machine.timers:
             await self.store.add_timer(tx, inst["tenant"], inst["id"], t.step_id, t.run, t.fire_at)
         for task_id in machine.cancels:  # P-WF-7: exactly as cancelTask (P-CANCEL-1/2)
-            row = await tx.get_task(task_id)
-            if row is None or row["status"] not in ("pending", "scheduled", "running"):
+            task = await tx.get_task(task_id)
+            if task is None or task["status"] not in ("pending", "scheduled", "running"):
                 continue
             fields = {"status": "cancelled", "finished_at": now, "updated_at": now,
                       "cancel_reason": reason or "instance cancelled"}  # fmt: skip
-            if row["status"] == "running":
-                await end_attempt(tx, row, now, "cancelled", None, None)
-                touched.append({**row, **fields, "freed": True})
+            if task["status"] == "running":
+                await end_attempt(tx, task, now, "cancelled", None, None)
+                touched.append({**task, **fields, "freed": True})
             await tx.update_task(task_id, fields)
         await self.store.update_instance(tx, inst)
         return touched
 
     def _announce(self, touched: list[Row], now: int, inst: Row | None = None) -> None:
-        freed = []
+        freed: list[tuple[str, str, str]] = []
         for row in touched:
             if row.get("freed"):
                 freed.append((row["tenant"], row["queue_name"], row["handler_name"]))
@@ -254,7 +254,9 @@ class Workflows:
                 inst = await self.store.instance(tx, instance_id)
                 if inst is None or inst["status"] != "running":
                     continue
-                seq = await self.store.sequence(tx, inst["tenant"], inst["sequence"], inst["version"])
+                seq = await self.store.sequence(
+                    tx, inst["tenant"], inst["sequence"], inst["version"]
+                )
                 machine = Machine(inst, seq["definition"], now)
                 changed = False
                 for e in by_instance[instance_id]:
@@ -290,7 +292,7 @@ class Workflows:
                 await asyncio.wait_for(self._poke.wait(), timeout=IDLE_PUMP_S)
             self._poke.clear()
             if self._stopping:
-                return
+                return  # type: ignore[unreachable]  # stop_pump sets it while we wait
             try:
                 await self.pump()
             except StorageUnavailable as exc:  # the events stay; the next round takes them

@@ -36,7 +36,9 @@ class PostgresWorkflows:
     async def sequence(self, tx: Any, tenant: str, name: str, version: int | None) -> Row | None:
         c = await _conn(tx)
         if version is None:
-            sql = _SELECT_SEQUENCE + " WHERE tenant = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+            sql = (
+                _SELECT_SEQUENCE + " WHERE tenant = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+            )
             return _row(await c.fetchrow(sql, tenant, name))
         sql = _SELECT_SEQUENCE + " WHERE tenant = $1 AND name = $2 AND version = $3"
         return _row(await c.fetchrow(sql, tenant, name, version))

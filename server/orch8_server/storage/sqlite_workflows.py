@@ -110,7 +110,8 @@ class SqliteWorkflows:
     ) -> list[Row]:
         t: SqliteTx = tx
         t.flush()
-        where, args = ["tenant = ?"], [tenant]  # P-TEN-3
+        where: list[str] = ["tenant = ?"]  # P-TEN-3
+        args: list[Any] = [tenant]
         if sequence is not None:
             where.append("sequence = ?")
             args.append(sequence)
