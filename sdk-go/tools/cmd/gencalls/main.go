@@ -245,7 +245,13 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 	timeout := ""
 	if op.LongPoll {
+		// wait_ms is in the body (polls) or in the query (getTask, getInstance: P-WF-9).
 		timeout = ", timeout: longPollTimeout(body.WaitMs)"
+		for _, p := range params {
+			if p.name == "params" {
+				timeout = ", timeout: longPollTimeout(func() *int {\n\t\tif params == nil {\n\t\t\treturn nil\n\t\t}\n\t\treturn params.WaitMs\n\t}())"
+			}
+		}
 	}
 
 	name := pascal(op.Method)
