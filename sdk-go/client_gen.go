@@ -174,10 +174,11 @@ func (c *Client) FailTasks(ctx context.Context, body api.TaskFailureBatch) (*api
 // GetInstance sends GET /instances/{instance_id}: get an instance, optionally waiting until it is final. Operation getInstance, retry safe, long-poll (timeout wait_ms + 10 s).
 func (c *Client) GetInstance(ctx context.Context, instanceID string, params *api.GetInstanceParams) (*api.Instance, error) {
 	return invoke(ctx, c, call{op: "getInstance", safe: true, timeout: longPollTimeout(func() *int {
-		if params == nil {
-			return nil
+		w := 0 // the query wait_ms defaults to 0, not to the poll's wait
+		if params != nil && params.WaitMs != nil {
+			w = *params.WaitMs
 		}
-		return params.WaitMs
+		return &w
 	}())},
 		func(ctx context.Context) (*http.Response, error) { return c.raw.GetInstance(ctx, instanceID, params) },
 		func(r *http.Response) (*api.Instance, error) {
@@ -205,10 +206,11 @@ func (c *Client) GetSequence(ctx context.Context, name string, params *api.GetSe
 // GetTask sends GET /tasks/{task_id}: get one task, optionally waiting until it is final. Operation getTask, retry safe, long-poll (timeout wait_ms + 10 s).
 func (c *Client) GetTask(ctx context.Context, taskID string, params *api.GetTaskParams) (*api.Task, error) {
 	return invoke(ctx, c, call{op: "getTask", safe: true, timeout: longPollTimeout(func() *int {
-		if params == nil {
-			return nil
+		w := 0 // the query wait_ms defaults to 0, not to the poll's wait
+		if params != nil && params.WaitMs != nil {
+			w = *params.WaitMs
 		}
-		return params.WaitMs
+		return &w
 	}())},
 		func(ctx context.Context) (*http.Response, error) { return c.raw.GetTask(ctx, taskID, params) },
 		func(r *http.Response) (*api.Task, error) {

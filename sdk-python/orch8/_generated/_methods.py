@@ -248,7 +248,7 @@ class SyncMethods:
                 "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
-            timeout_ms=long_poll_timeout(wait_ms),
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Task", self._run(call))
 
@@ -979,7 +979,7 @@ class SyncMethods:
                 "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
-            timeout_ms=long_poll_timeout(wait_ms),
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Instance", self._run(call))
 
@@ -1219,7 +1219,7 @@ class AsyncMethods:
                 "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
-            timeout_ms=long_poll_timeout(wait_ms),
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Task", await self._run(call))
 
@@ -1950,7 +1950,7 @@ class AsyncMethods:
                 "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
-            timeout_ms=long_poll_timeout(wait_ms),
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Instance", await self._run(call))
 

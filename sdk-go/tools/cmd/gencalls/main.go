@@ -249,7 +249,7 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 		timeout = ", timeout: longPollTimeout(body.WaitMs)"
 		for _, p := range params {
 			if p.name == "params" {
-				timeout = ", timeout: longPollTimeout(func() *int {\n\t\tif params == nil {\n\t\t\treturn nil\n\t\t}\n\t\treturn params.WaitMs\n\t}())"
+				timeout = ", timeout: longPollTimeout(func() *int {\n\t\tw := 0 // the query wait_ms defaults to 0, not to the poll's wait\n\t\tif params != nil && params.WaitMs != nil {\n\t\t\tw = *params.WaitMs\n\t\t}\n\t\treturn &w\n\t}())"
 			}
 		}
 	}
