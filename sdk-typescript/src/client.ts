@@ -118,8 +118,13 @@ export class Orch8Client extends Orch8Operations {
     const safe = op.retry === "safe" || (op.retry === "idempotency-key" && carriesKeys(request.body));
     let timeoutMs = call?.timeoutMs;
     if (timeoutMs === undefined && op.longPoll) {
-      const wait = (request.body as { wait_ms?: number } | undefined)?.wait_ms;
-      timeoutMs = (wait ?? DEFAULT_WAIT_MS) + LONG_POLL_SLACK_MS; // P-SDK-1
+      // wait_ms is in the body (polls, default 30 s) or in the query (getTask, getInstance:
+      // P-WF-9, default 0, so without it the ordinary timeout applies).
+      const queryWait = (request.query as { wait_ms?: number } | undefined)?.wait_ms;
+      const wait = (request.body as { wait_ms?: number } | undefined)?.wait_ms ?? queryWait;
+      if (request.body !== undefined || queryWait !== undefined) {
+        timeoutMs = (wait ?? DEFAULT_WAIT_MS) + LONG_POLL_SLACK_MS; // P-SDK-1
+      }
     }
     const r = await this.t.call(name, safe, { ...call, ...(timeoutMs === undefined ? {} : { timeoutMs }) }, (signal) =>
       this.t.send(op.method, op.path, {
