@@ -287,3 +287,22 @@ def test_list_sequences_cursor_paging(api: httpx.Client, name: str) -> None:
             break
     assert [n for n in seen if n.startswith(name)] == [f"{name}-{i}" for i in range(3)]
     eventually(lambda: True)
+
+
+def test_reaper_and_manual_results_advance_instances_P_WF_5(api: httpx.Client, name: str) -> None:
+    """Paths that are not a worker's complete/fail: the reaper exhausting attempts (a
+    lease that expires) and an operator's manual completion also advance the instance."""
+    define(api, name, [
+        {"id": "lost", "handler": name, "retry": {"max_attempts": 1}},
+    ])  # fmt: skip
+    inst = start(api, name)
+    r = api.post("/workers/tasks/poll", json={"handler_names": [name], "lease_ms": 100})
+    assert r.status_code == 200  # claimed, never reported: the reaper fails it
+    done = wait(api, inst)
+    assert done["status"] == "failed" and done["error"]["code"] == "lease_expired", done
+    define(api, name + "-m", [{"id": "m", "handler": name + "_m"}])
+    inst = start(api, name + "-m")
+    task_id = api.get("/tasks", params={"instance_id": inst["id"]}).json()["tasks"][0]["id"]
+    assert api.post(f"/tasks/{task_id}/complete", json={"output": "by hand"}).status_code == 200
+    done = wait(api, inst)
+    assert done["status"] == "completed" and done["output"] == "by hand", done
