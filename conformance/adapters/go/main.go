@@ -79,6 +79,11 @@ var handlers = map[string]orch8.Handler{
 		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
 		return output(t, map[string]any{"echo": t.Params}), nil
 	},
+	// A workflow step: its params (references resolved) and its context (P-WF-4).
+	"echo_context": func(ctx context.Context, t *orch8.Task) (any, error) {
+		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
+		return output(t, map[string]any{"echo": t.Params, "context": t.Context}), nil
+	},
 	"fail_once": func(ctx context.Context, t *orch8.Task) (any, error) {
 		if t.Attempt == 1 {
 			return nil, orch8.Retryable(errors.New("fail_once: the first attempt fails"), 0)

@@ -51,6 +51,12 @@ def echo(ctx: TaskContext) -> dict:
     return output(ctx, echo=ctx.params)
 
 
+def echo_context(ctx: TaskContext) -> dict:
+    """A workflow step: its params (references resolved) and its context (P-WF-4)."""
+    pause(ctx, ctx.params.get("sleep_ms", 0))
+    return output(ctx, echo=ctx.params, context=ctx.context)
+
+
 def fail_once(ctx: TaskContext) -> dict:
     if ctx.attempt == 1:
         raise RetryableError("fail_once: the first attempt fails")
@@ -182,6 +188,7 @@ HANDLERS = {
         retryable_with_checkpoint,
         heartbeat_after_cancel,
         echo_trace,
+        echo_context,
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})

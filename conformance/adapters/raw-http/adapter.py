@@ -135,6 +135,7 @@ class Ctx:
         self.id, self.handler_name, self.attempt = task["id"], task["handler_name"], task["attempt"]
         self.params, self.checkpoint, self.lease_id = task["params"], task.get("checkpoint"), task["lease"]["id"]
         self.headers = task.get("headers") or {}  # trace context travels here (P-TEL-1)
+        self.context = task.get("context") or {}  # a workflow step's instance_id, step_id (P-WF-4)
         self.cancelled = threading.Event()
         self.reason = "cancelled"
         self.reported = False

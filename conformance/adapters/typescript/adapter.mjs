@@ -55,6 +55,11 @@ const handlers = {
     await pause(ctx, ctx.params.sleep_ms ?? 0);
     return output(ctx, { echo: ctx.params });
   },
+  // A workflow step: its params (references resolved) and its context (P-WF-4).
+  async echo_context(ctx) {
+    await pause(ctx, ctx.params.sleep_ms ?? 0);
+    return output(ctx, { echo: ctx.params, context: ctx.context });
+  },
   async fail_once(ctx) {
     if (ctx.attempt === 1) throw new RetryableError("fail_once: the first attempt fails");
     return output(ctx);
