@@ -203,8 +203,13 @@ func (c *Client) GetSequence(ctx context.Context, name string, params *api.GetSe
 		})
 }
 
-// GetTask sends GET /tasks/{task_id}: get one task, optionally waiting until it is final. Operation getTask, retry safe, long-poll (timeout wait_ms + 10 s).
-func (c *Client) GetTask(ctx context.Context, taskID string, params *api.GetTaskParams) (*api.Task, error) {
+// GetTask sends GET /tasks/{task_id} without query params (its signature before they existed); see GetTaskWithParams.
+func (c *Client) GetTask(ctx context.Context, taskID string) (*api.Task, error) {
+	return c.GetTaskWithParams(ctx, taskID, nil)
+}
+
+// GetTaskWithParams sends GET /tasks/{task_id}: get one task, optionally waiting until it is final. Operation getTask, retry safe, long-poll (timeout wait_ms + 10 s).
+func (c *Client) GetTaskWithParams(ctx context.Context, taskID string, params *api.GetTaskParams) (*api.Task, error) {
 	return invoke(ctx, c, call{op: "getTask", safe: true, timeout: longPollTimeout(func() *int {
 		w := 0 // the query wait_ms defaults to 0, not to the poll's wait
 		if params != nil && params.WaitMs != nil {

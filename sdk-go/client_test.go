@@ -166,7 +166,7 @@ func TestProblemCodesMapToSentinels(t *testing.T) {
 		t.Run(tc.code, func(t *testing.T) {
 			_, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) { writeProblem(w, tc.status, tc.code) })
 			c.cfg.MaxRetries = 0
-			_, err := c.GetTask(context.Background(), "task_1", nil)
+			_, err := c.GetTask(context.Background(), "task_1")
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("errors.Is(%v, %v) = false", err, tc.want)
 			}
@@ -205,7 +205,7 @@ func TestNonProblemBodyFallsBackOnStatus(t *testing.T) {
 		_, _ = io.WriteString(w, "<html>bad gateway</html>")
 	})
 	c.cfg.MaxRetries = 0
-	_, err := c.GetTask(context.Background(), "task_1", nil)
+	_, err := c.GetTask(context.Background(), "task_1")
 	var pe *ProblemError
 	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &pe) || pe.Status != 502 {
 		t.Fatalf("got %v", err)
@@ -220,7 +220,7 @@ func TestConnectionErrorIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.GetTask(context.Background(), "task_1", nil)
+	_, err = c.GetTask(context.Background(), "task_1")
 	var pe *ProblemError
 	if !errors.Is(err, ErrUnavailable) || !errors.As(err, &pe) || pe.Code != CodeConnectionError || pe.Err == nil {
 		t.Fatalf("got %v", err)
@@ -414,7 +414,7 @@ func TestClientRetryAfter(t *testing.T) {
 		w.Header().Set("Retry-After", "31")
 		writeProblem(w, 503, "unavailable")
 	})
-	_, err := c.GetTask(context.Background(), "task_1", nil)
+	_, err := c.GetTask(context.Background(), "task_1")
 	var pe *ProblemError
 	if !errors.As(err, &pe) || pe.RetryAfter != 31*time.Second || len(s.requests()) != 1 {
 		t.Fatalf("err %v, %d requests; want the 503 at once with RetryAfter 31s", err, len(s.requests()))

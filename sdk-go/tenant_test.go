@@ -122,7 +122,7 @@ func TestInvalidTenantRefusedByNewClient(t *testing.T) {
 // P-SDK-24: 403 is ErrForbidden (not ErrUnauthorized) and a safe call does not repeat it.
 func TestForbiddenIsErrForbiddenAndNeverRetried(t *testing.T) {
 	s, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) { writeProblem(w, 403, "forbidden") })
-	_, err := c.GetTask(context.Background(), "task_1", nil)
+	_, err := c.GetTask(context.Background(), "task_1")
 	if !errors.Is(err, ErrForbidden) || errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("err %v: want ErrForbidden only", err)
 	}

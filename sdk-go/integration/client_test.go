@@ -39,7 +39,7 @@ func TestClientErrorsFromRealServer(t *testing.T) {
 	c := newClient(t, s, nil)
 	ctx := context.Background()
 
-	if _, err := c.GetTask(ctx, "task_nope", nil); !errors.Is(err, orch8.ErrNotFound) {
+	if _, err := c.GetTask(ctx, "task_nope"); !errors.Is(err, orch8.ErrNotFound) {
 		t.Errorf("unknown task: %v", err)
 	}
 	_, err := c.Enqueue(ctx, orch8.NewTask{HandlerName: "x", Priority: orch8.Ptr(5_000_000)})

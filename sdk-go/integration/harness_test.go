@@ -185,7 +185,7 @@ func enqueue(t *testing.T, c *orch8.Client, task orch8.NewTask) string {
 
 func getTask(t *testing.T, c *orch8.Client, id string) *orch8.TaskRecord {
 	t.Helper()
-	rec, err := c.GetTask(context.Background(), id, nil)
+	rec, err := c.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -77,7 +77,7 @@ func TestWorkerTenantIsolation_P_SDK_24(t *testing.T) {
 	if got := getTask(t, plain, theirs); got.Status != orch8.StatusPending || got.Attempt != 0 {
 		t.Fatalf("default-tenant task is %s (attempt %d), want pending: the acme worker claimed it", got.Status, got.Attempt)
 	}
-	if _, err := plain.GetTask(context.Background(), ours, nil); !errors.Is(err, orch8.ErrNotFound) {
+	if _, err := plain.GetTask(context.Background(), ours); !errors.Is(err, orch8.ErrNotFound) {
 		t.Errorf("acme's task read from default: %v, want ErrNotFound (P-TEN-3)", err)
 	}
 	rec.mu.Lock()

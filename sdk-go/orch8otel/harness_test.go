@@ -132,7 +132,7 @@ func waitStatus(t *testing.T, c *orch8.Client, id string, want orch8.TaskStatus)
 	var rec *orch8.TaskRecord
 	waitFor(t, 15*time.Second, "task "+id+" to be "+string(want), func() bool {
 		var err error
-		rec, err = c.GetTask(context.Background(), id, nil)
+		rec, err = c.GetTask(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,7 +81,7 @@ func TestOneTraceFromEnqueueToHandler_P_TEL_1_P_TEL_3(t *testing.T) {
 	if h.traceparent != wantTraceparent {
 		t.Errorf("handler saw traceparent %q, want %q", h.traceparent, wantTraceparent)
 	}
-	stored, err := c.GetTask(context.Background(), rec.ID, nil)
+	stored, err := c.GetTask(context.Background(), rec.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestNoTraceparentStartsNewRoot_P_TEL_3(t *testing.T) {
 
 func getHeaders(t *testing.T, c *orch8.Client, id string) map[string]string {
 	t.Helper()
-	rec, err := c.GetTask(context.Background(), id, nil)
+	rec, err := c.GetTask(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

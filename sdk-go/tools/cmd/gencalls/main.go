@@ -37,6 +37,11 @@ type param struct{ name, typ string }
 // client's producer span, which injects trace context into each task's headers (P-TEL-1).
 var producerBodies = map[string]bool{"api.NewTask": true, "api.NewTaskBatch": true}
 
+// paramsAddedLater are operations that gained their optional query params after their
+// method shipped: the method keeps its old signature (calling <Name>WithParams with nil)
+// and <Name>WithParams takes the params (getTask's wait_ms, contract 1.5.0, P-SDK-25).
+var paramsAddedLater = map[string]bool{"getTask": true}
+
 func main() {
 	spec := flag.String("spec", "../../openapi.yaml", "the OpenAPI document")
 	apiFile := flag.String("api", "../api/api.gen.go", "oapi-codegen output to read signatures from")
@@ -255,6 +260,21 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 
 	name := pascal(op.Method)
+	if paramsAddedLater[op.OperationID] {
+		if len(params) == 0 || params[len(params)-1].name != "params" {
+			return fmt.Errorf("paramsAddedLater: no params argument")
+		}
+		var keep, pass []string
+		for _, p := range params[:len(params)-1] {
+			keep = append(keep, p.name+" "+p.typ)
+			pass = append(pass, p.name)
+		}
+		fmt.Fprintf(b, "\n// %s sends %s %s without query params (its signature before they existed); see %sWithParams.\n", name, op.Verb, op.Path, name)
+		fmt.Fprintf(b, "func (c *Client) %s(%s) (%s, error) {\nreturn c.%sWithParams(%s)\n}\n",
+			name, strings.Join(append([]string{"ctx context.Context"}, keep...), ", "), result, name,
+			strings.Join(append(append([]string{"ctx"}, pass...), "nil"), ", "))
+		name += "WithParams"
+	}
 	var decl, args []string
 	for _, p := range params {
 		decl = append(decl, p.name+" "+p.typ)
