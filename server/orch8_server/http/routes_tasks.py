@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from typing import TypeVar
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -14,20 +11,10 @@ from orch8_server.problems import Problem
 from orch8_server.storage.base import TaskFilter
 from orch8_server.timefmt import parse
 
-T = TypeVar("T")
-
 
 def _engine(call: Call) -> Engine:
     engine: Engine = call.request.app.state.engine
     return engine
-
-
-async def _ending(call: Call, result: Awaitable[T]) -> T:
-    """Await a call that may end a workflow step's task, then wake the workflow pump: its
-    transaction has committed, so the pump finds the instance event (P-WF-5)."""
-    value = await result
-    _engine(call).workflows.poke()
-    return value
 
 
 async def _disconnected(request: Request) -> None:
@@ -92,9 +79,8 @@ async def get_task(call: Call) -> Response:
 
 @endpoint("/tasks/{task_id}/cancel", "POST", "TaskCancellation")
 async def cancel_task(call: Call) -> Response:
-    task = await _ending(
-        call,
-        _engine(call).tasks.cancel(call.tenant, call.params["task_id"], call.body.get("reason")),
+    task = await _engine(call).tasks.cancel(
+        call.tenant, call.params["task_id"], call.body.get("reason")
     )
     return json_response(task)
 
@@ -108,22 +94,16 @@ async def retry_task(call: Call) -> Response:
 
 @endpoint("/tasks/{task_id}/complete", "POST", "ManualCompletion")
 async def complete_task_manually(call: Call) -> Response:
-    task = await _ending(
-        call,
-        _engine(call).tasks.resolve_manually(
-            call.tenant, call.params["task_id"], "completed", call.body
-        ),
+    task = await _engine(call).tasks.resolve_manually(
+        call.tenant, call.params["task_id"], "completed", call.body
     )
     return json_response(task)
 
 
 @endpoint("/tasks/{task_id}/fail", "POST", "ManualFailure", body_required=True)
 async def fail_task_manually(call: Call) -> Response:
-    task = await _ending(
-        call,
-        _engine(call).tasks.resolve_manually(
-            call.tenant, call.params["task_id"], "failed", call.body
-        ),
+    task = await _engine(call).tasks.resolve_manually(
+        call.tenant, call.params["task_id"], "failed", call.body
     )
     return json_response(task)
 
@@ -157,18 +137,14 @@ async def poll_tasks(call: Call) -> Response:
 @endpoint("/workers/tasks/{task_id}/complete", "POST", "TaskCompletion")
 async def complete_task(call: Call) -> Response:
     return json_response(
-        await _ending(
-            call, _engine(call).leases.complete(call.tenant, call.params["task_id"], call.body)
-        )
+        await _engine(call).leases.complete(call.tenant, call.params["task_id"], call.body)
     )
 
 
 @endpoint("/workers/tasks/{task_id}/fail", "POST", "TaskFailureReport", body_required=True)
 async def fail_task(call: Call) -> Response:
     return json_response(
-        await _ending(
-            call, _engine(call).leases.fail(call.tenant, call.params["task_id"], call.body)
-        )
+        await _engine(call).leases.fail(call.tenant, call.params["task_id"], call.body)
     )
 
 
@@ -188,16 +164,12 @@ async def release_task(call: Call) -> Response:
 
 @endpoint("/workers/tasks/complete/batch", "POST", "TaskCompletionBatch", body_required=True)
 async def complete_tasks(call: Call) -> Response:
-    return json_response(
-        await _ending(call, _engine(call).leases.complete_batch(call.tenant, call.body["items"]))
-    )
+    return json_response(await _engine(call).leases.complete_batch(call.tenant, call.body["items"]))
 
 
 @endpoint("/workers/tasks/fail/batch", "POST", "TaskFailureBatch", body_required=True)
 async def fail_tasks(call: Call) -> Response:
-    return json_response(
-        await _ending(call, _engine(call).leases.fail_batch(call.tenant, call.body["items"]))
-    )
+    return json_response(await _engine(call).leases.fail_batch(call.tenant, call.body["items"]))
 
 
 operations = [

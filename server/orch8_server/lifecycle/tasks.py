@@ -216,6 +216,8 @@ class Tasks:
                 await end_attempt(tx, row, now, "cancelled", None, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
+            advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         self.engine.metrics.cancelled.labels(tenant, row["queue_name"], row["handler_name"]).inc()
         if status == "running":
             await self.engine.leases.controls.freed(
@@ -260,6 +262,8 @@ class Tasks:
                 await end_attempt(tx, row, now, "cancelled", ended, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
+            advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         counter = (
             self.engine.metrics.completed if outcome == "completed" else self.engine.metrics.failed
         )

@@ -2,14 +2,17 @@
 advance instances when their steps' tasks end (P-WF-1..10).
 
 Advancing (P-WF-5): a step task reaching a final state records an instance event in the
-same transaction (a database trigger, so every path that finishes a task is covered:
-complete, fail, cancel, manual resolution, expiry, the reaper). `pump` takes due events
-and, in ONE transaction per batch, locks each instance, applies the state machine
+same transaction (a database trigger, so no path that finishes a task is missed). Every
+result path (complete and fail, single and batch; manual completion and failure; cancel;
+the reaper and the worker sweep reclaiming a last attempt) then calls `advance` IN THAT
+TRANSACTION: it takes those tasks' events, locks each instance, applies the state machine
 (workflow_steps.py), inserts the next steps' tasks (idempotency key per instance, run and
 step, so a step is dispatched once however often an event is seen), arms sleep timers and
-deletes the events. A crash before that commit leaves the events to the next pump; no
-state lives only in memory, so any replica may pump (PostgreSQL: SKIP LOCKED events,
-FOR UPDATE instances).
+deletes the events, all committed with the result or not at all. A task without
+`context.instance_id` costs one dict lookup. `pump` takes what is left: due sleep timers,
+and the safety net for task ends no result path reaches (claim-time and good_until
+expiry). No state lives only in memory, so any replica may pump (PostgreSQL: SKIP LOCKED
+events, FOR UPDATE instances).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
@@ -44,6 +49,23 @@ def store_for(kind: str) -> Any:
     from orch8_server.storage.postgres_workflows import PostgresWorkflows
 
     return PostgresWorkflows()
+
+
+def _instance_of(row: Row) -> Any:
+    """The instance a task row is a step of: the fast completion path returns the
+    column itself; full rows carry the context."""
+    if "instance_id" in row:
+        return row["instance_id"]
+    return (row.get("context") or {}).get("instance_id")
+
+
+@dataclass
+class Advanced:
+    """What an advance did, announced once its transaction committed."""
+
+    now: int
+    touched: list[Row] = field(default_factory=list)
+    finished: list[Row] = field(default_factory=list)
 
 
 class Workflows:
@@ -173,6 +195,8 @@ class Workflows:
             else:
                 machine.retry()
             wakes = await self._apply(tx, machine, reason)
+            if machine.cancels:  # their ends advance nothing now: drop their events
+                await self.store.take_task_events(tx, list(machine.cancels))
         self._announce(wakes, now, inst)
         return workflow_views.instance(inst)
 
@@ -223,10 +247,11 @@ class Workflows:
         for row in touched:
             if row.get("freed"):
                 freed.append((row["tenant"], row["queue_name"], row["handler_name"]))
-            else:
-                self.engine.made_claimable(
-                    row["tenant"], row["queue_name"], row["handler_name"], row["run_at"], now, 1
-                )
+            else:  # a step's task: counted like any enqueue
+                labels = (row["tenant"], row["queue_name"], row["handler_name"])
+                self.engine.metrics.enqueued.labels(*labels).inc()
+                self.engine.history.enqueued(row["tenant"], {labels[1:]: 1})  # P-OBS-5
+                self.engine.made_claimable(*labels, row["run_at"], now, 1)
         if freed:
             asyncio.get_running_loop().create_task(self.engine.leases.controls.freed(freed))
         if inst is not None and inst["status"] in FINAL:
@@ -241,41 +266,60 @@ class Workflows:
         self._poke.set()
 
     async def pump(self) -> int:
-        """Consume due events; returns how many were taken."""
+        """Consume due events (timers, and the safety net for task ends no result path
+        advanced inline, e.g. claim-time expiry); returns how many were taken."""
         now = timefmt.now_ms()
-        finished: list[Row] = []
-        touched: list[Row] = []
         async with self.engine.storage.transaction() as tx:
             events = await self.store.take_due_events(tx, now, EVENT_BATCH)
-            by_instance: dict[str, list[Row]] = {}
-            for e in events:
-                by_instance.setdefault(e["instance_id"], []).append(e)
-            for instance_id in sorted(by_instance):  # lock order: no deadlock between replicas
-                inst = await self.store.instance(tx, instance_id)
-                if inst is None or inst["status"] != "running":
-                    continue
-                seq = await self.store.sequence(
-                    tx, inst["tenant"], inst["sequence"], inst["version"]
-                )
-                machine = Machine(inst, seq["definition"], now)
-                changed = False
-                for e in by_instance[instance_id]:
-                    if e["task_id"] is not None:
-                        task = await tx.get_task(e["task_id"])
-                        if task is not None and task["status"] in (*FINAL, "expired"):
-                            changed |= machine.on_task(task)
-                    else:
-                        changed |= machine.on_timer(e["step_id"], e["run"])
-                if changed:
-                    touched += await self._apply(tx, machine)
-                    if inst["status"] in FINAL:
-                        finished.append(inst)
-        self._announce(touched, now)
-        for inst in finished:
-            self._announce([], now, inst)
+            advanced = await self._advance(tx, events, now)
+        self.announce(advanced)
         if len(events) == EVENT_BATCH:
             self.poke()
         return len(events)
+
+    async def advance(self, tx: Tx, rows: Iterable[Row | None], now: int) -> Advanced | None:
+        """P-WF-5, inline: in the transaction that ended these tasks, consume their
+        instance events and advance their instances before commit. A task without
+        `context.instance_id` costs one dict lookup; None when no row is a step task."""
+        ids = [r["id"] for r in rows if r is not None and _instance_of(r)]
+        if not ids:
+            return None
+        events = await self.store.take_task_events(tx, ids)
+        return await self._advance(tx, events, now)
+
+    async def _advance(self, tx: Tx, events: list[Row], now: int) -> Advanced:
+        advanced = Advanced(now)
+        by_instance: dict[str, list[Row]] = {}
+        for e in events:
+            by_instance.setdefault(e["instance_id"], []).append(e)
+        for instance_id in sorted(by_instance):  # lock order: no deadlock between replicas
+            inst = await self.store.instance(tx, instance_id)
+            if inst is None or inst["status"] != "running":
+                continue
+            seq = await self.store.sequence(tx, inst["tenant"], inst["sequence"], inst["version"])
+            machine = Machine(inst, seq["definition"], now)
+            changed = False
+            for e in by_instance[instance_id]:
+                if e["task_id"] is not None:
+                    task = await tx.get_task(e["task_id"])
+                    if task is not None and task["status"] in (*FINAL, "expired"):
+                        changed |= machine.on_task(task)
+                else:
+                    changed |= machine.on_timer(e["step_id"], e["run"])
+            if changed:
+                advanced.touched += await self._apply(tx, machine)
+                if inst["status"] in FINAL:
+                    advanced.finished.append(inst)
+        return advanced
+
+    def announce(self, advanced: Advanced | None) -> None:
+        """Post-commit: wake polls for the dispatched steps, count them as enqueued,
+        free capped slots of cancelled tasks, wake instance waiters (P-WF-9)."""
+        if advanced is None:
+            return
+        self._announce(advanced.touched, advanced.now)
+        for inst in advanced.finished:
+            self._announce([], advanced.now, inst)
 
     def start_pump(self) -> None:
         self._loop = asyncio.get_running_loop().create_task(self._run())

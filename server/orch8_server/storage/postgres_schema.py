@@ -253,7 +253,12 @@ CREATE TRIGGER tasks_instance_event AFTER UPDATE OF status ON tasks FOR EACH ROW
     EXECUTE FUNCTION orch8_instance_event();
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
+# P-WF-5: a step task's end consumes its own events in the same transaction.
+_V6 = "CREATE INDEX instance_events_task ON instance_events (task_id);"
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)
+]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
 

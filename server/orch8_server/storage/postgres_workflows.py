@@ -146,6 +146,16 @@ class PostgresWorkflows:
         )  # fmt: skip
         return sorted((dict(r) for r in rows), key=lambda e: e["id"])
 
+    async def take_task_events(self, tx: Any, task_ids: list[str]) -> list[Row]:
+        """These tasks' events (the trigger wrote them in this transaction), deleted."""
+        c = await _conn(tx)
+        rows = await c.fetch(
+            "DELETE FROM instance_events WHERE task_id = ANY($1::text[]) "
+            "RETURNING id, tenant, instance_id, task_id, step_id, run",
+            task_ids,
+        )
+        return sorted((dict(r) for r in rows), key=lambda e: e["id"])
+
     async def next_event_at(self, tx: Any) -> int | None:
         c = await _conn(tx)
         value: int | None = await c.fetchval("SELECT min(fire_at) FROM instance_events")

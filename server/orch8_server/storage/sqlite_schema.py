@@ -265,7 +265,10 @@ BEGIN
 END""",
 )
 
-MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4)
+# P-WF-5: a step task's end consumes its own events in the same transaction.
+_V5 = "CREATE INDEX instance_events_task ON instance_events (task_id)"
+
+MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

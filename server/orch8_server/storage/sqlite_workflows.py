@@ -149,6 +149,18 @@ class SqliteWorkflows:
         cols = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
         return sorted((dict(zip(cols, r, strict=True)) for r in rows), key=lambda e: e["id"])
 
+    async def take_task_events(self, tx: Any, task_ids: list[str]) -> list[Row]:
+        """These tasks' events (the trigger wrote them in this transaction), deleted."""
+        t: SqliteTx = tx
+        t.flush()
+        rows = t.c.execute(
+            f"DELETE FROM instance_events WHERE task_id IN ({','.join('?' * len(task_ids))}) "
+            "RETURNING id, tenant, instance_id, task_id, step_id, run",
+            task_ids,
+        ).fetchall()
+        cols = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
+        return sorted((dict(zip(cols, r, strict=True)) for r in rows), key=lambda e: e["id"])
+
     async def next_event_at(self, tx: Any) -> int | None:
         t: SqliteTx = tx
         t.flush()
