@@ -108,6 +108,10 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
             out.append(f"instance {ref} step {step_id}: {short(got)}, expected it to contain {short(want)}")
     for step_id in exp.get("worker_saw_context", []):  # P-WF-4: the handler got {instance_id, step_id}
         out += saw_context(run, ref, found, step_id)
+    if "waited_by" in exp:
+        out += waited(run, ref, found, exp["waited_by"])
+    if "wait_timeout_by" in exp:
+        out += wait_timed_out(run, ref, found, exp["wait_timeout_by"])
     for step_id in exp.get("cancelled_seen", []):  # P-WF-7, P-SDK-5: the handler's signal fired
         task_id = step_task(found, step_id)
         if not any(e.get("task_id") == task_id for e in run.events("cancelled")):
@@ -115,6 +119,39 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
     for step_id in exp.get("no_result_sent", []):  # P-WF-7, P-SDK-5: a cancelled step reports nothing
         out += no_result(run, ref, found, step_id)
     return out
+
+
+def waited(run: ScenarioRun, ref: str, found: dict, worker: str) -> list[str]:
+    """P-SDK-25: the adapter's waitInstance returned the final state, not before it was final."""
+    events = [e for e in run.events("waited", worker=worker) if e.get("instance_id") == found["id"]]
+    if not events:
+        other = [e for e in run.events("wait_timeout", worker=worker) + run.events("wait_error", worker=worker)]
+        return [f"instance {ref}: {worker}'s waitInstance never returned it (saw {short(other[:2]) if other else 'nothing'})"]
+    got = events[0]
+    out = []
+    if got.get("status") != found["status"] or found["status"] not in FINAL:
+        out.append(f"instance {ref}: {worker}'s waitInstance returned status {got.get('status')!r}, final is {found['status']!r}")
+    finished = ms(found.get("finished_at"))
+    if finished is not None and got["t"] < finished - 50:  # the adapter's clock is the runner's
+        out.append(f"instance {ref}: {worker}'s waitInstance returned {finished - got['t']:.0f} ms before it was final")
+    return out
+
+
+def wait_timed_out(run: ScenarioRun, ref: str, found: dict, worker: str) -> list[str]:
+    """P-SDK-25: the timeout passed first: WaitTimeoutError carrying the last state seen."""
+    events = [e for e in run.events("wait_timeout", worker=worker) if e.get("instance_id") == found["id"]]
+    if not events:
+        other = run.events("waited", worker=worker) + run.events("wait_error", worker=worker)
+        return [f"instance {ref}: {worker}'s waitInstance did not time out (saw {short(other[:2]) if other else 'nothing'})"]
+    if events[0].get("last_status") != found["status"]:
+        return [f"instance {ref}: the timeout carried last status {events[0].get('last_status')!r}, expected {found['status']!r}"]
+    return []
+
+
+def ms(stamp: str | None) -> float | None:
+    from .checks import ms as _ms
+
+    return _ms(stamp)
 
 
 def step_task(found: dict, step_id: str) -> str | None:

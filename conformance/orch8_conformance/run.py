@@ -136,6 +136,8 @@ class ScenarioRun:
 
     def _start_worker(self, name: str, overrides: dict) -> None:
         options = {**self.scenario.get("worker", {}), **overrides}
+        if options.get("wait_instance"):  # an instance ref -> its id (P-SDK-25)
+            options["wait_instance"] = self.instances.get(options["wait_instance"], options["wait_instance"])
         # `worker_id: "default"` leaves the id to the SDK (P-SDK-21); the `ready` event names it.
         worker_id = None if options.get("worker_id") == "default" else f"{self.sdk}-{self.scenario['id']}-{name}"
         env = adapter_env(self.proxy.url, worker_id, options, self._worker_key(options))
@@ -265,6 +267,8 @@ class ScenarioRun:
             ]
             if len(seen) < want.get("count", 1):
                 return False
+        if "event" in condition and not self.events(condition["event"]["event"], worker=condition["event"].get("worker")):
+            return False
         if "step_started" in condition and not checks_workflows.step_started(self, condition["step_started"]):
             return False
         for ref, wanted in condition.get("task_status", {}).items():

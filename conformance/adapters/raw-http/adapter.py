@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 
 import queues
+import waiting
 from handlers import TABLE, HeartbeatRefused, Permanent, Retryable
 
 env = os.environ
@@ -443,6 +444,7 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1):
         signal.signal(signum, on_signal)
     emit("ready", sdk="raw-http", tracing=False)  # no tracer: trace-context checks only the headers
+    waiting.start(env, call, emit)  # ORCH8_WAIT_INSTANCE (P-SDK-25)
     record = register(registration)
     if record is not None:
         interval = int(env.get("ORCH8_HEARTBEAT_INTERVAL_MS") or record["heartbeat_interval_ms"]) / 1000

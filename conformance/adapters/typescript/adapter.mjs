@@ -8,6 +8,8 @@ import {
   PermanentError,
   LeaseLostError,
   TaskCancelledError,
+  Orch8Client,
+  WaitTimeoutError,
 } from "../../../sdk-typescript/dist/index.js";
 import * as tracing from "./tracing.mjs";
 
@@ -204,6 +206,22 @@ if (env.ORCH8_HOOKS_RAISE) {
   }
 }
 
+// ORCH8_WAIT_INSTANCE: the client's waitInstance on that id (P-SDK-25), alongside the worker.
+// Reports `waited` (the final status) or `wait_timeout` (the last status seen).
+function waitInstance() {
+  const id = env.ORCH8_WAIT_INSTANCE;
+  if (!id) return;
+  const timeoutMs = num("ORCH8_WAIT_TIMEOUT_MS");
+  new Orch8Client()
+    .waitInstance(id, timeoutMs === undefined ? {} : { timeoutMs })
+    .then((final) => emit("waited", null, { instance_id: id, status: final.status }))
+    .catch((err) =>
+      err instanceof WaitTimeoutError
+        ? emit("wait_timeout", null, { instance_id: id, last_status: err.last?.status ?? null })
+        : emit("wait_error", null, { instance_id: id, error: String(err) }),
+    );
+}
+
 // ORCH8_QUEUE_WEIGHTS / ORCH8_LABELS: "k=v,k=v" into an object; unset is undefined.
 const pairs = (raw) =>
   raw ? Object.fromEntries(raw.split(",").filter(Boolean).map((item) => [item.slice(0, item.indexOf("=")), item.slice(item.indexOf("=") + 1)])) : undefined;
@@ -232,6 +250,7 @@ try {
 }
 WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined });
+waitInstance();
 await worker.run();
 emit("stopped", null, { stats: worker.stats() });
 await provider?.shutdown(); // exports the spans still batched (the end-to-end trace test)
