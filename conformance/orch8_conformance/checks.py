@@ -55,9 +55,11 @@ def converge(run: ScenarioRun, deadline: float) -> None:
         if exp.get("running") is False or "exit_code" in exp or "refused" in exp
     ]
     while time.time() * 1000 < deadline:
-        if all(run.status(ref) in as_set(want) for ref, want in statuses.items()) and all(
-            name in run.workers and run.workers[name].exited_at is not None for name in exits
-        ) and checks_workflows.converged(run):
+        if (
+            all(run.status(ref) in as_set(want) for ref, want in statuses.items())
+            and all(name in run.workers and run.workers[name].exited_at is not None for name in exits)
+            and checks_workflows.converged(run)
+        ):
             return
         time.sleep(0.1)
 

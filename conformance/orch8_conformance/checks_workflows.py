@@ -94,7 +94,8 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
         steps = ", ".join(f"{s['id']}={s['status']}" for s in found.get("steps", []))
         out.append(f"instance {ref}: status {found['status']!r}, expected {exp['status']!r} (steps: {steps})")
     if "output" in exp and not contains(found.get("output"), exp["output"]):
-        out.append(f"instance {ref}: output {short(found.get('output'))}, expected it to contain {short(exp['output'])}")
+        got = short(found.get("output"))
+        out.append(f"instance {ref}: output {got}, expected it to contain {short(exp['output'])}")
     if "error_code" in exp and (found.get("error") or {}).get("code") != exp["error_code"]:
         out.append(f"instance {ref}: error {short(found.get('error'))}, expected code {exp['error_code']!r}")
     if "on_error" in exp and not contains(found.get("on_error"), exp["on_error"]):
@@ -123,28 +124,31 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
 
 def waited(run: ScenarioRun, ref: str, found: dict, worker: str) -> list[str]:
     """P-SDK-25: the adapter's waitInstance returned the final state, not before it was final."""
+    who = f"instance {ref}: {worker}'s waitInstance"
     events = [e for e in run.events("waited", worker=worker) if e.get("instance_id") == found["id"]]
     if not events:
-        other = [e for e in run.events("wait_timeout", worker=worker) + run.events("wait_error", worker=worker)]
-        return [f"instance {ref}: {worker}'s waitInstance never returned it (saw {short(other[:2]) if other else 'nothing'})"]
+        other = run.events("wait_timeout", worker=worker) + run.events("wait_error", worker=worker)
+        return [f"{who} never returned it (saw {short(other[:2]) if other else 'nothing'})"]
     got = events[0]
     out = []
     if got.get("status") != found["status"] or found["status"] not in FINAL:
-        out.append(f"instance {ref}: {worker}'s waitInstance returned status {got.get('status')!r}, final is {found['status']!r}")
+        out.append(f"{who} returned status {got.get('status')!r}, final is {found['status']!r}")
     finished = ms(found.get("finished_at"))
     if finished is not None and got["t"] < finished - 50:  # the adapter's clock is the runner's
-        out.append(f"instance {ref}: {worker}'s waitInstance returned {finished - got['t']:.0f} ms before it was final")
+        out.append(f"{who} returned {finished - got['t']:.0f} ms before it was final")
     return out
 
 
 def wait_timed_out(run: ScenarioRun, ref: str, found: dict, worker: str) -> list[str]:
     """P-SDK-25: the timeout passed first: WaitTimeoutError carrying the last state seen."""
+    who = f"instance {ref}: {worker}'s waitInstance"
     events = [e for e in run.events("wait_timeout", worker=worker) if e.get("instance_id") == found["id"]]
     if not events:
         other = run.events("waited", worker=worker) + run.events("wait_error", worker=worker)
-        return [f"instance {ref}: {worker}'s waitInstance did not time out (saw {short(other[:2]) if other else 'nothing'})"]
-    if events[0].get("last_status") != found["status"]:
-        return [f"instance {ref}: the timeout carried last status {events[0].get('last_status')!r}, expected {found['status']!r}"]
+        return [f"{who} did not time out (saw {short(other[:2]) if other else 'nothing'})"]
+    last = events[0].get("last_status")
+    if last != found["status"]:
+        return [f"{who} timed out with last status {last!r}, expected {found['status']!r}"]
     return []
 
 

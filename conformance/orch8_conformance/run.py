@@ -267,7 +267,8 @@ class ScenarioRun:
             ]
             if len(seen) < want.get("count", 1):
                 return False
-        if "event" in condition and not self.events(condition["event"]["event"], worker=condition["event"].get("worker")):
+        wanted_event = condition.get("event")
+        if wanted_event and not self.events(wanted_event["event"], worker=wanted_event.get("worker")):
             return False
         if "step_started" in condition and not checks_workflows.step_started(self, condition["step_started"]):
             return False

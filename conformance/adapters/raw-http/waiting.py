@@ -25,7 +25,9 @@ def start(env, call, emit) -> None:
             first = False
             wait_ms = max(0, min(ROUND_MS, int((deadline - time.monotonic()) * 1000)))
             try:
-                status, answer, _ = call("GET", f"/instances/{instance_id}?wait_ms={wait_ms}", None, wait_ms / 1000 + 10)
+                status, answer, _ = call(
+                    "GET", f"/instances/{instance_id}?wait_ms={wait_ms}", None, wait_ms / 1000 + 10
+                )
             except OSError:
                 time.sleep(0.2)  # an outage: ride it out like any safe call (P-SDK-2)
                 continue
