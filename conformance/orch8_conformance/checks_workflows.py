@@ -65,10 +65,23 @@ def step_started(run: ScenarioRun, want: dict) -> bool:
 
 
 def converged(run: ScenarioRun) -> bool:
+    """Expected instance statuses reached, and every expected waitInstance has answered."""
     for ref, exp in run.scenario["expect"].get("instances", {}).items():
         if "status" in exp and (instance(run, ref) or {}).get("status") != exp["status"]:
             return False
+        for key in ("waited_by", "wait_timeout_by"):
+            if key in exp and not wait_answers(run, exp[key], run.instances.get(ref)):
+                return False
     return True
+
+
+def wait_answers(run: ScenarioRun, worker: str, instance_id: str | None) -> list[dict]:
+    if worker not in run.workers:
+        return []
+    kinds = ("waited", "wait_timeout", "wait_error")
+    return [
+        e for e in list(run.workers[worker].events) if e.get("event") in kinds and e.get("instance_id") == instance_id
+    ]
 
 
 def contains(actual, expected) -> bool:

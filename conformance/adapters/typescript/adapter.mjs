@@ -8,9 +8,9 @@ import {
   PermanentError,
   LeaseLostError,
   TaskCancelledError,
-  Orch8Client,
-  WaitTimeoutError,
 } from "../../../sdk-typescript/dist/index.js";
+// A namespace import: the worker keeps working with an SDK build that predates waitInstance.
+import * as sdk from "../../../sdk-typescript/dist/index.js";
 import * as tracing from "./tracing.mjs";
 
 const env = process.env;
@@ -212,11 +212,11 @@ function waitInstance() {
   const id = env.ORCH8_WAIT_INSTANCE;
   if (!id) return;
   const timeoutMs = num("ORCH8_WAIT_TIMEOUT_MS");
-  new Orch8Client()
-    .waitInstance(id, timeoutMs === undefined ? {} : { timeoutMs })
+  Promise.resolve()
+    .then(() => new sdk.Orch8Client().waitInstance(id, timeoutMs === undefined ? {} : { timeoutMs }))
     .then((final) => emit("waited", null, { instance_id: id, status: final.status }))
     .catch((err) =>
-      err instanceof WaitTimeoutError
+      sdk.WaitTimeoutError && err instanceof sdk.WaitTimeoutError
         ? emit("wait_timeout", null, { instance_id: id, last_status: err.last?.status ?? null })
         : emit("wait_error", null, { instance_id: id, error: String(err) }),
     );
