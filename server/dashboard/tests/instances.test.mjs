@@ -201,3 +201,21 @@ test("P-AUTH-2, P-WF-7: a producer key sees Cancel but not Retry, and cancels a 
   assert.equal(await ops.isDisabled('[data-instance-action="cancel"]'), true);
   assert.deepEqual([...page.errors, ...ops.errors], []);
 });
+
+test("P-TEN-2: the instance views act in the tenant shown (X-Tenant-Id), never across tenants", async () => {
+  const inst = await start("single");
+  // An admin key (tenant default) on a link naming t1: t1's instances, asked with X-Tenant-Id.
+  const page = await openPage(browser, `${server.url}/ui/?tenant=t1#/instances`, as("root"));
+  await page.waitForSelector(`tr[data-instance="${inst.id}"]`);
+  const headers = [];
+  page.on("request", (r) => new URL(r.url()).pathname.startsWith("/instances") && headers.push(r.headers()["x-tenant-id"]));
+  await page.click(`tr[data-instance="${inst.id}"] a`);
+  await page.waitForSelector(`[data-testid="instance-id"]:text("${inst.id}")`);
+  assert.ok(headers.length > 0 && headers.every((t) => t === "t1"), `X-Tenant-Id sent: ${headers}`);
+  // The admin's own tenant has none of them; the same instance id there is a 404 problem.
+  const own = await openPage(browser, `${server.url}/ui/?tenant=default#/instances`, as("root"));
+  await own.waitForSelector('.empty-state:text("No instances match these filters.")');
+  await own.goto(`${server.url}/ui/?tenant=default#/instances/${inst.id}`);
+  await own.waitForSelector('#detail .problem[data-code="not_found"]');
+  assert.deepEqual([...page.errors, ...own.errors], []);
+});
