@@ -188,7 +188,7 @@ function stepItem(s: StepRun, kind: "step" | "group" | "child" | "on_error", nes
       kind === "on_error" ? h("span", { class: "chip", "data-testid": "on-error" }, "sequence on_error") : null,
       s.fallback ? h("span", { class: "chip chip-warn", "data-testid": "fallback", title: "The step failed; its fallback ran (or runs) instead" }, "fallback") : null,
       href ? h("a", { href, class: "mono small", "data-task-link": s.task_id }, s.task_id) : kind === "group" ? null : h("span", { class: "muted small" }, "no task"),
-      h("span", { class: "muted small", "data-attempts": s.attempts }, `${s.attempts} attempt${s.attempts === 1 ? "" : "s"}`),
+      kind === "group" ? null : h("span", { class: "muted small", "data-attempts": s.attempts }, `${s.attempts} attempt${s.attempts === 1 ? "" : "s"}`),
     ),
     h(
       "div",
@@ -199,7 +199,16 @@ function stepItem(s: StepRun, kind: "step" | "group" | "child" | "on_error", nes
       h("b", { title: stamp(s.finished_at) }, s.finished_at ? `${stamp(s.finished_at)} (${ago(s.finished_at)})` : "—"),
       ran !== null ? ` · took ${duration(ran)}` : "",
     ),
-    s.error ? h("div", { class: "attempt-error", "data-testid": "step-error" }, h("code", null, s.error.code), " ", s.error.message) : null,
+    s.error
+      ? h(
+          "div",
+          { class: "attempt-error", "data-testid": "step-error" },
+          s.fallback && s.status !== "failed" ? h("span", { class: "muted" }, "failed before its fallback: ") : null,
+          h("code", null, s.error.code),
+          " ",
+          s.error.message,
+        )
+      : null,
     s.output !== null && s.output !== undefined ? h("pre", { class: "step-output", "data-testid": "step-output" }, JSON.stringify(s.output)) : null,
     nested,
   );

@@ -106,6 +106,8 @@ test("P-WF-10, P-WF-3, P-WF-6: an instance driven by a raw worker renders its st
   assert.ok(await page.$('[data-step="left"] [data-testid="fallback"]'), "left is marked as having run its fallback");
   assert.equal(await page.$('[data-step="right"] [data-testid="fallback"]'), null);
   assert.equal(await page.textContent('[data-step="left"] [data-testid="step-output"]'), '{"side":"fallback"}');
+  assert.match(await page.textContent('[data-step="left"] [data-testid="step-error"]'), /failed before its fallback: parse_error\s+parser crashed/);
+  assert.equal(await page.$('[data-step="fan"] > .attempt-head [data-attempts]'), null, "a group has no attempts of its own");
   assert.equal(await stepStatus(page, "finish"), "failed");
   assert.match(await page.textContent('[data-step="finish"] [data-testid="step-error"]'), /no_space\s+disk full/);
   assert.match(await page.textContent('[data-testid="instance-error"]'), /no_space[\s\S]*disk full/);

@@ -887,7 +887,7 @@ function stepItem(s2, kind, nested = null) {
       kind === "on_error" ? h("span", { class: "chip", "data-testid": "on-error" }, "sequence on_error") : null,
       s2.fallback ? h("span", { class: "chip chip-warn", "data-testid": "fallback", title: "The step failed; its fallback ran (or runs) instead" }, "fallback") : null,
       href ? h("a", { href, class: "mono small", "data-task-link": s2.task_id }, s2.task_id) : kind === "group" ? null : h("span", { class: "muted small" }, "no task"),
-      h("span", { class: "muted small", "data-attempts": s2.attempts }, `${s2.attempts} attempt${s2.attempts === 1 ? "" : "s"}`)
+      kind === "group" ? null : h("span", { class: "muted small", "data-attempts": s2.attempts }, `${s2.attempts} attempt${s2.attempts === 1 ? "" : "s"}`)
     ),
     h(
       "div",
@@ -898,7 +898,14 @@ function stepItem(s2, kind, nested = null) {
       h("b", { title: stamp(s2.finished_at) }, s2.finished_at ? `${stamp(s2.finished_at)} (${ago(s2.finished_at)})` : "—"),
       ran !== null ? ` · took ${duration(ran)}` : ""
     ),
-    s2.error ? h("div", { class: "attempt-error", "data-testid": "step-error" }, h("code", null, s2.error.code), " ", s2.error.message) : null,
+    s2.error ? h(
+      "div",
+      { class: "attempt-error", "data-testid": "step-error" },
+      s2.fallback && s2.status !== "failed" ? h("span", { class: "muted" }, "failed before its fallback: ") : null,
+      h("code", null, s2.error.code),
+      " ",
+      s2.error.message
+    ) : null,
     s2.output !== null && s2.output !== void 0 ? h("pre", { class: "step-output", "data-testid": "step-output" }, JSON.stringify(s2.output)) : null,
     nested
   );
