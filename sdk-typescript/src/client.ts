@@ -6,7 +6,8 @@ import { OPERATIONS, Orch8Operations, type Invocation, type OperationName } from
 import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 import type { Telemetry } from "./telemetry.js";
 import { Transport, type CallOptions } from "./transport.js";
-import type { NewTask, Task } from "./types.js";
+import type { Instance, NewTask, Task } from "./types.js";
+import { FINAL_INSTANCE_STATUSES, FINAL_TASK_STATUSES, waitUntilFinal, type WaitOptions } from "./wait.js";
 
 export type { CallOptions } from "./transport.js";
 export { OPERATIONS } from "./generated/client.js";
@@ -92,6 +93,35 @@ export class Orch8Client extends Orch8Operations {
       ...(options.fetch ? { fetch: options.fetch } : {}),
     });
     this.telemetry = options.telemetry;
+  }
+
+  /**
+   * Waits until the instance is completed, failed or cancelled and returns it, whatever its
+   * final status; throws WaitTimeoutError (carrying the last state) after `timeoutMs`
+   * (default 5 minutes). Long-polls `GET /instances/{id}?wait_ms=` (P-SDK-25).
+   */
+  waitInstance(instanceId: string, options: WaitOptions = {}): Promise<Instance> {
+    return waitUntilFinal(
+      `instance ${instanceId}`,
+      (wait_ms, signal) => this.getInstance(instanceId, { wait_ms }, signal ? { signal } : undefined),
+      (status) => FINAL_INSTANCE_STATUSES.has(status as Instance["status"]),
+      options,
+    );
+  }
+
+  /**
+   * Waits until the task is completed, failed, cancelled or expired and returns it; throws
+   * WaitTimeoutError (carrying the last state) after `timeoutMs` (default 5 minutes).
+   * Long-polls `GET /tasks/{id}?wait_ms=` (P-SDK-25).
+   */
+  waitTask(taskId: string, options: WaitOptions = {}): Promise<Task> {
+    return waitUntilFinal(
+      `task ${taskId}`,
+      // getTask keeps its 1.4 signature (P-SDK-25), so the wait_ms round is invoked directly.
+      (wait_ms, signal) => this.invoke<Task>("getTask", { path: { task_id: taskId }, query: { wait_ms } }, signal ? { signal } : undefined),
+      (status) => FINAL_TASK_STATUSES.has(status as Task["status"]),
+      options,
+    );
   }
 
   protected invoke<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {

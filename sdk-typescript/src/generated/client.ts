@@ -100,8 +100,8 @@ export abstract class Orch8Operations {
   }
 
   /** Get one task, optionally waiting until it is final (`GET /tasks/{task_id}`, retried on outages, long-poll). */
-  getTask(taskId: string, query: NonNullable<operations["getTask"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["Task"]> {
-    return this.invoke("getTask", { path: { task_id: taskId }, query }, call);
+  getTask(taskId: string, call?: CallOptions): Promise<Schemas["Task"]> {
+    return this.invoke("getTask", { path: { task_id: taskId } }, call);
   }
 
   /** Cancel a task (`POST /tasks/{task_id}/cancel`, never retried). */
