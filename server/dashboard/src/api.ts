@@ -29,6 +29,7 @@ export type Role = Schemas["Role"];
 export type TenantList = Schemas["TenantList"];
 export type Instance = Schemas["Instance"];
 export type InstancePage = Schemas["InstancePage"];
+export type SequencePage = Schemas["SequencePage"];
 export type InstanceStatus = Schemas["InstanceStatus"];
 export type StepRun = Schemas["StepRun"];
 
@@ -208,6 +209,8 @@ export const api = {
   // retry a failed instance from its failed step (operator).
   instances: (params: Record<string, string | string[] | undefined>) =>
     call<InstancePage>("GET", `/instances${query(params)}`),
+  // P-WF-1: operator only (the instance list's sequence suggestions).
+  sequences: () => call<SequencePage>("GET", "/sequences?limit=100"),
   instance: (id: string) => call<Instance>("GET", `/instances/${enc(id)}`),
   cancelInstance: (id: string, body: TaskCancellation) => call<Instance>("POST", `/instances/${enc(id)}/cancel`, body),
   retryInstance: (id: string) => call<Instance>("POST", `/instances/${enc(id)}/retry`),

@@ -46,6 +46,7 @@ export class InstanceList {
   constructor(
     public filters: InstanceFilters,
     private readonly onUnreachable: (err: ApiError | null) => void,
+    private readonly operate: boolean,
   ) {}
 
   mount(root: HTMLElement): void {
@@ -55,8 +56,17 @@ export class InstanceList {
       placeholder: "any sequence",
       autocomplete: "off",
       spellcheck: "false",
+      list: "dl-sequences",
       value: this.filters.sequence,
     });
+    const names = h("datalist", { id: "dl-sequences" });
+    // Listing sequences is an operator call (P-WF-1): other keys type the name.
+    if (this.operate) {
+      api.sequences().then(
+        (p) => fill(names, p.sequences.map((q) => h("option", { value: q.name }))),
+        () => undefined,
+      );
+    }
     seq.addEventListener("change", () => this.set({ sequence: seq.value.trim() }));
     const status = h(
       "select",
@@ -67,7 +77,7 @@ export class InstanceList {
     status.addEventListener("change", () => this.set({ status: status.value as InstanceStatus | "" }));
     fill(
       this.bar,
-      h("label", { class: "field" }, h("span", null, "Sequence"), seq),
+      h("label", { class: "field" }, h("span", null, "Sequence"), seq, names),
       h("label", { class: "field" }, h("span", null, "Status"), status),
       h("button", { class: "btn", id: "i-clear", onclick: () => (location.hash = "#/instances") }, "Clear"),
     );

@@ -174,7 +174,7 @@ function route(): void {
   if (il) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    instanceList = new InstanceList(instanceFiltersFrom(location.hash), reachability);
+    instanceList = new InstanceList(instanceFiltersFrom(location.hash), reachability, canOperate());
     instanceList.mount(detailRoot);
     document.title = "Instances · Orch8";
     void instanceList.load();

@@ -160,6 +160,8 @@ test("P-WF-10: the instance list counts states, filters by sequence and status, 
   const older = await page.$$eval("tr[data-instance]", (r) => r.map((x) => x.dataset.instance));
   assert.ok(older.includes(naps[0].id) && !older.includes(single.id), `page 2: ${older}`);
 
+  // An operator gets the sequence names to pick from (GET /sequences).
+  await eventually(async () => (await page.$$eval("#dl-sequences option", (o) => o.map((x) => x.value))).join() === "ingest,naps,single", "sequence suggestions");
   // Filter by sequence (typed), then by status (a count tile): the hash keeps both.
   await page.fill("#i-sequence", "single");
   await page.press("#i-sequence", "Enter");
@@ -196,6 +198,12 @@ test("P-AUTH-2, P-WF-7: a producer key sees Cancel but not Retry, and cancels a 
   await page.waitForSelector(`[data-testid="instance-link"] a[href="#/instances/${inst.id}"]`);
   assert.equal((await texts(page, '[data-testid="task-id"]'))[0], taskId);
   await screenshot(page, "producer-instance-task", false);
+
+  // The producer may list instances too (no sequence names: listing sequences is an operator call).
+  await page.goto(`${server.url}/ui/#/instances?status=cancelled`);
+  await page.waitForSelector(`tr[data-instance="${inst.id}"]`);
+  assert.equal(page.requests.some((u) => new URL(u).pathname === "/sequences"), false);
+  assert.equal(await page.isVisible('#banner[data-code="forbidden"]'), false);
 
   // An operator on the same (cancelled) instance: both buttons, neither possible now.
   const ops = await openPage(browser, `${server.url}/ui/#/instances/${inst.id}`, as("ops"));

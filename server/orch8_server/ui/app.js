@@ -145,6 +145,8 @@ var api = {
   // Workflows (P-WF-4..9): list and read (producer, operator), cancel (producer, operator),
   // retry a failed instance from its failed step (operator).
   instances: (params) => call("GET", `/instances${query(params)}`),
+  // P-WF-1: operator only (the instance list's sequence suggestions).
+  sequences: () => call("GET", "/sequences?limit=100"),
   instance: (id) => call("GET", `/instances/${enc(id)}`),
   cancelInstance: (id, body) => call("POST", `/instances/${enc(id)}/cancel`, body),
   retryInstance: (id) => call("POST", `/instances/${enc(id)}/retry`),
@@ -930,12 +932,14 @@ function instancesHash(f) {
   return s2 ? `#/instances?${s2}` : "#/instances";
 }
 var InstanceList = class {
-  constructor(filters, onUnreachable) {
+  constructor(filters, onUnreachable, operate) {
     this.filters = filters;
     this.onUnreachable = onUnreachable;
+    this.operate = operate;
   }
   filters;
   onUnreachable;
+  operate;
   instances = [];
   cursors = [void 0];
   next = null;
@@ -951,8 +955,16 @@ var InstanceList = class {
       placeholder: "any sequence",
       autocomplete: "off",
       spellcheck: "false",
+      list: "dl-sequences",
       value: this.filters.sequence
     });
+    const names = h("datalist", { id: "dl-sequences" });
+    if (this.operate) {
+      api.sequences().then(
+        (p) => fill(names, p.sequences.map((q) => h("option", { value: q.name }))),
+        () => void 0
+      );
+    }
     seq.addEventListener("change", () => this.set({ sequence: seq.value.trim() }));
     const status = h(
       "select",
@@ -963,7 +975,7 @@ var InstanceList = class {
     status.addEventListener("change", () => this.set({ status: status.value }));
     fill(
       this.bar,
-      h("label", { class: "field" }, h("span", null, "Sequence"), seq),
+      h("label", { class: "field" }, h("span", null, "Sequence"), seq, names),
       h("label", { class: "field" }, h("span", null, "Status"), status),
       h("button", { class: "btn", id: "i-clear", onclick: () => location.hash = "#/instances" }, "Clear")
     );
@@ -2195,7 +2207,7 @@ function route() {
   if (il) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    instanceList = new InstanceList(instanceFiltersFrom(location.hash), reachability);
+    instanceList = new InstanceList(instanceFiltersFrom(location.hash), reachability, canOperate());
     instanceList.mount(detailRoot);
     document.title = "Instances · Orch8";
     void instanceList.load();
