@@ -43,6 +43,8 @@ class Answers:
         self.wait_ms: list[int | None] = []
 
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        # A helper that misses a final state would spin on these instant answers: fail fast.
+        assert len(self.wait_ms) < 50, "still waiting after 50 rounds"
         raw = request.url.params.get("wait_ms")
         self.wait_ms.append(None if raw is None else int(raw))
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
@@ -140,7 +142,7 @@ def test_p_sdk_25_async_client_waits_the_same_way() -> None:
 
     with respx.mock:
         respx.get(f"{BASE}/instances/inst_1").mock(side_effect=answers)
-        respx.get(f"{BASE}/tasks/t1").respond(200, json=task("t1", "pending"))
+        respx.get(f"{BASE}/tasks/t1").mock(side_effect=Answers(httpx.Response(200, json=task())))
         done, timed_out = asyncio.run(main())
     assert done.status == "failed" and len(answers.wait_ms) == 3
     assert timed_out.last_state.status == "pending"
