@@ -31,7 +31,9 @@ func TestP_SDK_25_WaitInstanceRoundsUntilFinal(t *testing.T) {
 				}
 				writeJSON(w, 200, instanceJSON(status))
 			})
-			inst, err := c.WaitInstance(context.Background(), "inst_1", 0)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a broken helper fails, not hangs
+			defer cancel()
+			inst, err := c.WaitInstance(ctx, "inst_1", 0) // the default timeout, 5 min
 			if err != nil || string(inst.Status) != final {
 				t.Fatalf("got %v, %v", inst, err)
 			}
@@ -59,7 +61,9 @@ func TestP_SDK_25_WaitTaskFinalStates(t *testing.T) {
 				}
 				writeJSON(w, 200, taskJSON(status))
 			})
-			task, err := c.WaitTask(context.Background(), "task_1", time.Minute)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			task, err := c.WaitTask(ctx, "task_1", time.Minute)
 			if err != nil || string(task.Status) != final {
 				t.Fatalf("got %v, %v", task, err)
 			}
