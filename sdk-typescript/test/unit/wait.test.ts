@@ -136,7 +136,7 @@ test("the eight workflow operations send their documented requests", async () =>
   await client.listSequences({ limit: 5 });
   await client.getSequence("thumbnail");
   await client.startInstance({ sequence: "thumbnail", input: { a: 1 }, idempotency_key: "k" });
-  await client.listInstances({ status: "failed" });
+  await client.listInstances({ status: ["failed"] });
   await client.getInstance("inst_1");
   await client.cancelInstance("inst_1", { reason: "no longer needed" });
   await client.retryInstance("inst_1");
