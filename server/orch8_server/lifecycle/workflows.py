@@ -289,6 +289,7 @@ class Workflows:
 
     async def _advance(self, tx: Tx, events: list[Row], now: int) -> Advanced:
         advanced = Advanced(now)
+        definitions: dict[tuple[str, str, int], Any] = {}
         by_instance: dict[str, list[Row]] = {}
         for e in events:
             by_instance.setdefault(e["instance_id"], []).append(e)
@@ -296,8 +297,10 @@ class Workflows:
             inst = await self.store.instance(tx, instance_id)
             if inst is None or inst["status"] != "running":
                 continue
-            seq = await self.store.sequence(tx, inst["tenant"], inst["sequence"], inst["version"])
-            machine = Machine(inst, seq["definition"], now)
+            key = (inst["tenant"], inst["sequence"], inst["version"])
+            if key not in definitions:  # a batch's instances mostly share one version
+                definitions[key] = (await self.store.sequence(tx, *key))["definition"]
+            machine = Machine(inst, definitions[key], now)
             changed = False
             for e in by_instance[instance_id]:
                 if e["task_id"] is not None:
