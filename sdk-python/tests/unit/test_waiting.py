@@ -9,7 +9,8 @@ import httpx
 import pytest
 import respx
 
-from orch8 import AsyncOrch8Client, Orch8Client, RetryPolicy, WaitTimeoutError
+from orch8 import AsyncOrch8Client, NotFoundError, Orch8Client, RetryPolicy, WaitTimeoutError
+from orch8.waiting import DEFAULT_WAIT_TIMEOUT_MS, _Rounds
 
 from .conftest import BASE, problem, task
 
@@ -76,7 +77,7 @@ def test_p_sdk_25_short_timeout_asks_for_no_more_than_is_left() -> None:
     with respx.mock:
         respx.get(f"{BASE}/instances/inst_1").mock(side_effect=answers)
         with pytest.raises(WaitTimeoutError) as info:
-            Orch8Client(BASE, retry=fast()).wait_instance("inst_1", timeout_ms=40)
+            Orch8Client(BASE, retry=fast()).wait_instance("inst_1", timeout_ms=5)
     assert info.value.last_state.status == "running" and len(answers.wait_ms) >= 1
     assert all(w is not None and w <= 40 for w in answers.wait_ms)
 
@@ -86,11 +87,37 @@ def test_p_sdk_25_timeout_raises_wait_timeout_error_carrying_the_last_state() ->
     with respx.mock:
         respx.get(f"{BASE}/tasks/t1").mock(side_effect=answers)
         with pytest.raises(WaitTimeoutError) as info:
-            Orch8Client(BASE, retry=fast()).wait_task("t1", timeout_ms=0)
+            Orch8Client(BASE, retry=fast()).wait_task("t1", timeout_ms=1)
     assert info.value.last_state.status == "running" and info.value.last_state.id == "t1"
-    assert info.value.timeout_ms == 0 and info.value.code == "wait_timeout"
+    assert info.value.timeout_ms == 1 and info.value.code == "wait_timeout"
     assert isinstance(info.value, TimeoutError)
-    assert answers.wait_ms == [0]  # timeout_ms=0 still answers the current state once
+    assert answers.wait_ms in ([0], [1])  # the first round is always asked
+
+
+def test_p_sdk_25_timeout_of_zero_or_less_means_the_default() -> None:
+    assert _Rounds(0).timeout_ms == DEFAULT_WAIT_TIMEOUT_MS
+    assert _Rounds(-5).timeout_ms == DEFAULT_WAIT_TIMEOUT_MS
+
+
+def test_p_sdk_25_outages_are_ridden_out_past_one_calls_retries() -> None:
+    """More 503s in a row than the client's 3 retries: the wait keeps going (P-SDK-25)."""
+    answers = Answers(
+        *[httpx.Response(503, json=problem(503, "unavailable"))] * 9,
+        httpx.Response(200, json=task("t1", "completed")),
+    )
+    with respx.mock:
+        respx.get(f"{BASE}/tasks/t1").mock(side_effect=answers)
+        got = Orch8Client(BASE, retry=fast()).wait_task("t1", timeout_ms=20_000)
+    assert got.status == "completed" and len(answers.wait_ms) == 10
+
+
+def test_p_sdk_25_other_errors_end_the_wait_at_once() -> None:
+    answers = Answers(httpx.Response(404, json=problem(404, "not_found")))
+    with respx.mock:
+        respx.get(f"{BASE}/tasks/t1").mock(side_effect=answers)
+        with pytest.raises(NotFoundError):
+            Orch8Client(BASE, retry=fast()).wait_task("t1")
+    assert len(answers.wait_ms) == 1
 
 
 @pytest.mark.parametrize("status", ["completed", "failed", "cancelled"])
@@ -137,7 +164,7 @@ def test_p_sdk_25_async_client_waits_the_same_way() -> None:
         async with AsyncOrch8Client(BASE, retry=fast()) as client:
             done = await client.wait_instance("inst_1")
             with pytest.raises(WaitTimeoutError) as info:
-                await client.wait_task("t1", timeout_ms=0)
+                await client.wait_task("t1", timeout_ms=1)
             return done, info.value
 
     with respx.mock:
