@@ -35,7 +35,7 @@ export interface WaitOptions {
 /** The timeout of a waiting helper passed before the object was final (P-SDK-25). */
 export class WaitTimeoutError<T = Instance | Task> extends Orch8Error {
   /** The last state seen, or undefined when the server never answered (an outage throughout). */
-  readonly last: T | undefined;
+  readonly lastState: T | undefined;
   /** The timeout that passed, in ms. */
   readonly timeoutMs: number;
 
@@ -46,7 +46,7 @@ export class WaitTimeoutError<T = Instance | Task> extends Orch8Error {
       code: "wait_timeout",
       ...(cause === undefined ? {} : { cause }),
     });
-    this.last = last;
+    this.lastState = last;
     this.timeoutMs = timeoutMs;
   }
 }
@@ -65,8 +65,10 @@ export async function waitUntilFinal<T extends { status: string }>(
   options: WaitOptions = {},
   now: () => number = Date.now,
 ): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS;
-  if (!Number.isFinite(timeoutMs) || timeoutMs < 0) throw new RangeError(`timeoutMs must be >= 0, got ${timeoutMs}`);
+  // P-SDK-25: a timeout of 0 or less (or none) means the default, 5 minutes.
+  const given = options.timeoutMs;
+  if (given !== undefined && Number.isNaN(given)) throw new RangeError("timeoutMs must be a number, got NaN");
+  const timeoutMs = given === undefined || given <= 0 ? DEFAULT_WAIT_TIMEOUT_MS : given;
   const deadline = now() + timeoutMs;
   const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
   let last: T | undefined;

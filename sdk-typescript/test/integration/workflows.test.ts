@@ -79,7 +79,7 @@ test("P-SDK-25 waitTask throws WaitTimeoutError carrying the last state, and ret
   const started = Date.now();
   const err = await client.waitTask(t.id, { timeoutMs: 300 }).catch((e: unknown) => e);
   assert.ok(err instanceof WaitTimeoutError, String(err));
-  assert.equal((err.last as { id: string; status: string }).status, "pending");
+  assert.equal((err.lastState as { id: string; status: string }).status, "pending");
   assert.ok(Date.now() - started < 5_000, "the server honoured the shortened wait_ms");
   // A task cancelled while waitTask is waiting: the long-poll answers at once with it.
   const waiting = client.waitTask(t.id, { timeoutMs: 20_000 });

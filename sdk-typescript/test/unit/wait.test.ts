@@ -40,8 +40,23 @@ test("P-SDK-25 the default timeout is 5 minutes, spent in rounds of at most 3000
   }, (s) => s === "completed", {}, () => clock).catch((e: unknown) => e);
   assert.ok(err instanceof WaitTimeoutError);
   assert.deepEqual(asked, Array(10).fill(30_000));
-  assert.deepEqual(err.last, { status: "running", n: 10 });
+  assert.deepEqual(err.lastState, { status: "running", n: 10 });
 });
+
+for (const timeoutMs of [0, -1]) {
+  test(`P-SDK-25 a timeout of ${timeoutMs} means the default 5 minutes`, async () => {
+    let clock = 0;
+    const asked: number[] = [];
+    const err = await waitUntilFinal("task t", async (waitMs) => {
+      asked.push(waitMs);
+      clock += waitMs;
+      return { status: "running" };
+    }, () => false, { timeoutMs }, () => clock).catch((e: unknown) => e);
+    assert.ok(err instanceof WaitTimeoutError);
+    assert.equal(err.timeoutMs, DEFAULT_WAIT_TIMEOUT_MS);
+    assert.deepEqual(asked, Array(10).fill(30_000));
+  });
+}
 
 test("P-SDK-25 a round never asks for more than what is left of the timeout", async () => {
   let clock = 0;
@@ -62,7 +77,7 @@ test("P-SDK-25 waitInstance throws WaitTimeoutError carrying the last state seen
   assert.ok(err instanceof Orch8Error);
   assert.equal(err.code, "wait_timeout");
   assert.equal(err.timeoutMs, 30);
-  assert.deepEqual(err.last, instance("running"));
+  assert.deepEqual(err.lastState, instance("running"));
   assert.ok(waits(m.calls).every((w) => w <= 30), `wait_ms within the timeout: ${waits(m.calls)}`);
 });
 
@@ -101,7 +116,7 @@ test("P-SDK-25 an outage lasting past the timeout ends in WaitTimeoutError with 
   const client = new Orch8Client({ baseUrl: "http://h:1", fetch: m.fetch, maxRetries: 0 });
   const err = await client.waitTask("task_1", { timeoutMs: 300 }).catch((e: unknown) => e);
   assert.ok(err instanceof WaitTimeoutError, String(err));
-  assert.equal(err.last, undefined);
+  assert.equal(err.lastState, undefined);
   assert.ok(err.cause instanceof UnavailableError);
   assert.ok(m.calls.length >= 2, "retried before giving up");
 });
