@@ -9,6 +9,19 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
+// CancelInstance sends POST /instances/{instance_id}/cancel: cancel a running instance. Operation cancelInstance, retry safe.
+func (c *Client) CancelInstance(ctx context.Context, instanceID string, body api.TaskCancellation) (*api.Instance, error) {
+	return invoke(ctx, c, call{op: "cancelInstance", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.CancelInstance(ctx, instanceID, body) },
+		func(r *http.Response) (*api.Instance, error) {
+			p, err := api.ParseCancelInstanceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("cancelInstance", r, p.JSON200)
+		})
+}
+
 // CancelTask sends POST /tasks/{task_id}/cancel: cancel a task. Operation cancelTask, retry never.
 func (c *Client) CancelTask(ctx context.Context, taskID string, body api.TaskCancellation) (*api.Task, error) {
 	return invoke(ctx, c, call{op: "cancelTask", safe: false},
@@ -60,6 +73,19 @@ func (c *Client) CompleteTasks(ctx context.Context, body api.TaskCompletionBatch
 				return nil, err
 			}
 			return first("completeTasks", r, p.JSON200)
+		})
+}
+
+// DefineSequence sends POST /sequences: define the next version of a sequence. Operation defineSequence, retry safe.
+func (c *Client) DefineSequence(ctx context.Context, body api.NewSequence) (*api.Sequence, error) {
+	return invoke(ctx, c, call{op: "defineSequence", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.DefineSequence(ctx, body) },
+		func(r *http.Response) (*api.Sequence, error) {
+			p, err := api.ParseDefineSequenceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("defineSequence", r, p.JSON200, p.JSON201)
 		})
 }
 
@@ -145,10 +171,53 @@ func (c *Client) FailTasks(ctx context.Context, body api.TaskFailureBatch) (*api
 		})
 }
 
-// GetTask sends GET /tasks/{task_id}: get one task. Operation getTask, retry safe.
+// GetInstance sends GET /instances/{instance_id}: get an instance, optionally waiting until it is final. Operation getInstance, retry safe, long-poll (timeout wait_ms + 10 s).
+func (c *Client) GetInstance(ctx context.Context, instanceID string, params *api.GetInstanceParams) (*api.Instance, error) {
+	return invoke(ctx, c, call{op: "getInstance", safe: true, timeout: longPollTimeout(func() *int {
+		w := 0 // the query wait_ms defaults to 0, not to the poll's wait
+		if params != nil && params.WaitMs != nil {
+			w = *params.WaitMs
+		}
+		return &w
+	}())},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.GetInstance(ctx, instanceID, params) },
+		func(r *http.Response) (*api.Instance, error) {
+			p, err := api.ParseGetInstanceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("getInstance", r, p.JSON200)
+		})
+}
+
+// GetSequence sends GET /sequences/{name}: get a sequence (the latest version, or `version`). Operation getSequence, retry safe.
+func (c *Client) GetSequence(ctx context.Context, name string, params *api.GetSequenceParams) (*api.Sequence, error) {
+	return invoke(ctx, c, call{op: "getSequence", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.GetSequence(ctx, name, params) },
+		func(r *http.Response) (*api.Sequence, error) {
+			p, err := api.ParseGetSequenceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("getSequence", r, p.JSON200)
+		})
+}
+
+// GetTask sends GET /tasks/{task_id} without query params (its signature before they existed); see GetTaskWithParams.
 func (c *Client) GetTask(ctx context.Context, taskID string) (*api.Task, error) {
-	return invoke(ctx, c, call{op: "getTask", safe: true},
-		func(ctx context.Context) (*http.Response, error) { return c.raw.GetTask(ctx, taskID) },
+	return c.GetTaskWithParams(ctx, taskID, nil)
+}
+
+// GetTaskWithParams sends GET /tasks/{task_id}: get one task, optionally waiting until it is final. Operation getTask, retry safe, long-poll (timeout wait_ms + 10 s).
+func (c *Client) GetTaskWithParams(ctx context.Context, taskID string, params *api.GetTaskParams) (*api.Task, error) {
+	return invoke(ctx, c, call{op: "getTask", safe: true, timeout: longPollTimeout(func() *int {
+		w := 0 // the query wait_ms defaults to 0, not to the poll's wait
+		if params != nil && params.WaitMs != nil {
+			w = *params.WaitMs
+		}
+		return &w
+	}())},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.GetTask(ctx, taskID, params) },
 		func(r *http.Response) (*api.Task, error) {
 			p, err := api.ParseGetTaskResponse(r)
 			if err != nil {
@@ -220,6 +289,32 @@ func (c *Client) HeartbeatWorker(ctx context.Context, workerID string, body api.
 				return nil, err
 			}
 			return first("heartbeatWorker", r, p.JSON200)
+		})
+}
+
+// ListInstances sends GET /instances: list instances, newest first, with filters and cursor pagination. Operation listInstances, retry safe.
+func (c *Client) ListInstances(ctx context.Context, params *api.ListInstancesParams) (*api.InstancePage, error) {
+	return invoke(ctx, c, call{op: "listInstances", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.ListInstances(ctx, params) },
+		func(r *http.Response) (*api.InstancePage, error) {
+			p, err := api.ParseListInstancesResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("listInstances", r, p.JSON200)
+		})
+}
+
+// ListSequences sends GET /sequences: list sequences (the latest version of each), by name, with cursor pagination. Operation listSequences, retry safe.
+func (c *Client) ListSequences(ctx context.Context, params *api.ListSequencesParams) (*api.SequencePage, error) {
+	return invoke(ctx, c, call{op: "listSequences", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.ListSequences(ctx, params) },
+		func(r *http.Response) (*api.SequencePage, error) {
+			p, err := api.ParseListSequencesResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("listSequences", r, p.JSON200)
 		})
 }
 
@@ -428,6 +523,19 @@ func (c *Client) ResumeWorker(ctx context.Context, workerID string) (*api.Worker
 		})
 }
 
+// RetryInstance sends POST /instances/{instance_id}/retry: resume a failed instance from its failed step. Operation retryInstance, retry never.
+func (c *Client) RetryInstance(ctx context.Context, instanceID string) (*api.Instance, error) {
+	return invoke(ctx, c, call{op: "retryInstance", safe: false},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.RetryInstance(ctx, instanceID) },
+		func(r *http.Response) (*api.Instance, error) {
+			p, err := api.ParseRetryInstanceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("retryInstance", r, p.JSON200)
+		})
+}
+
 // RetryTask sends POST /tasks/{task_id}/retry: re-run a failed, cancelled or expired task. Operation retryTask, retry never.
 func (c *Client) RetryTask(ctx context.Context, taskID string, body api.TaskRetry) (*api.Task, error) {
 	return invoke(ctx, c, call{op: "retryTask", safe: false},
@@ -479,6 +587,19 @@ func (c *Client) SetQueueLimit(ctx context.Context, queueName string, body api.R
 				return nil, err
 			}
 			return first("setQueueLimit", r, p.JSON200)
+		})
+}
+
+// StartInstance sends POST /instances: start an instance of a sequence. Operation startInstance, retry idempotency-key.
+func (c *Client) StartInstance(ctx context.Context, body api.NewInstance) (*api.Instance, error) {
+	return invoke(ctx, c, call{op: "startInstance", safe: hasIdempotencyKey(body)},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.StartInstance(ctx, body) },
+		func(r *http.Response) (*api.Instance, error) {
+			p, err := api.ParseStartInstanceResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("startInstance", r, p.JSON200, p.JSON201)
 		})
 }
 

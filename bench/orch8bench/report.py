@@ -107,6 +107,23 @@ def telemetry_table(res: dict) -> list[str]:
     return L
 
 
+def workflow_lines(res: dict) -> list[str]:
+    """Issue 16: 3-step instances completed per second, per backend."""
+    rows = [res[k] for k in ("wf_sqlite", "wf_pg") if res.get(k)]
+    if not rows:
+        return []
+    L = ["### Workflows", "",
+         "3-step sequences (a -> b -> c, each step's params from the previous output): N "
+         "instances started by 4 threads, drained by 4 raw workers (poll/batch 50 + "
+         "complete/batch); from the first start to the last step's completion.", ""]  # fmt: skip
+    L += _table(["backend", "instances", "instances/s", "step tasks/s", "spread", "runs",
+                 "server CPU us/instance", "load"],
+                [[r["label"], r["instances"], fmt(r["median"]), fmt(3 * r["median"]),
+                  f"{r['spread_pct']}%", _runs(r), r.get("cpu_us_per_task", "") and
+                  fmt(3 * r["cpu_us_per_task"]), _load(r)] for r in rows])  # fmt: skip
+    return L
+
+
 def render(res: dict) -> str:
     m = res["machine"]
     ceiling = {r["batch"]: r["median"] for r in res.get("client_ceiling", [])}
@@ -141,6 +158,7 @@ def render(res: dict) -> str:
                 L += [f"Two replicas on the same database, one load client each (half the tasks "
                       f"each, batch 100): {fmt(r['median'])} tasks/s (spread {r['spread_pct']}%, "
                       f"runs {_runs(r)}; load {_load(r)}).", ""]  # fmt: skip
+    L += workflow_lines(res)
     if res.get("client_ceiling"):
         L += ["### Load client ceiling", ""]
         L += _table(["batch", "tasks/s against the stub", "client cores"],

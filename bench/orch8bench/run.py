@@ -38,6 +38,7 @@ from orch8bench.env import (
 )
 from orch8bench.measure import repeat
 from orch8bench.sdks import SDK_CONCURRENCY, sdks
+from orch8bench.workflows import run_once as workflow_once
 
 BATCHES = (1, 10, 50, 100)
 PY = str(BENCH / ".venv" / "bin" / "python")
@@ -53,6 +54,7 @@ QUICK = {
     "peer_tasks": {"pgqueuer": 1000, "procrastinate": 100, "pg-boss": 300, "graphile-worker": 500},
     "peer_warmup": 50,
     "stub_tasks": {1: 10_000, 100: 100_000},
+    "wf_instances": 200,
 }
 FULL = {
     "reps": 3,
@@ -71,6 +73,7 @@ FULL = {
     },
     "peer_warmup": 500,
     "stub_tasks": {1: 50_000, 100: 1_000_000},
+    "wf_instances": 2000,
 }
 # Load-client shape per batch size: producers, consumers (goroutines, keep-alive each).
 SHAPE = {1: (4, 8), 10: (2, 4), 50: (2, 4), 100: (2, 4)}
@@ -111,6 +114,14 @@ def two_replicas(servers: list[RunningServer], batch: int, cfg: dict) -> dict:
 
     row = repeat(f"PostgreSQL batch {batch}, {len(servers)} replicas", cfg["reps"], once)
     row.update(batch=batch, tasks=n * len(servers), replicas=len(servers))
+    return row
+
+
+def workflows(url: str, cfg: dict, pid: int, label: str) -> dict:
+    """Issue 16: 3-step instances completed per second (orch8bench/workflows.py)."""
+    n = cfg["wf_instances"]
+    row = repeat(label, cfg["reps"], lambda: workflow_once(url, n), "instances_per_s", pid)
+    row.update(instances=n, steps=3)
     return row
 
 
@@ -264,7 +275,9 @@ def main() -> None:
     a = ap.parse_args()
     cfg = QUICK if a.quick else FULL
     phases = (
-        set(a.only.split(",")) if a.only else {"ceiling", "sqlite", "sdk", "pg", "peers", "rss"}
+        set(a.only.split(","))
+        if a.only
+        else {"ceiling", "sqlite", "sdk", "pg", "peers", "rss", "workflows"}
     )
     started = time.time()
     res: dict = {"quick": a.quick, "settings": cfg | {"tasks": {str(k): v for k, v in cfg["tasks"].items()},
@@ -285,7 +298,7 @@ def main() -> None:
         log("load client ceiling (canned-answer stub)")
         res["client_ceiling"] = client_ceiling(cfg)
 
-    if phases & {"sqlite", "sdk"}:
+    if phases & {"sqlite", "sdk", "workflows"}:
         server = launch_server(work.sqlite("main"), work.path, "sqlite")
         try:
             if "sqlite" in phases:
@@ -299,12 +312,15 @@ def main() -> None:
                 res["latency_sqlite"] = latency(server.url, server.url, cfg, "SQLite")
             if "sdk" in phases:
                 res["sdk"], res["sdk_telemetry"] = sdks(server, cfg, work.path)
+            if "workflows" in phases:
+                log("SQLite workflows, 3-step instances")
+                res["wf_sqlite"] = workflows(server.url, cfg, server.process.pid, "SQLite 3-step")
         finally:
             server.stop()
         if "sqlite" in phases:
             res["limit_sqlite"] = limit_or_error("sqlite", work.sqlite, cfg, work)
 
-    if phases & {"pg", "peers"}:
+    if phases & {"pg", "peers", "workflows"}:
         log("starting a throwaway PostgreSQL cluster (fsync on)")
         cluster = PgCluster(fsync=True).init()
         try:
@@ -332,6 +348,15 @@ def main() -> None:
                     a_srv.stop()
                     b_srv.stop()
                 res["limit_pg"] = limit_or_error("postgresql", cluster.create_database, cfg, work)
+            if "workflows" in phases:
+                log("PostgreSQL workflows, 3-step instances")
+                wf_srv = launch_server(cluster.create_database("orch8_wf"), work.path, "pg-wf")
+                try:
+                    res["wf_pg"] = workflows(
+                        wf_srv.url, cfg, wf_srv.process.pid, "PostgreSQL 3-step"
+                    )
+                finally:
+                    wf_srv.stop()
             if "peers" in phases:
                 res["peers"] = peers(cluster, cfg)
         finally:

@@ -30,6 +30,8 @@ OPTION_ENV = {
     "labels": "ORCH8_LABELS",  # "gpu=true" (P-LABEL-1)
     "telemetry": "ORCH8_TELEMETRY",  # "1": the SDK's OpenTelemetry object (P-TEL-3)
     "tenant": "ORCH8_TENANT",  # read by the SDK itself, sent as X-Tenant-Id (P-SDK-24)
+    "wait_instance": "ORCH8_WAIT_INSTANCE",  # an instance id (the runner resolves the ref): waitInstance (P-SDK-25)
+    "wait_timeout_ms": "ORCH8_WAIT_TIMEOUT_MS",  # its timeout_ms
 }
 NOT_ENV = ("worker_id", "expect_refusal", "key")  # options the runner handles itself
 SIGNALS = {name: getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGKILL", "SIGTSTP", "SIGCONT", "SIGSTOP")}

@@ -10,7 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import checks_queues, checks_stats
+from . import checks_queues, checks_stats, checks_workflows
 from . import checks_sdk as sdk_checks
 from .api import ApiError
 
@@ -55,8 +55,10 @@ def converge(run: ScenarioRun, deadline: float) -> None:
         if exp.get("running") is False or "exit_code" in exp or "refused" in exp
     ]
     while time.time() * 1000 < deadline:
-        if all(run.status(ref) in as_set(want) for ref, want in statuses.items()) and all(
-            name in run.workers and run.workers[name].exited_at is not None for name in exits
+        if (
+            all(run.status(ref) in as_set(want) for ref, want in statuses.items())
+            and all(name in run.workers and run.workers[name].exited_at is not None for name in exits)
+            and checks_workflows.converged(run)
         ):
             return
         time.sleep(0.1)
@@ -76,6 +78,7 @@ def end_state(run: ScenarioRun) -> list[str]:
         reasons += worker(run, name, exp)
     reasons += sdk_checks.end_state(run, expect)
     reasons += checks_queues.end_state(run, expect)
+    reasons += checks_workflows.end_state(run)
     for name in expect.get("observability", []):
         reasons += checks_stats.observability(run, name)
     if "trace_context" in expect:

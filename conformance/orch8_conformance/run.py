@@ -7,7 +7,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import checks, checks_queues
+from . import checks, checks_queues, checks_workflows
 from .adapter import AdapterProcess, adapter_env
 from .api import Api, ApiError
 from .proxy import FaultProxy, fault_from_step
@@ -51,6 +51,7 @@ class ScenarioRun:
         self.groups: dict[str, list[str]] = {}  # ref or group ref -> member refs
         self.visible_at: dict[str, float] = {}  # task ref -> when its enqueue was acknowledged
         self.sent: dict[str, dict] = {}  # task ref -> the task spec it was enqueued from
+        self.instances: dict[str, str] = {}  # instance ref -> instance id (workflows, P-WF-4)
         self.notes: list[str] = []  # parts of a passed run that did not apply to this adapter
         self.t0 = 0.0
         self.step_began = 0.0  # when the current timeline step began waiting
@@ -62,6 +63,10 @@ class ScenarioRun:
         try:
             self._setup()
             self._enqueue(self.scenario["tasks"])
+            problems = checks_workflows.define(self, self.scenario.get("sequences", []))
+            problems += checks_workflows.start(self, self.scenario.get("instances", []))
+            if problems:
+                raise Failure("; ".join(problems))
             for fault in self.scenario.get("faults", []):  # in force from the first request on
                 self.proxy.add_fault(fault_from_step(fault))
             self._start_worker("w1", {})
@@ -131,6 +136,8 @@ class ScenarioRun:
 
     def _start_worker(self, name: str, overrides: dict) -> None:
         options = {**self.scenario.get("worker", {}), **overrides}
+        if options.get("wait_instance"):  # an instance ref -> its id (P-SDK-25)
+            options["wait_instance"] = self.instances.get(options["wait_instance"], options["wait_instance"])
         # `worker_id: "default"` leaves the id to the SDK (P-SDK-21); the `ready` event names it.
         worker_id = None if options.get("worker_id") == "default" else f"{self.sdk}-{self.scenario['id']}-{name}"
         env = adapter_env(self.proxy.url, worker_id, options, self._worker_key(options))
@@ -188,6 +195,8 @@ class ScenarioRun:
         elif action == "cancel":
             task_id = self.task_id(step["task"])
             self._call("POST", f"/tasks/{task_id}/cancel", {}, what, self.api.task_tenant.get(task_id))
+        elif action == "cancel_instance":  # P-WF-7, an operator's call
+            self._call("POST", f"/instances/{self.instances.get(step['instance'])}/cancel", {}, what)
         elif action == "restart_server":
             if self.server is None:
                 raise Failure(f"{what}: needs the reference server (not --server-url)")
@@ -258,6 +267,11 @@ class ScenarioRun:
             ]
             if len(seen) < want.get("count", 1):
                 return False
+        wanted_event = condition.get("event")
+        if wanted_event and not self.events(wanted_event["event"], worker=wanted_event.get("worker")):
+            return False
+        if "step_started" in condition and not checks_workflows.step_started(self, condition["step_started"]):
+            return False
         for ref, wanted in condition.get("task_status", {}).items():
             status = self.status(ref)
             if status not in (wanted if isinstance(wanted, list) else [wanted]):

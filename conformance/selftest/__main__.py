@@ -48,6 +48,9 @@ CATCHES = {
     "unparented_process_span": ["trace-context"],
     "ignores_tenant": ["tenant-isolation"],
     "stops_when_forbidden": ["forbidden-poll"],
+    "drops_context": ["workflow-chain"],
+    "reports_cancelled_step": ["workflow-cancel-instance"],
+    "wait_returns_early": ["wait-instance"],
 }
 
 

@@ -203,6 +203,34 @@ def stops_when_forbidden(raw) -> None:
     raw.call = call
 
 
+def drops_context(raw) -> None:
+    """Hands handlers a task without its context, so a workflow step never learns its instance (breaks P-WF-4)."""
+    original = raw.Ctx.__init__
+
+    def init(self, task: dict) -> None:
+        original(self, task)
+        self.context = {}
+
+    raw.Ctx.__init__ = init
+
+
+def reports_cancelled_step(raw) -> None:
+    """Sends the result of a handler whose cancellation signal fired (breaks P-SDK-5, P-WF-7: no result)."""
+    original = raw.HANDLERS["wait_for_cancel"]
+
+    def forgets(ctx) -> dict:
+        out = original(ctx)
+        ctx.cancelled.clear()  # as if the signal had never fired: run_task reports the output
+        return out
+
+    raw.HANDLERS["wait_for_cancel"] = forgets
+
+
+def wait_returns_early(raw) -> None:
+    """Its waitInstance returns the first answer, final or not (breaks P-SDK-25)."""
+    raw.waiting.FINAL = ("running", "completed", "failed", "cancelled")
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -227,6 +255,9 @@ DEFECTS = {
         unparented_process_span,
         ignores_tenant,
         stops_when_forbidden,
+        drops_context,
+        reports_cancelled_step,
+        wait_returns_early,
     )
 }
 

@@ -115,6 +115,30 @@ func (e HealthStatusStatus) Valid() bool {
 	}
 }
 
+// Defines values for InstanceStatus.
+const (
+	InstanceStatusCancelled InstanceStatus = "cancelled"
+	InstanceStatusCompleted InstanceStatus = "completed"
+	InstanceStatusFailed    InstanceStatus = "failed"
+	InstanceStatusRunning   InstanceStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the InstanceStatus enum.
+func (e InstanceStatus) Valid() bool {
+	switch e {
+	case InstanceStatusCancelled:
+		return true
+	case InstanceStatusCompleted:
+		return true
+	case InstanceStatusFailed:
+		return true
+	case InstanceStatusRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	RoleAdmin    Role = "admin"
@@ -154,6 +178,33 @@ func (e ServerInfoStorage) Valid() bool {
 	case Postgresql:
 		return true
 	case Sqlite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepStatus.
+const (
+	StepStatusCancelled StepStatus = "cancelled"
+	StepStatusCompleted StepStatus = "completed"
+	StepStatusFailed    StepStatus = "failed"
+	StepStatusPending   StepStatus = "pending"
+	StepStatusRunning   StepStatus = "running"
+)
+
+// Valid indicates whether the value is a known member of the StepStatus enum.
+func (e StepStatus) Valid() bool {
+	switch e {
+	case StepStatusCancelled:
+		return true
+	case StepStatusCompleted:
+		return true
+	case StepStatusFailed:
+		return true
+	case StepStatusPending:
+		return true
+	case StepStatusRunning:
 		return true
 	default:
 		return false
@@ -389,6 +440,46 @@ type HealthStatus struct {
 // HealthStatusStatus defines model for HealthStatus.Status.
 type HealthStatusStatus string
 
+// Instance defines model for Instance.
+type Instance struct {
+	CreatedAt      time.Time    `json:"created_at"`
+	Error          *TaskFailure `json:"error"`
+	FinishedAt     *time.Time   `json:"finished_at"`
+	ID             InstanceID   `json:"id"`
+	IdempotencyKey *string      `json:"idempotency_key,omitempty"`
+
+	// Input Any JSON object.
+	Input JSONObject `json:"input"`
+
+	// OnError The outcome of the sequence's `on_error` step, once it ran.
+	OnError *StepRun `json:"on_error,omitempty"`
+
+	// Output The last step output once completed (any JSON value).
+	Output   interface{}    `json:"output"`
+	Sequence string         `json:"sequence"`
+	Status   InstanceStatus `json:"status"`
+	Steps    []StepRun      `json:"steps"`
+
+	// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+	Tenant    *TenantID `json:"tenant,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Version   int       `json:"version"`
+}
+
+// InstanceID defines model for InstanceId.
+type InstanceID = string
+
+// InstancePage defines model for InstancePage.
+type InstancePage struct {
+	Instances []Instance `json:"instances"`
+
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string `json:"next_cursor"`
+}
+
+// InstanceStatus defines model for InstanceStatus.
+type InstanceStatus string
+
 // ItemProblem defines model for ItemProblem.
 type ItemProblem struct {
 	Code   string `json:"code"`
@@ -429,6 +520,28 @@ type ManualFailure struct {
 	// Details Any JSON object.
 	Details JSONObject `json:"details,omitempty"`
 	Error   string     `json:"error"`
+}
+
+// NewInstance defines model for NewInstance.
+type NewInstance struct {
+	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+
+	// Input Any JSON object.
+	Input JSONObject `json:"input,omitempty"`
+
+	// Sequence Name of a sequence (the pattern of QueueName).
+	Sequence SequenceName `json:"sequence"`
+	Version  *int         `json:"version,omitempty"`
+}
+
+// NewSequence defines model for NewSequence.
+type NewSequence struct {
+	// Name Name of a sequence (the pattern of QueueName).
+	Name SequenceName `json:"name"`
+
+	// OnError What a fallback or `on_error` runs (a step without id).
+	OnError *StepAction `json:"on_error,omitempty"`
+	Steps   []Step      `json:"steps"`
 }
 
 // NewTask defines model for NewTask.
@@ -696,6 +809,28 @@ type RunningLimit struct {
 	MaxRunning *int `json:"max_running"`
 }
 
+// Sequence defines model for Sequence.
+type Sequence struct {
+	CreatedAt time.Time   `json:"created_at"`
+	Name      string      `json:"name"`
+	OnError   *StepAction `json:"on_error"`
+	Steps     []Step      `json:"steps"`
+
+	// Tenant A tenant (P-TEN-1); `default` when no key or header names one.
+	Tenant  *TenantID `json:"tenant,omitempty"`
+	Version int       `json:"version"`
+}
+
+// SequenceName Name of a sequence (the pattern of QueueName).
+type SequenceName = string
+
+// SequencePage defines model for SequencePage.
+type SequencePage struct {
+	// NextCursor Pass as `cursor` for the next page; null on the last page.
+	NextCursor *string    `json:"next_cursor"`
+	Sequences  []Sequence `json:"sequences"`
+}
+
 // ServerDefaults defines model for ServerDefaults.
 type ServerDefaults struct {
 	// DeadAfterMs Silence after which a registered worker is declared dead (P-WORKER-5).
@@ -733,6 +868,81 @@ type ServerInfo struct {
 
 // ServerInfoStorage defines model for ServerInfo.Storage.
 type ServerInfoStorage string
+
+// Step A task step (`handler`) or a parallel group (`parallel`, whose children are task
+// steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
+// `params.duration_ms` and is never dispatched to workers.
+type Step struct {
+	// Fallback What a fallback or `on_error` runs (a step without id).
+	Fallback *StepAction  `json:"fallback,omitempty"`
+	Handler  *HandlerName `json:"handler,omitempty"`
+
+	// ID Id of a step, unique within its sequence (parallel children included).
+	ID       StepID `json:"id"`
+	Parallel []Step `json:"parallel,omitempty"`
+
+	// Params The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
+	// `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
+	// that value of the instance input or of an earlier step's output (P-WF-2).
+	Params   *StepParams `json:"params,omitempty"`
+	Priority *int        `json:"priority,omitempty"`
+
+	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
+	QueueName *QueueName `json:"queue_name,omitempty"`
+
+	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
+	Retry *RetryPolicy `json:"retry,omitempty"`
+}
+
+// StepAction What a fallback or `on_error` runs (a step without id).
+type StepAction struct {
+	Handler HandlerName `json:"handler"`
+
+	// Params The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
+	// `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
+	// that value of the instance input or of an earlier step's output (P-WF-2).
+	Params   *StepParams `json:"params,omitempty"`
+	Priority *int        `json:"priority,omitempty"`
+
+	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
+	QueueName *QueueName `json:"queue_name,omitempty"`
+
+	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
+	Retry *RetryPolicy `json:"retry,omitempty"`
+}
+
+// StepID Id of a step, unique within its sequence (parallel children included).
+type StepID = string
+
+// StepParams The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
+// `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
+// that value of the instance input or of an earlier step's output (P-WF-2).
+type StepParams map[string]interface{}
+
+// StepRun One step of an instance (parallel children follow their group).
+type StepRun struct {
+	Attempts int          `json:"attempts"`
+	Error    *TaskFailure `json:"error"`
+
+	// Fallback The fallback ran (or runs) for this step.
+	Fallback   *bool      `json:"fallback,omitempty"`
+	FinishedAt *time.Time `json:"finished_at"`
+
+	// Group The parallel group of a child step.
+	Group *string `json:"group,omitempty"`
+	ID    string  `json:"id"`
+
+	// Output The step output (any JSON value); null until completed.
+	Output    interface{} `json:"output"`
+	StartedAt *time.Time  `json:"started_at"`
+	Status    StepStatus  `json:"status"`
+
+	// TaskID The step's latest task (its fallback's once that runs); null for sleep.
+	TaskID *string `json:"task_id"`
+}
+
+// StepStatus defines model for StepStatus.
+type StepStatus string
 
 // Task defines model for Task.
 type Task struct {
@@ -1062,8 +1272,14 @@ type WorkerRegistration struct {
 // WorkerState defines model for WorkerState.
 type WorkerState string
 
+// InstanceIDPath defines model for InstanceIdPath.
+type InstanceIDPath = InstanceID
+
 // QueueNamePath Named queue; tasks without one go to `default` (P-QUEUE-1).
 type QueueNamePath = QueueName
+
+// SequenceNamePath Name of a sequence (the pattern of QueueName).
+type SequenceNamePath = SequenceName
 
 // TaskIDPath Server-assigned id, `task_` + a time-ordered ULID.
 type TaskIDPath = TaskID
@@ -1104,6 +1320,23 @@ type UnsupportedMediaType = Problem
 // ValidationFailed RFC 9457 problem details with a stable `code` (P-ERR-1).
 type ValidationFailed = Problem
 
+// ListInstancesParams defines parameters for ListInstances.
+type ListInstancesParams struct {
+	Sequence *SequenceName `form:"sequence,omitempty" json:"sequence,omitempty"`
+
+	// Status Only instances in these states (repeat the parameter for several).
+	Status []InstanceStatus `form:"status,omitempty" json:"status,omitempty"`
+	Limit  *int             `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetInstanceParams defines parameters for GetInstance.
+type GetInstanceParams struct {
+	WaitMs *int `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
+}
+
 // GetQueueStatsParams defines parameters for GetQueueStats.
 type GetQueueStatsParams struct {
 	QueueName *QueueName `form:"queue_name,omitempty" json:"queue_name,omitempty"`
@@ -1115,6 +1348,19 @@ type GetQueueHistoryParams struct {
 	Minutes *int `form:"minutes,omitempty" json:"minutes,omitempty"`
 }
 
+// ListSequencesParams defines parameters for ListSequences.
+type ListSequencesParams struct {
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor The `next_cursor` of the previous page.
+	Cursor *SequenceName `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetSequenceParams defines parameters for GetSequence.
+type GetSequenceParams struct {
+	Version *int `form:"version,omitempty" json:"version,omitempty"`
+}
+
 // ListTasksParams defines parameters for ListTasks.
 type ListTasksParams struct {
 	// Status Only tasks in these states (repeat the parameter for several).
@@ -1123,13 +1369,21 @@ type ListTasksParams struct {
 	QueueName   *QueueName   `form:"queue_name,omitempty" json:"queue_name,omitempty"`
 
 	// WorkerID Tasks whose latest attempt ran (or runs) on this worker.
-	WorkerID      *WorkerID  `form:"worker_id,omitempty" json:"worker_id,omitempty"`
-	CreatedAfter  *time.Time `form:"created_after,omitempty" json:"created_after,omitempty"`
-	CreatedBefore *time.Time `form:"created_before,omitempty" json:"created_before,omitempty"`
-	Limit         *int       `form:"limit,omitempty" json:"limit,omitempty"`
+	WorkerID *WorkerID `form:"worker_id,omitempty" json:"worker_id,omitempty"`
+
+	// InstanceID Tasks dispatched for this workflow instance (`context.instance_id`, P-WF-4).
+	InstanceID    *InstanceID `form:"instance_id,omitempty" json:"instance_id,omitempty"`
+	CreatedAfter  *time.Time  `form:"created_after,omitempty" json:"created_after,omitempty"`
+	CreatedBefore *time.Time  `form:"created_before,omitempty" json:"created_before,omitempty"`
+	Limit         *int        `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor The `next_cursor` of the previous page (a position in the task log).
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// GetTaskParams defines parameters for GetTask.
+type GetTaskParams struct {
+	WaitMs *int `form:"wait_ms,omitempty" json:"wait_ms,omitempty"`
 }
 
 // ListWorkersParams defines parameters for ListWorkers.
@@ -1140,8 +1394,17 @@ type ListWorkersParams struct {
 // SetHandlerLimitJSONRequestBody defines body for SetHandlerLimit for application/json ContentType.
 type SetHandlerLimitJSONRequestBody = RunningLimit
 
+// StartInstanceJSONRequestBody defines body for StartInstance for application/json ContentType.
+type StartInstanceJSONRequestBody = NewInstance
+
+// CancelInstanceJSONRequestBody defines body for CancelInstance for application/json ContentType.
+type CancelInstanceJSONRequestBody = TaskCancellation
+
 // SetQueueLimitJSONRequestBody defines body for SetQueueLimit for application/json ContentType.
 type SetQueueLimitJSONRequestBody = RunningLimit
+
+// DefineSequenceJSONRequestBody defines body for DefineSequence for application/json ContentType.
+type DefineSequenceJSONRequestBody = NewSequence
 
 // EnqueueTaskJSONRequestBody defines body for EnqueueTask for application/json ContentType.
 type EnqueueTaskJSONRequestBody = NewTask
@@ -1300,6 +1563,73 @@ type ClientInterface interface {
 	// Corresponds with GET /info (the `GetServerInfo` operationId).
 	GetServerInfo(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListInstances List instances, newest first, with filters and cursor pagination
+	//
+	// Corresponds with GET /instances (the `ListInstances` operationId).
+	ListInstances(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInstanceWithBody Start an instance of a sequence
+	//
+	// Starts the sequence's latest version (or `version`) with `input` and dispatches
+	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+	// of the tenant, that instance is returned with 200 and nothing starts.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /instances (the `StartInstance` operationId).
+	StartInstanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInstance Start an instance of a sequence
+	//
+	// Starts the sequence's latest version (or `version`) with `input` and dispatches
+	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+	// of the tenant, that instance is returned with 200 and nothing starts.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /instances (the `StartInstance` operationId).
+	StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetInstance Get an instance, optionally waiting until it is final
+	//
+	// With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
+	// or when the wait ends; the current state either way (P-WF-9).
+	//
+	// Corresponds with GET /instances/{instance_id} (the `GetInstance` operationId).
+	GetInstance(ctx context.Context, instanceID InstanceIDPath, params *GetInstanceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInstanceWithBody Cancel a running instance
+	//
+	// The instance becomes cancelled and the running step's tasks are cancelled as by
+	// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+	// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+	// one is 409 `invalid_state`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+	CancelInstanceWithBody(ctx context.Context, instanceID InstanceIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelInstance Cancel a running instance
+	//
+	// The instance becomes cancelled and the running step's tasks are cancelled as by
+	// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+	// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+	// one is 409 `invalid_state`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+	CancelInstance(ctx context.Context, instanceID InstanceIDPath, body CancelInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryInstance Resume a failed instance from its failed step
+	//
+	// Only a failed instance: it runs again from the step that failed; the outputs of
+	// the steps before it are kept (P-WF-8). Any other state is 409 `invalid_state`.
+	//
+	// Corresponds with POST /instances/{instance_id}/retry (the `RetryInstance` operationId).
+	RetryInstance(ctx context.Context, instanceID InstanceIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -1367,6 +1697,42 @@ type ClientInterface interface {
 	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ListSequences List sequences (the latest version of each), by name, with cursor pagination
+	//
+	// Corresponds with GET /sequences (the `ListSequences` operationId).
+	ListSequences(ctx context.Context, params *ListSequencesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DefineSequenceWithBody Define the next version of a sequence
+	//
+	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+	// A definition equal to the latest version returns that version with 200 and stores
+	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+	// here: a reference to an unknown step, to a later step, to the step itself or to a
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /sequences (the `DefineSequence` operationId).
+	DefineSequenceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DefineSequence Define the next version of a sequence
+	//
+	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+	// A definition equal to the latest version returns that version with 200 and stores
+	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+	// here: a reference to an unknown step, to a later step, to the step itself or to a
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /sequences (the `DefineSequence` operationId).
+	DefineSequence(ctx context.Context, body DefineSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetSequence Get a sequence (the latest version, or `version`)
+	//
+	// Corresponds with GET /sequences/{name} (the `GetSequence` operationId).
+	GetSequence(ctx context.Context, name SequenceNamePath, params *GetSequenceParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTasks List tasks, newest first, with filters and cursor pagination
 	//
 	// Corresponds with GET /tasks (the `ListTasks` operationId).
@@ -1412,10 +1778,13 @@ type ClientInterface interface {
 	// Corresponds with POST /tasks/batch (the `EnqueueTasks` operationId).
 	EnqueueTasks(ctx context.Context, body EnqueueTasksJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// GetTask Get one task
+	// GetTask Get one task, optionally waiting until it is final
+	//
+	// With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+	// expired, or when the wait ends; the current state either way (P-WF-9).
 	//
 	// Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-	GetTask(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTask(ctx context.Context, taskID TaskIDPath, params *GetTaskParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListTaskAttempts Attempt history of a task, oldest first
 	//
@@ -1868,6 +2237,143 @@ func (c *Client) GetServerInfo(ctx context.Context, reqEditors ...RequestEditorF
 	return c.Client.Do(req)
 }
 
+// ListInstances List instances, newest first, with filters and cursor pagination
+//
+// Corresponds with GET /instances (the `ListInstances` operationId).
+func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListInstancesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInstanceWithBody Start an instance of a sequence
+//
+// Starts the sequence's latest version (or `version`) with `input` and dispatches
+// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+// of the tenant, that instance is returned with 200 and nothing starts.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /instances (the `StartInstance` operationId).
+func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstanceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInstance Start an instance of a sequence
+//
+// Starts the sequence's latest version (or `version`) with `input` and dispatches
+// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+// of the tenant, that instance is returned with 200 and nothing starts.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /instances (the `StartInstance` operationId).
+func (c *Client) StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstanceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetInstance Get an instance, optionally waiting until it is final
+//
+// With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
+// or when the wait ends; the current state either way (P-WF-9).
+//
+// Corresponds with GET /instances/{instance_id} (the `GetInstance` operationId).
+func (c *Client) GetInstance(ctx context.Context, instanceID InstanceIDPath, params *GetInstanceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetInstanceRequest(c.Server, instanceID, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInstanceWithBody Cancel a running instance
+//
+// The instance becomes cancelled and the running step's tasks are cancelled as by
+// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+// one is 409 `invalid_state`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+func (c *Client) CancelInstanceWithBody(ctx context.Context, instanceID InstanceIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInstanceRequestWithBody(c.Server, instanceID, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelInstance Cancel a running instance
+//
+// The instance becomes cancelled and the running step's tasks are cancelled as by
+// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+// one is 409 `invalid_state`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+func (c *Client) CancelInstance(ctx context.Context, instanceID InstanceIDPath, body CancelInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelInstanceRequest(c.Server, instanceID, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryInstance Resume a failed instance from its failed step
+//
+// Only a failed instance: it runs again from the step that failed; the outputs of
+// the steps before it are kept (P-WF-8). Any other state is 409 `invalid_state`.
+//
+// Corresponds with POST /instances/{instance_id}/retry (the `RetryInstance` operationId).
+func (c *Client) RetryInstance(ctx context.Context, instanceID InstanceIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryInstanceRequest(c.Server, instanceID)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetMetrics Prometheus metrics
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
@@ -2005,6 +2511,82 @@ func (c *Client) ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEd
 	return c.Client.Do(req)
 }
 
+// ListSequences List sequences (the latest version of each), by name, with cursor pagination
+//
+// Corresponds with GET /sequences (the `ListSequences` operationId).
+func (c *Client) ListSequences(ctx context.Context, params *ListSequencesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListSequencesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DefineSequenceWithBody Define the next version of a sequence
+//
+// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+// A definition equal to the latest version returns that version with 200 and stores
+// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+// here: a reference to an unknown step, to a later step, to the step itself or to a
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /sequences (the `DefineSequence` operationId).
+func (c *Client) DefineSequenceWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDefineSequenceRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DefineSequence Define the next version of a sequence
+//
+// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+// A definition equal to the latest version returns that version with 200 and stores
+// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+// here: a reference to an unknown step, to a later step, to the step itself or to a
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /sequences (the `DefineSequence` operationId).
+func (c *Client) DefineSequence(ctx context.Context, body DefineSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDefineSequenceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetSequence Get a sequence (the latest version, or `version`)
+//
+// Corresponds with GET /sequences/{name} (the `GetSequence` operationId).
+func (c *Client) GetSequence(ctx context.Context, name SequenceNamePath, params *GetSequenceParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSequenceRequest(c.Server, name, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTasks List tasks, newest first, with filters and cursor pagination
 //
 // Corresponds with GET /tasks (the `ListTasks` operationId).
@@ -2100,11 +2682,14 @@ func (c *Client) EnqueueTasks(ctx context.Context, body EnqueueTasksJSONRequestB
 	return c.Client.Do(req)
 }
 
-// GetTask Get one task
+// GetTask Get one task, optionally waiting until it is final
+//
+// With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+// expired, or when the wait ends; the current state either way (P-WF-9).
 //
 // Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-func (c *Client) GetTask(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTaskRequest(c.Server, taskID)
+func (c *Client) GetTask(ctx context.Context, taskID TaskIDPath, params *GetTaskParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTaskRequest(c.Server, taskID, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2978,6 +3563,278 @@ func NewGetServerInfoRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewListInstancesRequest constructs an http.Request for the ListInstances method
+func NewListInstancesRequest(server string, params *ListInstancesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Sequence != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sequence", *params.Sequence, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Status != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status", params.Status, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewStartInstanceRequest calls the generic StartInstance builder with application/json body
+func NewStartInstanceRequest(server string, body StartInstanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartInstanceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartInstanceRequestWithBody constructs an http.Request for the StartInstance method, with any body, and a specified content type
+func NewStartInstanceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetInstanceRequest constructs an http.Request for the GetInstance method
+func NewGetInstanceRequest(server string, instanceID InstanceIDPath, params *GetInstanceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitMs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_ms", *params.WaitMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewCancelInstanceRequest calls the generic CancelInstance builder with application/json body
+func NewCancelInstanceRequest(server string, instanceID InstanceIDPath, body CancelInstanceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelInstanceRequestWithBody(server, instanceID, "application/json", bodyReader)
+}
+
+// NewCancelInstanceRequestWithBody constructs an http.Request for the CancelInstance method, with any body, and a specified content type
+func NewCancelInstanceRequestWithBody(server string, instanceID InstanceIDPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances/%s/cancel", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewRetryInstanceRequest constructs an http.Request for the RetryInstance method
+func NewRetryInstanceRequest(server string, instanceID InstanceIDPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "instance_id", instanceID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances/%s/retry", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGetMetricsRequest constructs an http.Request for the GetMetrics method
 func NewGetMetricsRequest(server string) (*http.Request, error) {
 	var err error
@@ -3235,6 +4092,173 @@ func NewResumeQueueRequest(server string, queueName QueueNamePath) (*http.Reques
 	return req, nil
 }
 
+// NewListSequencesRequest constructs an http.Request for the ListSequences method
+func NewListSequencesRequest(server string, params *ListSequencesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sequences")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDefineSequenceRequest calls the generic DefineSequence builder with application/json body
+func NewDefineSequenceRequest(server string, body DefineSequenceJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDefineSequenceRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDefineSequenceRequestWithBody constructs an http.Request for the DefineSequence method, with any body, and a specified content type
+func NewDefineSequenceRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sequences")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewGetSequenceRequest constructs an http.Request for the GetSequence method
+func NewGetSequenceRequest(server string, name SequenceNamePath, params *GetSequenceParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/sequences/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Version != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "version", *params.Version, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTasksRequest constructs an http.Request for the ListTasks method
 func NewListTasksRequest(server string, params *ListTasksParams) (*http.Request, error) {
 	var err error
@@ -3302,6 +4326,18 @@ func NewListTasksRequest(server string, params *ListTasksParams) (*http.Request,
 		if params.WorkerID != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "worker_id", *params.WorkerID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.InstanceID != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "instance_id", *params.InstanceID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -3454,7 +4490,7 @@ func NewEnqueueTasksRequestWithBody(server string, contentType string, body io.R
 }
 
 // NewGetTaskRequest constructs an http.Request for the GetTask method
-func NewGetTaskRequest(server string, taskID TaskIDPath) (*http.Request, error) {
+func NewGetTaskRequest(server string, taskID TaskIDPath, params *GetTaskParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3477,6 +4513,33 @@ func NewGetTaskRequest(server string, taskID TaskIDPath) (*http.Request, error) 
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.WaitMs != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait_ms", *params.WaitMs, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -4507,6 +5570,79 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /info (the `GetServerInfo` operationId).
 	GetServerInfoWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetServerInfoResponse, error)
 
+	// ListInstancesWithResponse List instances, newest first, with filters and cursor pagination
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /instances (the `ListInstances` operationId).
+	ListInstancesWithResponse(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*ListInstancesResponse, error)
+
+	// StartInstanceWithBodyWithResponse Start an instance of a sequence
+	//
+	// Starts the sequence's latest version (or `version`) with `input` and dispatches
+	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+	// of the tenant, that instance is returned with 200 and nothing starts.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances (the `StartInstance` operationId).
+	StartInstanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
+
+	// StartInstanceWithResponse Start an instance of a sequence
+	//
+	// Starts the sequence's latest version (or `version`) with `input` and dispatches
+	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+	// of the tenant, that instance is returned with 200 and nothing starts.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances (the `StartInstance` operationId).
+	StartInstanceWithResponse(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
+
+	// GetInstanceWithResponse Get an instance, optionally waiting until it is final
+	//
+	// With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
+	// or when the wait ends; the current state either way (P-WF-9).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /instances/{instance_id} (the `GetInstance` operationId).
+	GetInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, params *GetInstanceParams, reqEditors ...RequestEditorFn) (*GetInstanceResponse, error)
+
+	// CancelInstanceWithBodyWithResponse Cancel a running instance
+	//
+	// The instance becomes cancelled and the running step's tasks are cancelled as by
+	// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+	// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+	// one is 409 `invalid_state`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+	CancelInstanceWithBodyWithResponse(ctx context.Context, instanceID InstanceIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelInstanceResponse, error)
+
+	// CancelInstanceWithResponse Cancel a running instance
+	//
+	// The instance becomes cancelled and the running step's tasks are cancelled as by
+	// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+	// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+	// one is 409 `invalid_state`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+	CancelInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, body CancelInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelInstanceResponse, error)
+
+	// RetryInstanceWithResponse Resume a failed instance from its failed step
+	//
+	// Only a failed instance: it runs again from the step that failed; the outputs of
+	// the steps before it are kept (P-WF-8). Any other state is 409 `invalid_state`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances/{instance_id}/retry (the `RetryInstance` operationId).
+	RetryInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, reqEditors ...RequestEditorFn) (*RetryInstanceResponse, error)
+
 	// GetMetricsWithResponse Prometheus metrics
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4584,6 +5720,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
 
+	// ListSequencesWithResponse List sequences (the latest version of each), by name, with cursor pagination
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /sequences (the `ListSequences` operationId).
+	ListSequencesWithResponse(ctx context.Context, params *ListSequencesParams, reqEditors ...RequestEditorFn) (*ListSequencesResponse, error)
+
+	// DefineSequenceWithBodyWithResponse Define the next version of a sequence
+	//
+	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+	// A definition equal to the latest version returns that version with 200 and stores
+	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+	// here: a reference to an unknown step, to a later step, to the step itself or to a
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sequences (the `DefineSequence` operationId).
+	DefineSequenceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DefineSequenceResponse, error)
+
+	// DefineSequenceWithResponse Define the next version of a sequence
+	//
+	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+	// A definition equal to the latest version returns that version with 200 and stores
+	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+	// here: a reference to an unknown step, to a later step, to the step itself or to a
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /sequences (the `DefineSequence` operationId).
+	DefineSequenceWithResponse(ctx context.Context, body DefineSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*DefineSequenceResponse, error)
+
+	// GetSequenceWithResponse Get a sequence (the latest version, or `version`)
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /sequences/{name} (the `GetSequence` operationId).
+	GetSequenceWithResponse(ctx context.Context, name SequenceNamePath, params *GetSequenceParams, reqEditors ...RequestEditorFn) (*GetSequenceResponse, error)
+
 	// ListTasksWithResponse List tasks, newest first, with filters and cursor pagination
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -4631,12 +5807,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /tasks/batch (the `EnqueueTasks` operationId).
 	EnqueueTasksWithResponse(ctx context.Context, body EnqueueTasksJSONRequestBody, reqEditors ...RequestEditorFn) (*EnqueueTasksResponse, error)
 
-	// GetTaskWithResponse Get one task
+	// GetTaskWithResponse Get one task, optionally waiting until it is final
+	//
+	// With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+	// expired, or when the wait ends; the current state either way (P-WF-9).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-	GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error)
+	GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, params *GetTaskParams, reqEditors ...RequestEditorFn) (*GetTaskResponse, error)
 
 	// ListTaskAttemptsWithResponse Attempt history of a task, oldest first
 	//
@@ -5312,6 +6491,512 @@ func (r GetServerInfoResponse) ContentType() string {
 	return ""
 }
 
+// ListInstancesResponse503Headers the declared response headers of an HTTP 503 response for ListInstances
+type ListInstancesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListInstancesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InstancePage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListInstancesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListInstancesResponse) GetJSON200() *InstancePage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListInstancesResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListInstancesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListInstancesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListInstancesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListInstancesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartInstanceResponse503Headers the declared response headers of an HTTP 503 response for StartInstance
+type StartInstanceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StartInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Instance
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Instance
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartInstanceResponse) GetJSON200() *Instance {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartInstanceResponse) GetJSON201() *Instance {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetInstanceResponse503Headers the declared response headers of an HTTP 503 response for GetInstance
+type GetInstanceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Instance
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetInstanceResponse) GetJSON200() *Instance {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetInstanceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CancelInstanceResponse503Headers the declared response headers of an HTTP 503 response for CancelInstance
+type CancelInstanceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type CancelInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Instance
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CancelInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelInstanceResponse) GetJSON200() *Instance {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r CancelInstanceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryInstanceResponse503Headers the declared response headers of an HTTP 503 response for RetryInstance
+type RetryInstanceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type RetryInstanceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Instance
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryInstanceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetryInstanceResponse) GetJSON200() *Instance {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r RetryInstanceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryInstanceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryInstanceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryInstanceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -5797,6 +7482,297 @@ func (r ResumeQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResumeQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListSequencesResponse503Headers the declared response headers of an HTTP 503 response for ListSequences
+type ListSequencesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListSequencesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SequencePage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListSequencesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListSequencesResponse) GetJSON200() *SequencePage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListSequencesResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListSequencesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListSequencesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListSequencesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListSequencesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DefineSequenceResponse503Headers the declared response headers of an HTTP 503 response for DefineSequence
+type DefineSequenceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DefineSequenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sequence
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Sequence
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DefineSequenceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DefineSequenceResponse) GetJSON200() *Sequence {
+	return r.JSON200
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r DefineSequenceResponse) GetJSON201() *Sequence {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DefineSequenceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DefineSequenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DefineSequenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DefineSequenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DefineSequenceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetSequenceResponse503Headers the declared response headers of an HTTP 503 response for GetSequence
+type GetSequenceResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetSequenceResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Sequence
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSequenceResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSequenceResponse) GetJSON200() *Sequence {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetSequenceResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSequenceResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSequenceResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSequenceResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSequenceResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8640,6 +10616,121 @@ func (c *ClientWithResponses) GetServerInfoWithResponse(ctx context.Context, req
 	return ParseGetServerInfoResponse(rsp)
 }
 
+// ListInstancesWithResponse List instances, newest first, with filters and cursor pagination
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /instances (the `ListInstances` operationId).
+func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, params *ListInstancesParams, reqEditors ...RequestEditorFn) (*ListInstancesResponse, error) {
+	rsp, err := c.ListInstances(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListInstancesResponse(rsp)
+}
+
+// StartInstanceWithBodyWithResponse Start an instance of a sequence
+//
+// Starts the sequence's latest version (or `version`) with `input` and dispatches
+// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+// of the tenant, that instance is returned with 200 and nothing starts.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances (the `StartInstance` operationId).
+func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
+	rsp, err := c.StartInstanceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInstanceResponse(rsp)
+}
+
+// StartInstanceWithResponse Start an instance of a sequence
+//
+// Starts the sequence's latest version (or `version`) with `input` and dispatches
+// its first step (P-WF-4). With an `idempotency_key` that already names an instance
+// of the tenant, that instance is returned with 200 and nothing starts.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances (the `StartInstance` operationId).
+func (c *ClientWithResponses) StartInstanceWithResponse(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error) {
+	rsp, err := c.StartInstance(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInstanceResponse(rsp)
+}
+
+// GetInstanceWithResponse Get an instance, optionally waiting until it is final
+//
+// With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
+// or when the wait ends; the current state either way (P-WF-9).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /instances/{instance_id} (the `GetInstance` operationId).
+func (c *ClientWithResponses) GetInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, params *GetInstanceParams, reqEditors ...RequestEditorFn) (*GetInstanceResponse, error) {
+	rsp, err := c.GetInstance(ctx, instanceID, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetInstanceResponse(rsp)
+}
+
+// CancelInstanceWithBodyWithResponse Cancel a running instance
+//
+// The instance becomes cancelled and the running step's tasks are cancelled as by
+// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+// one is 409 `invalid_state`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+func (c *ClientWithResponses) CancelInstanceWithBodyWithResponse(ctx context.Context, instanceID InstanceIDPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelInstanceResponse, error) {
+	rsp, err := c.CancelInstanceWithBody(ctx, instanceID, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInstanceResponse(rsp)
+}
+
+// CancelInstanceWithResponse Cancel a running instance
+//
+// The instance becomes cancelled and the running step's tasks are cancelled as by
+// `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+// P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+// one is 409 `invalid_state`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances/{instance_id}/cancel (the `CancelInstance` operationId).
+func (c *ClientWithResponses) CancelInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, body CancelInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelInstanceResponse, error) {
+	rsp, err := c.CancelInstance(ctx, instanceID, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelInstanceResponse(rsp)
+}
+
+// RetryInstanceWithResponse Resume a failed instance from its failed step
+//
+// Only a failed instance: it runs again from the step that failed; the outputs of
+// the steps before it are kept (P-WF-8). Any other state is 409 `invalid_state`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances/{instance_id}/retry (the `RetryInstance` operationId).
+func (c *ClientWithResponses) RetryInstanceWithResponse(ctx context.Context, instanceID InstanceIDPath, reqEditors ...RequestEditorFn) (*RetryInstanceResponse, error) {
+	rsp, err := c.RetryInstance(ctx, instanceID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryInstanceResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8759,6 +10850,70 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 	return ParseResumeQueueResponse(rsp)
 }
 
+// ListSequencesWithResponse List sequences (the latest version of each), by name, with cursor pagination
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /sequences (the `ListSequences` operationId).
+func (c *ClientWithResponses) ListSequencesWithResponse(ctx context.Context, params *ListSequencesParams, reqEditors ...RequestEditorFn) (*ListSequencesResponse, error) {
+	rsp, err := c.ListSequences(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListSequencesResponse(rsp)
+}
+
+// DefineSequenceWithBodyWithResponse Define the next version of a sequence
+//
+// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+// A definition equal to the latest version returns that version with 200 and stores
+// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+// here: a reference to an unknown step, to a later step, to the step itself or to a
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sequences (the `DefineSequence` operationId).
+func (c *ClientWithResponses) DefineSequenceWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DefineSequenceResponse, error) {
+	rsp, err := c.DefineSequenceWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDefineSequenceResponse(rsp)
+}
+
+// DefineSequenceWithResponse Define the next version of a sequence
+//
+// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+// A definition equal to the latest version returns that version with 200 and stores
+// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+// here: a reference to an unknown step, to a later step, to the step itself or to a
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /sequences (the `DefineSequence` operationId).
+func (c *ClientWithResponses) DefineSequenceWithResponse(ctx context.Context, body DefineSequenceJSONRequestBody, reqEditors ...RequestEditorFn) (*DefineSequenceResponse, error) {
+	rsp, err := c.DefineSequence(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDefineSequenceResponse(rsp)
+}
+
+// GetSequenceWithResponse Get a sequence (the latest version, or `version`)
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /sequences/{name} (the `GetSequence` operationId).
+func (c *ClientWithResponses) GetSequenceWithResponse(ctx context.Context, name SequenceNamePath, params *GetSequenceParams, reqEditors ...RequestEditorFn) (*GetSequenceResponse, error) {
+	rsp, err := c.GetSequence(ctx, name, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSequenceResponse(rsp)
+}
+
 // ListTasksWithResponse List tasks, newest first, with filters and cursor pagination
 //
 // Returns a wrapper object for the known response body format(s).
@@ -8836,13 +10991,16 @@ func (c *ClientWithResponses) EnqueueTasksWithResponse(ctx context.Context, body
 	return ParseEnqueueTasksResponse(rsp)
 }
 
-// GetTaskWithResponse Get one task
+// GetTaskWithResponse Get one task, optionally waiting until it is final
+//
+// With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+// expired, or when the wait ends; the current state either way (P-WF-9).
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /tasks/{task_id} (the `GetTask` operationId).
-func (c *ClientWithResponses) GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, reqEditors ...RequestEditorFn) (*GetTaskResponse, error) {
-	rsp, err := c.GetTask(ctx, taskID, reqEditors...)
+func (c *ClientWithResponses) GetTaskWithResponse(ctx context.Context, taskID TaskIDPath, params *GetTaskParams, reqEditors ...RequestEditorFn) (*GetTaskResponse, error) {
+	rsp, err := c.GetTask(ctx, taskID, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -9702,6 +11860,467 @@ func ParseGetServerInfoResponse(rsp *http.Response) (*GetServerInfoResponse, err
 	return response, nil
 }
 
+// ParseListInstancesResponse parses an HTTP response from a ListInstancesWithResponse call
+func ParseListInstancesResponse(rsp *http.Response) (*ListInstancesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListInstancesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InstancePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListInstancesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartInstanceResponse parses an HTTP response from a StartInstanceWithResponse call
+func ParseStartInstanceResponse(rsp *http.Response) (*StartInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Instance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Instance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers StartInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetInstanceResponse parses an HTTP response from a GetInstanceWithResponse call
+func ParseGetInstanceResponse(rsp *http.Response) (*GetInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Instance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCancelInstanceResponse parses an HTTP response from a CancelInstanceWithResponse call
+func ParseCancelInstanceResponse(rsp *http.Response) (*CancelInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Instance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers CancelInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryInstanceResponse parses an HTTP response from a RetryInstanceWithResponse call
+func ParseRetryInstanceResponse(rsp *http.Response) (*RetryInstanceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryInstanceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Instance
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers RetryInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
 func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10120,6 +12739,270 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListSequencesResponse parses an HTTP response from a ListSequencesWithResponse call
+func ParseListSequencesResponse(rsp *http.Response) (*ListSequencesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListSequencesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SequencePage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListSequencesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDefineSequenceResponse parses an HTTP response from a DefineSequenceWithResponse call
+func ParseDefineSequenceResponse(rsp *http.Response) (*DefineSequenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DefineSequenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sequence
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Sequence
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DefineSequenceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetSequenceResponse parses an HTTP response from a GetSequenceWithResponse call
+func ParseGetSequenceResponse(rsp *http.Response) (*GetSequenceResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSequenceResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Sequence
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetSequenceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

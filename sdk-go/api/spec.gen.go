@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.4.0"
+const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "724a5b077c24b0d59fd257ae50a3d80f8dde56354b4b1448bd945fb49584c953"
+const SpecSHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf"

@@ -83,6 +83,9 @@ class Operation:
     returns: str
     unwrap: str | None
     body_model: str | None
+    # A long-poll whose wait_ms is a query parameter (getTask, getInstance) waits its own
+    # default (0) when omitted, not the poll's; None: wait_ms is in the body.
+    wait_default: int | None = None
     positional: list[Arg] = field(default_factory=list)
     keywords: list[Arg] = field(default_factory=list)
 
@@ -223,6 +226,8 @@ class Spec:
             body_model=None,
         )
         for p in params:
+            if p["name"] == "wait_ms" and p["in"] == "query":
+                result.wait_default = int(p["schema"].get("default", 0))
             type_, flags = self.py_type(p["schema"])
             if p["in"] == "query" and flags["datetime"]:
                 type_ = "datetime.datetime"  # the generated endpoint formats it

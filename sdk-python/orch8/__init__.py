@@ -24,6 +24,7 @@ from .errors import (
     is_outage,
     is_retryable_status,
 )
+from .waiting import DEFAULT_WAIT_TIMEOUT_MS, WAIT_ROUND_MS, WaitTimeoutError
 from .worker import (
     Backoff,
     ErrorEvent,
@@ -45,9 +46,11 @@ if _httpx.level == _logging.NOTSET and not _httpx.handlers:
     _httpx.setLevel(_logging.WARNING)
 
 __all__ = [
+    "DEFAULT_WAIT_TIMEOUT_MS",
     "SPEC_SHA256",
     "SPEC_VERSION",
     "USER_AGENT",
+    "WAIT_ROUND_MS",
     "AsyncOrch8Client",
     "AuthError",
     "Backoff",
@@ -71,6 +74,7 @@ __all__ = [
     "TaskStartEvent",
     "UnavailableError",
     "ValidationError",
+    "WaitTimeoutError",
     "Worker",
     "WorkerStats",
     "__version__",

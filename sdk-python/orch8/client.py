@@ -1,7 +1,8 @@
 """Orch8Client: the synchronous client, one typed method per contract operation (P-SDK-2).
 
 The methods are generated from openapi.yaml (orch8/_generated/_methods.py); this class adds
-the connection, the safe retries and the names kept from earlier releases.
+the connection, the safe retries, the waiting helpers (orch8/waiting.py) and the names kept
+from earlier releases.
 """
 
 from __future__ import annotations
@@ -15,13 +16,15 @@ import httpx
 from ._generated._methods import SyncMethods
 from ._http import Call, ClientConfig, RetryPolicy, connection_error, retry_delay_ms
 from .telemetry import Telemetry, send_tasks, sent_ids
+from .waiting import SyncWaiting
 
 
-class Orch8Client(SyncMethods):
+class Orch8Client(SyncMethods, SyncWaiting):
     """Blocking client. `base_url` / `api_key` default to ORCH8_URL / ORCH8_API_KEY (P-SDK-1).
 
     `telemetry`: an `orch8.otel.OpenTelemetry()` traces enqueues (P-TEL-1); off by default.
     `tenant` (default ORCH8_TENANT) is sent as `X-Tenant-Id` on every request (P-SDK-24).
+    `wait_instance` / `wait_task` long-poll until an instance / a task is final (P-SDK-25).
     """
 
     def __init__(

@@ -1,7 +1,8 @@
 // Writes src/generated/client.ts: the call-policy table (OPERATIONS) and one client method
 // per operation, both read from openapi.yaml's x-orch8-method / x-orch8-retry /
 // x-orch8-long-poll (P-SDK-2). Signatures: path parameters (camelCase) first, then the JSON
-// body or the query object, then the per-call options. scripts/client-shapes.json keeps a
+// body or the query object (unless `omitQuery` keeps an older signature), then the
+// per-call options. scripts/client-shapes.json keeps a
 // few existing public shapes and aliases; nothing here is typed by hand per operation.
 const HTTP = ["get", "post", "put", "patch", "delete"];
 
@@ -79,7 +80,7 @@ function signature(d) {
   } else if (d.body) {
     args.push(d.body.optional ? `body: ${d.body.type} = {}` : `body: ${d.body.type}`);
     call.push("body");
-  } else if (d.query) {
+  } else if (d.query && !d.shape?.omitQuery) {
     const t = `NonNullable<operations[${JSON.stringify(d.opId)}]["parameters"]["query"]>`;
     args.push(d.query.optional ? `query: ${t} = {}` : `query: ${t}`);
     call.push("query");

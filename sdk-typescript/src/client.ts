@@ -6,7 +6,8 @@ import { OPERATIONS, Orch8Operations, type Invocation, type OperationName } from
 import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 import type { Telemetry } from "./telemetry.js";
 import { Transport, type CallOptions } from "./transport.js";
-import type { NewTask, Task } from "./types.js";
+import type { Instance, NewTask, Task } from "./types.js";
+import { FINAL_INSTANCE_STATUSES, FINAL_TASK_STATUSES, waitUntilFinal, type WaitOptions } from "./wait.js";
 
 export type { CallOptions } from "./transport.js";
 export { OPERATIONS } from "./generated/client.js";
@@ -94,6 +95,35 @@ export class Orch8Client extends Orch8Operations {
     this.telemetry = options.telemetry;
   }
 
+  /**
+   * Waits until the instance is completed, failed or cancelled and returns it, whatever its
+   * final status; throws WaitTimeoutError (carrying the last state) after `timeoutMs`
+   * (default 5 minutes). Long-polls `GET /instances/{id}?wait_ms=` (P-SDK-25).
+   */
+  waitInstance(instanceId: string, options: WaitOptions = {}): Promise<Instance> {
+    return waitUntilFinal(
+      `instance ${instanceId}`,
+      (wait_ms, signal) => this.getInstance(instanceId, { wait_ms }, signal ? { signal } : undefined),
+      (status) => FINAL_INSTANCE_STATUSES.has(status as Instance["status"]),
+      options,
+    );
+  }
+
+  /**
+   * Waits until the task is completed, failed, cancelled or expired and returns it; throws
+   * WaitTimeoutError (carrying the last state) after `timeoutMs` (default 5 minutes).
+   * Long-polls `GET /tasks/{id}?wait_ms=` (P-SDK-25).
+   */
+  waitTask(taskId: string, options: WaitOptions = {}): Promise<Task> {
+    return waitUntilFinal(
+      `task ${taskId}`,
+      // getTask keeps its 1.4 signature (P-SDK-25), so the wait_ms round is invoked directly.
+      (wait_ms, signal) => this.invoke<Task>("getTask", { path: { task_id: taskId }, query: { wait_ms } }, signal ? { signal } : undefined),
+      (status) => FINAL_TASK_STATUSES.has(status as Task["status"]),
+      options,
+    );
+  }
+
   protected invoke<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
     const tel = this.telemetry;
     if (tel === undefined || (name !== "enqueue" && name !== "enqueueBatch")) return this.request(name, request, call);
@@ -118,8 +148,13 @@ export class Orch8Client extends Orch8Operations {
     const safe = op.retry === "safe" || (op.retry === "idempotency-key" && carriesKeys(request.body));
     let timeoutMs = call?.timeoutMs;
     if (timeoutMs === undefined && op.longPoll) {
-      const wait = (request.body as { wait_ms?: number } | undefined)?.wait_ms;
-      timeoutMs = (wait ?? DEFAULT_WAIT_MS) + LONG_POLL_SLACK_MS; // P-SDK-1
+      // wait_ms is in the body (polls, default 30 s) or in the query (getTask, getInstance:
+      // P-WF-9, default 0, so without it the ordinary timeout applies).
+      const queryWait = (request.query as { wait_ms?: number } | undefined)?.wait_ms;
+      const wait = (request.body as { wait_ms?: number } | undefined)?.wait_ms ?? queryWait;
+      if (request.body !== undefined || queryWait !== undefined) {
+        timeoutMs = (wait ?? DEFAULT_WAIT_MS) + LONG_POLL_SLACK_MS; // P-SDK-1
+      }
     }
     const r = await this.t.call(name, safe, { ...call, ...(timeoutMs === undefined ? {} : { timeoutMs }) }, (signal) =>
       this.t.send(op.method, op.path, {

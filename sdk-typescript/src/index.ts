@@ -2,6 +2,8 @@
 export { Orch8Client, OPERATIONS, DEFAULT_BASE_URL, DEFAULT_TIMEOUT_MS, DEFAULT_MAX_RETRIES, DEFAULT_WAIT_MS } from "./client.js";
 export type { Orch8ClientOptions, CallOptions, OperationName, OperationPolicy, CallRetry } from "./client.js";
 export { isOutage } from "./outage.js";
+export { WaitTimeoutError, WAIT_ROUND_MS, DEFAULT_WAIT_TIMEOUT_MS, FINAL_INSTANCE_STATUSES, FINAL_TASK_STATUSES } from "./wait.js";
+export type { WaitOptions } from "./wait.js";
 export {
   Orch8Error, ValidationError, AuthError, ForbiddenError, NotFoundError, ConflictError, LeaseLostError,
   TaskCancelledError, RateLimitedError, UnavailableError,

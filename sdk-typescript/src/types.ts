@@ -52,11 +52,26 @@ export type QueueHistoryPoint = Schemas["QueueHistoryPoint"];
 export type RequiredLabels = Schemas["RequiredLabels"];
 export type HealthStatus = Schemas["HealthStatus"];
 export type ServerInfo = Schemas["ServerInfo"];
+export type Sequence = Schemas["Sequence"];
+export type SequencePage = Schemas["SequencePage"];
+export type NewSequence = Schemas["NewSequence"];
+export type Step = Schemas["Step"];
+export type StepAction = Schemas["StepAction"];
+export type StepRun = Schemas["StepRun"];
+export type StepStatus = Schemas["StepStatus"];
+export type Instance = Schemas["Instance"];
+export type InstanceStatus = Schemas["InstanceStatus"];
+export type InstancePage = Schemas["InstancePage"];
+export type NewInstance = Schemas["NewInstance"];
 export type Problem = Schemas["Problem"];
 export type FieldProblem = Schemas["FieldProblem"];
 
 /** Query of `GET /tasks`. */
 export type ListTasksQuery = NonNullable<operations["listTasks"]["parameters"]["query"]>;
+/** Query of `GET /sequences`. */
+export type ListSequencesQuery = NonNullable<operations["listSequences"]["parameters"]["query"]>;
+/** Query of `GET /instances`. */
+export type ListInstancesQuery = NonNullable<operations["listInstances"]["parameters"]["query"]>;
 /** Query of `GET /workers`. */
 export type ListWorkersQuery = NonNullable<operations["listWorkers"]["parameters"]["query"]>;
 /** Query of `GET /queues`. */

@@ -92,7 +92,7 @@ def test_health_and_info(api: httpx.Client, backend: str) -> None:
     # FAST timings from conftest; the deprecated aliases carry the same values.
     assert defaults["heartbeat_interval_ms"] == defaults["worker_heartbeat_interval_ms"] == 200
     assert defaults["dead_after_ms"] == defaults["worker_dead_after_ms"] == 1500
-    assert defaults["wait_ms"] == 30000 and info["spec_version"] == "1.4.0"
+    assert defaults["wait_ms"] == 30000 and info["spec_version"] == "1.5.0"
 
 
 def test_sigterm_releases_waiting_polls_at_once(start_server) -> None:

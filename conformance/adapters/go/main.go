@@ -79,6 +79,11 @@ var handlers = map[string]orch8.Handler{
 		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
 		return output(t, map[string]any{"echo": t.Params}), nil
 	},
+	// A workflow step: its params (references resolved) and its context (P-WF-4).
+	"echo_context": func(ctx context.Context, t *orch8.Task) (any, error) {
+		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
+		return output(t, map[string]any{"echo": t.Params, "context": t.Context}), nil
+	},
 	"fail_once": func(ctx context.Context, t *orch8.Task) (any, error) {
 		if t.Attempt == 1 {
 			return nil, orch8.Retryable(errors.New("fail_once: the first attempt fails"), 0)
@@ -277,6 +282,30 @@ func envPairs(key string) map[string]string {
 	return out
 }
 
+// waitInstance: ORCH8_WAIT_INSTANCE, the client's WaitInstance on that id (P-SDK-25).
+// Reports `waited` (the final status) or `wait_timeout` (the last status seen).
+func waitInstance(client *orch8.Client) {
+	id := os.Getenv("ORCH8_WAIT_INSTANCE")
+	if id == "" {
+		return
+	}
+	timeout := envMs("ORCH8_WAIT_TIMEOUT_MS")
+	inst, err := client.WaitInstance(context.Background(), id, timeout)
+	var timedOut *orch8.WaitTimeoutError
+	switch {
+	case err == nil:
+		emit("waited", nil, map[string]any{"instance_id": id, "status": string(inst.Status)})
+	case errors.As(err, &timedOut):
+		var last any
+		if timedOut.Instance != nil {
+			last = string(timedOut.Instance.Status)
+		}
+		emit("wait_timeout", nil, map[string]any{"instance_id": id, "last_status": last})
+	default:
+		emit("wait_error", nil, map[string]any{"instance_id": id, "error": err.Error()})
+	}
+}
+
 func main() {
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
 	// An empty Config: the SDK reads ORCH8_URL and ORCH8_API_KEY itself (P-SDK-1).
@@ -341,6 +370,7 @@ func main() {
 		w.Handle(name, observed(handlers[name]))
 	}
 	emit("ready", nil, map[string]any{"sdk": "go", "tracing": telemetry != nil})
+	go waitInstance(client)
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

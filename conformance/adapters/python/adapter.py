@@ -51,6 +51,12 @@ def echo(ctx: TaskContext) -> dict:
     return output(ctx, echo=ctx.params)
 
 
+def echo_context(ctx: TaskContext) -> dict:
+    """A workflow step: its params (references resolved) and its context (P-WF-4)."""
+    pause(ctx, ctx.params.get("sleep_ms", 0))
+    return output(ctx, echo=ctx.params, context=ctx.context)
+
+
 def fail_once(ctx: TaskContext) -> dict:
     if ctx.attempt == 1:
         raise RetryableError("fail_once: the first attempt fails")
@@ -182,6 +188,7 @@ HANDLERS = {
         retryable_with_checkpoint,
         heartbeat_after_cancel,
         echo_trace,
+        echo_context,
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
@@ -262,6 +269,30 @@ def build(env, telemetry=None) -> Worker:
     )
 
 
+def wait_instance(env) -> None:
+    """ORCH8_WAIT_INSTANCE: the client's wait_instance on that id, in a thread (P-SDK-25).
+
+    Reports `waited` (the final status) or `wait_timeout` (the last status seen)."""
+    instance_id = env.get("ORCH8_WAIT_INSTANCE")
+    if not instance_id:
+        return
+    timeout_ms = int(env.get("ORCH8_WAIT_TIMEOUT_MS") or 300000)
+
+    def run() -> None:
+        from orch8 import Orch8Client, WaitTimeoutError
+
+        try:
+            final = Orch8Client().wait_instance(instance_id, timeout_ms=timeout_ms)
+            emit("waited", instance_id=instance_id, status=str(final.status))
+        except WaitTimeoutError as err:
+            last = getattr(err.last_state, "status", None)
+            emit("wait_timeout", instance_id=instance_id, last_status=None if last is None else str(last))
+        except Exception as err:  # reported: the scenario judges it
+            emit("wait_error", instance_id=instance_id, error=repr(err))
+
+    threading.Thread(target=run, daemon=True).start()
+
+
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
     env = os.environ
@@ -278,6 +309,7 @@ def main() -> None:
         worker.register(name, observed(HANDLERS[name]))
     report_hooks(worker)
     emit("ready", sdk="python", tracing=telemetry is not None)
+    wait_instance(env)
     worker.run()
     emit("stopped", stats=worker.stats().as_dict())
     if provider is not None:

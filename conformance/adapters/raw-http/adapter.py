@@ -29,6 +29,7 @@ import urllib.error
 import urllib.request
 
 import queues
+import waiting
 from handlers import TABLE, HeartbeatRefused, Permanent, Retryable
 
 env = os.environ
@@ -135,6 +136,7 @@ class Ctx:
         self.id, self.handler_name, self.attempt = task["id"], task["handler_name"], task["attempt"]
         self.params, self.checkpoint, self.lease_id = task["params"], task.get("checkpoint"), task["lease"]["id"]
         self.headers = task.get("headers") or {}  # trace context travels here (P-TEL-1)
+        self.context = task.get("context") or {}  # a workflow step's instance_id, step_id (P-WF-4)
         self.cancelled = threading.Event()
         self.reason = "cancelled"
         self.reported = False
@@ -442,6 +444,7 @@ def main() -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGTSTP, signal.SIGCONT, signal.SIGUSR1):
         signal.signal(signum, on_signal)
     emit("ready", sdk="raw-http", tracing=False)  # no tracer: trace-context checks only the headers
+    waiting.start(env, call, emit)  # ORCH8_WAIT_INSTANCE (P-SDK-25)
     record = register(registration)
     if record is not None:
         interval = int(env.get("ORCH8_HEARTBEAT_INTERVAL_MS") or record["heartbeat_interval_ms"]) / 1000

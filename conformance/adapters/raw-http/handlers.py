@@ -103,6 +103,12 @@ def echo(ctx) -> dict:
     return ctx.output(echo=ctx.params)
 
 
+def echo_context(ctx) -> dict:
+    """A workflow step: its params (references resolved) and its context (P-WF-4)."""
+    ctx.pause(ctx.params.get("sleep_ms", 0))
+    return ctx.output(echo=ctx.params, context=ctx.context)
+
+
 def fail_once(ctx) -> dict:
     if ctx.attempt == 1:
         raise Retryable("fail_once")
@@ -138,4 +144,5 @@ TABLE = {
     "retryable_with_checkpoint": retryable_with_checkpoint,
     "heartbeat_after_cancel": heartbeat_after_cancel,
     "echo_trace": echo_trace,
+    "echo_context": echo_context,
 }

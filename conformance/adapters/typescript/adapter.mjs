@@ -9,6 +9,8 @@ import {
   LeaseLostError,
   TaskCancelledError,
 } from "../../../sdk-typescript/dist/index.js";
+// A namespace import: the worker keeps working with an SDK build that predates waitInstance.
+import * as sdk from "../../../sdk-typescript/dist/index.js";
 import * as tracing from "./tracing.mjs";
 
 const env = process.env;
@@ -54,6 +56,11 @@ const handlers = {
   async echo(ctx) {
     await pause(ctx, ctx.params.sleep_ms ?? 0);
     return output(ctx, { echo: ctx.params });
+  },
+  // A workflow step: its params (references resolved) and its context (P-WF-4).
+  async echo_context(ctx) {
+    await pause(ctx, ctx.params.sleep_ms ?? 0);
+    return output(ctx, { echo: ctx.params, context: ctx.context });
   },
   async fail_once(ctx) {
     if (ctx.attempt === 1) throw new RetryableError("fail_once: the first attempt fails");
@@ -199,6 +206,22 @@ if (env.ORCH8_HOOKS_RAISE) {
   }
 }
 
+// ORCH8_WAIT_INSTANCE: the client's waitInstance on that id (P-SDK-25), alongside the worker.
+// Reports `waited` (the final status) or `wait_timeout` (the last status seen).
+function waitInstance() {
+  const id = env.ORCH8_WAIT_INSTANCE;
+  if (!id) return;
+  const timeoutMs = num("ORCH8_WAIT_TIMEOUT_MS");
+  Promise.resolve()
+    .then(() => new sdk.Orch8Client().waitInstance(id, timeoutMs === undefined ? {} : { timeoutMs }))
+    .then((final) => emit("waited", null, { instance_id: id, status: final.status }))
+    .catch((err) =>
+      sdk.WaitTimeoutError && err instanceof sdk.WaitTimeoutError
+        ? emit("wait_timeout", null, { instance_id: id, last_status: err.last?.status ?? null })
+        : emit("wait_error", null, { instance_id: id, error: String(err) }),
+    );
+}
+
 // ORCH8_QUEUE_WEIGHTS / ORCH8_LABELS: "k=v,k=v" into an object; unset is undefined.
 const pairs = (raw) =>
   raw ? Object.fromEntries(raw.split(",").filter(Boolean).map((item) => [item.slice(0, item.indexOf("=")), item.slice(item.indexOf("=") + 1)])) : undefined;
@@ -227,6 +250,7 @@ try {
 }
 WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined });
+waitInstance();
 await worker.run();
 emit("stopped", null, { stats: worker.stats() });
 await provider?.shutdown(); // exports the spans still batched (the end-to-end trace test)

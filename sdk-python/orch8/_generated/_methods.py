@@ -54,14 +54,28 @@ from .api.workers import (
     resume_worker,
     terminate_worker,
 )
+from .api.workflows import (
+    cancel_instance,
+    define_sequence,
+    get_instance,
+    get_sequence,
+    list_instances,
+    list_sequences,
+    retry_instance,
+    start_instance,
+)
 from .models import (
     AttemptList,
     BatchOutcome,
     ClaimedTask,
     HandlerControl,
     HealthStatus,
+    Instance,
+    InstancePage,
     ManualCompletion,
     ManualFailure,
+    NewInstance,
+    NewSequence,
     NewTask,
     NewTaskBatch,
     PollBatchOptions,
@@ -72,6 +86,8 @@ from .models import (
     QueueHistory,
     QueueStatsList,
     RunningLimit,
+    Sequence,
+    SequencePage,
     ServerInfo,
     Task,
     TaskCancellation,
@@ -160,6 +176,7 @@ class SyncMethods:
         handler_name: str | None = None,
         queue_name: str | None = None,
         worker_id: str | None = None,
+        instance_id: str | None = None,
         created_after: datetime.datetime | None = None,
         created_before: datetime.datetime | None = None,
         limit: int | None = None,
@@ -173,6 +190,7 @@ class SyncMethods:
                 "handler_name": UNSET if handler_name is None else handler_name,
                 "queue_name": UNSET if queue_name is None else queue_name,
                 "worker_id": UNSET if worker_id is None else worker_id,
+                "instance_id": UNSET if instance_id is None else instance_id,
                 "created_after": UNSET if created_after is None else created_after,
                 "created_before": UNSET if created_before is None else created_before,
                 "limit": UNSET if limit is None else limit,
@@ -219,14 +237,18 @@ class SyncMethods:
     def get_task(
         self,
         task_id: str,
+        *,
+        wait_ms: int | None = None,
     ) -> Task:
-        """Get one task (x-orch8-retry: safe)."""
+        """Get one task, optionally waiting until it is final (x-orch8-retry: safe, long-poll)."""
         call = Call(
             get_task,
             {
                 "task_id": task_id,
+                "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Task", self._run(call))
 
@@ -826,6 +848,175 @@ class SyncMethods:
         )
         return cast("HandlerControl", self._run(call))
 
+    def define_sequence(
+        self,
+        name: str,
+        *,
+        steps: Sequence[Mapping[str, Any]],
+        on_error: Mapping[str, Any] | None = None,
+    ) -> Sequence:
+        """Define the next version of a sequence (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["name"] = name
+        body["steps"] = check_items(
+            "define_sequence",
+            steps,
+            [
+                "fallback",
+                "handler",
+                "id",
+                "parallel",
+                "params",
+                "priority",
+                "queue_name",
+                "retry",
+            ],
+            ["id"],
+        )
+        if on_error is not None:
+            body["on_error"] = dict(on_error)
+        call = Call(
+            define_sequence,
+            {
+                "body": NewSequence.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("Sequence", self._run(call))
+
+    def list_sequences(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SequencePage:
+        """List sequences (the latest version of each), by name, with cursor pagination (x-orch8-retry: safe)."""
+        call = Call(
+            list_sequences,
+            {
+                "limit": UNSET if limit is None else limit,
+                "cursor": UNSET if cursor is None else cursor,
+            },
+            safe=True,
+        )
+        return cast("SequencePage", self._run(call))
+
+    def get_sequence(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+    ) -> Sequence:
+        """Get a sequence (the latest version, or `version`) (x-orch8-retry: safe)."""
+        call = Call(
+            get_sequence,
+            {
+                "name": name,
+                "version": UNSET if version is None else version,
+            },
+            safe=True,
+        )
+        return cast("Sequence", self._run(call))
+
+    def start_instance(
+        self,
+        sequence: str,
+        *,
+        version: int | None = None,
+        input: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Instance:
+        """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
+        body: dict[str, Any] = {}
+        body["sequence"] = sequence
+        if version is not None:
+            body["version"] = version
+        if input is not None:
+            body["input"] = dict(input)
+        if idempotency_key is not None:
+            body["idempotency_key"] = idempotency_key
+        call = Call(
+            start_instance,
+            {
+                "body": NewInstance.from_dict(body),
+            },
+            safe=bool(idempotency_key),
+        )
+        return cast("Instance", self._run(call))
+
+    def list_instances(
+        self,
+        *,
+        sequence: str | None = None,
+        status: Sequence[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> InstancePage:
+        """List instances, newest first, with filters and cursor pagination (x-orch8-retry: safe)."""
+        call = Call(
+            list_instances,
+            {
+                "sequence": UNSET if sequence is None else sequence,
+                "status": UNSET if status is None else list(status),
+                "limit": UNSET if limit is None else limit,
+                "cursor": UNSET if cursor is None else cursor,
+            },
+            safe=True,
+        )
+        return cast("InstancePage", self._run(call))
+
+    def get_instance(
+        self,
+        instance_id: str,
+        *,
+        wait_ms: int | None = None,
+    ) -> Instance:
+        """Get an instance, optionally waiting until it is final (x-orch8-retry: safe, long-poll)."""
+        call = Call(
+            get_instance,
+            {
+                "instance_id": instance_id,
+                "wait_ms": UNSET if wait_ms is None else wait_ms,
+            },
+            safe=True,
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
+        )
+        return cast("Instance", self._run(call))
+
+    def cancel_instance(
+        self,
+        instance_id: str,
+        *,
+        reason: str | None = None,
+    ) -> Instance:
+        """Cancel a running instance (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        if reason is not None:
+            body["reason"] = reason
+        call = Call(
+            cancel_instance,
+            {
+                "instance_id": instance_id,
+                "body": TaskCancellation.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("Instance", self._run(call))
+
+    def retry_instance(
+        self,
+        instance_id: str,
+    ) -> Instance:
+        """Resume a failed instance from its failed step (x-orch8-retry: never)."""
+        call = Call(
+            retry_instance,
+            {
+                "instance_id": instance_id,
+            },
+            safe=False,
+        )
+        return cast("Instance", self._run(call))
+
     def health_live(
         self,
     ) -> HealthStatus:
@@ -956,6 +1147,7 @@ class AsyncMethods:
         handler_name: str | None = None,
         queue_name: str | None = None,
         worker_id: str | None = None,
+        instance_id: str | None = None,
         created_after: datetime.datetime | None = None,
         created_before: datetime.datetime | None = None,
         limit: int | None = None,
@@ -969,6 +1161,7 @@ class AsyncMethods:
                 "handler_name": UNSET if handler_name is None else handler_name,
                 "queue_name": UNSET if queue_name is None else queue_name,
                 "worker_id": UNSET if worker_id is None else worker_id,
+                "instance_id": UNSET if instance_id is None else instance_id,
                 "created_after": UNSET if created_after is None else created_after,
                 "created_before": UNSET if created_before is None else created_before,
                 "limit": UNSET if limit is None else limit,
@@ -1015,14 +1208,18 @@ class AsyncMethods:
     async def get_task(
         self,
         task_id: str,
+        *,
+        wait_ms: int | None = None,
     ) -> Task:
-        """Get one task (x-orch8-retry: safe)."""
+        """Get one task, optionally waiting until it is final (x-orch8-retry: safe, long-poll)."""
         call = Call(
             get_task,
             {
                 "task_id": task_id,
+                "wait_ms": UNSET if wait_ms is None else wait_ms,
             },
             safe=True,
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
         )
         return cast("Task", await self._run(call))
 
@@ -1621,6 +1818,175 @@ class AsyncMethods:
             safe=True,
         )
         return cast("HandlerControl", await self._run(call))
+
+    async def define_sequence(
+        self,
+        name: str,
+        *,
+        steps: Sequence[Mapping[str, Any]],
+        on_error: Mapping[str, Any] | None = None,
+    ) -> Sequence:
+        """Define the next version of a sequence (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["name"] = name
+        body["steps"] = check_items(
+            "define_sequence",
+            steps,
+            [
+                "fallback",
+                "handler",
+                "id",
+                "parallel",
+                "params",
+                "priority",
+                "queue_name",
+                "retry",
+            ],
+            ["id"],
+        )
+        if on_error is not None:
+            body["on_error"] = dict(on_error)
+        call = Call(
+            define_sequence,
+            {
+                "body": NewSequence.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("Sequence", await self._run(call))
+
+    async def list_sequences(
+        self,
+        *,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> SequencePage:
+        """List sequences (the latest version of each), by name, with cursor pagination (x-orch8-retry: safe)."""
+        call = Call(
+            list_sequences,
+            {
+                "limit": UNSET if limit is None else limit,
+                "cursor": UNSET if cursor is None else cursor,
+            },
+            safe=True,
+        )
+        return cast("SequencePage", await self._run(call))
+
+    async def get_sequence(
+        self,
+        name: str,
+        *,
+        version: int | None = None,
+    ) -> Sequence:
+        """Get a sequence (the latest version, or `version`) (x-orch8-retry: safe)."""
+        call = Call(
+            get_sequence,
+            {
+                "name": name,
+                "version": UNSET if version is None else version,
+            },
+            safe=True,
+        )
+        return cast("Sequence", await self._run(call))
+
+    async def start_instance(
+        self,
+        sequence: str,
+        *,
+        version: int | None = None,
+        input: Mapping[str, Any] | None = None,
+        idempotency_key: str | None = None,
+    ) -> Instance:
+        """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
+        body: dict[str, Any] = {}
+        body["sequence"] = sequence
+        if version is not None:
+            body["version"] = version
+        if input is not None:
+            body["input"] = dict(input)
+        if idempotency_key is not None:
+            body["idempotency_key"] = idempotency_key
+        call = Call(
+            start_instance,
+            {
+                "body": NewInstance.from_dict(body),
+            },
+            safe=bool(idempotency_key),
+        )
+        return cast("Instance", await self._run(call))
+
+    async def list_instances(
+        self,
+        *,
+        sequence: str | None = None,
+        status: Sequence[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+    ) -> InstancePage:
+        """List instances, newest first, with filters and cursor pagination (x-orch8-retry: safe)."""
+        call = Call(
+            list_instances,
+            {
+                "sequence": UNSET if sequence is None else sequence,
+                "status": UNSET if status is None else list(status),
+                "limit": UNSET if limit is None else limit,
+                "cursor": UNSET if cursor is None else cursor,
+            },
+            safe=True,
+        )
+        return cast("InstancePage", await self._run(call))
+
+    async def get_instance(
+        self,
+        instance_id: str,
+        *,
+        wait_ms: int | None = None,
+    ) -> Instance:
+        """Get an instance, optionally waiting until it is final (x-orch8-retry: safe, long-poll)."""
+        call = Call(
+            get_instance,
+            {
+                "instance_id": instance_id,
+                "wait_ms": UNSET if wait_ms is None else wait_ms,
+            },
+            safe=True,
+            timeout_ms=long_poll_timeout(0 if wait_ms is None else wait_ms),
+        )
+        return cast("Instance", await self._run(call))
+
+    async def cancel_instance(
+        self,
+        instance_id: str,
+        *,
+        reason: str | None = None,
+    ) -> Instance:
+        """Cancel a running instance (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        if reason is not None:
+            body["reason"] = reason
+        call = Call(
+            cancel_instance,
+            {
+                "instance_id": instance_id,
+                "body": TaskCancellation.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("Instance", await self._run(call))
+
+    async def retry_instance(
+        self,
+        instance_id: str,
+    ) -> Instance:
+        """Resume a failed instance from its failed step (x-orch8-retry: never)."""
+        call = Call(
+            retry_instance,
+            {
+                "instance_id": instance_id,
+            },
+            safe=False,
+        )
+        return cast("Instance", await self._run(call))
 
     async def health_live(
         self,

@@ -26,7 +26,7 @@ export const OPERATIONS = {
   listTasks: { operationId: "listTasks", method: "GET", path: "/tasks", retry: "safe", longPoll: false, parseAs: "json" },
   enqueue: { operationId: "enqueueTask", method: "POST", path: "/tasks", retry: "idempotency-key", longPoll: false, parseAs: "json" },
   enqueueBatch: { operationId: "enqueueTasks", method: "POST", path: "/tasks/batch", retry: "idempotency-key", longPoll: false, parseAs: "json" },
-  getTask: { operationId: "getTask", method: "GET", path: "/tasks/{task_id}", retry: "safe", longPoll: false, parseAs: "json" },
+  getTask: { operationId: "getTask", method: "GET", path: "/tasks/{task_id}", retry: "safe", longPoll: true, parseAs: "json" },
   cancelTask: { operationId: "cancelTask", method: "POST", path: "/tasks/{task_id}/cancel", retry: "never", longPoll: false, parseAs: "json" },
   retryTask: { operationId: "retryTask", method: "POST", path: "/tasks/{task_id}/retry", retry: "never", longPoll: false, parseAs: "json" },
   completeTaskManually: { operationId: "completeTaskManually", method: "POST", path: "/tasks/{task_id}/complete", retry: "never", longPoll: false, parseAs: "json" },
@@ -54,6 +54,14 @@ export const OPERATIONS = {
   setQueueLimit: { operationId: "setQueueLimit", method: "PUT", path: "/queues/{queue_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
   queueHistory: { operationId: "getQueueHistory", method: "GET", path: "/queues/{queue_name}/history", retry: "safe", longPoll: false, parseAs: "json" },
   setHandlerLimit: { operationId: "setHandlerLimit", method: "PUT", path: "/handlers/{handler_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
+  listSequences: { operationId: "listSequences", method: "GET", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json" },
+  defineSequence: { operationId: "defineSequence", method: "POST", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json" },
+  getSequence: { operationId: "getSequence", method: "GET", path: "/sequences/{name}", retry: "safe", longPoll: false, parseAs: "json" },
+  listInstances: { operationId: "listInstances", method: "GET", path: "/instances", retry: "safe", longPoll: false, parseAs: "json" },
+  startInstance: { operationId: "startInstance", method: "POST", path: "/instances", retry: "idempotency-key", longPoll: false, parseAs: "json" },
+  getInstance: { operationId: "getInstance", method: "GET", path: "/instances/{instance_id}", retry: "safe", longPoll: true, parseAs: "json" },
+  cancelInstance: { operationId: "cancelInstance", method: "POST", path: "/instances/{instance_id}/cancel", retry: "safe", longPoll: false, parseAs: "json" },
+  retryInstance: { operationId: "retryInstance", method: "POST", path: "/instances/{instance_id}/retry", retry: "never", longPoll: false, parseAs: "json" },
   healthLive: { operationId: "getLiveness", method: "GET", path: "/health/live", retry: "safe", longPoll: false, parseAs: "json" },
   healthReady: { operationId: "getReadiness", method: "GET", path: "/health/ready", retry: "safe", longPoll: false, parseAs: "json" },
   metrics: { operationId: "getMetrics", method: "GET", path: "/metrics", retry: "safe", longPoll: false, parseAs: "text" },
@@ -91,7 +99,7 @@ export abstract class Orch8Operations {
     return this.invoke<Schemas["EnqueuedTasks"]>("enqueueBatch", { body: { tasks } }, call).then((r) => r["tasks"]);
   }
 
-  /** Get one task (`GET /tasks/{task_id}`, retried on outages). */
+  /** Get one task, optionally waiting until it is final (`GET /tasks/{task_id}`, retried on outages, long-poll). */
   getTask(taskId: string, call?: CallOptions): Promise<Schemas["Task"]> {
     return this.invoke("getTask", { path: { task_id: taskId } }, call);
   }
@@ -229,6 +237,46 @@ export abstract class Orch8Operations {
   /** Operator - cap the handler's running tasks (`PUT /handlers/{handler_name}/limit`, retried on outages). */
   setHandlerLimit(handlerName: string, body: Schemas["RunningLimit"], call?: CallOptions): Promise<Schemas["HandlerControl"]> {
     return this.invoke("setHandlerLimit", { path: { handler_name: handlerName }, body }, call);
+  }
+
+  /** List sequences (the latest version of each), by name, with cursor pagination (`GET /sequences`, retried on outages). */
+  listSequences(query: NonNullable<operations["listSequences"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["SequencePage"]> {
+    return this.invoke("listSequences", { query }, call);
+  }
+
+  /** Define the next version of a sequence (`POST /sequences`, retried on outages). */
+  defineSequence(body: Schemas["NewSequence"], call?: CallOptions): Promise<Schemas["Sequence"]> {
+    return this.invoke("defineSequence", { body }, call);
+  }
+
+  /** Get a sequence (the latest version, or `version`) (`GET /sequences/{name}`, retried on outages). */
+  getSequence(name: string, query: NonNullable<operations["getSequence"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["Sequence"]> {
+    return this.invoke("getSequence", { path: { name }, query }, call);
+  }
+
+  /** List instances, newest first, with filters and cursor pagination (`GET /instances`, retried on outages). */
+  listInstances(query: NonNullable<operations["listInstances"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["InstancePage"]> {
+    return this.invoke("listInstances", { query }, call);
+  }
+
+  /** Start an instance of a sequence (`POST /instances`, retried only with an idempotency_key). */
+  startInstance(body: Schemas["NewInstance"], call?: CallOptions): Promise<Schemas["Instance"]> {
+    return this.invoke("startInstance", { body }, call);
+  }
+
+  /** Get an instance, optionally waiting until it is final (`GET /instances/{instance_id}`, retried on outages, long-poll). */
+  getInstance(instanceId: string, query: NonNullable<operations["getInstance"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["Instance"]> {
+    return this.invoke("getInstance", { path: { instance_id: instanceId }, query }, call);
+  }
+
+  /** Cancel a running instance (`POST /instances/{instance_id}/cancel`, retried on outages). */
+  cancelInstance(instanceId: string, body: Schemas["TaskCancellation"] = {}, call?: CallOptions): Promise<Schemas["Instance"]> {
+    return this.invoke("cancelInstance", { path: { instance_id: instanceId }, body }, call);
+  }
+
+  /** Resume a failed instance from its failed step (`POST /instances/{instance_id}/retry`, never retried). */
+  retryInstance(instanceId: string, call?: CallOptions): Promise<Schemas["Instance"]> {
+    return this.invoke("retryInstance", { path: { instance_id: instanceId } }, call);
   }
 
   /** The process is up (`GET /health/live`, retried on outages). */

@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.4.0";
+export const SPEC_VERSION = "1.5.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "724a5b077c24b0d59fd257ae50a3d80f8dde56354b4b1448bd945fb49584c953";
+export const SPEC_SHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf";

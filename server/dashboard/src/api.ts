@@ -27,6 +27,13 @@ export type QueueHistoryPoint = Schemas["QueueHistoryPoint"];
 export type Principal = Schemas["Principal"];
 export type Role = Schemas["Role"];
 export type TenantList = Schemas["TenantList"];
+export type Instance = Schemas["Instance"];
+export type InstancePage = Schemas["InstancePage"];
+export type SequencePage = Schemas["SequencePage"];
+export type InstanceStatus = Schemas["InstanceStatus"];
+export type StepRun = Schemas["StepRun"];
+
+export const INSTANCE_STATUSES: InstanceStatus[] = ["running", "completed", "failed", "cancelled"];
 
 export const TASK_STATUSES: TaskStatus[] = [
   "pending",
@@ -198,6 +205,15 @@ export const api = {
   fail: (id: string, body: ManualFailure) => call<Task>("POST", `/tasks/${enc(id)}/fail`, body),
   cancel: (id: string, body: TaskCancellation) => call<Task>("POST", `/tasks/${enc(id)}/cancel`, body),
   retry: (id: string, body: TaskRetry) => call<Task>("POST", `/tasks/${enc(id)}/retry`, body),
+  // Workflows (P-WF-4..9): list and read (producer, operator), cancel (producer, operator),
+  // retry a failed instance from its failed step (operator).
+  instances: (params: Record<string, string | string[] | undefined>) =>
+    call<InstancePage>("GET", `/instances${query(params)}`),
+  // P-WF-1: operator only (the instance list's sequence suggestions).
+  sequences: () => call<SequencePage>("GET", "/sequences?limit=100"),
+  instance: (id: string) => call<Instance>("GET", `/instances/${enc(id)}`),
+  cancelInstance: (id: string, body: TaskCancellation) => call<Instance>("POST", `/instances/${enc(id)}/cancel`, body),
+  retryInstance: (id: string) => call<Instance>("POST", `/instances/${enc(id)}/retry`),
   // P-WORKER-4: operator directives reach the worker on its next heartbeat.
   directive: (workerId: string, action: "quiet" | "resume" | "terminate") =>
     call<Worker>("POST", `/workers/${enc(workerId)}/${action}`),

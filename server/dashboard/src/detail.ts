@@ -84,7 +84,7 @@ export class TaskDetail {
     if (!t) return;
     fill(
       this.head,
-      h("div", null, h("h2", { class: "mono", "data-testid": "task-id" }, t.id), h("div", { class: "muted" }, `${t.handler_name} on queue ${t.queue_name} · priority ${t.priority}`)),
+      h("div", null, h("h2", { class: "mono", "data-testid": "task-id" }, t.id), h("div", { class: "muted" }, `${t.handler_name} on queue ${t.queue_name} · priority ${t.priority}`), instanceLink(t)),
       h("div", { "data-testid": "task-status" }, pill(t.status, "large")),
     );
     fill(
@@ -177,6 +177,22 @@ export class TaskDetail {
       await api.retry(this.id, {});
     }
   }
+}
+
+/** P-WF-4: a step task's context names its instance (and step): link to the instance page. */
+function instanceLink(t: Task): HTMLElement | null {
+  const ctx = (t.context ?? {}) as Record<string, unknown>;
+  const id = ctx.instance_id;
+  if (typeof id !== "string" || !id) return null;
+  const step = typeof ctx.step_id === "string" ? ctx.step_id : null;
+  return h(
+    "div",
+    { class: "small", "data-testid": "instance-link" },
+    "step ",
+    step ? h("b", { class: "mono" }, step) : "?",
+    " of workflow instance ",
+    h("a", { href: `#/instances/${encodeURIComponent(id)}`, class: "mono" }, id),
+  );
 }
 
 /** A 403 becomes null (the view says what this key cannot read); anything else is thrown. */

@@ -1,14 +1,17 @@
 // Entry point: who the key is and which tenant is shown (header), routing (#/ overview,
-// #/tasks/<id> detail, #/queues/<name> queue view), the refresh loop and the banner
+// #/tasks/<id> detail, #/queues/<name> queue view,
+// #/instances and #/instances/<id> workflows), the refresh loop and the banner
 // (server unreachable, or a call refused with 403). Everything shown comes from the public
 // API (openapi.yaml).
 import { api, ApiError, apiKey, forgetKey, onForbidden, onKeyChange, onUnauthorized, type QueueStats, type Worker } from "./api";
 import { promptForKey } from "./auth";
 import { Banner } from "./banner";
 import { TaskDetail } from "./detail";
+import { InstanceDetail } from "./instance";
+import { InstanceList, instanceFiltersFrom } from "./instances";
 import { byId, fill, h } from "./dom";
 import { stamp } from "./format";
-import { canOperate, current, refreshPrincipal, renderPrincipal } from "./principal";
+import { canCancelInstances, canOperate, current, refreshPrincipal, renderPrincipal } from "./principal";
 import { QueueView } from "./queue-view";
 import { renderQueues, withControlRows } from "./queues";
 import { NO_FILTERS, RANGES, TaskList, type Filters } from "./tasks";
@@ -61,6 +64,7 @@ function tenantChanged(): void {
   banner.clear();
   renderPrincipal(byId("principal"), currentTenant());
   if (/^#\/tasks\//.test(location.hash)) location.hash = "#/";
+  else if (/^#\/instances\//.test(location.hash)) location.hash = "#/instances";
   else route();
 }
 
@@ -82,6 +86,8 @@ const list = new TaskList(
 );
 let detail: TaskDetail | null = null;
 let queueView: QueueView | null = null;
+let instanceList: InstanceList | null = null;
+let instanceView: InstanceDetail | null = null;
 
 function overviewHash(f: Filters): string {
   const q = new URLSearchParams();
@@ -158,9 +164,29 @@ function route(): void {
   const q = /^#\/queues\/([^?]+)/.exec(location.hash);
   const overview = byId("overview");
   const detailRoot = byId("detail");
+  const il = /^#\/instances(?:\?|$)/.exec(location.hash);
+  const iv = /^#\/instances\/([^?]+)/.exec(location.hash);
   detail = null;
   queueView = null;
-  if (q) {
+  instanceList = null;
+  instanceView = null;
+  byId("nav-instances").classList.toggle("active", !!(il || iv));
+  if (il) {
+    overview.hidden = true;
+    detailRoot.hidden = false;
+    instanceList = new InstanceList(instanceFiltersFrom(location.hash), reachability, canOperate());
+    instanceList.mount(detailRoot);
+    document.title = "Instances · Orch8";
+    void instanceList.load();
+  } else if (iv) {
+    overview.hidden = true;
+    detailRoot.hidden = false;
+    // P-AUTH-2 role table: cancelInstance producer+operator(+admin), retryInstance operator(+admin).
+    instanceView = new InstanceDetail(decodeURIComponent(iv[1]), reachability, { cancel: canCancelInstances(), retry: canOperate() });
+    instanceView.mount(detailRoot);
+    document.title = `${instanceView.id} · Orch8`;
+    void instanceView.load();
+  } else if (q) {
     overview.hidden = true;
     detailRoot.hidden = false;
     queueView = new QueueView(decodeURIComponent(q[1]), reachability, canOperate());
@@ -196,7 +222,11 @@ async function tick(): Promise<void> {
       route();
       return;
     }
-    if (queueView) {
+    if (instanceList) {
+      if (instanceList.isLive() || unreachableSince) await instanceList.load();
+    } else if (instanceView) {
+      if (instanceView.isLive() || unreachableSince) await instanceView.load();
+    } else if (queueView) {
       await queueView.load();
     } else if (detail) {
       if (detail.isLive() || unreachableSince) await detail.load();

@@ -19,6 +19,15 @@ export function canOperate(): boolean {
   return principal !== null && OPERATES.includes(principal.role);
 }
 
+// P-WF-7: producers may cancel an instance as they may cancel a task (P-AUTH-2 role table of
+// cancelInstance); P-WF-8 retry stays an operator call.
+const CANCELS_INSTANCES: Role[] = ["producer", "operator", "admin"];
+
+/** Whether to render an instance's Cancel button; false while the role is unknown. */
+export function canCancelInstances(): boolean {
+  return principal !== null && CANCELS_INSTANCES.includes(principal.role);
+}
+
 /** Ask the server again (on load and whenever the key changes); null when that failed. */
 export async function refreshPrincipal(): Promise<Principal | null> {
   try {

@@ -273,6 +273,92 @@ class BatchOutcome(TypedDict):
     items: list[BatchItemOutcome]
 
 
+SequenceName: TypeAlias = str
+
+
+StepId: TypeAlias = str
+
+
+InstanceId: TypeAlias = str
+
+
+class StepParams(TypedDict):
+    """
+    The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
+    `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
+    that value of the instance input or of an earlier step's output (P-WF-2).
+
+    """
+
+
+class StepAction(TypedDict, closed=True):
+    """
+    What a fallback or `on_error` runs (a step without id).
+    """
+
+    handler: HandlerName
+    params: NotRequired[StepParams]
+    queue_name: NotRequired[QueueName]
+    priority: NotRequired[int]
+    retry: NotRequired[RetryPolicy]
+
+
+class Step(TypedDict, closed=True):
+    """
+    A task step (`handler`) or a parallel group (`parallel`, whose children are task
+    steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
+    `params.duration_ms` and is never dispatched to workers.
+
+    """
+
+    id: StepId
+    handler: NotRequired[HandlerName]
+    params: NotRequired[StepParams]
+    queue_name: NotRequired[QueueName]
+    priority: NotRequired[int]
+    retry: NotRequired[RetryPolicy]
+    fallback: NotRequired[StepAction]
+    parallel: NotRequired[list[Step]]
+
+
+class NewSequence(TypedDict, closed=True):
+    name: SequenceName
+    steps: list[Step]
+    on_error: NotRequired[StepAction]
+
+
+class NewInstance(TypedDict, closed=True):
+    sequence: SequenceName
+    version: NotRequired[int]
+    input: NotRequired[JsonObject]
+    idempotency_key: NotRequired[str]
+
+
+InstanceStatus: TypeAlias = Literal['running', 'completed', 'failed', 'cancelled']
+
+
+StepStatus: TypeAlias = Literal[
+    'pending', 'running', 'completed', 'failed', 'cancelled'
+]
+
+
+class StepRun(TypedDict):
+    """
+    One step of an instance (parallel children follow their group).
+    """
+
+    id: str
+    group: NotRequired[str | None]
+    status: StepStatus
+    task_id: str | None
+    output: Any
+    error: TaskFailure | None
+    attempts: int
+    fallback: NotRequired[bool]
+    started_at: str | None
+    finished_at: str | None
+
+
 WorkerState: TypeAlias = Literal[
     'running', 'quiet', 'terminating', 'dead', 'deregistered'
 ]
@@ -480,6 +566,42 @@ class Task(TypedDict):
 
 class TaskPage(TypedDict):
     tasks: list[Task]
+    next_cursor: str | None
+
+
+class Sequence(TypedDict):
+    name: str
+    tenant: NotRequired[TenantId]
+    version: int
+    steps: list[Step]
+    on_error: StepAction | None
+    created_at: str
+
+
+class SequencePage(TypedDict):
+    sequences: list[Sequence]
+    next_cursor: str | None
+
+
+class Instance(TypedDict):
+    id: InstanceId
+    tenant: NotRequired[TenantId]
+    sequence: str
+    version: int
+    status: InstanceStatus
+    input: JsonObject
+    output: Any
+    error: TaskFailure | None
+    steps: list[StepRun]
+    on_error: NotRequired[StepRun | None]
+    idempotency_key: NotRequired[str | None]
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+
+
+class InstancePage(TypedDict):
+    instances: list[Instance]
     next_cursor: str | None
 
 

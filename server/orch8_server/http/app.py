@@ -20,6 +20,7 @@ from orch8_server.http import (
     routes_tasks,
     routes_tenants,
     routes_workers,
+    routes_workflows,
     ui,
 )
 from orch8_server.http.endpoint import Endpoint, internal_problem, problem_response
@@ -60,6 +61,7 @@ def _routes() -> list[Route]:
         *routes_history.operations,
         *routes_auth.operations,
         *routes_tenants.operations,
+        *routes_workflows.operations,
     ]:
         by_path.setdefault(path, {})[method] = handler
     routes = []

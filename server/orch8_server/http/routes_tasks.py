@@ -55,6 +55,7 @@ async def list_tasks(call: Call) -> Response:
         worker_id=p.get("worker_id"),
         created_after=parse(p["created_after"]) if "created_after" in p else None,
         created_before=parse(p["created_before"]) if "created_before" in p else None,
+        instance_id=p.get("instance_id"),  # P-WF-4
     )
     for name in ("created_after", "created_before"):
         if name in p and getattr(flt, name) is None:
@@ -69,7 +70,11 @@ async def list_tasks(call: Call) -> Response:
 
 @endpoint("/tasks/{task_id}", "GET")
 async def get_task(call: Call) -> Response:
-    return json_response(await _engine(call).tasks.get(call.tenant, call.params["task_id"]))
+    engine = _engine(call)
+    wait_ms = min(call.params.get("wait_ms", 0), engine.settings.max_wait_ms)  # P-WF-9
+    return json_response(
+        await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms)
+    )
 
 
 @endpoint("/tasks/{task_id}/cancel", "POST", "TaskCancellation")

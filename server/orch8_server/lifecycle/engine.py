@@ -34,6 +34,7 @@ class Engine:
         from orch8_server.lifecycle.reaper import Reaper
         from orch8_server.lifecycle.tasks import Tasks
         from orch8_server.lifecycle.workers import Workers
+        from orch8_server.lifecycle.workflows import Workflows
 
         self.settings = settings
         self.storage = storage
@@ -60,6 +61,7 @@ class Engine:
         self.leases = Leases(self)
         self.workers = Workers(self)
         self.reaper = Reaper(self)
+        self.workflows = Workflows(self)  # P-WF-5
 
     async def start(self) -> None:
         """Open the storage: the first try here, so a reachable database is ready before
@@ -91,6 +93,7 @@ class Engine:
         if self._next_scheduled is not None:
             self.dispatcher.schedule(self._next_scheduled)
         self.reaper.start()
+        self.workflows.start_pump()
         self.history.start()
         if self.storage.multi_replica:
             self._sharing = asyncio.get_running_loop().create_task(self._share_pollers())
@@ -122,6 +125,7 @@ class Engine:
                     await task
         if self.connected:
             await self.reaper.stop()
+            await self.workflows.stop_pump()
             await self.history.stop()  # the last counts land (P-OBS-5)
         await self.storage.close()
         if self.spans is not None:  # export what is buffered (a blocking HTTP call)

@@ -213,6 +213,8 @@ class Leases:
                     out.append(reply)
                 except Problem as problem:
                     out.append(problem)
+            advanced = await self.engine.workflows.advance(tx, rows, now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         return out, rows
 
     async def _complete(
@@ -256,6 +258,8 @@ class Leases:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             reply, row = await self._fail(tx, tenant, task_id, body, now)
+            advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         self.engine.observe.failed([row], now)  # P-TEL-6, P-TEL-2
         self._after_fail(row, now)
         await self._freed([row])
@@ -391,6 +395,8 @@ class Leases:
                     )
                 except Problem as problem:
                     out.append(self._item_error(item["task_id"], problem))
+            advanced = await self.engine.workflows.advance(tx, rows, now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         self.engine.observe.failed(rows, now)  # P-TEL-6, P-TEL-2
         for row in rows:
             self._after_fail(row, now)

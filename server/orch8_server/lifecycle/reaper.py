@@ -55,7 +55,9 @@ class Reaper:
                 reclaimed = await self.reclaim(
                     tx, expired, LEASE_EXPIRED_CODE, "lease expired before the task finished", now
                 )
+                advanced = await engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
             self.after_reclaim(reclaimed, now)
+            engine.workflows.announce(advanced)
             await engine.leases.controls.freed(  # P-CTRL-2: a capped slot is free again
                 (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
             )

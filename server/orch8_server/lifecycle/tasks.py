@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -154,6 +155,20 @@ class Tasks:
             raise not_found("task", task_id)
         return views.task(row)
 
+    async def wait_final(self, tenant: str, task_id: str, wait_ms: int) -> Task:
+        """P-WF-9: the task once final (completed, failed, cancelled, expired) or when
+        `wait_ms` is over. A deadline-bounded re-read: a task ends on any replica and on
+        paths (expiry, the reaper) that announce nothing here."""
+        deadline = timefmt.now_ms() + wait_ms
+        delay = 0.02
+        while True:
+            task = await self.get(tenant, task_id)
+            left = deadline - timefmt.now_ms()
+            if task["status"] in ("completed", "failed", "cancelled", "expired") or left <= 0:
+                return task
+            await asyncio.sleep(min(delay, left / 1000))
+            delay = min(delay * 2, 0.25)
+
     async def list(self, flt: TaskFilter, limit: int, cursor: str | None) -> TaskPage:
         before = decode_cursor(cursor) if cursor else None
         rows = await self.engine.storage.list_tasks(flt, limit + 1, before)
@@ -201,6 +216,8 @@ class Tasks:
                 await end_attempt(tx, row, now, "cancelled", None, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
+            advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         self.engine.metrics.cancelled.labels(tenant, row["queue_name"], row["handler_name"]).inc()
         if status == "running":
             await self.engine.leases.controls.freed(
@@ -245,6 +262,8 @@ class Tasks:
                 await end_attempt(tx, row, now, "cancelled", ended, None)
             await tx.update_task(task_id, fields)
             row.update(fields)
+            advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         counter = (
             self.engine.metrics.completed if outcome == "completed" else self.engine.metrics.failed
         )

@@ -170,7 +170,9 @@ class Workers:
                 f"worker {worker_id} deregistered while holding the task",
                 now,
             )
+            advanced = await self.engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
         self.engine.reaper.after_reclaim(reclaimed, now)
+        self.engine.workflows.announce(advanced)
         controls = self.engine.leases.controls
         controls.forget_worker(tenant, worker_id)
         await controls.freed(  # P-CTRL-2
@@ -194,6 +196,8 @@ class Workers:
                     f"worker {worker['worker_id']} stopped heartbeating",
                     now,
                 )
+            advanced = await self.engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
+        self.engine.workflows.announce(advanced)
         for worker in dead:
             log.warning(
                 "worker declared dead",

@@ -125,6 +125,7 @@ class TaskFilter:
     worker_id: str | None = None
     created_after: int | None = None
     created_before: int | None = None
+    instance_id: str | None = None  # P-WF-4: context.instance_id
 
 
 class Tx(Protocol):

@@ -326,6 +326,8 @@ class PgStorage:
             where.append(f"created_at > {arg(flt.created_after)}")
         if flt.created_before is not None:
             where.append(f"created_at < {arg(flt.created_before)}")
+        if flt.instance_id is not None:
+            where.append(f"context->>'instance_id' = {arg(flt.instance_id)}")
         if before_seq is not None:
             where.append(f"seq < {arg(before_seq)}")
         sql = _TASKS + " WHERE " + " AND ".join(where)

@@ -197,7 +197,68 @@ BEGIN
 END $$;
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
+# Workflows (contract 1.5.0, P-WF-1..10): see sqlite_schema.py _V4. A step task reaching a
+# final state records an instance event in its own transaction (the trigger); replicas
+# take events with FOR UPDATE SKIP LOCKED and lock the instance row while advancing it.
+_V5 = """
+CREATE TABLE sequences (
+    tenant text NOT NULL,
+    name text NOT NULL,
+    version integer NOT NULL,
+    definition jsonb NOT NULL,
+    created_at bigint NOT NULL,
+    PRIMARY KEY (tenant, name, version)
+);
+CREATE TABLE instances (
+    seq bigserial PRIMARY KEY,
+    id text NOT NULL UNIQUE,
+    tenant text NOT NULL,
+    sequence text NOT NULL,
+    version integer NOT NULL,
+    status text NOT NULL,
+    input jsonb NOT NULL,
+    output jsonb,
+    error jsonb,
+    state jsonb NOT NULL,
+    idempotency_key text,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    finished_at bigint
+);
+CREATE UNIQUE INDEX instances_idempotency_key ON instances (tenant, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX instances_tenant_seq ON instances (tenant, seq);
+CREATE INDEX instances_sequence_seq ON instances (tenant, sequence, seq);
+CREATE TABLE instance_events (
+    id bigserial PRIMARY KEY,
+    tenant text NOT NULL,
+    instance_id text NOT NULL,
+    task_id text,
+    step_id text,
+    run integer,
+    fire_at bigint NOT NULL
+);
+CREATE INDEX instance_events_due ON instance_events (fire_at);
+CREATE FUNCTION orch8_instance_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO instance_events (tenant, instance_id, task_id, fire_at)
+    VALUES (NEW.tenant, NEW.context->>'instance_id', NEW.id, 0);
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tasks_instance_event AFTER UPDATE OF status ON tasks FOR EACH ROW
+    WHEN (NEW.status IN ('completed', 'failed', 'cancelled', 'expired')
+        AND OLD.status IS DISTINCT FROM NEW.status
+        AND (NEW.context->>'step_id') IS NOT NULL
+        AND (NEW.context->>'instance_id') IS NOT NULL)
+    EXECUTE FUNCTION orch8_instance_event();
+"""
+
+# P-WF-5: a step task's end consumes its own events in the same transaction.
+_V6 = "CREATE INDEX instance_events_task ON instance_events (task_id);"
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)
+]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
 

@@ -99,7 +99,9 @@ _COMPLETE_RUNNING = (
     "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
     "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
     "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' AND t.tenant = $5 "
-    "RETURNING " + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
+    "RETURNING "
+    + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
+    + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
 )
 
 _INSERT_TASKS_BULK = _bulk_insert("tasks", _NEW_TASK_COLS)

@@ -203,6 +203,9 @@ class SqliteStorage:
         if flt.created_before is not None:
             where.append("created_at < ?")
             args.append(flt.created_before)
+        if flt.instance_id is not None:
+            where.append("json_extract(context, '$.instance_id') = ?")
+            args.append(flt.instance_id)
         if before_seq is not None:
             where.append("seq < ?")
             args.append(before_seq)

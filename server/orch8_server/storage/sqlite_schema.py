@@ -209,7 +209,66 @@ ALTER TABLE queue_minutes_v3 RENAME TO queue_minutes;
 CREATE INDEX IF NOT EXISTS queue_minutes_minute ON queue_minutes (minute);
 """
 
-MIGRATIONS: tuple[str, ...] = (_V1, _V2, _V3)
+# Workflows (contract 1.5.0, P-WF-1..10). A task of a workflow step that reaches a final
+# state records an instance event in the same transaction (the trigger), whichever path
+# finished it (complete, fail, cancel, manual, expiry, the reaper); the engine consumes
+# the event and advances the instance in one transaction (P-WF-5). Sleep timers are
+# events with a future fire_at. The trigger body holds a ";", so this migration is a
+# tuple of statements rather than one text split on ";".
+_V4 = (
+    """CREATE TABLE sequences (
+    tenant TEXT NOT NULL,
+    name TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    definition TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, name, version)
+) WITHOUT ROWID""",
+    """CREATE TABLE instances (
+    seq INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    tenant TEXT NOT NULL,
+    sequence TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    input TEXT NOT NULL,
+    output TEXT,
+    error TEXT,
+    state TEXT NOT NULL,
+    idempotency_key TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    finished_at INTEGER
+)""",
+    "CREATE UNIQUE INDEX instances_idempotency_key ON instances (tenant, idempotency_key) "
+    "WHERE idempotency_key IS NOT NULL",
+    "CREATE INDEX instances_tenant_seq ON instances (tenant, seq)",
+    "CREATE INDEX instances_sequence_seq ON instances (tenant, sequence, seq)",
+    """CREATE TABLE instance_events (
+    id INTEGER PRIMARY KEY,
+    tenant TEXT NOT NULL,
+    instance_id TEXT NOT NULL,
+    task_id TEXT,
+    step_id TEXT,
+    run INTEGER,
+    fire_at INTEGER NOT NULL
+)""",
+    "CREATE INDEX instance_events_due ON instance_events (fire_at)",
+    """CREATE TRIGGER tasks_instance_event AFTER UPDATE OF status ON tasks
+    WHEN NEW.status IN ('completed', 'failed', 'cancelled', 'expired')
+        AND OLD.status <> NEW.status
+        AND json_extract(NEW.context, '$.step_id') IS NOT NULL
+        AND json_extract(NEW.context, '$.instance_id') IS NOT NULL
+BEGIN
+    INSERT INTO instance_events (tenant, instance_id, task_id, fire_at)
+    VALUES (NEW.tenant, json_extract(NEW.context, '$.instance_id'), NEW.id, 0);
+END""",
+)
+
+# P-WF-5: a step task's end consumes its own events in the same transaction.
+_V5 = "CREATE INDEX instance_events_task ON instance_events (task_id)"
+
+MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -223,7 +282,9 @@ def migrate(conn: sqlite3.Connection, path: str) -> int:
     for step in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:
-            for statement in MIGRATIONS[step].split(";"):
+            step_sql = MIGRATIONS[step]
+            statements = step_sql.split(";") if isinstance(step_sql, str) else step_sql
+            for statement in statements:
                 if statement.strip():
                     conn.execute(statement)
             conn.execute(f"PRAGMA user_version = {step + 1}")

@@ -59,10 +59,12 @@ def _complete_statement(n: int) -> str:
             "updated_at = ? FROM c WHERE tasks.id = c.id AND tasks.lease_id = c.lease_id "
             "AND tasks.status = 'running' AND tasks.tenant = ? RETURNING "
             + ", ".join(f"tasks.{col}" for col in COMPLETED_COLUMNS)
+            + ", json_extract(tasks.context, '$.instance_id')"  # P-WF-5: advance inline
         )
     return sql
 
 
+_COMPLETED_KEYS = (*COMPLETED_COLUMNS, "instance_id")
 _loads = orjson.loads
 
 
@@ -175,7 +177,7 @@ class SqliteTx:
         rows = self.c.execute(
             _complete_statement(len(items)), [*params, now, now, tenant]
         ).fetchall()
-        return [dict(zip(COMPLETED_COLUMNS, r, strict=True)) for r in rows]
+        return [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
         self.flush()

@@ -37,6 +37,11 @@ type param struct{ name, typ string }
 // client's producer span, which injects trace context into each task's headers (P-TEL-1).
 var producerBodies = map[string]bool{"api.NewTask": true, "api.NewTaskBatch": true}
 
+// paramsAddedLater are operations that gained their optional query params after their
+// method shipped: the method keeps its old signature (calling <Name>WithParams with nil)
+// and <Name>WithParams takes the params (getTask's wait_ms, contract 1.5.0, P-SDK-25).
+var paramsAddedLater = map[string]bool{"getTask": true}
+
 func main() {
 	spec := flag.String("spec", "../../openapi.yaml", "the OpenAPI document")
 	apiFile := flag.String("api", "../api/api.gen.go", "oapi-codegen output to read signatures from")
@@ -245,10 +250,31 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 	timeout := ""
 	if op.LongPoll {
+		// wait_ms is in the body (polls) or in the query (getTask, getInstance: P-WF-9).
 		timeout = ", timeout: longPollTimeout(body.WaitMs)"
+		for _, p := range params {
+			if p.name == "params" {
+				timeout = ", timeout: longPollTimeout(func() *int {\n\t\tw := 0 // the query wait_ms defaults to 0, not to the poll's wait\n\t\tif params != nil && params.WaitMs != nil {\n\t\t\tw = *params.WaitMs\n\t\t}\n\t\treturn &w\n\t}())"
+			}
+		}
 	}
 
 	name := pascal(op.Method)
+	if paramsAddedLater[op.OperationID] {
+		if len(params) == 0 || params[len(params)-1].name != "params" {
+			return fmt.Errorf("paramsAddedLater: no params argument")
+		}
+		var keep, pass []string
+		for _, p := range params[:len(params)-1] {
+			keep = append(keep, p.name+" "+p.typ)
+			pass = append(pass, p.name)
+		}
+		fmt.Fprintf(b, "\n// %s sends %s %s without query params (its signature before they existed); see %sWithParams.\n", name, op.Verb, op.Path, name)
+		fmt.Fprintf(b, "func (c *Client) %s(%s) (%s, error) {\nreturn c.%sWithParams(%s)\n}\n",
+			name, strings.Join(append([]string{"ctx context.Context"}, keep...), ", "), result, name,
+			strings.Join(append(append([]string{"ctx"}, pass...), "nil"), ", "))
+		name += "WithParams"
+	}
 	var decl, args []string
 	for _, p := range params {
 		decl = append(decl, p.name+" "+p.typ)

@@ -17,11 +17,16 @@ from .handler_control import HandlerControl
 from .health_status import HealthStatus
 from .health_status_checks import HealthStatusChecks
 from .health_status_status import HealthStatusStatus
+from .instance import Instance
+from .instance_page import InstancePage
+from .instance_status import InstanceStatus
 from .item_problem import ItemProblem
 from .json_object import JsonObject
 from .lease import Lease
 from .manual_completion import ManualCompletion
 from .manual_failure import ManualFailure
+from .new_instance import NewInstance
+from .new_sequence import NewSequence
 from .new_task import NewTask
 from .new_task_batch import NewTaskBatch
 from .new_task_headers import NewTaskHeaders
@@ -42,9 +47,16 @@ from .retry_policy import RetryPolicy
 from .retry_policy_settings import RetryPolicySettings
 from .role import Role
 from .running_limit import RunningLimit
+from .sequence import Sequence
+from .sequence_page import SequencePage
 from .server_defaults import ServerDefaults
 from .server_info import ServerInfo
 from .server_info_storage import ServerInfoStorage
+from .step import Step
+from .step_action import StepAction
+from .step_params import StepParams
+from .step_run import StepRun
+from .step_status import StepStatus
 from .task import Task
 from .task_cancellation import TaskCancellation
 from .task_checkpoint_type_0 import TaskCheckpointType0
@@ -97,11 +109,16 @@ __all__ = (
     "HealthStatus",
     "HealthStatusChecks",
     "HealthStatusStatus",
+    "Instance",
+    "InstancePage",
+    "InstanceStatus",
     "ItemProblem",
     "JsonObject",
     "Lease",
     "ManualCompletion",
     "ManualFailure",
+    "NewInstance",
+    "NewSequence",
     "NewTask",
     "NewTaskBatch",
     "NewTaskHeaders",
@@ -122,9 +139,16 @@ __all__ = (
     "RetryPolicySettings",
     "Role",
     "RunningLimit",
+    "Sequence",
+    "SequencePage",
     "ServerDefaults",
     "ServerInfo",
     "ServerInfoStorage",
+    "Step",
+    "StepAction",
+    "StepParams",
+    "StepRun",
+    "StepStatus",
     "Task",
     "TaskCancellation",
     "TaskCheckpointType0",

@@ -56,7 +56,11 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get one task */
+        /**
+         * Get one task, optionally waiting until it is final
+         * @description With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+         *     expired, or when the wait ends; the current state either way (P-WF-9).
+         */
         get: operations["getTask"];
         put?: never;
         post?: never;
@@ -637,6 +641,144 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sequences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List sequences (the latest version of each), by name, with cursor pagination */
+        get: operations["listSequences"];
+        put?: never;
+        /**
+         * Define the next version of a sequence
+         * @description Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+         *     A definition equal to the latest version returns that version with 200 and stores
+         *     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+         *     here: a reference to an unknown step, to a later step, to the step itself or to a
+         *     sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+         */
+        post: operations["defineSequence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sequences/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: components["parameters"]["SequenceNamePath"];
+            };
+            cookie?: never;
+        };
+        /** Get a sequence (the latest version, or `version`) */
+        get: operations["getSequence"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instances": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List instances, newest first, with filters and cursor pagination */
+        get: operations["listInstances"];
+        put?: never;
+        /**
+         * Start an instance of a sequence
+         * @description Starts the sequence's latest version (or `version`) with `input` and dispatches
+         *     its first step (P-WF-4). With an `idempotency_key` that already names an instance
+         *     of the tenant, that instance is returned with 200 and nothing starts.
+         */
+        post: operations["startInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instances/{instance_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an instance, optionally waiting until it is final
+         * @description With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
+         *     or when the wait ends; the current state either way (P-WF-9).
+         */
+        get: operations["getInstance"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instances/{instance_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a running instance
+         * @description The instance becomes cancelled and the running step's tasks are cancelled as by
+         *     `cancelTask`: a worker holding one learns it from its heartbeat (P-WF-7,
+         *     P-CANCEL-2). Cancelling a cancelled instance returns it; a completed or failed
+         *     one is 409 `invalid_state`.
+         */
+        post: operations["cancelInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/instances/{instance_id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a failed instance from its failed step
+         * @description Only a failed instance: it runs again from the step that failed; the outputs of
+         *     the steps before it are kept (P-WF-8). Any other state is 409 `invalid_state`.
+         */
+        post: operations["retryInstance"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health/live": {
         parameters: {
             query?: never;
@@ -1193,6 +1335,123 @@ export interface components {
         BatchOutcome: {
             items: components["schemas"]["BatchItemOutcome"][];
         };
+        /**
+         * @description Name of a sequence (the pattern of QueueName).
+         * @example thumbnail
+         */
+        SequenceName: string;
+        /**
+         * @description Id of a step, unique within its sequence (parallel children included).
+         * @example resize
+         */
+        StepId: string;
+        /** @example inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9 */
+        InstanceId: string;
+        /**
+         * @description The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
+         *     `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
+         *     that value of the instance input or of an earlier step's output (P-WF-2).
+         */
+        StepParams: {
+            [key: string]: unknown;
+        };
+        /** @description What a fallback or `on_error` runs (a step without id). */
+        StepAction: {
+            handler: components["schemas"]["HandlerName"];
+            params?: components["schemas"]["StepParams"];
+            queue_name?: components["schemas"]["QueueName"];
+            priority?: number;
+            retry?: components["schemas"]["RetryPolicy"];
+        };
+        /**
+         * @description A task step (`handler`) or a parallel group (`parallel`, whose children are task
+         *     steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
+         *     `params.duration_ms` and is never dispatched to workers.
+         */
+        Step: {
+            id: components["schemas"]["StepId"];
+            handler?: components["schemas"]["HandlerName"];
+            params?: components["schemas"]["StepParams"];
+            queue_name?: components["schemas"]["QueueName"];
+            priority?: number;
+            retry?: components["schemas"]["RetryPolicy"];
+            fallback?: components["schemas"]["StepAction"];
+            parallel?: components["schemas"]["Step"][];
+        };
+        NewSequence: {
+            name: components["schemas"]["SequenceName"];
+            steps: components["schemas"]["Step"][];
+            on_error?: components["schemas"]["StepAction"];
+        };
+        Sequence: {
+            name: string;
+            tenant?: components["schemas"]["TenantId"];
+            version: number;
+            steps: components["schemas"]["Step"][];
+            on_error: components["schemas"]["StepAction"] | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        SequencePage: {
+            sequences: components["schemas"]["Sequence"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
+        NewInstance: {
+            sequence: components["schemas"]["SequenceName"];
+            version?: number;
+            input?: components["schemas"]["JsonObject"];
+            idempotency_key?: string;
+        };
+        /** @enum {string} */
+        InstanceStatus: "running" | "completed" | "failed" | "cancelled";
+        /** @enum {string} */
+        StepStatus: "pending" | "running" | "completed" | "failed" | "cancelled";
+        /** @description One step of an instance (parallel children follow their group). */
+        StepRun: {
+            id: string;
+            /** @description The parallel group of a child step. */
+            group?: string | null;
+            status: components["schemas"]["StepStatus"];
+            /** @description The step's latest task (its fallback's once that runs); null for sleep. */
+            task_id: string | null;
+            /** @description The step output (any JSON value); null until completed. */
+            output: unknown;
+            error: components["schemas"]["TaskFailure"] | null;
+            attempts: number;
+            /** @description The fallback ran (or runs) for this step. */
+            fallback?: boolean;
+            /** Format: date-time */
+            started_at: string | null;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        Instance: {
+            id: components["schemas"]["InstanceId"];
+            tenant?: components["schemas"]["TenantId"];
+            sequence: string;
+            version: number;
+            status: components["schemas"]["InstanceStatus"];
+            input: components["schemas"]["JsonObject"];
+            /** @description The last step output once completed (any JSON value). */
+            output: unknown;
+            error: components["schemas"]["TaskFailure"] | null;
+            steps: components["schemas"]["StepRun"][];
+            /** @description The outcome of the sequence's `on_error` step, once it ran. */
+            on_error?: components["schemas"]["StepRun"] | null;
+            idempotency_key?: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /** Format: date-time */
+            finished_at: string | null;
+        };
+        InstancePage: {
+            instances: components["schemas"]["Instance"][];
+            /** @description Pass as `cursor` for the next page; null on the last page. */
+            next_cursor: string | null;
+        };
         /** @enum {string} */
         WorkerState: "running" | "quiet" | "terminating" | "dead" | "deregistered";
         /**
@@ -1682,6 +1941,8 @@ export interface components {
     parameters: {
         TaskIdPath: components["schemas"]["TaskId"];
         QueueNamePath: components["schemas"]["QueueName"];
+        SequenceNamePath: components["schemas"]["SequenceName"];
+        InstanceIdPath: components["schemas"]["InstanceId"];
         WorkerIdPath: components["schemas"]["WorkerId"];
     };
     requestBodies: never;
@@ -1699,6 +1960,8 @@ export interface operations {
                 queue_name?: components["schemas"]["QueueName"];
                 /** @description Tasks whose latest attempt ran (or runs) on this worker. */
                 worker_id?: components["schemas"]["WorkerId"];
+                /** @description Tasks dispatched for this workflow instance (`context.instance_id`, P-WF-4). */
+                instance_id?: components["schemas"]["InstanceId"];
                 created_after?: string;
                 created_before?: string;
                 limit?: number;
@@ -2019,7 +2282,9 @@ export interface operations {
     };
     getTask: {
         parameters: {
-            query?: never;
+            query?: {
+                wait_ms?: number;
+            };
             header?: never;
             path: {
                 task_id: components["parameters"]["TaskIdPath"];
@@ -3728,6 +3993,722 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    listSequences: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: components["schemas"]["SequenceName"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of sequences. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "sequences": [
+                     *         {
+                     *           "name": "thumbnail",
+                     *           "tenant": "default",
+                     *           "version": 1,
+                     *           "steps": [
+                     *             {
+                     *               "id": "resize",
+                     *               "handler": "resize_image",
+                     *               "params": {
+                     *                 "url": {
+                     *                   "$from": "input.image_url"
+                     *                 }
+                     *               }
+                     *             },
+                     *             {
+                     *               "id": "upload",
+                     *               "handler": "upload_image",
+                     *               "params": {
+                     *                 "url": {
+                     *                   "$from": "steps.resize.output.url"
+                     *                 }
+                     *               }
+                     *             }
+                     *           ],
+                     *           "on_error": null,
+                     *           "created_at": "2026-11-21T10:30:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SequencePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    defineSequence: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "thumbnail",
+                 *       "steps": [
+                 *         {
+                 *           "id": "resize",
+                 *           "handler": "resize_image",
+                 *           "params": {
+                 *             "url": {
+                 *               "$from": "input.image_url"
+                 *             }
+                 *           }
+                 *         },
+                 *         {
+                 *           "id": "upload",
+                 *           "handler": "upload_image",
+                 *           "params": {
+                 *             "url": {
+                 *               "$from": "steps.resize.output.url"
+                 *             }
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewSequence"];
+            };
+        };
+        responses: {
+            /** @description The latest version already has this definition; it is returned. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sequence"];
+                };
+            };
+            /** @description The new version. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sequence"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    getSequence: {
+        parameters: {
+            query?: {
+                version?: number;
+            };
+            header?: never;
+            path: {
+                name: components["parameters"]["SequenceNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The sequence version. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "thumbnail",
+                     *       "tenant": "default",
+                     *       "version": 1,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "input.image_url"
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": {
+                     *               "$from": "steps.resize.output.url"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Sequence"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    listInstances: {
+        parameters: {
+            query?: {
+                sequence?: components["schemas"]["SequenceName"];
+                /** @description Only instances in these states (repeat the parameter for several). */
+                status?: components["schemas"]["InstanceStatus"][];
+                limit?: number;
+                /** @description The `next_cursor` of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of instances. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instances": [
+                     *         {
+                     *           "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "tenant": "default",
+                     *           "sequence": "thumbnail",
+                     *           "version": 1,
+                     *           "status": "running",
+                     *           "input": {
+                     *             "image_url": "https://example.com/cat.png"
+                     *           },
+                     *           "output": null,
+                     *           "error": null,
+                     *           "steps": [
+                     *             {
+                     *               "id": "resize",
+                     *               "group": null,
+                     *               "status": "completed",
+                     *               "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *               "output": {
+                     *                 "url": "https://example.com/cat-800.png"
+                     *               },
+                     *               "error": null,
+                     *               "attempts": 1,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:00.000Z",
+                     *               "finished_at": "2026-11-21T10:30:01.000Z"
+                     *             },
+                     *             {
+                     *               "id": "upload",
+                     *               "group": null,
+                     *               "status": "running",
+                     *               "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *               "output": null,
+                     *               "error": null,
+                     *               "attempts": 0,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:01.000Z",
+                     *               "finished_at": null
+                     *             }
+                     *           ],
+                     *           "on_error": null,
+                     *           "idempotency_key": null,
+                     *           "created_at": "2026-11-21T10:30:00.000Z",
+                     *           "updated_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InstancePage"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    startInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sequence": "thumbnail",
+                 *       "input": {
+                 *         "image_url": "https://example.com/cat.png"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewInstance"];
+            };
+        };
+        responses: {
+            /** @description An instance with this idempotency key exists; it is returned. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            /** @description Instance started. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    getInstance: {
+        parameters: {
+            query?: {
+                wait_ms?: number;
+            };
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The instance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    cancelInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "reason": "no longer needed"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TaskCancellation"];
+            };
+        };
+        responses: {
+            /** @description The cancelled instance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    retryInstance: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                instance_id: components["parameters"]["InstanceIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The running instance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *       "tenant": "default",
+                     *       "sequence": "thumbnail",
+                     *       "version": 1,
+                     *       "status": "running",
+                     *       "input": {
+                     *         "image_url": "https://example.com/cat.png"
+                     *       },
+                     *       "output": null,
+                     *       "error": null,
+                     *       "steps": [
+                     *         {
+                     *           "id": "resize",
+                     *           "group": null,
+                     *           "status": "completed",
+                     *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "output": {
+                     *             "url": "https://example.com/cat-800.png"
+                     *           },
+                     *           "error": null,
+                     *           "attempts": 1,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:00.000Z",
+                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *         },
+                     *         {
+                     *           "id": "upload",
+                     *           "group": null,
+                     *           "status": "running",
+                     *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *           "output": null,
+                     *           "error": null,
+                     *           "attempts": 0,
+                     *           "fallback": false,
+                     *           "started_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ],
+                     *       "on_error": null,
+                     *       "idempotency_key": null,
+                     *       "created_at": "2026-11-21T10:30:00.000Z",
+                     *       "updated_at": "2026-11-21T10:30:01.000Z",
+                     *       "finished_at": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Instance"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             422: components["responses"]["ValidationFailed"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];

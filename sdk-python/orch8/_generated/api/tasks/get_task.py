@@ -7,18 +7,27 @@ import httpx
 from ...client import AuthenticatedClient, Client
 from ...models.problem import Problem
 from ...models.task import Task
-from ...types import Response
+from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     task_id: str,
+    *,
+    wait_ms: int | Unset = 0,
 ) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["wait_ms"] = wait_ms
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
     _kwargs: dict[str, Any] = {
         "method": "get",
         "url": "/tasks/{task_id}".format(
             task_id=quote(str(task_id), safe=""),
         ),
+        "params": params,
     }
 
     return _kwargs
@@ -77,12 +86,17 @@ def sync_detailed(
     task_id: str,
     *,
     client: AuthenticatedClient | Client,
+    wait_ms: int | Unset = 0,
 ) -> Response[Problem | Task]:
-    """Get one task
+    """Get one task, optionally waiting until it is final
+
+     With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+    expired, or when the wait ends; the current state either way (P-WF-9).
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
             task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+        wait_ms (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -94,6 +108,7 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         task_id=task_id,
+        wait_ms=wait_ms,
     )
 
     response = client.get_httpx_client().request(
@@ -107,12 +122,17 @@ def sync(
     task_id: str,
     *,
     client: AuthenticatedClient | Client,
+    wait_ms: int | Unset = 0,
 ) -> Problem | Task | None:
-    """Get one task
+    """Get one task, optionally waiting until it is final
+
+     With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+    expired, or when the wait ends; the current state either way (P-WF-9).
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
             task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+        wait_ms (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -125,6 +145,7 @@ def sync(
     return sync_detailed(
         task_id=task_id,
         client=client,
+        wait_ms=wait_ms,
     ).parsed
 
 
@@ -132,12 +153,17 @@ async def asyncio_detailed(
     task_id: str,
     *,
     client: AuthenticatedClient | Client,
+    wait_ms: int | Unset = 0,
 ) -> Response[Problem | Task]:
-    """Get one task
+    """Get one task, optionally waiting until it is final
+
+     With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+    expired, or when the wait ends; the current state either way (P-WF-9).
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
             task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+        wait_ms (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -149,6 +175,7 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         task_id=task_id,
+        wait_ms=wait_ms,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -160,12 +187,17 @@ async def asyncio(
     task_id: str,
     *,
     client: AuthenticatedClient | Client,
+    wait_ms: int | Unset = 0,
 ) -> Problem | Task | None:
-    """Get one task
+    """Get one task, optionally waiting until it is final
+
+     With `wait_ms`, answers as soon as the task is completed, failed, cancelled or
+    expired, or when the wait ends; the current state either way (P-WF-9).
 
     Args:
         task_id (str): Server-assigned id, `task_` + a time-ordered ULID. Example:
             task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
+        wait_ms (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -179,5 +211,6 @@ async def asyncio(
         await asyncio_detailed(
             task_id=task_id,
             client=client,
+            wait_ms=wait_ms,
         )
     ).parsed

@@ -17,6 +17,7 @@ def _get_kwargs(
     handler_name: str | Unset = UNSET,
     queue_name: str | Unset = UNSET,
     worker_id: str | Unset = UNSET,
+    instance_id: str | Unset = UNSET,
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     limit: int | Unset = 50,
@@ -39,6 +40,8 @@ def _get_kwargs(
     params["queue_name"] = queue_name
 
     params["worker_id"] = worker_id
+
+    params["instance_id"] = instance_id
 
     json_created_after: str | Unset = UNSET
     if not isinstance(created_after, Unset):
@@ -121,6 +124,7 @@ def sync_detailed(
     handler_name: str | Unset = UNSET,
     queue_name: str | Unset = UNSET,
     worker_id: str | Unset = UNSET,
+    instance_id: str | Unset = UNSET,
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     limit: int | Unset = 50,
@@ -134,6 +138,7 @@ def sync_detailed(
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
             Example: gpu-workers.
         worker_id (str | Unset): Stable identifier of one worker process. Example: img-worker-1.
+        instance_id (str | Unset):  Example: inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         limit (int | Unset):  Default: 50.
@@ -152,6 +157,7 @@ def sync_detailed(
         handler_name=handler_name,
         queue_name=queue_name,
         worker_id=worker_id,
+        instance_id=instance_id,
         created_after=created_after,
         created_before=created_before,
         limit=limit,
@@ -172,6 +178,7 @@ def sync(
     handler_name: str | Unset = UNSET,
     queue_name: str | Unset = UNSET,
     worker_id: str | Unset = UNSET,
+    instance_id: str | Unset = UNSET,
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     limit: int | Unset = 50,
@@ -185,6 +192,7 @@ def sync(
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
             Example: gpu-workers.
         worker_id (str | Unset): Stable identifier of one worker process. Example: img-worker-1.
+        instance_id (str | Unset):  Example: inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         limit (int | Unset):  Default: 50.
@@ -204,6 +212,7 @@ def sync(
         handler_name=handler_name,
         queue_name=queue_name,
         worker_id=worker_id,
+        instance_id=instance_id,
         created_after=created_after,
         created_before=created_before,
         limit=limit,
@@ -218,6 +227,7 @@ async def asyncio_detailed(
     handler_name: str | Unset = UNSET,
     queue_name: str | Unset = UNSET,
     worker_id: str | Unset = UNSET,
+    instance_id: str | Unset = UNSET,
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     limit: int | Unset = 50,
@@ -231,6 +241,7 @@ async def asyncio_detailed(
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
             Example: gpu-workers.
         worker_id (str | Unset): Stable identifier of one worker process. Example: img-worker-1.
+        instance_id (str | Unset):  Example: inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         limit (int | Unset):  Default: 50.
@@ -249,6 +260,7 @@ async def asyncio_detailed(
         handler_name=handler_name,
         queue_name=queue_name,
         worker_id=worker_id,
+        instance_id=instance_id,
         created_after=created_after,
         created_before=created_before,
         limit=limit,
@@ -267,6 +279,7 @@ async def asyncio(
     handler_name: str | Unset = UNSET,
     queue_name: str | Unset = UNSET,
     worker_id: str | Unset = UNSET,
+    instance_id: str | Unset = UNSET,
     created_after: datetime.datetime | Unset = UNSET,
     created_before: datetime.datetime | Unset = UNSET,
     limit: int | Unset = 50,
@@ -280,6 +293,7 @@ async def asyncio(
         queue_name (str | Unset): Named queue; tasks without one go to `default` (P-QUEUE-1).
             Example: gpu-workers.
         worker_id (str | Unset): Stable identifier of one worker process. Example: img-worker-1.
+        instance_id (str | Unset):  Example: inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9.
         created_after (datetime.datetime | Unset):
         created_before (datetime.datetime | Unset):
         limit (int | Unset):  Default: 50.
@@ -300,6 +314,7 @@ async def asyncio(
             handler_name=handler_name,
             queue_name=queue_name,
             worker_id=worker_id,
+            instance_id=instance_id,
             created_after=created_after,
             created_before=created_before,
             limit=limit,

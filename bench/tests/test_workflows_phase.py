@@ -1,0 +1,36 @@
+"""Self-check of the workflows row (issue 16): a small run against a real server drains
+every instance, and the report renders the row."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(BENCH))
+
+from orch8bench import report  # noqa: E402
+from orch8bench.env import launch_server  # noqa: E402
+from orch8bench.measure import repeat  # noqa: E402
+from orch8bench.workflows import Client, run_once  # noqa: E402
+
+
+def test_workflow_row_drains_3_step_instances(tmp_path: Path) -> None:
+    server = launch_server(str(tmp_path / "wf.db"), tmp_path, "wf-selftest")
+    try:
+        row = repeat("SQLite 3-step", 1, lambda: run_once(server.url, 30, workers=2),
+                     "instances_per_s", server.process.pid)  # fmt: skip
+        assert row["median"] > 0 and row["details"][0]["tasks"] == 90
+        c = Client(server.url)
+        try:
+            status, body = c.call("GET", "/instances?status=completed&limit=100")
+            assert status == 200 and len(body["instances"]) == 30, body
+            _, queues = c.call("GET", "/queues")
+        finally:
+            c.close()
+        assert all(q["pending"] == 0 and q["running"] == 0 for q in queues["queues"])
+    finally:
+        server.stop()
+    row.update(instances=30, steps=3)
+    text = "\n".join(report.workflow_lines({"wf_sqlite": row}))
+    assert "### Workflows" in text and "SQLite 3-step" in text

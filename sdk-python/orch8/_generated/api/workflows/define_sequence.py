@@ -1,0 +1,223 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ...client import AuthenticatedClient, Client
+from ...models.new_sequence import NewSequence
+from ...models.problem import Problem
+from ...models.sequence import Sequence
+from ...types import Response
+
+
+def _get_kwargs(
+    *,
+    body: NewSequence,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/sequences",
+    }
+
+    _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Problem | Sequence:
+    if response.status_code == 200:
+        response_200 = Sequence.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 201:
+        response_201 = Sequence.from_dict(response.json())
+
+        return response_201
+
+    if response.status_code == 400:
+        response_400 = Problem.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = Problem.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = Problem.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 413:
+        response_413 = Problem.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = Problem.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = Problem.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 503:
+        response_503 = Problem.from_dict(response.json())
+
+        return response_503
+
+    response_default = Problem.from_dict(response.json())
+
+    return response_default
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Problem | Sequence]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    body: NewSequence,
+) -> Response[Problem | Sequence]:
+    """Define the next version of a sequence
+
+     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+    A definition equal to the latest version returns that version with 200 and stores
+    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+    here: a reference to an unknown step, to a later step, to the step itself or to a
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+
+    Args:
+        body (NewSequence):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Sequence]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient | Client,
+    body: NewSequence,
+) -> Problem | Sequence | None:
+    """Define the next version of a sequence
+
+     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+    A definition equal to the latest version returns that version with 200 and stores
+    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+    here: a reference to an unknown step, to a later step, to the step itself or to a
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+
+    Args:
+        body (NewSequence):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Sequence
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient | Client,
+    body: NewSequence,
+) -> Response[Problem | Sequence]:
+    """Define the next version of a sequence
+
+     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+    A definition equal to the latest version returns that version with 200 and stores
+    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+    here: a reference to an unknown step, to a later step, to the step itself or to a
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+
+    Args:
+        body (NewSequence):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Problem | Sequence]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient | Client,
+    body: NewSequence,
+) -> Problem | Sequence | None:
+    """Define the next version of a sequence
+
+     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
+    A definition equal to the latest version returns that version with 200 and stores
+    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
+    here: a reference to an unknown step, to a later step, to the step itself or to a
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+
+    Args:
+        body (NewSequence):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Problem | Sequence
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+        )
+    ).parsed

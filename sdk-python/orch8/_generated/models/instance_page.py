@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from typing_extensions import Self
+
+if TYPE_CHECKING:
+    from ..models.instance import Instance
+
+
+T = TypeVar("T", bound="InstancePage")
+
+
+@_attrs_define
+class InstancePage:
+    """
+    Attributes:
+        instances (list[Instance]):
+        next_cursor (None | str): Pass as `cursor` for the next page; null on the last page.
+    """
+
+    instances: list[Instance]
+    next_cursor: None | str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        instances = []
+        for instances_item_data in self.instances:
+            instances_item = instances_item_data.to_dict()
+            instances.append(instances_item)
+
+        next_cursor: None | str
+        next_cursor = self.next_cursor
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "instances": instances,
+                "next_cursor": next_cursor,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.instance import Instance
+
+        d = dict(src_dict)
+        instances = []
+        _instances = d.pop("instances")
+        for instances_item_data in _instances:
+            instances_item = Instance.from_dict(instances_item_data)
+
+            instances.append(instances_item)
+
+        def _parse_next_cursor(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        next_cursor = _parse_next_cursor(d.pop("next_cursor"))
+
+        instance_page = cls(
+            instances=instances,
+            next_cursor=next_cursor,
+        )
+
+        instance_page.additional_properties = d
+        return instance_page
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

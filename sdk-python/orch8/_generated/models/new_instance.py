@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from attrs import define as _attrs_define
+from typing_extensions import Self
+
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.json_object import JsonObject
+
+
+T = TypeVar("T", bound="NewInstance")
+
+
+@_attrs_define
+class NewInstance:
+    """
+    Attributes:
+        sequence (str): Name of a sequence (the pattern of QueueName). Example: thumbnail.
+        version (int | Unset):
+        input_ (JsonObject | Unset): Any JSON object.
+        idempotency_key (str | Unset):
+    """
+
+    sequence: str
+    version: int | Unset = UNSET
+    input_: JsonObject | Unset = UNSET
+    idempotency_key: str | Unset = UNSET
+
+    def to_dict(self) -> dict[str, Any]:
+        sequence = self.sequence
+
+        version = self.version
+
+        input_: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.input_, Unset):
+            input_ = self.input_.to_dict()
+
+        idempotency_key = self.idempotency_key
+
+        field_dict: dict[str, Any] = {}
+
+        field_dict.update(
+            {
+                "sequence": sequence,
+            }
+        )
+        if version is not UNSET:
+            field_dict["version"] = version
+        if input_ is not UNSET:
+            field_dict["input"] = input_
+        if idempotency_key is not UNSET:
+            field_dict["idempotency_key"] = idempotency_key
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.json_object import JsonObject
+
+        d = dict(src_dict)
+        sequence = d.pop("sequence")
+
+        version = d.pop("version", UNSET)
+
+        _input_ = d.pop("input", UNSET)
+        input_: JsonObject | Unset
+        if isinstance(_input_, Unset):
+            input_ = UNSET
+        else:
+            input_ = JsonObject.from_dict(_input_)
+
+        idempotency_key = d.pop("idempotency_key", UNSET)
+
+        new_instance = cls(
+            sequence=sequence,
+            version=version,
+            input_=input_,
+            idempotency_key=idempotency_key,
+        )
+
+        return new_instance

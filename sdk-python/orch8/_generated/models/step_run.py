@@ -1,0 +1,218 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+from dateutil.parser import isoparse
+from typing_extensions import Self
+
+from ..models.step_status import StepStatus, check_step_status
+from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.task_failure import TaskFailure
+
+
+T = TypeVar("T", bound="StepRun")
+
+
+@_attrs_define
+class StepRun:
+    """One step of an instance (parallel children follow their group).
+
+    Attributes:
+        id (str):
+        status (StepStatus):
+        task_id (None | str): The step's latest task (its fallback's once that runs); null for sleep.
+        output (Any): The step output (any JSON value); null until completed.
+        error (None | TaskFailure):
+        attempts (int):
+        started_at (datetime.datetime | None):
+        finished_at (datetime.datetime | None):
+        group (None | str | Unset): The parallel group of a child step.
+        fallback (bool | Unset): The fallback ran (or runs) for this step.
+    """
+
+    id: str
+    status: StepStatus
+    task_id: None | str
+    output: Any
+    error: None | TaskFailure
+    attempts: int
+    started_at: datetime.datetime | None
+    finished_at: datetime.datetime | None
+    group: None | str | Unset = UNSET
+    fallback: bool | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        from ..models.task_failure import TaskFailure
+
+        id = self.id
+
+        status: str = self.status
+
+        task_id: None | str
+        task_id = self.task_id
+
+        output = self.output
+
+        error: dict[str, Any] | None
+        if isinstance(self.error, TaskFailure):
+            error = self.error.to_dict()
+        else:
+            error = self.error
+
+        attempts = self.attempts
+
+        started_at: None | str
+        if isinstance(self.started_at, datetime.datetime):
+            started_at = self.started_at.isoformat()
+        else:
+            started_at = self.started_at
+
+        finished_at: None | str
+        if isinstance(self.finished_at, datetime.datetime):
+            finished_at = self.finished_at.isoformat()
+        else:
+            finished_at = self.finished_at
+
+        group: None | str | Unset
+        if isinstance(self.group, Unset):
+            group = UNSET
+        else:
+            group = self.group
+
+        fallback = self.fallback
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "id": id,
+                "status": status,
+                "task_id": task_id,
+                "output": output,
+                "error": error,
+                "attempts": attempts,
+                "started_at": started_at,
+                "finished_at": finished_at,
+            }
+        )
+        if group is not UNSET:
+            field_dict["group"] = group
+        if fallback is not UNSET:
+            field_dict["fallback"] = fallback
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.task_failure import TaskFailure
+
+        d = dict(src_dict)
+        id = d.pop("id")
+
+        status = check_step_status(d.pop("status"))
+
+        def _parse_task_id(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        task_id = _parse_task_id(d.pop("task_id"))
+
+        output = d.pop("output")
+
+        def _parse_error(data: object) -> None | TaskFailure:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                error_type_0 = TaskFailure.from_dict(data)
+
+                return error_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | TaskFailure, data)
+
+        error = _parse_error(d.pop("error"))
+
+        attempts = d.pop("attempts")
+
+        def _parse_started_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                started_at_type_0 = isoparse(data)
+
+                return started_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        started_at = _parse_started_at(d.pop("started_at"))
+
+        def _parse_finished_at(data: object) -> datetime.datetime | None:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                finished_at_type_0 = isoparse(data)
+
+                return finished_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None, data)
+
+        finished_at = _parse_finished_at(d.pop("finished_at"))
+
+        def _parse_group(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        group = _parse_group(d.pop("group", UNSET))
+
+        fallback = d.pop("fallback", UNSET)
+
+        step_run = cls(
+            id=id,
+            status=status,
+            task_id=task_id,
+            output=output,
+            error=error,
+            attempts=attempts,
+            started_at=started_at,
+            finished_at=finished_at,
+            group=group,
+            fallback=fallback,
+        )
+
+        step_run.additional_properties = d
+        return step_run
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,56 @@
+"""Workflow rows to wire objects (Sequence, Instance, StepRun of openapi.yaml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orch8_server.storage.base import Row
+from orch8_server.timefmt import iso, iso_or_none
+
+
+def sequence(row: Row) -> dict[str, Any]:
+    definition = row["definition"]
+    return {
+        "name": row["name"],
+        "tenant": row["tenant"],  # P-TEN-1
+        "version": row["version"],
+        "steps": definition["steps"],
+        "on_error": definition.get("on_error"),
+        "created_at": iso(row["created_at"]),
+    }
+
+
+def step_run(rec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": rec["id"],
+        "group": rec["group"],
+        "status": rec["status"],
+        "task_id": rec["task_id"],
+        "output": rec["output"],
+        "error": rec["error"],
+        "attempts": rec["attempts"],
+        "fallback": rec["fallback"],
+        "started_at": iso_or_none(rec["started_at"]),
+        "finished_at": iso_or_none(rec["finished_at"]),
+    }
+
+
+def instance(row: Row) -> dict[str, Any]:
+    state = row["state"]
+    on_error = state.get("on_error")
+    return {
+        "id": row["id"],
+        "tenant": row["tenant"],  # P-TEN-1
+        "sequence": row["sequence"],
+        "version": row["version"],
+        "status": row["status"],
+        "input": row["input"],
+        "output": row["output"],
+        "error": row["error"],
+        "steps": [step_run(r) for r in state["steps"]],
+        "on_error": None if on_error is None else step_run(on_error),
+        "idempotency_key": row["idempotency_key"],
+        "created_at": iso(row["created_at"]),
+        "updated_at": iso(row["updated_at"]),
+        "finished_at": iso_or_none(row["finished_at"]),
+    }
