@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +19,7 @@ import (
 // instance's final output, which holds resize's URL passed on by {"$from": ...}.
 func TestReadmeWorkflowExample(t *testing.T) {
 	t.Parallel()
-	src := readmeBlock(t, "../README.md", "workflow")
-	example, err := os.ReadFile("../examples/workflow/main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(example) != src {
-		t.Fatal("examples/workflow/main.go differs from the README's workflow block; keep them identical")
-	}
-	bin := filepath.Join(t.TempDir(), "workflow")
-	build := exec.Command("go", "build", "-o", bin, "./examples/workflow")
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/workflow: %v\n%s", err, out)
-	}
+	bin := buildReadmeExample(t, "workflow")
 
 	s := startServer(t)
 	var stdout strings.Builder
