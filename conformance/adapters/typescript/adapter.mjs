@@ -217,7 +217,7 @@ function waitInstance() {
     .then((final) => emit("waited", null, { instance_id: id, status: final.status }))
     .catch((err) =>
       sdk.WaitTimeoutError && err instanceof sdk.WaitTimeoutError
-        ? emit("wait_timeout", null, { instance_id: id, last_status: err.last?.status ?? null })
+        ? emit("wait_timeout", null, { instance_id: id, last_status: err.lastState?.status ?? null })
         : emit("wait_error", null, { instance_id: id, error: String(err) }),
     );
 }
