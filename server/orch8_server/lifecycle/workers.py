@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from orch8_server import timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
+from orch8_server.lifecycle.reclaim import reclaim
 from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
@@ -163,19 +164,15 @@ class Workers:
                 raise not_found("worker", worker_id)
             await tx.delete_worker(tenant, worker_id)
             row.update(state="deregistered", last_heartbeat_at=now)
-            reclaimed = await self.engine.reaper.reclaim(
+            reclaimed = await reclaim(
                 tx,
                 await tx.running_tasks_of(tenant, worker_id),
                 WORKER_LOST_CODE,
                 f"worker {worker_id} deregistered while holding the task",
                 now,
             )
-        self.engine.reaper.after_reclaim(reclaimed, now)
-        controls = self.engine.leases.controls
-        controls.forget_worker(tenant, worker_id)
-        await controls.freed(  # P-CTRL-2
-            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
-        )
+        self.engine.leases.controls.forget_worker(tenant, worker_id)
+        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
         return self._view(row, 0)
 
     async def sweep_dead(self, now: int) -> int:
@@ -187,7 +184,7 @@ class Workers:
             for worker in dead:  # every tenant's; each keeps its own tenant
                 tenant = worker["tenant"]
                 await tx.update_worker(tenant, worker["worker_id"], {"state": "dead"})
-                reclaimed += await self.engine.reaper.reclaim(
+                reclaimed += await reclaim(
                     tx,
                     await tx.running_tasks_of(tenant, worker["worker_id"]),
                     WORKER_LOST_CODE,
@@ -200,8 +197,5 @@ class Workers:
                 extra={"tenant": worker["tenant"], "worker_id": worker["worker_id"]},
             )
             self.engine.leases.controls.forget_worker(worker["tenant"], worker["worker_id"])
-        self.engine.reaper.after_reclaim(reclaimed, now)
-        await self.engine.leases.controls.freed(
-            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
-        )  # P-CTRL-2
+        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
         return len(dead)
