@@ -95,11 +95,25 @@ _UPSERT_WORKER = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:] if c != "tenant")
 )
 
+# One statement completes the tasks and ends their attempts (P-DONE-1) with the reply that
+# replays get (P-IDEM-1; the JSON of base.completed_reply): atomic by itself, so a
+# completion that reads nothing else needs no BEGIN/COMMIT round trips.
 _COMPLETE_RUNNING = (
-    "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
-    "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
+    "WITH done AS (UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
+    "finished_at = $4, updated_at = $4 "
+    "FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
     "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' AND t.tenant = $5 "
-    "RETURNING " + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
+    "RETURNING " + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS) + "), "
+    f"ended AS (INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
+    "SELECT id, lease_id, attempt, worker_id, lease_started_at, $4, 'completed', NULL, "
+    "json_build_object('task_id', id, 'status', 'completed', 'attempt', attempt, "
+    "'attempts_left', greatest(0, max_attempts - attempt), 'next_attempt_at', NULL, "
+    "'error_code', NULL) FROM done "
+    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
+    + ") SELECT "
+    + ", ".join(COMPLETED_COLUMNS)
+    + " FROM done"
 )
 
 _INSERT_TASKS_BULK = _bulk_insert("tasks", _NEW_TASK_COLS)
@@ -243,7 +257,8 @@ class PgTx:
     ) -> list[Row]:
         if not items:
             return []
-        await self.flush()
+        if self._tx is not None or self._writes:
+            await self.flush()  # otherwise: autocommit, the statement is atomic by itself
         self._locked.clear()  # rows written below bypass update_task
         items = sorted(items)  # rows locked in id order, like tasks_by_ids: no deadlock
         rows = await self.c.fetch(
