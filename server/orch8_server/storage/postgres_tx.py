@@ -10,14 +10,15 @@ Lock order is workers before tasks, tasks in id order where we choose it.
 
 Writes that return nothing (update_task, insert_attempt, inserts without an
 idempotency key) are buffered and sent as pipelined `executemany` batches before the next
-read and at commit: a batch complete of 100 tasks is one locking SELECT and two pipelined
+read and at commit: a batch fail of 100 tasks is one locking SELECT and two pipelined
 writes instead of 300 round trips. Rows this transaction locked are kept (and updated by
 update_task), so rule code re-reading them costs nothing.
 
 BEGIN is sent lazily, before the first statement that reads. A transaction that only
 buffered writes of one statement (an enqueue without idempotency keys, single or batch)
-sends them at commit as one `execute`/`executemany`, atomic by itself (one implicit
-transaction): one round trip instead of BEGIN, INSERT, COMMIT.
+sends them at commit as one statement, atomic by itself (one implicit transaction): one
+round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
+(`complete_running`: the update and the attempts in one statement) when it comes first.
 """
 
 from __future__ import annotations
