@@ -23,7 +23,6 @@ round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -36,60 +35,21 @@ from orch8_server.storage.base import (
     WORKER_COLUMNS,
     Row,
 )
+from orch8_server.storage.postgres_bulk import (
+    BULK,
+    INSERT_TASK_PLAIN,
+    NEW_TASK_COLS,
+    UPSERT_ATTEMPT,
+)
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
 _WORKERS = "SELECT " + ", ".join(WORKER_COLUMNS) + " FROM workers"
-_NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
-_INSERT_TASK_PLAIN = (
-    f"INSERT INTO tasks ({', '.join(_NEW_TASK_COLS)}) "
-    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_NEW_TASK_COLS)))})"
-)
 _INSERT_TASK = (
-    _INSERT_TASK_PLAIN + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL "
+    INSERT_TASK_PLAIN + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL "
     "DO NOTHING RETURNING seq"
 )
-_UPSERT_ATTEMPT = (
-    f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
-    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(ATTEMPT_COLUMNS)))}) "
-    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
-)
-# Column types for the bulk forms below (json columns travel as text and are cast).
-_TYPES = {
-    "id": "text", "handler_name": "text", "queue_name": "text", "status": "text",
-    "priority": "integer", "params": "json", "context": "json", "headers": "json",
-    "attempt": "integer", "max_attempts": "integer", "retry": "json", "run_at": "bigint",
-    "good_until": "bigint", "idempotency_key": "text", "created_at": "bigint",
-    "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
-    "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
-    "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
-    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
-    "required_labels": "jsonb", "task_id": "text",
-    "ended_at": "bigint", "outcome": "text", "reply": "json",
-}  # fmt: skip
-
-
-_JSON = ("json", "jsonb")
-
-
-def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
-    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
-    few arrays instead of executemany's Bind+Execute per row."""
-    args = ", ".join(
-        f"${i + 1}::{'text' if _TYPES[c] in _JSON else _TYPES[c]}[]" for i, c in enumerate(cols)
-    )
-    exprs = ", ".join(
-        f"c{i}::{_TYPES[c]}" if _TYPES[c] in _JSON else f"c{i}" for i, c in enumerate(cols)
-    )
-    names = ", ".join(f"c{i}" for i in range(len(cols)))
-    return (
-        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
-        + tail
-    )
-
-
 _UPSERT_WORKER = (
     f"INSERT INTO workers ({', '.join(WORKER_COLUMNS)}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
@@ -117,52 +77,6 @@ _COMPLETE_RUNNING = (
     + ", ".join(COMPLETED_COLUMNS)
     + " FROM done"
 )
-
-# Many new tasks: one JSON array of row objects, split by json_to_recordset. asyncpg
-# encodes an array parameter element by element in Python; orjson writes the whole batch
-# at C speed, so an enqueue of 100 costs the server a tenth of the unnest form's time.
-_INSERT_TASKS_BULK = (
-    f"INSERT INTO tasks ({', '.join(_NEW_TASK_COLS)}) SELECT {', '.join(_NEW_TASK_COLS)} "
-    "FROM json_to_recordset($1::json) AS r("
-    + ", ".join(f"{c} {_TYPES[c]}" for c in _NEW_TASK_COLS)
-    + ")"
-)
-_UPSERT_ATTEMPTS_BULK = _bulk_insert(
-    "attempts",
-    ATTEMPT_COLUMNS,
-    " ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:]),
-)
-
-
-def _columns(json_at: list[bool]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
-    """Argument tuples -> one array per column (the unnest form), json ones as text."""
-
-    def encode(rows: list[tuple[Any, ...]]) -> list[Any]:
-        cols = [list(c) for c in zip(*rows, strict=True)]
-        for i, is_json in enumerate(json_at):
-            if is_json:
-                cols[i] = [None if v is None else orjson.dumps(v).decode() for v in cols[i]]
-        return cols
-
-    return encode
-
-
-def _records(cols: list[str]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
-    """Argument tuples -> one JSON array of objects (the json_to_recordset form)."""
-    return lambda rows: [[dict(zip(cols, r, strict=True)) for r in rows]]
-
-
-# Buffered statement -> (its bulk form, how argument tuples become its arguments, the key
-# positions that must be unique within one bulk statement).
-_BULK: dict[str, tuple[str, Callable[[list[tuple[Any, ...]]], list[Any]], tuple[int, ...]]] = {
-    _INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, _records(_NEW_TASK_COLS), (0,)),
-    _UPSERT_ATTEMPT: (
-        _UPSERT_ATTEMPTS_BULK,
-        _columns([_TYPES[c] in _JSON for c in ATTEMPT_COLUMNS]),
-        (0, 1),
-    ),
-}
 
 
 def _row(record: asyncpg.Record | None) -> Row | None:
@@ -217,7 +131,7 @@ class PgTx:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
         for sql, rows in writes.items():
-            bulk = _BULK.get(sql) if len(rows) > 1 else None
+            bulk = BULK.get(sql) if len(rows) > 1 else None
             if bulk is not None and len({tuple(r[k] for k in bulk[2]) for r in rows}) == len(rows):
                 await self.c.execute(bulk[0], *bulk[1](rows))
             elif len(rows) == 1:
@@ -226,11 +140,11 @@ class PgTx:
                 await self.c.executemany(sql, rows)
 
     async def insert_task(self, row: Row) -> tuple[Row, bool]:
-        values = tuple(row.get(c) for c in _NEW_TASK_COLS)
+        values = tuple(row.get(c) for c in NEW_TASK_COLS)
         if row.get("idempotency_key") is None:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).
-            await self._write(("t", row["id"]), _INSERT_TASK_PLAIN, values)
+            await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)
             return {**row, "seq": None}, True
         await self.flush()
         seq = await self.c.fetchval(_INSERT_TASK, *values)
@@ -272,7 +186,7 @@ class PgTx:
 
     async def insert_attempt(self, row: Row) -> None:
         key = ("a", row["task_id"], row["lease_id"])
-        await self._write(key, _UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
+        await self._write(key, UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
 
     async def complete_running(
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
