@@ -32,6 +32,7 @@ class Engine:
     ) -> None:
         from orch8_server.lifecycle.leases import Leases
         from orch8_server.lifecycle.reaper import Reaper
+        from orch8_server.lifecycle.reclaim import Reclaims
         from orch8_server.lifecycle.tasks import Tasks
         from orch8_server.lifecycle.workers import Workers
         from orch8_server.lifecycle.workflows import Workflows
@@ -59,6 +60,9 @@ class Engine:
         self._next_scheduled: int | None = None
         self.tasks = Tasks(self)
         self.leases = Leases(self)
+        # Reclaiming leases is shared by the reaper and the worker rules (P-LEASE-6,
+        # P-WORKER-5); neither calls the other.
+        self.reclaims = Reclaims(self.metrics, self.history, self.dispatcher, self.leases.controls)
         self.workers = Workers(self)
         self.reaper = Reaper(self)
         self.workflows = Workflows(self)  # P-WF-5

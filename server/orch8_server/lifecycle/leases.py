@@ -204,9 +204,8 @@ class Leases:
             for item in items:
                 row = done.pop((item["task_id"], item.get("lease_id")), None)
                 try:
-                    if row is not None:
+                    if row is not None:  # its attempt ended with it (P-DONE-1)
                         reply = views.outcome(row)
-                        await end_attempt(tx, row, now, "completed", None, reply)  # P-DONE-1
                     else:
                         reply, row = await self._complete(tx, tenant, item["task_id"], item, now)
                     rows.append(row)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from orch8_server import timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
+from orch8_server.lifecycle.reclaim import reclaim
 from orch8_server.lifecycle.tenancy import owned
 from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
@@ -163,7 +164,7 @@ class Workers:
                 raise not_found("worker", worker_id)
             await tx.delete_worker(tenant, worker_id)
             row.update(state="deregistered", last_heartbeat_at=now)
-            reclaimed = await self.engine.reaper.reclaim(
+            reclaimed = await reclaim(
                 tx,
                 await tx.running_tasks_of(tenant, worker_id),
                 WORKER_LOST_CODE,
@@ -171,13 +172,9 @@ class Workers:
                 now,
             )
             advanced = await self.engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
-        self.engine.reaper.after_reclaim(reclaimed, now)
         self.engine.workflows.announce(advanced)
-        controls = self.engine.leases.controls
-        controls.forget_worker(tenant, worker_id)
-        await controls.freed(  # P-CTRL-2
-            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
-        )
+        self.engine.leases.controls.forget_worker(tenant, worker_id)
+        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
         return self._view(row, 0)
 
     async def sweep_dead(self, now: int) -> int:
@@ -189,7 +186,7 @@ class Workers:
             for worker in dead:  # every tenant's; each keeps its own tenant
                 tenant = worker["tenant"]
                 await tx.update_worker(tenant, worker["worker_id"], {"state": "dead"})
-                reclaimed += await self.engine.reaper.reclaim(
+                reclaimed += await reclaim(
                     tx,
                     await tx.running_tasks_of(tenant, worker["worker_id"]),
                     WORKER_LOST_CODE,
@@ -204,8 +201,5 @@ class Workers:
                 extra={"tenant": worker["tenant"], "worker_id": worker["worker_id"]},
             )
             self.engine.leases.controls.forget_worker(worker["tenant"], worker["worker_id"])
-        self.engine.reaper.after_reclaim(reclaimed, now)
-        await self.engine.leases.controls.freed(
-            (r["tenant"], r["queue_name"], r["handler_name"]) for r in reclaimed
-        )  # P-CTRL-2
+        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
         return len(dead)

@@ -74,6 +74,21 @@ COMPLETED_COLUMNS = (
     "queue_name", "handler_name", "run_at", "tenant",
     "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
 )  # fmt: skip
+
+
+def completed_reply(row: Row) -> Row:
+    """The answer to a completion that completed `row` (the lifecycle's `outcome` of a
+    completed task), as `complete_running` stores it with the attempt (P-IDEM-1)."""
+    return {
+        "task_id": row["id"],
+        "status": "completed",
+        "attempt": row["attempt"],
+        "attempts_left": max(0, row["max_attempts"] - row["attempt"]),
+        "next_attempt_at": None,
+        "error_code": None,
+    }
+
+
 QUEUE_CONTROL_COLUMNS = (
     "queue_name", "paused", "paused_at", "max_running", "updated_at", "tenant",
 )  # fmt: skip
@@ -145,9 +160,11 @@ class Tx(Protocol):
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
     ) -> list[Row]:
         """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task of
-        `tenant` is running under that lease becomes completed at `now`, in one statement. Returns
-        those rows with COMPLETED_COLUMNS (as after the update); items not returned were
-        left untouched for the per-item rules (replays, lease_lost, not_found)."""
+        `tenant` is running under that lease becomes completed at `now`, in one statement,
+        and its attempt ends as `completed` with `completed_reply` stored for replays
+        (P-IDEM-1). Returns those rows with COMPLETED_COLUMNS (as after the update); items
+        not returned were left untouched for the per-item rules (replays, lease_lost,
+        not_found)."""
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None: ...
 

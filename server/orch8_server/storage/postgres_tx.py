@@ -10,14 +10,15 @@ Lock order is workers before tasks, tasks in id order where we choose it.
 
 Writes that return nothing (update_task, insert_attempt, inserts without an
 idempotency key) are buffered and sent as pipelined `executemany` batches before the next
-read and at commit: a batch complete of 100 tasks is one locking SELECT and two pipelined
+read and at commit: a batch fail of 100 tasks is one locking SELECT and two pipelined
 writes instead of 300 round trips. Rows this transaction locked are kept (and updated by
 update_task), so rule code re-reading them costs nothing.
 
 BEGIN is sent lazily, before the first statement that reads. A transaction that only
 buffered writes of one statement (an enqueue without idempotency keys, single or batch)
-sends them at commit as one `execute`/`executemany`, atomic by itself (one implicit
-transaction): one round trip instead of BEGIN, INSERT, COMMIT.
+sends them at commit as one statement, atomic by itself (one implicit transaction): one
+round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
+(`complete_running`: the update and the attempts in one statement) when it comes first.
 """
 
 from __future__ import annotations
@@ -34,60 +35,21 @@ from orch8_server.storage.base import (
     WORKER_COLUMNS,
     Row,
 )
+from orch8_server.storage.postgres_bulk import (
+    BULK,
+    INSERT_TASK_PLAIN,
+    NEW_TASK_COLS,
+    UPSERT_ATTEMPT,
+)
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
 _WORKERS = "SELECT " + ", ".join(WORKER_COLUMNS) + " FROM workers"
-_NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
-_INSERT_TASK_PLAIN = (
-    f"INSERT INTO tasks ({', '.join(_NEW_TASK_COLS)}) "
-    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(_NEW_TASK_COLS)))})"
-)
 _INSERT_TASK = (
-    _INSERT_TASK_PLAIN + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL "
+    INSERT_TASK_PLAIN + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL "
     "DO NOTHING RETURNING seq"
 )
-_UPSERT_ATTEMPT = (
-    f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
-    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(ATTEMPT_COLUMNS)))}) "
-    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
-)
-# Column types for the bulk forms below (json columns travel as text and are cast).
-_TYPES = {
-    "id": "text", "handler_name": "text", "queue_name": "text", "status": "text",
-    "priority": "integer", "params": "json", "context": "json", "headers": "json",
-    "attempt": "integer", "max_attempts": "integer", "retry": "json", "run_at": "bigint",
-    "good_until": "bigint", "idempotency_key": "text", "created_at": "bigint",
-    "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
-    "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
-    "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
-    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
-    "required_labels": "jsonb", "task_id": "text",
-    "ended_at": "bigint", "outcome": "text", "reply": "json",
-}  # fmt: skip
-
-
-_JSON = ("json", "jsonb")
-
-
-def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
-    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
-    few arrays instead of executemany's Bind+Execute per row."""
-    args = ", ".join(
-        f"${i + 1}::{'text' if _TYPES[c] in _JSON else _TYPES[c]}[]" for i, c in enumerate(cols)
-    )
-    exprs = ", ".join(
-        f"c{i}::{_TYPES[c]}" if _TYPES[c] in _JSON else f"c{i}" for i, c in enumerate(cols)
-    )
-    names = ", ".join(f"c{i}" for i in range(len(cols)))
-    return (
-        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
-        + tail
-    )
-
-
 _UPSERT_WORKER = (
     f"INSERT INTO workers ({', '.join(WORKER_COLUMNS)}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(WORKER_COLUMNS)))}) "
@@ -95,40 +57,28 @@ _UPSERT_WORKER = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:] if c != "tenant")
 )
 
+# One statement completes the tasks and ends their attempts (P-DONE-1) with the reply that
+# replays get (P-IDEM-1; the JSON of base.completed_reply): atomic by itself, so a
+# completion that reads nothing else needs no BEGIN/COMMIT round trips.
 _COMPLETE_RUNNING = (
-    "UPDATE tasks AS t SET status = 'completed', output = c.output::json, finished_at = $4, "
-    "updated_at = $4 FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
+    "WITH done AS (UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
+    "finished_at = $4, updated_at = $4 "
+    "FROM unnest($1::text[], $2::text[], $3::text[]) AS c(id, lease_id, output) "
     "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = 'running' AND t.tenant = $5 "
     "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
-    + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
+    + ", t.context->>'instance_id' AS instance_id), "  # P-WF-5: advance inline
+    f"ended AS (INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
+    "SELECT id, lease_id, attempt, worker_id, lease_started_at, $4, 'completed', NULL, "
+    "json_build_object('task_id', id, 'status', 'completed', 'attempt', attempt, "
+    "'attempts_left', greatest(0, max_attempts - attempt), 'next_attempt_at', NULL, "
+    "'error_code', NULL) FROM done "
+    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
+    + ") SELECT "
+    + ", ".join(COMPLETED_COLUMNS)
+    + ", instance_id FROM done"
 )
-
-_INSERT_TASKS_BULK = _bulk_insert("tasks", _NEW_TASK_COLS)
-_UPSERT_ATTEMPTS_BULK = _bulk_insert(
-    "attempts",
-    ATTEMPT_COLUMNS,
-    " ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:]),
-)
-# Buffered statement -> (its bulk form, which positions are json, the key positions that
-# must be unique within one bulk statement).
-_BULK: dict[str, tuple[str, list[bool], tuple[int, ...]]] = {
-    _INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, [_TYPES[c] in _JSON for c in _NEW_TASK_COLS], (0,)),
-    _UPSERT_ATTEMPT: (
-        _UPSERT_ATTEMPTS_BULK,
-        [_TYPES[c] in _JSON for c in ATTEMPT_COLUMNS],
-        (0, 1),
-    ),
-}
-
-
-def _columns(rows: list[tuple[Any, ...]], json_at: list[bool]) -> list[list[Any]]:
-    cols = [list(c) for c in zip(*rows, strict=True)]
-    for i, is_json in enumerate(json_at):
-        if is_json:
-            cols[i] = [None if v is None else orjson.dumps(v).decode() for v in cols[i]]
-    return cols
 
 
 def _row(record: asyncpg.Record | None) -> Row | None:
@@ -183,20 +133,20 @@ class PgTx:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
         for sql, rows in writes.items():
-            bulk = _BULK.get(sql) if len(rows) > 1 else None
+            bulk = BULK.get(sql) if len(rows) > 1 else None
             if bulk is not None and len({tuple(r[k] for k in bulk[2]) for r in rows}) == len(rows):
-                await self.c.execute(bulk[0], *_columns(rows, bulk[1]))
+                await self.c.execute(bulk[0], *bulk[1](rows))
             elif len(rows) == 1:
                 await self.c.execute(sql, *rows[0])
             else:
                 await self.c.executemany(sql, rows)
 
     async def insert_task(self, row: Row) -> tuple[Row, bool]:
-        values = tuple(row.get(c) for c in _NEW_TASK_COLS)
+        values = tuple(row.get(c) for c in NEW_TASK_COLS)
         if row.get("idempotency_key") is None:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).
-            await self._write(("t", row["id"]), _INSERT_TASK_PLAIN, values)
+            await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)
             return {**row, "seq": None}, True
         await self.flush()
         seq = await self.c.fetchval(_INSERT_TASK, *values)
@@ -238,14 +188,15 @@ class PgTx:
 
     async def insert_attempt(self, row: Row) -> None:
         key = ("a", row["task_id"], row["lease_id"])
-        await self._write(key, _UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
+        await self._write(key, UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
 
     async def complete_running(
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
     ) -> list[Row]:
         if not items:
             return []
-        await self.flush()
+        if self._tx is not None or self._writes:
+            await self.flush()  # otherwise: autocommit, the statement is atomic by itself
         self._locked.clear()  # rows written below bypass update_task
         items = sorted(items)  # rows locked in id order, like tasks_by_ids: no deadlock
         rows = await self.c.fetch(

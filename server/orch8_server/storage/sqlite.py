@@ -76,6 +76,10 @@ class SqliteStorage:
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA cache_size = -65536")
         conn.execute("PRAGMA temp_store = MEMORY")
+        # A checkpoint runs inside the COMMIT that crosses the threshold, on the event loop,
+        # and fsyncs the WAL and the database: every 10,000 pages (~40 MB of WAL) instead
+        # of SQLite's 1,000. Durability of each commit does not depend on it.
+        conn.execute("PRAGMA wal_autocheckpoint = 10000")
         applied = migrate(conn, self.path)
         if applied:
             log.info("schema migrated", extra={"applied": applied})

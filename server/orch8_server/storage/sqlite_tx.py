@@ -23,6 +23,7 @@ from orch8_server.storage.base import (
     TASK_COLUMNS,
     WORKER_COLUMNS,
     Row,
+    completed_reply,
 )
 
 TASK_JSON = frozenset(
@@ -177,7 +178,15 @@ class SqliteTx:
         rows = self.c.execute(
             _complete_statement(len(items)), [*params, now, now, tenant]
         ).fetchall()
-        return [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
+        done = [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
+        for row in done:  # P-DONE-1: the attempt ends with the reply replays get (P-IDEM-1)
+            await self.insert_attempt(
+                {"task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
+                 "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
+                 "ended_at": now, "outcome": "completed", "error": None,
+                 "reply": completed_reply(row)}
+            )  # fmt: skip
+        return done
 
     async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
         self.flush()

@@ -1,0 +1,106 @@
+"""Buffered PostgreSQL writes of many rows sent as one statement (postgres_tx.py).
+
+A statement buffered for several rows is replaced by its bulk form: new tasks as one JSON
+array of objects (json_to_recordset), attempt upserts as column arrays (unnest). Either is
+one Bind instead of executemany's Bind+Execute per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS
+
+NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
+INSERT_TASK_PLAIN = (
+    f"INSERT INTO tasks ({', '.join(NEW_TASK_COLS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(NEW_TASK_COLS)))})"
+)
+UPSERT_ATTEMPT = (
+    f"INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(ATTEMPT_COLUMNS)))}) "
+    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
+)
+# Column types for the bulk forms below (json columns travel as text and are cast).
+_TYPES = {
+    "id": "text", "handler_name": "text", "queue_name": "text", "status": "text",
+    "priority": "integer", "params": "json", "context": "json", "headers": "json",
+    "attempt": "integer", "max_attempts": "integer", "retry": "json", "run_at": "bigint",
+    "good_until": "bigint", "idempotency_key": "text", "created_at": "bigint",
+    "updated_at": "bigint", "started_at": "bigint", "finished_at": "bigint",
+    "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
+    "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
+    "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
+    "required_labels": "jsonb", "task_id": "text",
+    "ended_at": "bigint", "outcome": "text", "reply": "json",
+}  # fmt: skip
+
+
+_JSON = ("json", "jsonb")
+
+
+def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
+    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
+    few arrays instead of executemany's Bind+Execute per row."""
+    args = ", ".join(
+        f"${i + 1}::{'text' if _TYPES[c] in _JSON else _TYPES[c]}[]" for i, c in enumerate(cols)
+    )
+    exprs = ", ".join(
+        f"c{i}::{_TYPES[c]}" if _TYPES[c] in _JSON else f"c{i}" for i, c in enumerate(cols)
+    )
+    names = ", ".join(f"c{i}" for i in range(len(cols)))
+    return (
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
+        + tail
+    )
+
+
+# Many new tasks: one JSON array of row objects, split by json_to_recordset. asyncpg
+# encodes an array parameter element by element in Python (29 arrays here); the JSON
+# array is one orjson call through the connection's json codec.
+_INSERT_TASKS_BULK = (
+    f"INSERT INTO tasks ({', '.join(NEW_TASK_COLS)}) SELECT {', '.join(NEW_TASK_COLS)} "
+    "FROM json_to_recordset($1::json) AS r("
+    + ", ".join(f"{c} {_TYPES[c]}" for c in NEW_TASK_COLS)
+    + ")"
+)
+_UPSERT_ATTEMPTS_BULK = _bulk_insert(
+    "attempts",
+    ATTEMPT_COLUMNS,
+    " ON CONFLICT (task_id, lease_id) DO UPDATE SET "
+    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:]),
+)
+
+
+def _columns(json_at: list[bool]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
+    """Argument tuples -> one array per column (the unnest form), json ones as text."""
+
+    def encode(rows: list[tuple[Any, ...]]) -> list[Any]:
+        cols = [list(c) for c in zip(*rows, strict=True)]
+        for i, is_json in enumerate(json_at):
+            if is_json:
+                cols[i] = [None if v is None else orjson.dumps(v).decode() for v in cols[i]]
+        return cols
+
+    return encode
+
+
+def _records(cols: list[str]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
+    """Argument tuples -> one JSON array of objects (the json_to_recordset form)."""
+    return lambda rows: [[dict(zip(cols, r, strict=True)) for r in rows]]
+
+
+# Buffered statement -> (its bulk form, how argument tuples become its arguments, the key
+# positions that must be unique within one bulk statement).
+BULK: dict[str, tuple[str, Callable[[list[tuple[Any, ...]]], list[Any]], tuple[int, ...]]] = {
+    INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, _records(NEW_TASK_COLS), (0,)),
+    UPSERT_ATTEMPT: (
+        _UPSERT_ATTEMPTS_BULK,
+        _columns([_TYPES[c] in _JSON for c in ATTEMPT_COLUMNS]),
+        (0, 1),
+    ),
+}
