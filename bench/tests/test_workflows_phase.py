@@ -9,7 +9,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
-from orch8bench import report  # noqa: E402
+from orch8bench import report, verdicts  # noqa: E402
 from orch8bench.env import launch_server  # noqa: E402
 from orch8bench.measure import repeat  # noqa: E402
 from orch8bench.workflows import Client, run_once  # noqa: E402
@@ -34,3 +34,6 @@ def test_workflow_row_drains_3_step_instances(tmp_path: Path) -> None:
     row.update(instances=30, steps=3)
     text = "\n".join(report.workflow_lines({"wf_sqlite": row}))
     assert "### Workflows" in text and "SQLite 3-step" in text
+    summary = {r[0]: r for r in verdicts.headline({"wf_sqlite": row})}
+    wf = summary["SQLite, 3-step workflow instances/s"]
+    assert wf[1] == f"{row['median']:,.0f}" and wf[-1] == "stated", wf
