@@ -92,3 +92,12 @@ def test_before_exports_the_old_python_sdk_and_imports_it(tmp_path: Path) -> Non
                          cwd=BENCH.parent, capture_output=True, text=True, check=True).stdout  # fmt: skip
     assert (tmp_path / "sdk-python/orch8/worker/__init__.py").read_text() == old
     assert not (tmp_path / "sdk-python/orch8/otel.py").exists()
+
+
+def test_the_drain_is_watched_coarsely_until_its_end() -> None:
+    from orch8bench import sdks
+
+    assert sdks.tick(50_000, filling=False) == sdks.COARSE_TICK_S
+    assert sdks.tick(10, filling=True) == sdks.COARSE_TICK_S  # the fill still adds tasks
+    assert sdks.tick(sdks.FINE_BELOW, filling=False) == sdks.FINE_TICK_S
+    assert sdks.FINE_TICK_S < sdks.COARSE_TICK_S
