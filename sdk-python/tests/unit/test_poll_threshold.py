@@ -35,7 +35,9 @@ def test_no_poll_for_the_one_slot_a_result_freed_while_three_are_reported() -> N
         gate = gates.get(calls[0])
         while gate is not None and not gate[0]:
             await asyncio.sleep(0.002)
-        return httpx.Response(200, json={"items": [outcome_item(i["task_id"]) for i in body["items"]]})
+        return httpx.Response(
+            200, json={"items": [outcome_item(i["task_id"]) for i in body["items"]]}
+        )
 
     finished = [0]
 
