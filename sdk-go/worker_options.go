@@ -35,6 +35,10 @@ type WorkerOptions struct {
 	// QueueWeights turns QueueNames' strict order into a weighted draw (P-QUEUE-3): a
 	// weight 1-1000 for every name of QueueNames and no other.
 	QueueWeights map[string]int
+	// PollThreshold is how many free slots a poll waits for while results are being
+	// reported (P-SDK-26); half of min(Concurrency, 100), rounded up, when zero; 1 turns
+	// the wait off; capped to min(Concurrency, 100).
+	PollThreshold int
 	// PollWait is the long-poll wait_ms (P-SDK-3); 30 s when zero.
 	PollWait time.Duration
 	// LeaseDuration asks for this lease_ms on each claim and per-task heartbeat; the server
@@ -169,6 +173,11 @@ func (o WorkerOptions) withDefaults() WorkerOptions {
 	}
 	if o.PollWait <= 0 {
 		o.PollWait = DefaultPollWait
+	}
+	if most := min(o.Concurrency, MaxPollBatchSize); o.PollThreshold <= 0 {
+		o.PollThreshold = (most + 1) / 2 // P-SDK-26
+	} else if o.PollThreshold > most {
+		o.PollThreshold = most
 	}
 	if o.Labels == nil {
 		o.Labels = map[string]string{}

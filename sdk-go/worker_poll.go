@@ -29,7 +29,10 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 		free := w.opts.Concurrency - len(w.held)
 		paused := w.localQuiet || w.serverQuiet // either flag stops claiming (P-SDK-18)
 		changed := w.changed
-		if free <= 0 || paused {
+		// P-SDK-26: while results are being reported, their slots are about to free up;
+		// wait for them rather than poll for a few, unless enough slots are free already.
+		gather := free < w.opts.PollThreshold && w.reporting > 0
+		if free <= 0 || paused || gather {
 			w.mu.Unlock()
 			select { // never poll with zero free slots or while quiet (P-SDK-3, P-SDK-8)
 			case <-changed:

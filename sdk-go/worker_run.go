@@ -45,6 +45,8 @@ type run struct {
 	ran     time.Duration // the handler's run time, once it returned
 	code    string        // the failure code the server acknowledged (error.type, P-TEL-3)
 	span    ProcessSpan   // nil without telemetry
+
+	reporting bool // counted in Worker.reporting; guarded by Worker.mu
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
@@ -188,12 +190,14 @@ func (w *Worker) execute(r *run) {
 	t := r.task
 	log := w.log.With("task_id", t.ID, "handler", t.HandlerName, "attempt", t.Attempt)
 	if r.handler == nil {
+		w.reported(r)
 		w.failNoHandler(r)
 		return
 	}
 	callHook(w, "OnTaskStart", w.opts.Hooks.OnTaskStart, TaskStartEvent{Task: t})
 	log.Debug("orch8: task started")
 	output, err := callHandler(r.ctx, r.handler, t)
+	w.reported(r)
 
 	r.mu.Lock()
 	r.ran = time.Since(r.started)
@@ -318,6 +322,17 @@ func refusalCause(err error) error {
 	return ErrLeaseLost
 }
 
+// reported counts r's slot as one that frees as soon as its result is settled: the poll
+// threshold waits for such slots, never for running handlers (P-SDK-26).
+func (w *Worker) reported(r *run) {
+	w.mu.Lock()
+	if w.held[r.key()] == r && !r.reporting {
+		r.reporting = true
+		w.reporting++
+	}
+	w.mu.Unlock()
+}
+
 // finish ends a run: it leaves the held set and frees its slot.
 func (w *Worker) finish(r *run) {
 	r.mu.Lock()
@@ -339,6 +354,9 @@ func (w *Worker) release(r *run) {
 		return
 	}
 	delete(w.held, r.key())
+	if r.reporting {
+		w.reporting--
+	}
 	free := w.opts.Concurrency - len(w.held)
 	w.mu.Unlock()
 	r.mu.Lock()

@@ -27,6 +27,8 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
     out = server_errors(run) + deprecated_fields(run)
     for name, limits in expect.get("poll_limits", {}).items():
         out += poll_limits(run, name, limits)
+    for name, threshold in expect.get("poll_threshold", {}).items():
+        out += poll_threshold(run, name, threshold)
     if "server_rejections" in expect:
         out += server_rejections(run, expect["server_rejections"])
     if expect.get("completions_via_batch"):
@@ -97,6 +99,19 @@ def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
     if missing and all(_body(r).get("handler_names") for r in polls):
         out.append(f"{name} never polled for {len(missing)} registered handlers, e.g. {missing[:3]} (P-SDK-13)")
     return sorted(set(out), key=out.index)[:4]
+
+
+def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
+    """P-SDK-26: with every completion held by the proxy, results are always being reported
+    when a slot frees, so no poll asks for fewer than the threshold."""
+    sizes = [_body(r).get("batch_size") for r in sorted(requests_of(run, name, POLL), key=lambda r: r["t"])]
+    if not sizes:
+        return [f"{name} sent no poll through the proxy"]
+    small = [n for n in sizes if not isinstance(n, int) or n < threshold]
+    if small:
+        return [f"{name} polled for {small[:5]} tasks while results were being reported, expected at least "
+                f"{threshold} (P-SDK-26); poll sizes in order: {sizes[:12]}"]  # fmt: skip
+    return []
 
 
 def server_rejections(run: ScenarioRun, allowed: int) -> list[str]:

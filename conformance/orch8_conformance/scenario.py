@@ -75,7 +75,13 @@ def check_refs(data: dict, name: str) -> None:
     named = (
         set(expect.get("workers", {})) | set(expect.get("max_concurrent", {})) | set(expect.get("observability", []))
     )
-    for key in ("poll_limits", "polls_during_faults", "stderr_mentions", "batch_polls_within_free_slots"):
+    for key in (
+        "poll_limits",
+        "poll_threshold",
+        "polls_during_faults",
+        "stderr_mentions",
+        "batch_polls_within_free_slots",
+    ):
         named |= set(expect.get(key, {}))
     named |= {
         e["worker"] for e in expect.get("retry_after_waits", []) + expect.get("adapter_events", []) if "worker" in e

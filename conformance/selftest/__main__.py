@@ -32,6 +32,7 @@ CATCHES = {
     "ignores_sigterm": ["graceful-shutdown"],
     "exceeds_concurrency": ["concurrency-limit", "batch-claims-free-slots"],
     "uncapped_batch_size": ["poll-limits-concurrency-150"],
+    "polls_any_free_slot": ["poll-threshold"],
     "unsplit_handler_names": ["poll-limits-many-handlers"],
     "drops_refused_batch": ["completion-batch-413-split"],
     "retryable_no_handler": ["no-handler"],

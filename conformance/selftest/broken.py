@@ -56,6 +56,11 @@ def uncapped_batch_size(raw) -> None:
     raw.MAX_BATCH = 10**6
 
 
+def polls_any_free_slot(raw) -> None:
+    """Polls for every slot that frees, one by one, while results are being reported (breaks P-SDK-26)."""
+    raw.gathering = lambda free: False
+
+
 def unsplit_handler_names(raw) -> None:
     """Sends every handler name in one poll, even past the schema's 50 (breaks P-SDK-13)."""
     raw.CHUNKS = [raw.NAMES]
@@ -239,6 +244,7 @@ DEFECTS = {
         ignores_sigterm,
         exceeds_concurrency,
         uncapped_batch_size,
+        polls_any_free_slot,
         unsplit_handler_names,
         drops_refused_batch,
         retryable_no_handler,

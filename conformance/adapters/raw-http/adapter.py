@@ -44,6 +44,7 @@ WAIT_MS = int(env.get("ORCH8_WAIT_MS") or 5000)  # long-poll budget; a signal ab
 USER_AGENT = "orch8-raw-http/0.1.0"
 OUTAGE = (0, 408, 429, 500, 502, 503, 504)  # 0: no answer (refused, reset, timeout)
 MAX_BATCH, MAX_NAMES = 100, 50  # the poll schema's limits (P-SDK-13)
+POLL_THRESHOLD = (min(CONCURRENCY, MAX_BATCH) + 1) // 2  # P-SDK-26
 
 held: dict[str, Ctx] = {}  # task id -> the running attempt, until its outcome is known
 held_lock = threading.Lock()
@@ -140,6 +141,7 @@ class Ctx:
         self.cancelled = threading.Event()
         self.reason = "cancelled"
         self.reported = False
+        self.reporting = False  # the handler returned: its result is on its way (P-SDK-26)
         self.started = time.monotonic()
 
     def heartbeat(self, progress=None, checkpoint=None) -> None:
@@ -306,6 +308,7 @@ def run_task(ctx: Ctx) -> None:
         details = {"type": type(err).__name__, "message": str(err), "stack": traceback.format_exc()}
         body = {"error": repr(err), "retryable": True, "code": "unhandled_error", "details": details}
     emit("end", ctx, result=result)
+    ctx.reporting = True
     if ctx.cancelled.is_set():  # lease lost, cancelled, or already failed by the shutdown
         return finish(ctx, f"tasks_{ctx.reason}", "task_abandoned", reason=ctx.reason)
     if result == "ok":
@@ -349,11 +352,17 @@ def free_slots() -> int:
         return CONCURRENCY - len(held)
 
 
+def gathering(free: int) -> bool:
+    """P-SDK-26: while results are being reported, wait for their slots (poll threshold)."""
+    with held_lock:
+        return free < POLL_THRESHOLD and any(ctx.reporting for ctx in held.values())
+
+
 def poll_loop() -> None:
     backoff, chunk = 0.5, 0
     while not stopping.is_set():
         free = free_slots()
-        if quiet["signal"] or quiet["directive"] or free <= 0:
+        if quiet["signal"] or quiet["directive"] or free <= 0 or gathering(free):
             time.sleep(0.05)
             continue
         names, chunk = CHUNKS[chunk % len(CHUNKS)], chunk + 1

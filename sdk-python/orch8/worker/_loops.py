@@ -190,6 +190,8 @@ class PollDeps(Protocol):
 
     def free_slots(self) -> int: ...
 
+    def gathering(self) -> bool: ...
+
     def batch_size(self) -> int: ...
 
     def handler_chunk(self) -> list[str]: ...
@@ -206,7 +208,8 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
     cfg = deps.settings
     backoff = deps.new_backoff()
     while not deps.stopping.is_set():
-        if deps.free_slots() <= 0 or not deps.claiming:
+        # P-SDK-26: while results are being reported, wait for their slots (poll threshold).
+        if deps.free_slots() <= 0 or not deps.claiming or deps.gathering():
             deps.wake.clear()
             await deps.wake.wait()
             continue

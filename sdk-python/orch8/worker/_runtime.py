@@ -29,6 +29,16 @@ MAX_BATCH_SIZE = 100  # P-SDK-13: the contract's maximum batch_size
 MAX_HANDLER_NAMES = 50  # P-SDK-13: the contract's maximum handler_names per poll
 
 
+def poll_threshold(concurrency: int, given: int | None = None) -> int:
+    """P-SDK-26: half of min(concurrency, 100), rounded up, unless given (capped to it)."""
+    most = min(concurrency, MAX_BATCH_SIZE)
+    if given is None:
+        return (most + 1) // 2
+    if given < 1:
+        raise ValueError("poll_threshold must be at least 1")
+    return min(given, most)
+
+
 @dataclass(frozen=True)
 class Settings:
     """The configuration the loops read, resolved from the Worker's options."""
@@ -36,6 +46,7 @@ class Settings:
     worker_id: str
     queues: QueueSelection  # one queue or an ordered list with weights (P-SDK-23)
     concurrency: int
+    poll_threshold: int  # P-SDK-26: free slots a poll waits for while results are reported
     wait_ms: int
     lease_ms: int | None
     grace_period_ms: int
@@ -100,6 +111,12 @@ class Runtime:
 
     def free_slots(self) -> int:
         return self.settings.concurrency - len(self.held) - len(self.superseded)
+
+    def gathering(self) -> bool:
+        """P-SDK-26: wait for the slots of results being reported rather than poll for few."""
+        if self.free_slots() >= self.settings.poll_threshold:
+            return False
+        return any(slot.delivering for slot in self.held.values())
 
     def batch_size(self) -> int:
         """P-SDK-13: min(free slots, 100); the rest is claimed by the next poll."""

@@ -29,6 +29,7 @@ from ._loops import SHUTDOWN_STEP_S, drain, heartbeat_loop, poll_loop, register_
 from ._pool import DaemonPool
 from ._queues import select_queues
 from ._runtime import Runtime, Settings
+from ._runtime import poll_threshold as poll_threshold_for
 from .observe import Observer, WorkerStats, log
 
 H = TypeVar("H", bound=Handler)
@@ -54,7 +55,9 @@ class Worker:
     weighted by `queue_weights`, P-SDK-23). `run()` blocks until shutdown (SIGTERM/SIGINT, `stop()` or a terminate directive).
     `telemetry` (e.g. `orch8.otel.OpenTelemetry()`) adds spans and metrics (P-TEL-3/4);
     `health_port` serves `GET /health` on 127.0.0.1 (P-TEL-5; 0 picks a free port, read
-    `health_address`). Both are off by default. `base_url`, `api_key` and `tenant` build the
+    `health_address`). Both are off by default. `poll_threshold` is how many free slots a poll
+    waits for while results are being reported (P-SDK-26; default half of
+    min(concurrency, 100), rounded up). `base_url`, `api_key` and `tenant` build the
     worker's own client when none is given (`tenant` is sent as `X-Tenant-Id`, P-SDK-24).
     """
 
@@ -69,6 +72,7 @@ class Worker:
         queue_names: Sequence[str] | None = None,
         queue_weights: Mapping[str, int] | None = None,
         concurrency: int = DEFAULT_CONCURRENCY,
+        poll_threshold: int | None = None,
         wait_ms: int = DEFAULT_WAIT_MS,
         lease_ms: int | None = None,
         grace_period_ms: int | None = None,
@@ -101,6 +105,8 @@ class Worker:
         self.queue_names = None if queue_names is None else list(queue_names)
         self.queue_weights = None if queue_weights is None else dict(queue_weights)
         self.concurrency = concurrency
+        poll_threshold_for(concurrency, poll_threshold)  # P-SDK-26: refused here when < 1
+        self.poll_threshold = poll_threshold
         self.wait_ms = wait_ms
         self.lease_ms = lease_ms
         self.grace_period_ms: int = ms_option(
@@ -276,6 +282,7 @@ class Worker:
             # Read again here: the options are public attributes, as queue_name always was.
             queues=select_queues(self.queue_name, self.queue_names, self.queue_weights),
             concurrency=self.concurrency,
+            poll_threshold=poll_threshold_for(self.concurrency, self.poll_threshold),
             wait_ms=self.wait_ms,
             lease_ms=self.lease_ms,
             grace_period_ms=self.grace_period_ms,

@@ -466,5 +466,5 @@ def test_poll_warning_names_status_and_code(caplog: pytest.LogCaptureFixture) ->
 
 
 def _runtime(server: FakeServer, handlers: dict[str, Any]) -> Runtime:
-    settings = Settings("w", QueueSelection(), 2, 100, None, 1000, None, {}, (1, 2))
+    settings = Settings("w", QueueSelection(), 2, 1, 100, None, 1000, None, {}, (1, 2))
     return Runtime(settings, handlers, Observer("w"), server.client(), None)  # type: ignore[arg-type]

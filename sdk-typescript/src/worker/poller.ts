@@ -10,6 +10,27 @@ export const MAX_POLL_BATCH = 100;
 /** PollBatchOptions.handler_names maxItems. */
 export const MAX_POLL_HANDLERS = 50;
 
+/**
+ * P-SDK-26: the free slots a poll waits for while results are being reported: half of
+ * min(concurrency, 100), rounded up, by default; `given` is capped to min(concurrency, 100).
+ */
+export function pollThreshold(concurrency: number, given?: number): number {
+  const most = Math.min(concurrency, MAX_POLL_BATCH);
+  if (given === undefined) return Math.ceil(most / 2);
+  if (!Number.isInteger(given) || given < 1) throw new Error("pollThreshold must be an integer >= 1");
+  return Math.min(given, most);
+}
+
+/**
+ * P-SDK-26: true while the poll should wait for slots that free up once the results being
+ * reported are answered; a worker whose held tasks are all in their handlers polls at once.
+ */
+export function gatherSlots(free: number, threshold: number, held: Iterable<{ phase: string }>): boolean {
+  if (free >= threshold) return false;
+  for (const run of held) if (run.phase === "delivering") return true;
+  return false;
+}
+
 export interface PollPlanOptions {
   handlerNames: readonly string[];
   workerId: string;

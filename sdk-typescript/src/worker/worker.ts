@@ -15,7 +15,7 @@ import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./
 import { HealthServer, type HealthAddress } from "./health.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
-import { PollPlan } from "./poller.js";
+import { gatherSlots, pollThreshold, PollPlan } from "./poller.js";
 import { registeredQueues, selectQueues, type QueueSelection } from "./queues.js";
 import { registerUntilAnswered } from "./register.js";
 import { installSignals } from "./signals.js";
@@ -32,6 +32,8 @@ export interface WorkerOptions {
   workerId?: string;
   /** Most tasks held at once (P-SDK-3). Default 10. */
   concurrency?: number;
+  /** Free slots a poll waits for while results are being reported (P-SDK-26). Default: half of min(concurrency, 100), rounded up; 1 turns the wait off. */
+  pollThreshold?: number;
   /** Queue to claim from; default the `default` queue (P-QUEUE-1). Not with `queueNames`. */
   queueName?: string;
   /**
@@ -84,6 +86,7 @@ export class Worker {
   readonly client: Orch8Client;
   readonly workerId: string;
   readonly concurrency: number;
+  private readonly pollThreshold: number;
   private readonly o: WorkerOptions;
   private readonly log: Logger;
   private readonly handlerNames: string[];
@@ -118,6 +121,7 @@ export class Worker {
     this.handlerNames = Object.keys(options.handlers);
     if (this.handlerNames.length === 0) throw new Error("Worker needs at least one handler");
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new Error("concurrency must be an integer >= 1");
+    this.pollThreshold = pollThreshold(this.concurrency, options.pollThreshold);
     // P-SDK-23: a bad queue option throws TypeError here, before any request.
     this.queues = selectQueues(options);
     if (options.healthPort !== undefined && !(Number.isInteger(options.healthPort) && options.healthPort >= 0 && options.healthPort <= 65535)) {
@@ -286,7 +290,8 @@ export class Worker {
     const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
     while (this.phase === "running") {
       const free = this.concurrency - this.runs.size;
-      if (this.isQuiet || free <= 0) {
+      // P-SDK-26: slots of results being reported free up soon; wait for them, not poll for few.
+      if (this.isQuiet || free <= 0 || gatherSlots(free, this.pollThreshold, this.runs.values())) {
         await this.wake.wait();
         continue;
       }
