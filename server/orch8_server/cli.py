@@ -332,6 +332,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     from orch8_server.http.app import create_app
+    from orch8_server.http.protocol import HttpProtocol
     from orch8_server.keys import KeyRing, KeysFileError
     from orch8_server.logs import configure_logging
 
@@ -350,7 +351,7 @@ def main(argv: list[str] | None = None) -> None:
         host=settings.host,
         port=settings.port,
         loop="uvloop" if sys.platform != "win32" else "asyncio",
-        http="httptools",
+        http=HttpProtocol,  # httptools, one socket write per response
         lifespan="on",
         access_log=settings.access_log,
         log_config=None,

@@ -19,13 +19,17 @@ def _digits(value: int, pairs: int) -> str:
 
 class _Ulid:
     """Monotonic ULIDs: within one millisecond the random part counts up, so ids sort
-    in creation order (the list cursor relies on it)."""
+    in creation order (the list cursor relies on it). Counting up changes the last two
+    digits only, until a carry: the first 24 are kept as text (`_head`) until then, so
+    most ids cost one table lookup (issue 15: ids were ~4% of the server at batch 100)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last_ms = 0
         self._last_rand = 0
         self._time_digits = ""  # the 10 timestamp digits of _last_ms
+        self._high = -1  # _last_rand >> 10 that _head encodes (-1: none)
+        self._head = ""  # the time digits + the 14 random digits above the last two
 
     def new(self) -> str:
         ms = time.time_ns() // 1_000_000
@@ -36,9 +40,12 @@ class _Ulid:
                 self._last_ms = ms
                 self._last_rand = int.from_bytes(os.urandom(10), "big") >> 1
                 self._time_digits = _digits(ms, 5)  # 48-bit time, 10 digits
+                self._high = -1
             rand = self._last_rand
-            head = self._time_digits
-        return head + _digits(rand, 8)  # 80 random bits, 16 digits
+            if rand >> 10 != self._high:
+                self._high = rand >> 10
+                self._head = self._time_digits + _digits(self._high, 7)  # 70 bits, 14 digits
+            return self._head + _PAIRS[rand & 1023]  # the low 10 bits, 2 digits
 
 
 _ulid = _Ulid()

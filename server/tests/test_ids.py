@@ -32,3 +32,12 @@ def test_ids_are_prefixed_sorted_and_unique() -> None:
     assert all(t.startswith("task_") and len(t) == 31 for t in made)
     assert made == sorted(made) and len(set(made)) == len(made)
     assert ids.lease_id().startswith("lease_")
+
+
+def test_ids_counting_up_across_a_carry_match_the_reference() -> None:
+    """Within one millisecond the cached head is reused until the low 10 bits carry."""
+    ulid = ids._Ulid()
+    ms = 2**47  # far in the future: every id below counts up within this millisecond
+    ulid._last_ms, ulid._last_rand, ulid._time_digits = ms, 2**20 - 5, ids._digits(ms, 5)
+    made = [ulid.new() for _ in range(2100)]
+    assert made == [_reference(ms, 2**20 - 4 + i) for i in range(2100)]

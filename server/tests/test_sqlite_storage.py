@@ -13,7 +13,7 @@ import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.sqlite import SqliteStorage
-from orch8_server.storage.sqlite_schema import SCHEMA_VERSION
+from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
 
 
 class Boom(Exception):
@@ -145,3 +145,34 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         c.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     with pytest.raises(RuntimeError, match="schema version"):
         asyncio.run(SqliteStorage(str(path)).open())
+
+
+def test_schema_v6_drops_the_instance_event_trigger_and_keeps_its_events(tmp_path: Path) -> None:
+    """P-WF-5, issue 15: a v5 file (trigger on every status change) opens as v6 without the
+    trigger; events the trigger wrote before stay for the pump."""
+    path = tmp_path / "v5.db"
+    with sqlite3.connect(path) as c:
+        for step in MIGRATIONS[:5]:
+            for statement in step.split(";") if isinstance(step, str) else step:
+                if statement.strip():
+                    c.execute(statement)
+        c.execute(
+            "INSERT INTO instance_events (tenant, instance_id, task_id, fire_at) "
+            "VALUES ('default', 'i-old', 't-old', 0)"
+        )
+        c.execute("PRAGMA user_version = 5")
+        assert c.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+
+    async def reopen() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        await storage.close()
+
+    asyncio.run(reopen())
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert (
+            c.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
+            == 0
+        )
+        assert c.execute("SELECT instance_id FROM instance_events").fetchall() == [("i-old",)]

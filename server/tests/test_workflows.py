@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import sqlite3
 from collections.abc import Callable
 from typing import Any
 
+import asyncpg
 import httpx
 from conftest import assert_problem, eventually
 
@@ -306,3 +309,38 @@ def test_reaper_and_manual_results_advance_instances_P_WF_5(api: httpx.Client, n
     assert api.post(f"/tasks/{task_id}/complete", json={"output": "by hand"}).status_code == 200
     done = wait(api, inst)
     assert done["status"] == "completed" and done["output"] == "by hand", done
+
+
+def _run_sql(db: str, sql: str, *args: Any) -> None:
+    """One statement on the server's own database, from outside the server."""
+    if not db.startswith("postgresql"):
+        with sqlite3.connect(db, timeout=10) as c:
+            c.execute(sql.replace("$1", "?"), args)
+        return
+
+    async def run() -> None:
+        conn = await asyncpg.connect(db)
+        try:
+            await conn.execute(sql, *args)
+        finally:
+            await conn.close()
+
+    asyncio.run(run())
+
+
+def test_a_step_task_that_expires_at_claim_time_fails_its_instance_P_WF_5(
+    server: Any, api: httpx.Client, name: str
+) -> None:
+    """Expiry is the one end no result path reaches: the expiring statement records the
+    instance event itself (no trigger on every status change since issue 15), and the
+    pump advances the instance from it."""
+    define(api, name, [{"id": "late", "handler": name}])
+    inst = start(api, name)
+    task_id = api.get("/tasks", params={"instance_id": inst["id"]}).json()["tasks"][0]["id"]
+    _run_sql(server.db, "UPDATE tasks SET good_until = 1 WHERE id = $1", task_id)
+    r = api.post("/workers/tasks/poll", json={"handler_names": [name], "wait_ms": 0})
+    assert r.status_code in (200, 204), r.text  # P-EXPIRE-1: expired, never delivered
+    assert api.get(f"/tasks/{task_id}").json()["status"] == "expired"
+    done = wait(api, inst)
+    assert done["status"] == "failed", done
+    assert done["steps"][0]["status"] == "failed", done

@@ -1,18 +1,19 @@
 """Workflow rules: define sequences, start, get, list, cancel and retry instances, and
 advance instances when their steps' tasks end (P-WF-1..10).
 
-Advancing (P-WF-5): a step task reaching a final state records an instance event in the
-same transaction (a database trigger, so no path that finishes a task is missed). Every
-result path (complete and fail, single and batch; manual completion and failure; cancel;
-the reaper and the worker sweep reclaiming a last attempt) then calls `advance` IN THAT
-TRANSACTION: it takes those tasks' events, locks each instance, applies the state machine
+Advancing (P-WF-5): every result path (complete and fail, single and batch; manual
+completion and failure; cancel; the reaper and the worker sweep reclaiming a last attempt)
+calls `advance` in the transaction that ended the tasks, with the rows it ended: it takes
+those ends as instance events (`ended_events`: on PostgreSQL a trigger recorded them,
+since a completion commits alone before `advance` runs; on SQLite, one transaction, the
+rows are the events), locks each instance, applies the state machine
 (workflow_steps.py), inserts the next steps' tasks (idempotency key per instance, run and
 step, so a step is dispatched once however often an event is seen), arms sleep timers and
 deletes the events, all committed with the result or not at all. A task without
 `context.instance_id` costs one dict lookup. `pump` takes what is left: due sleep timers,
 and the safety net for task ends no result path reaches (claim-time and good_until
-expiry). No state lives only in memory, so any replica may pump (PostgreSQL: SKIP LOCKED
-events, FOR UPDATE instances).
+expiry, whose statements record an event). No state lives only in memory, so any
+replica may pump (PostgreSQL: SKIP LOCKED events, FOR UPDATE instances).
 """
 
 from __future__ import annotations
@@ -281,10 +282,14 @@ class Workflows:
         """P-WF-5, inline: in the transaction that ended these tasks, consume their
         instance events and advance their instances before commit. A task without
         `context.instance_id` costs one dict lookup; None when no row is a step task."""
-        ids = [r["id"] for r in rows if r is not None and _instance_of(r)]
-        if not ids:
+        ended = [
+            (r["tenant"], iid, r["id"]) for r in rows if r is not None and (iid := _instance_of(r))
+        ]
+        if not ended:
             return None
-        events = await self.store.take_task_events(tx, ids)
+        events = await self.store.ended_events(tx, ended)
+        if not events:
+            return None
         return await self._advance(tx, events, now)
 
     async def _advance(self, tx: Tx, events: list[Row], now: int) -> Advanced:

@@ -146,6 +146,12 @@ class PostgresWorkflows:
         )  # fmt: skip
         return sorted((dict(r) for r in rows), key=lambda e: e["id"])
 
+    async def ended_events(self, tx: Any, ended: list[tuple[str, str, str]]) -> list[Row]:
+        """P-WF-5: the events the trigger recorded for these (tenant, instance, task) ends,
+        taken. A completion may commit alone (autocommit) before the caller advances; its
+        event is what the pump finds if the process dies in between."""
+        return await self.take_task_events(tx, [task_id for _, _, task_id in ended])
+
     async def take_task_events(self, tx: Any, task_ids: list[str]) -> list[Row]:
         """These tasks' events (the trigger wrote them in this transaction), deleted."""
         c = await _conn(tx)

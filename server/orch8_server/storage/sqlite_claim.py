@@ -24,6 +24,15 @@ _LEASE = (
     "lease_ms = ?, lease_started_at = ?, worker_id = ?, updated_at = ?, started_at = ? "
     "WHERE seq = ?"
 )
+# P-WF-5: a step task that expires records its instance event in the expiring
+# transaction (the pump advances the instance); `{where}` picks the rows about to expire.
+EXPIRY_EVENTS = (
+    "INSERT INTO instance_events (tenant, instance_id, task_id, fire_at) "
+    "SELECT tenant, json_extract(context, '$.instance_id'), id, 0 FROM tasks WHERE {where} "
+    "AND json_extract(context, '$.step_id') IS NOT NULL "
+    "AND json_extract(context, '$.instance_id') IS NOT NULL"
+)
+_EXPIRY_EVENTS_SEQ = EXPIRY_EVENTS.format(where="seq = ?")
 # P-LABEL-1: a poll without a registered worker's labels takes unlabelled tasks only; a
 # worker's poll takes a task when its labels ($labels, JSON) hold every required pair.
 _UNLABELLED = " AND required_labels IS NULL"
@@ -164,6 +173,7 @@ def claim(
         # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets
         fresh, stale, capped_out = split_candidates(candidates, now, room, excluded)
         if stale:  # P-EXPIRE-1: never delivered, even when the claim races the deadline
+            conn.executemany(_EXPIRY_EVENTS_SEQ, [(r["seq"],) for r in stale])  # P-WF-5
             conn.executemany(
                 "UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? "
                 "WHERE seq = ?",

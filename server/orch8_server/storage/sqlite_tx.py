@@ -237,10 +237,10 @@ class SqliteTx:
     async def expire_overdue(self, now: int) -> int:
         self.flush()
         self._rows.clear()
+        due = "good_until IS NOT NULL AND status IN ('pending', 'scheduled') AND good_until <= ?"
+        self.c.execute(sqlite_claim.EXPIRY_EVENTS.format(where=due), (now,))  # P-WF-5
         cur = self.c.execute(
-            "UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? "
-            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled') "
-            "AND good_until <= ?",
+            f"UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? WHERE {due}",
             (now, now, now),
         )
         return cur.rowcount

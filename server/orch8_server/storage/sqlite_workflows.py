@@ -149,8 +149,18 @@ class SqliteWorkflows:
         cols = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
         return sorted((dict(zip(cols, r, strict=True)) for r in rows), key=lambda e: e["id"])
 
+    async def ended_events(self, tx: Any, ended: list[tuple[str, str, str]]) -> list[Row]:
+        """P-WF-5: the (tenant, instance, task) ends as instance events. The caller advances
+        in the transaction that ended the tasks, so nothing is stored (schema v6 dropped
+        the trigger that made every status change pay for it)."""
+        return [
+            {"tenant": tenant, "instance_id": instance_id, "task_id": task_id, "step_id": None,
+             "run": None}
+            for tenant, instance_id, task_id in ended
+        ]  # fmt: skip
+
     async def take_task_events(self, tx: Any, task_ids: list[str]) -> list[Row]:
-        """These tasks' events (the trigger wrote them in this transaction), deleted."""
+        """These tasks' stored events (expiry's, or a schema v5 trigger's), deleted."""
         t: SqliteTx = tx
         t.flush()
         rows = t.c.execute(
