@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Orch8Error, is_outage
+from . import _wire
 from ._execute import DeliverDeps, Slot, lease_deadline_passed
 from .observe import log
 
@@ -124,7 +125,7 @@ class Completer:
             for e in batch
         ]
         try:
-            answer = await self.deps.client.complete_tasks(items)
+            answer = await _wire.complete(self.deps.client, items)
         except Orch8Error as exc:
             self.deps.observer.error("complete", exc)
             if is_outage(exc):
@@ -144,17 +145,18 @@ class Completer:
             self._refused(batch[0], exc.status, exc.code)
             return [], None
         retry: list[_Pending] = []
-        by_id = {o.task_id: o for o in answer.items}
+        by_id = {o.get("task_id"): o for o in answer}
         for entry in batch:
             got = by_id.get(entry.slot.ctx.id)
             if got is None:
                 retry.append(entry)
-            elif got.status != "error":
+            elif got.get("status") != "error":
                 entry.settle(Verdict("completed"))
             else:
-                problem = got.problem
-                status = getattr(problem, "status", None)
-                code = getattr(problem, "code", None)
+                problem = got.get("problem")
+                problem = problem if isinstance(problem, dict) else {}
+                status = problem.get("status")
+                code = problem.get("code")
                 if isinstance(status, int) and is_outage(status):
                     retry.append(entry)
                 else:
