@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import Orch8Error, is_outage
+from . import _wire
 from ._execute import DeliverDeps, Slot, lease_deadline_passed
 from .observe import log
 
@@ -42,10 +43,10 @@ class _Pending:
 class Completer:
     """Group-commit completions (P-SDK-12).
 
-    A result that becomes ready while no batch request is in flight is sent at once, alone;
-    results that become ready while one is in flight wait for it and then go together (at
-    most MAX_BATCH). No timer. An outage re-sends the items with the backoff of P-SDK-9
-    until each one's lease deadline. A batch refused as a whole (a 4xx other than 408/429,
+    With no batch request in flight, the results that become ready in the same event-loop
+    turn go out together at the end of that turn; results that become ready while a request
+    is in flight wait for it and then go together (at most MAX_BATCH). No timer. An outage
+    re-sends the items with the backoff of P-SDK-9 until each one's lease deadline. A batch refused as a whole (a 4xx other than 408/429,
     e.g. 413) is split in halves and re-sent until items go alone (P-SDK-15).
     """
 
@@ -65,8 +66,9 @@ class Completer:
         entry = _Pending(slot, output, asyncio.get_running_loop().create_future())
         self._queue.append(entry)
         if not self.in_flight:
-            first = self._take()  # taken now: the request holds this result alone
-            self._sender = asyncio.ensure_future(self._send_loop(first))
+            # The sender's first step runs after the callbacks already scheduled (call_soon,
+            # not a timer), so results that become ready in this loop turn go together.
+            self._sender = asyncio.ensure_future(self._send_loop())
         return await asyncio.shield(entry.done)
 
     async def aclose(self) -> None:
@@ -87,8 +89,9 @@ class Completer:
             batch.append(entry)
         return batch
 
-    async def _send_loop(self, batch: list[_Pending]) -> None:
+    async def _send_loop(self) -> None:
         backoff = self.deps.new_backoff()
+        batch = self._take()
         try:
             while True:
                 if batch:
@@ -122,7 +125,7 @@ class Completer:
             for e in batch
         ]
         try:
-            answer = await self.deps.client.complete_tasks(items)
+            answer = await _wire.complete(self.deps.client, items)
         except Orch8Error as exc:
             self.deps.observer.error("complete", exc)
             if is_outage(exc):
@@ -142,17 +145,18 @@ class Completer:
             self._refused(batch[0], exc.status, exc.code)
             return [], None
         retry: list[_Pending] = []
-        by_id = {o.task_id: o for o in answer.items}
+        by_id = {o.get("task_id"): o for o in answer}
         for entry in batch:
             got = by_id.get(entry.slot.ctx.id)
             if got is None:
                 retry.append(entry)
-            elif got.status != "error":
+            elif got.get("status") != "error":
                 entry.settle(Verdict("completed"))
             else:
-                problem = got.problem
-                status = getattr(problem, "status", None)
-                code = getattr(problem, "code", None)
+                problem = got.get("problem")
+                problem = problem if isinstance(problem, dict) else {}
+                status = problem.get("status")
+                code = problem.get("code")
                 if isinstance(status, int) and is_outage(status):
                     retry.append(entry)
                 else:

@@ -20,6 +20,7 @@ from ..async_client import AsyncOrch8Client
 from ..errors import Orch8Error, is_outage, refusal
 from ..models import ClaimedTask
 from ..telemetry import WorkerTelemetry
+from . import _wire
 from ._completer import Completer
 from ._execute import (
     OUTPUT_REJECTED,
@@ -199,7 +200,11 @@ class PollDeps(Protocol):
     def new_backoff(self) -> Backoff: ...
 
     def start_task(
-        self, claimed: ClaimedTask, run: Callable[[Slot], Any], poll: object = None
+        self,
+        claimed: dict[str, Any],
+        run: Callable[[Slot], Any],
+        poll: object = None,
+        model: ClaimedTask | None = None,
     ) -> None: ...
 
 
@@ -218,16 +223,19 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
         started_ns = time.time_ns()
         deps.observer.poll_sent()
         poll = asyncio.ensure_future(
-            deps.client.poll_tasks(
-                handler_names=deps.handler_chunk(),
-                # P-SDK-23: queue_names / queue_weights unchanged in every poll (P-QUEUE-2/3).
-                queue_name=cfg.queues.queue_name,
-                queue_names=cfg.queues.queue_names,
-                queue_weights=cfg.queues.queue_weights,
-                worker_id=cfg.worker_id,
-                wait_ms=cfg.wait_ms,
-                lease_ms=cfg.lease_ms,
-                batch_size=deps.batch_size(),
+            _wire.poll(
+                deps.client,
+                {
+                    "handler_names": deps.handler_chunk(),
+                    # P-SDK-23: queue_names / queue_weights unchanged in every poll (P-QUEUE-2/3).
+                    "queue_name": cfg.queues.queue_name,
+                    "queue_names": cfg.queues.queue_names,
+                    "queue_weights": cfg.queues.queue_weights,
+                    "worker_id": cfg.worker_id,
+                    "wait_ms": cfg.wait_ms,
+                    "lease_ms": cfg.lease_ms,
+                    "batch_size": deps.batch_size(),
+                },
             )
         )
         interrupted = asyncio.ensure_future(deps.interrupt.wait())
@@ -257,13 +265,16 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
             continue
         backoff.reset()
         deps.last_poll_at = time.time()  # P-TEL-5
+        tasks: list[dict[str, Any]] = batch["tasks"]
         # P-TEL-3: a poll that claimed tasks gets its receive span, which each task links to.
-        link = None if deps.telemetry is None else deps.telemetry.polled(started_ns, batch.tasks)
-        deps.observer.polled(len(batch.tasks), (time.monotonic() - started) * 1000)
-        for claimed in batch.tasks:
-            deps.start_task(claimed, run, link)
-        if batch.next_poll_after_ms:
-            await _sleep_unless(deps.stopping, batch.next_poll_after_ms)
+        # Telemetry reads the typed models; without it the plain answer is enough (_wire).
+        models = None if deps.telemetry is None else [ClaimedTask.from_dict(t) for t in tasks]
+        link = None if deps.telemetry is None else deps.telemetry.polled(started_ns, models)
+        deps.observer.polled(len(tasks), (time.monotonic() - started) * 1000)
+        for i, claimed in enumerate(tasks):
+            deps.start_task(claimed, run, link, None if models is None else models[i])
+        if batch.get("next_poll_after_ms"):
+            await _sleep_unless(deps.stopping, batch["next_poll_after_ms"])
 
 
 class ExecutorDeps(Protocol):

@@ -18,6 +18,7 @@ from ..async_client import AsyncOrch8Client
 from ..errors import PermanentError
 from ..models import ClaimedTask
 from ..telemetry import WorkerTelemetry
+from . import _wire
 from ._completer import Completer
 from ._execute import NO_HANDLER, Handler, Slot
 from ._queues import QueueSelection
@@ -180,37 +181,47 @@ class Runtime:
     # --- held tasks ----------------------------------------------------------------------
 
     def start_task(
-        self, claimed: ClaimedTask, run: Callable[[Slot], Any], poll: object = None
+        self,
+        claimed: dict[str, Any],
+        run: Callable[[Slot], Any],
+        poll: object = None,
+        model: ClaimedTask | None = None,
     ) -> None:
-        """Turn a claimed task into a running slot; `run(slot)` is its coroutine.
+        """Turn a claimed task (a ClaimedTask of the poll answer, as JSON) into a running
+        slot; `run(slot)` is its coroutine.
 
-        `poll` is what telemetry returned for the poll that claimed it (the receive span).
+        `poll` is what telemetry returned for the poll that claimed it (the receive span),
+        `model` the typed ClaimedTask telemetry reads (parsed only when telemetry is on).
         """
-        ctx = TaskContext(
-            id=claimed.id,
-            handler_name=claimed.handler_name,
-            queue_name=claimed.queue_name,
-            params=claimed.params.to_dict(),
-            context=claimed.context.to_dict(),
-            headers=dict(claimed.headers.to_dict()),
-            attempt=claimed.attempt,
-            max_attempts=claimed.max_attempts,
-            lease_id=claimed.lease.id,
-            lease_expires_at=claimed.lease.expires_at,
-            checkpoint=claimed.checkpoint.to_dict() if claimed.checkpoint is not None else None,
+        lease = claimed["lease"]
+        checkpoint = claimed["checkpoint"]
+        ctx = TaskContext(  # P-SDK-10: the same values the generated model would give
+            id=claimed["id"],
+            handler_name=claimed["handler_name"],
+            queue_name=claimed["queue_name"],
+            params=claimed["params"],
+            context=claimed["context"],
+            headers=claimed["headers"],
+            attempt=claimed["attempt"],
+            max_attempts=claimed["max_attempts"],
+            lease_id=lease["id"],
+            lease_expires_at=_wire.timestamp(lease["expires_at"]),
+            checkpoint=checkpoint if isinstance(checkpoint, dict) else None,
             worker_id=self.worker_id,
         )
         ctx._bind(self.client, self.loop)
         if self.telemetry is not None:  # P-TEL-3: the process span starts at the claim
-            ctx._telemetry = self.telemetry.task_started(claimed, poll)
-        previous = self.held.pop(claimed.id, None)
+            ctx._telemetry = self.telemetry.task_started(
+                model if model is not None else ClaimedTask.from_dict(claimed), poll
+            )
+        previous = self.held.pop(ctx.id, None)
         if previous is not None:
             # The server handed us a new lease on a task we still hold: the old one is gone.
             previous.cancel("lease_lost")
             self.superseded.add(previous)
-        handler = self.handlers.get(claimed.handler_name) or self._no_handler(ctx.handler_name)
+        handler = self.handlers.get(ctx.handler_name) or self._no_handler(ctx.handler_name)
         slot = Slot(ctx=ctx, handler=handler)
-        self.held[claimed.id] = slot
+        self.held[ctx.id] = slot
         if self.telemetry is not None:  # P-TEL-4: in_flight and free slots
             self.telemetry.held(1, self.free_slots())
         slot.runner = asyncio.ensure_future(run(slot))

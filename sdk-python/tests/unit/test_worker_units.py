@@ -228,6 +228,21 @@ def test_a_lone_result_goes_out_at_once_as_a_batch_of_one() -> None:
     ]
 
 
+def test_results_ready_in_the_same_loop_turn_go_out_in_one_request() -> None:
+    """P-SDK-12: the handlers of one poll answer returning at once: one request, not 1 + rest."""
+    server = _Server(_all_completed)
+
+    async def main() -> list[Verdict]:
+        completer = server.completer()
+        ids = [f"s{i}" for i in range(1, 6)]
+        return list(await asyncio.gather(*(completer.complete(_slot(t), t) for t in ids)))
+
+    assert asyncio.run(main()) == [COMPLETED] * 5
+    assert [[i["task_id"] for i in items] for _, items in server.requests] == [
+        ["s1", "s2", "s3", "s4", "s5"]
+    ]
+
+
 def test_results_ready_while_a_request_is_in_flight_go_together_next() -> None:
     async def main() -> tuple[_Server, list[Verdict]]:
         first_in_flight = asyncio.Event()
@@ -275,7 +290,7 @@ def test_no_more_than_100_items_per_request() -> None:
         return server
 
     server = asyncio.run(main())
-    assert [len(items) for _, items in server.requests] == [1, 100, 50]
+    assert [len(items) for _, items in server.requests] == [100, 51]  # ready in one turn (P-SDK-12)
 
 
 def test_503_on_the_batch_resends_the_same_items() -> None:
@@ -293,7 +308,7 @@ def test_503_on_the_batch_resends_the_same_items() -> None:
 
     assert asyncio.run(main()) == [COMPLETED, COMPLETED]
     sent = [[i["task_id"] for i in items] for _, items in server.requests]
-    assert sent == [["t1"], ["t1", "t2"], ["t1", "t2"]]
+    assert sent == [["t1", "t2"]] * 3  # ready in one turn: one request, re-sent whole
 
 
 def test_lease_lost_item_is_not_resent_and_counts_as_lease_lost() -> None:

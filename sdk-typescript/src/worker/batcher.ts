@@ -1,6 +1,7 @@
-// Group commit of completions (P-SDK-12): a result ready while no batch request is in flight
-// goes out at once, alone; results ready while one is in flight wait for it and then go
-// together (at most 100 per request). No timer, so an idle worker adds no latency.
+// Group commit of completions (P-SDK-12): with no batch request in flight, the results ready
+// in one event-loop turn go out together at its end; results ready while one is in flight
+// wait for it and then go together (at most 100 per request). No timer, so a lone result
+// goes out without delay and an idle worker adds no latency.
 import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
 import { errorFromResponse, Orch8Error } from "../errors.js";
@@ -34,6 +35,7 @@ function refusesContent(err: unknown): err is Orch8Error {
 export class CompletionBatcher {
   private queue: Pending[] = [];
   private inFlight = false;
+  private gathering = false;
   private readonly backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
 
   constructor(private readonly client: Orch8Client, private readonly onError: (err: unknown) => void) {}
@@ -43,6 +45,19 @@ export class CompletionBatcher {
     return new Promise((resolve) => {
       const item: TaskCompletionItem = { task_id: run.task.id, lease_id: run.leaseId, output };
       this.queue.push({ run, item, resolve });
+      this.gather();
+    });
+  }
+
+  /**
+   * P-SDK-12: with no request in flight, the send waits for the end of the current event-loop
+   * turn (setImmediate, not a timer), so results that become ready in the same turn go together.
+   */
+  private gather(): void {
+    if (this.inFlight || this.gathering) return;
+    this.gathering = true;
+    setImmediate(() => {
+      this.gathering = false;
       this.pump();
     });
   }

@@ -239,6 +239,20 @@ test("P-SDK-12: a lone result goes out at once as a batch of one", async () => {
   assert.equal(m.calls.filter((c) => /\/tasks\/b1\/complete$/.test(c.url.pathname)).length, 0, "no single complete");
 });
 
+test("P-SDK-12: results ready in the same event-loop turn go out in one request, not one alone first", async () => {
+  const m = routed({
+    ...basics(["s1", "s2", "s3", "s4", "s5"]),
+    "POST /workers/tasks/complete/batch": (req) => json(200, batchAnswer(itemsOf(req).map((i) => item(i.task_id)))),
+  });
+  const w = batchWorker(m, { h: (ctx) => ctx.task.id });
+  const run = w.run();
+  await until(() => w.stats().tasks_completed === 5, "the completions");
+  await w.stop();
+  await run;
+  const batches = m.calls.filter((c) => c.key === "POST /workers/tasks/complete/batch");
+  assert.deepEqual(batches.map((b) => itemsOf(b).map((i) => i.task_id)), [["s1", "s2", "s3", "s4", "s5"]]);
+});
+
 test("P-SDK-12: results finishing while a request is in flight go together in the next request", async () => {
   const first = gate(); // holds the first batch request open
   const rest = gate(); // holds the handlers of b3..b5

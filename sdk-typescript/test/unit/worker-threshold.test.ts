@@ -28,16 +28,21 @@ const newWorker = (m: ReturnType<typeof routed>, handlers: Record<string, Handle
 test("P-SDK-26: no poll for the one slot a result freed while three more are being reported", async () => {
   const first = gate();
   const second = gate();
+  const sent = gate(); // the first request is in flight
   const m = routed({
     ...basics([["t1", "h"], ["t2", "h"], ["t3", "h"], ["t4", "h"]]),
     "POST /workers/tasks/complete/batch": async (req, n) => {
-      if (n === 1) await first.opened;
+      if (n === 1) {
+        sent.open();
+        await first.opened;
+      }
       if (n === 2) await second.opened;
       return json(200, batchAnswer(itemsOf(req).map((i) => item(i.task_id))));
     },
   });
   let finished = 0;
-  const w = newWorker(m, { h: () => { finished++; return "ok"; } });
+  // t1's result goes alone; the others become ready once its request is in flight (P-SDK-12).
+  const w = newWorker(m, { h: async (ctx) => { if (ctx.task.id !== "t1") await sent.opened; finished++; return "ok"; } });
   const run = w.run();
   await until(() => m.count("POST /workers/tasks/complete/batch") === 1 && finished === 4, "the first batch in flight, every handler done");
   first.open(); // one slot is free now; three results are still being reported
