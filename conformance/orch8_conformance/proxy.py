@@ -190,6 +190,8 @@ class FaultProxy:
             if answer is not None:
                 entry["status"] = _status(answer)
                 entry["answered"] = time.time() * 1000
+                if path.startswith("/workers/tasks/poll"):
+                    entry["claimed_ids"] = _claimed_ids(answer)  # P-SDK-26 check
                 writer.write(answer)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, OSError):
@@ -264,6 +266,16 @@ def _problem(status: int, title: str, code: str, retry_after: str | None) -> byt
 def _header(headers: dict, name: bytes) -> str | None:
     value = headers.get(name)
     return None if value is None else value.decode("latin-1")
+
+
+def _claimed_ids(answer: bytes) -> list[str]:
+    """Ids of the tasks a poll answer delivered (a batch's `tasks`, or one task)."""
+    try:
+        data = json.loads(answer.split(b"\r\n\r\n", 1)[1] or b"null")
+    except (IndexError, ValueError):
+        return []
+    tasks = data.get("tasks") if isinstance(data, dict) and "tasks" in data else [data]
+    return [t["id"] for t in tasks or [] if isinstance(t, dict) and isinstance(t.get("id"), str)]
 
 
 def _status(answer: bytes) -> int | None:
