@@ -2,6 +2,7 @@ package orch8
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 )
@@ -20,17 +21,29 @@ func (s *scripted) pollSizes() []int {
 // threshold (half of 4 = 2) instead of claiming for the one slot the first result freed.
 func TestWorkerPollWaitsForReportingSlots(t *testing.T) {
 	s, c := newScripted(t)
-	release1, release2 := make(chan struct{}), make(chan struct{})
+	release1, release2, firstAtServer := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var once1, once2 sync.Once
+	open1 := func() { once1.Do(func() { close(release1) }) }
+	open2 := func() { once2.Do(func() { close(release2) }) }
+	t.Cleanup(func() { open1(); open2() }) // a failed wait must not leave the server blocked
 	s.batchHook = func(n int) {
 		switch n {
 		case 1:
+			close(firstAtServer)
 			<-release1
 		case 2:
 			<-release2
 		}
 	}
 	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Concurrency: 4, PollWait: 50 * time.Millisecond})
-	w.Handle("quick", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
+	// task_a's result goes alone; the others return once it is at the server, so exactly
+	// three results wait behind the first (whatever the goroutines' scheduling).
+	w.Handle("quick", func(ctx context.Context, t *Task) (any, error) {
+		if t.ID != "task_a" {
+			<-firstAtServer
+		}
+		return "ok", nil
+	})
 	for _, id := range []string{"task_a", "task_b", "task_c", "task_d"} {
 		s.add(id, "quick")
 	}
@@ -41,14 +54,14 @@ func TestWorkerPollWaitsForReportingSlots(t *testing.T) {
 		return len(w.completions.queue) == 3
 	})
 	polled := len(s.pollSizes())
-	close(release1) // one slot is free now, three results are still being reported
+	open1() // one slot is free now, three results are still being reported
 	waitUntil(t, "the first completion", func() bool { return w.Stats().TasksCompleted == 1 })
 	// A worker without the threshold polls for the one free slot right away; give it the
 	// time to do so (bounded), then let the other three results through.
 	for deadline := time.Now().Add(300 * time.Millisecond); time.Now().Before(deadline) && len(s.pollSizes()) == polled; {
 		time.Sleep(5 * time.Millisecond)
 	}
-	close(release2)
+	open2()
 	waitUntil(t, "four completions", func() bool { return w.Stats().TasksCompleted == 4 })
 	waitUntil(t, "a poll after the results", func() bool { return len(s.pollSizes()) > polled })
 	stop()
