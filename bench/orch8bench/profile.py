@@ -1,6 +1,8 @@
 """`make -C bench profile`: sample the server with py-spy while the load client drives it.
 
-Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints).
+Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints), and
+`sdk-python`, `sdk-typescript`, `sdk-go`: the server on SQLite while that SDK's Worker
+(concurrency 100, no-op handler) drains a fill, as in the bench's SDK phase.
 For each scenario a fresh server is started, py-spy attaches to it (`record --pid`,
 native frames off, idle off: what the one event-loop thread spends CPU on), the Go client
 runs a fixed task count, py-spy is stopped with SIGINT and writes collapsed stacks. We
@@ -20,7 +22,17 @@ import subprocess
 import time
 from pathlib import Path
 
-from orch8bench.env import BENCH, PgCluster, Workdir, launch_server, loadavg, loadgen, log
+from orch8bench import sdks
+from orch8bench.env import (
+    BENCH,
+    PgCluster,
+    Workdir,
+    cpu_seconds,
+    launch_server,
+    loadavg,
+    loadgen,
+    log,
+)
 
 PYSPY = BENCH / ".venv" / "bin" / "py-spy"
 OUT = BENCH / "profiles"
@@ -104,6 +116,45 @@ def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
     print("\n".join(text.splitlines()[:22]))
 
 
+def profile_sdk(sdk: str, work: Workdir, tasks: int) -> None:
+    """The server while SDK `sdk`'s Worker drains `tasks` no-op tasks (filled at batch 100
+    as they drain, the bench's SDK phase)."""
+    name = f"sdk-{sdk.lower()}"
+    server = launch_server(work.sqlite(name), work.path, name)
+    raw = OUT / f"{name}.txt"
+    handler = "noop_prof"
+    cmd = sdks.worker_cmd(sdk, server.url, str(sdks.SDK_CONCURRENCY), handler)
+    worker = sdks.RunningWorker(f"{sdk} SDK Worker", cmd, {}, handler)
+    try:
+        worker.once(server.url, max(1000, tasks // 5))  # warm
+        spy = subprocess.Popen(
+            [str(PYSPY), "record", "--pid", str(server.process.pid), "--format", "raw", "--nolineno",
+             "--rate", "250", "-o", str(raw)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        time.sleep(1.0)  # py-spy attaches
+        before = loadavg()
+        cpu0 = cpu_seconds(server.process.pid)
+        out = worker.once(server.url, tasks)
+        server_us = (cpu_seconds(server.process.pid) - cpu0) / tasks * 1e6
+        spy.send_signal(signal.SIGINT)
+        _, err = spy.communicate(timeout=60)
+        if not raw.exists():
+            raise RuntimeError(f"py-spy wrote nothing: {err[-1500:]}")
+    finally:
+        worker.stop()
+        server.stop()
+    text = summary(name, raw, out["tasks_per_s"])
+    text += (
+        f"\nServer CPU {server_us:,.0f} us/task (py-spy's own sampling included), worker CPU "
+        f"{out['worker_cpu_us_per_task']:,.0f} us/task.\n"
+        f"Load average before {before}, after {loadavg()}.\n"
+    )
+    (OUT / f"{name}-top.md").write_text(text)
+    log(f"{name}: {out['tasks_per_s']:,.0f} tasks/s; {OUT / (name + '-top.md')}")
+    print("\n".join(text.splitlines()[:22]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=30_000)
@@ -116,6 +167,9 @@ def main() -> None:
         profile("sqlite-b100", work.sqlite("p100"), work, 100, a.tasks)
     if "sqlite-b1" in only:
         profile("sqlite-b1", work.sqlite("p1"), work, 1, a.tasks // 5)
+    for sdk in ("Python", "TypeScript", "Go"):
+        if f"sdk-{sdk.lower()}" in only:
+            profile_sdk(sdk, work, a.tasks)
     if only & {"pg-b100", "pg-b1"}:
         cluster = PgCluster(fsync=True).init()
         try:

@@ -20,8 +20,10 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 from orch8bench import before
@@ -43,15 +45,12 @@ def worker_cmd(name: str, url: str, c: str, handler: str) -> list[str]:
 
 
 STALL_S = 60  # no task of the handler finished for this long: the worker is stuck
-# Watching the drain costs the server a /queues answer per look (~46% of its CPU in an SDK
-# row at a 10 ms tick, py-spy): look every 100 ms while many tasks are left, every 10 ms
-# near the end, so the timing stays within ~10 ms and the watching stays cheap.
-COARSE_TICK_S, FINE_TICK_S, FINE_BELOW = 0.1, 0.01, 1000
-
-
-def tick(todo: int, filling: bool) -> float:
-    """Seconds to the next look at the drain."""
-    return COARSE_TICK_S if filling or todo > FINE_BELOW else FINE_TICK_S
+# Watching the drain through the server costs it a /queues answer per look, which counts
+# the pending backlog (~5 ms at 20,000 pending; a 10 ms loop of them was ~46% of the
+# server's CPU in an SDK row, py-spy). So the drain is followed by the worker's own count
+# of handler calls (each program prints every 100th), and the server is asked only once
+# that count covers the run: every 10 ms until it shows none pending or running.
+TICK_S = 0.01
 
 
 def left(url: str, handler: str) -> int:
@@ -61,36 +60,55 @@ def left(url: str, handler: str) -> int:
     return sum(q["pending"] + q["running"] for q in qs if q["handler_name"] == handler)
 
 
+def drained(done: int, n: int, filling: bool, left: Callable[[], int]) -> bool:
+    """Whether a run of n tasks is over: the worker handled n of them, the fill ended and
+    the server shows none left. The server is asked (`left`) only once the rest holds."""
+    return done >= n and not filling and left() == 0
+
+
 class RunningWorker:
     """One SDK worker process and the timed fill + drain of its handler's tasks."""
 
     def __init__(self, label: str, cmd: list[str], env: dict[str, str], handler: str) -> None:
         self.label, self.handler = label, handler
+        self.handled = 0  # handler calls so far, as the program last printed
         self.proc = subprocess.Popen(
-            cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, **env},
         )  # fmt: skip
+        threading.Thread(target=self._follow, daemon=True).start()
+
+    def _follow(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip().isdigit():
+                self.handled = int(line)
 
     def once(self, url: str, n: int) -> dict:
         """Enqueue n tasks (batch 100) and time them to the server showing none pending
         or running."""
         start = time.perf_counter()
         cpu0 = cpu_seconds(self.proc.pid)
+        base = self.handled
         fill = subprocess.Popen(
             [str(BENCH / ".bin" / "loadgen"), "-mode=fill", f"-url={url}", f"-n={n}",
              f"-handler={self.handler}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         last, moved = -1, start
-        while (todo := left(url, self.handler)) or fill.poll() is None:
+        while True:
             now = time.perf_counter()
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.label} worker exited: {self.proc.stderr.read()[-2000:]}")
-            if todo != last:
-                last, moved = todo, now
+            handled = self.handled
+            if drained(handled - base, n, fill.poll() is None, lambda: left(url, self.handler)):
+                break
+            if handled != last:
+                last, moved = handled, now
             elif now - moved > STALL_S:
+                todo = left(url, self.handler)
                 raise RuntimeError(f"{self.label} worker stalled: {todo} of {n} tasks left")
-            time.sleep(tick(todo, fill.poll() is None))
+            time.sleep(TICK_S)
         secs = time.perf_counter() - start
         worker_us = (cpu_seconds(self.proc.pid) - cpu0) / n * 1e6
         return {"tasks_per_s": n / secs, "seconds": secs, "tasks": n,

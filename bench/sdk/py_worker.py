@@ -1,6 +1,9 @@
 """The Python SDK's Worker with a no-op handler, as a user would run it.
 Usage: python py_worker.py URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
 
+Every 100th handler call prints the count so far on stdout: the bench follows a drain by
+it, instead of asking the server (orch8bench/sdks.py).
+
 ORCH8_TELEMETRY=1 passes `orch8.otel.OpenTelemetry` (issue 18) on the OpenTelemetry SDK's
 own providers: spans through a BatchSpanProcessor into an exporter that drops them, metrics
 aggregated by an in-memory reader that is never read. That is the SDK's instrumentation
@@ -46,8 +49,15 @@ worker = Worker(
 )
 
 
+handled = 0
+
+
 @worker.handler(handler)
 async def noop(ctx):
+    global handled
+    handled += 1
+    if handled % 100 == 0:
+        print(handled, flush=True)
     return None
 
 

@@ -1,5 +1,7 @@
 // The TypeScript SDK's Worker with a no-op handler, as a user would run it.
 // Usage: node ts_worker.mjs URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
+// Every 100th handler call prints the count so far on stdout: the bench follows a drain
+// by it, instead of asking the server (orch8bench/sdks.py).
 // ORCH8_TS_SDK: the SDK's built entry point (default ../../sdk-typescript/dist/index.js;
 // orch8bench/before.py points it at the SDK as it was before issue 18).
 //
@@ -37,11 +39,17 @@ async function telemetry() {
 }
 
 const tel = await telemetry();
+let handled = 0;
 const worker = new Worker({
   client: new Orch8Client({ baseUrl, ...(tel ? { telemetry: tel } : {}) }),
   workerId: `bench-ts-${handler}`,
   concurrency: Number(concurrency),
   ...(tel ? { telemetry: tel } : {}),
-  handlers: { async [handler]() { return null; } },
+  handlers: {
+    async [handler]() {
+      if (++handled % 100 === 0) process.stdout.write(`${handled}\n`);
+      return null;
+    },
+  },
 });
 await worker.run();

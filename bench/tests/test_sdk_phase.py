@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent
@@ -94,10 +95,29 @@ def test_before_exports_the_old_python_sdk_and_imports_it(tmp_path: Path) -> Non
     assert not (tmp_path / "sdk-python/orch8/otel.py").exists()
 
 
-def test_the_drain_is_watched_coarsely_until_its_end() -> None:
+def test_the_server_is_asked_only_once_the_worker_counted_the_run() -> None:
     from orch8bench import sdks
 
-    assert sdks.tick(50_000, filling=False) == sdks.COARSE_TICK_S
-    assert sdks.tick(10, filling=True) == sdks.COARSE_TICK_S  # the fill still adds tasks
-    assert sdks.tick(sdks.FINE_BELOW, filling=False) == sdks.FINE_TICK_S
-    assert sdks.FINE_TICK_S < sdks.COARSE_TICK_S
+    def never() -> int:
+        raise AssertionError("asked the server before the worker's count covered the run")
+
+    assert not sdks.drained(99, 100, filling=False, left=never)
+    assert not sdks.drained(100, 100, filling=True, left=never)  # the fill still adds tasks
+    asked = []
+    assert not sdks.drained(100, 100, filling=False, left=lambda: asked.append(1) or 3)
+    assert sdks.drained(120, 100, filling=False, left=lambda: asked.append(1) or 0)
+    assert len(asked) == 2
+
+
+def test_the_worker_count_is_read_from_its_output() -> None:
+    from orch8bench import sdks
+
+    prog = "import time; [print(i, flush=True) for i in (100, 200)]; print('noise'); time.sleep(30)"
+    w = sdks.RunningWorker("t", [sys.executable, "-c", prog], {}, "noop_t")
+    try:
+        deadline = time.monotonic() + 10
+        while w.handled != 200 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert w.handled == 200
+    finally:
+        w.stop()

@@ -1,14 +1,18 @@
 // The Go SDK's Worker with a no-op handler, as a user would run it.
 // Usage: goworker URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
+// Every 100th handler call prints the count so far on stdout: the bench follows a drain
+// by it, instead of asking the server (orch8bench/sdks.py).
 // ORCH8_TELEMETRY=1: with orch8otel (telemetry.go); built with -tags orch8before against
 // the SDK before issue 18 (before.go, orch8bench/before.py).
 package main
 
 import (
 	"context"
+	"fmt"
 	"log"
 	"os"
 	"strconv"
+	"sync/atomic"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
 )
@@ -27,7 +31,13 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	w.Handle(handler, func(ctx context.Context, t *orch8.Task) (any, error) { return nil, nil })
+	var handled atomic.Int64
+	w.Handle(handler, func(ctx context.Context, t *orch8.Task) (any, error) {
+		if n := handled.Add(1); n%100 == 0 {
+			fmt.Println(n)
+		}
+		return nil, nil
+	})
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		log.Fatal(err)
 	}
