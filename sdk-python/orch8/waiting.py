@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from .errors import Orch8Error, is_outage
 
 if TYPE_CHECKING:
     from ._generated.models import Instance, Task
     from ._http import ClientConfig, RetryPolicy
+
+
+class _Stated(Protocol):
+    @property
+    def status(self) -> Any: ...
+
+
+_T = TypeVar("_T", bound=_Stated)
 
 # P-SDK-25: the longest wait_ms of one round, and the default timeout of a whole wait.
 WAIT_ROUND_MS = 30_000
@@ -91,31 +100,31 @@ class SyncWaiting:
         self, instance_id: str, *, timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
     ) -> Instance:
         """Wait until the instance is completed, failed or cancelled and return it (P-SDK-25)."""
-        rounds, last = _Rounds(timeout_ms), None
-        while (wait_ms := rounds.next_wait_ms()) is not None:
-            try:
-                last = self.get_instance(instance_id, wait_ms=wait_ms)
-            except Orch8Error as error:
-                time.sleep(rounds.outage_pause_s(error, self.config.retry))
-                continue
-            rounds.answered()
-            if last.status in INSTANCE_FINAL:
-                return last
-        raise WaitTimeoutError("instance", instance_id, rounds.timeout_ms, last)
+        return self._wait("instance", instance_id, self.get_instance, INSTANCE_FINAL, timeout_ms)
 
     def wait_task(self, task_id: str, *, timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS) -> Task:
         """Wait until the task is completed, failed, cancelled or expired and return it."""
+        return self._wait("task", task_id, self.get_task, TASK_FINAL, timeout_ms)
+
+    def _wait(
+        self,
+        kind: str,
+        object_id: str,
+        get: Callable[..., _T],
+        final: frozenset[str],
+        timeout_ms: int,
+    ) -> _T:
         rounds, last = _Rounds(timeout_ms), None
         while (wait_ms := rounds.next_wait_ms()) is not None:
             try:
-                last = self.get_task(task_id, wait_ms=wait_ms)
+                last = get(object_id, wait_ms=wait_ms)
             except Orch8Error as error:
                 time.sleep(rounds.outage_pause_s(error, self.config.retry))
                 continue
             rounds.answered()
-            if last.status in TASK_FINAL:
+            if last.status in final:
                 return last
-        raise WaitTimeoutError("task", task_id, rounds.timeout_ms, last)
+        raise WaitTimeoutError(kind, object_id, rounds.timeout_ms, last)
 
 
 class AsyncWaiting:
@@ -133,28 +142,30 @@ class AsyncWaiting:
         self, instance_id: str, *, timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS
     ) -> Instance:
         """Wait until the instance is completed, failed or cancelled and return it (P-SDK-25)."""
-        rounds, last = _Rounds(timeout_ms), None
-        while (wait_ms := rounds.next_wait_ms()) is not None:
-            try:
-                last = await self.get_instance(instance_id, wait_ms=wait_ms)
-            except Orch8Error as error:
-                await asyncio.sleep(rounds.outage_pause_s(error, self.config.retry))
-                continue
-            rounds.answered()
-            if last.status in INSTANCE_FINAL:
-                return last
-        raise WaitTimeoutError("instance", instance_id, rounds.timeout_ms, last)
+        return await self._wait(
+            "instance", instance_id, self.get_instance, INSTANCE_FINAL, timeout_ms
+        )
 
     async def wait_task(self, task_id: str, *, timeout_ms: int = DEFAULT_WAIT_TIMEOUT_MS) -> Task:
         """Wait until the task is completed, failed, cancelled or expired and return it."""
+        return await self._wait("task", task_id, self.get_task, TASK_FINAL, timeout_ms)
+
+    async def _wait(
+        self,
+        kind: str,
+        object_id: str,
+        get: Callable[..., Awaitable[_T]],
+        final: frozenset[str],
+        timeout_ms: int,
+    ) -> _T:
         rounds, last = _Rounds(timeout_ms), None
         while (wait_ms := rounds.next_wait_ms()) is not None:
             try:
-                last = await self.get_task(task_id, wait_ms=wait_ms)
+                last = await get(object_id, wait_ms=wait_ms)
             except Orch8Error as error:
                 await asyncio.sleep(rounds.outage_pause_s(error, self.config.retry))
                 continue
             rounds.answered()
-            if last.status in TASK_FINAL:
+            if last.status in final:
                 return last
-        raise WaitTimeoutError("task", task_id, rounds.timeout_ms, last)
+        raise WaitTimeoutError(kind, object_id, rounds.timeout_ms, last)
