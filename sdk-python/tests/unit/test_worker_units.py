@@ -404,3 +404,39 @@ def test_health_turns_unhealthy_after_3_heartbeat_intervals_without_success() ->
     state.stop_requested = True
     assert health(state, now=1014.5)[1]["status"] == "stopping"
     assert health(state, now=1014.5)[0] == 503
+
+
+# --- P-SDK-5: the cancellation signals, made when first asked for ----------------------------
+
+
+def test_cancellation_signals_asked_for_after_they_fired_are_set() -> None:
+    ctx = _slot("t1").ctx
+    assert ctx._cancel("lease_lost") and not ctx._cancel("cancelled")  # fires once
+    assert ctx.is_cancelled and ctx.cancel_reason == "lease_lost"
+    assert ctx.cancelled.wait(0)  # made after the cancellation: already set
+
+    async def wait() -> bool:
+        ctx._bind(AsyncOrch8Client(base_url="http://x"), asyncio.get_running_loop())
+        return await ctx.wait_cancelled(timeout_ms=1000)
+
+    assert asyncio.run(wait())
+
+
+def test_cancellation_signals_asked_for_before_they_fired_fire() -> None:
+    ctx = _slot("t1").ctx
+    event = ctx.cancelled
+    assert not event.is_set() and not ctx.is_cancelled
+    seen: dict[str, bool] = {}
+
+    async def main() -> None:
+        ctx._bind(AsyncOrch8Client(base_url="http://x"), asyncio.get_running_loop())
+        waiter = asyncio.ensure_future(ctx.wait_cancelled(timeout_ms=5000))
+        await asyncio.sleep(0)  # the waiter made its asyncio.Event
+        thread = threading.Thread(target=lambda: seen.setdefault("fired", ctx._cancel("cancelled")))
+        thread.start()
+        seen["waited"] = await waiter
+        thread.join()
+
+    asyncio.run(main())
+    assert seen == {"fired": True, "waited": True}
+    assert event.is_set() and ctx.cancelled is event and ctx.cancel_reason == "cancelled"
