@@ -37,6 +37,9 @@ INVALID_OUTPUT = "invalid_output"  # P-SDK-15
 OUTPUT_REJECTED = "output_rejected"  # P-SDK-15
 
 
+_ALWAYS_JSON = (str, int, bool)  # exactly these types: subclasses go through json.dumps
+
+
 @dataclass
 class Outcome:
     """How an attempt ended, before it is reported."""
@@ -85,6 +88,8 @@ def classify(exc: BaseException) -> Outcome:
 
 def strict_json(output: Any) -> Outcome | None:
     """P-SDK-15: None when `output` is RFC 8259 JSON, else the permanent invalid_output fail."""
+    if output is None or type(output) in _ALWAYS_JSON:
+        return None
     try:
         json.dumps(output, allow_nan=False)
     except (TypeError, ValueError, RecursionError) as exc:

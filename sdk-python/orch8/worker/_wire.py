@@ -10,6 +10,7 @@ retries of P-SDK-2, error mapping of P-SDK-15/16), like the generated methods' c
 from __future__ import annotations
 
 import datetime
+import functools
 from collections.abc import Mapping
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
@@ -75,6 +76,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=256)  # a poll's tasks share their lease's expiry
 def timestamp(value: str) -> datetime.datetime:
     """An RFC 3339 timestamp, equal to dateutil's isoparse (tzinfo included).
 

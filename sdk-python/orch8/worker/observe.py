@@ -141,13 +141,17 @@ class Observer:
         self.fire("poll", PollEvent(claimed, duration_ms))
 
     def started(self, ctx: TaskContext) -> None:
-        log.debug("task started", extra=self.extra(ctx))
-        self.fire("task_start", TaskStartEvent(ctx))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("task started", extra=self.extra(ctx))
+        if self.hooks["task_start"]:
+            self.fire("task_start", TaskStartEvent(ctx))
 
     def completed(self, ctx: TaskContext, duration_ms: float) -> None:
         self._settle("tasks_completed", ctx, "completed", None, duration_ms)
-        log.debug("task completed", extra=self.extra(ctx))
-        self.fire("task_complete", TaskCompleteEvent(ctx, duration_ms))
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("task completed", extra=self.extra(ctx))
+        if self.hooks["task_complete"]:
+            self.fire("task_complete", TaskCompleteEvent(ctx, duration_ms))
 
     def failed(
         self, ctx: TaskContext, error: object, code: str, retryable: bool, duration_ms: float
