@@ -122,6 +122,13 @@ class RunningWorker:
             self.proc.kill()
 
 
+def raw_b100_args(url: str, n: int, cfg: dict) -> list[str]:
+    """The raw client at batch 100 as the end-to-end rows run it (2 producers, 4 consumers),
+    on a handler no SDK worker polls."""
+    return ["-mode=run", f"-url={url}", "-batch=100", f"-n={n}", f"-warmup={cfg['warmup']}",
+            "-producers=2", "-consumers=4", "-handler=noop_raw"]  # fmt: skip
+
+
 def sdk_variants(name: str, server: RunningServer, cfg: dict, workdir: Path) -> dict[str, dict]:
     """{variant: row or {"error"}} of SDK `name`; one broken variant keeps the others."""
     url, c, n = server.url, str(SDK_CONCURRENCY), cfg["sdk_tasks"][name]
@@ -147,10 +154,17 @@ def sdk_variants(name: str, server: RunningServer, cfg: dict, workdir: Path) -> 
                 if v in workers:
                     workers.pop(v).stop()
         onces = {w.label: (lambda w=w: w.once(url, n)) for w in workers.values()}
+        # The SDK's yardstick, in the same rounds: the raw client at batch 100 (the bench's
+        # end-to-end shape) on its own handler, beside this SDK's idle workers.
+        beside = f"raw client, batch 100, beside the {name} workers"
+        if onces:
+            onces[beside] = lambda: loadgen_window(server.process.pid, *raw_b100_args(url, n, cfg))
         rows = interleaved(onces, cfg["reps"], server_pid=server.process.pid) if onces else {}
         for v, w in workers.items():
             out[v] = rows[w.label] | {"sdk": name, "variant": v, "concurrency": SDK_CONCURRENCY,
                                       "tasks": n}  # fmt: skip
+        if beside in rows:
+            out["raw_b100"] = rows[beside] | {"tasks": n}
     except RuntimeError as exc:  # a worker died mid-round: every variant of this SDK is lost
         log(f"  {name} FAILED: {exc}")
         out = {v: {"sdk": name, "label": f"{name} SDK Worker", "error": str(exc)[-2000:]}
@@ -178,6 +192,8 @@ def sdks(server: RunningServer, cfg: dict, workdir: Path) -> tuple[list[dict], l
         got = sdk_variants(name, server, cfg, workdir)
         off = got["off"]
         off["label"] = f"{name} SDK Worker"
+        if "median" in got.get("raw_b100", {}):
+            off["raw_b100_beside"] = got["raw_b100"]["median"]
         rows.append(off)
         telemetry.append({"sdk": name, "before": got["before"], "on": got["on"]})
     return rows, telemetry

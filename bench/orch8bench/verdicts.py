@@ -132,10 +132,16 @@ def _latency_rows(res: dict) -> list[list[str]]:
     return out
 
 
+def sdk_yardstick(res: dict, row: dict) -> float | None:
+    """The raw batch-100 rate an SDK row is judged against: the raw client run in the same
+    rounds as that SDK's workers (sdks.py), else the end-to-end batch-100 row."""
+    return row.get("raw_b100_beside") or med(row_for(res.get("sqlite"), 100))
+
+
 def _sdk_rows(res: dict) -> list[list[str]]:
-    raw = med(row_for(res.get("sqlite"), 100))
     out = []
     for r in res.get("sdk", [])[1:]:  # the first row is the raw client's SDK pattern
+        raw = sdk_yardstick(res, r)
         frac = r["median"] / raw if "median" in r and raw else None
         out.append([f"{r['sdk']} SDK Worker, share of raw batch 100 (SQLite)",
                     "FAILED" if "error" in r else pct(r.get("median"), raw),

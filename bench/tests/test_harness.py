@@ -126,6 +126,12 @@ def test_headline_verdicts_follow_the_design_targets() -> None:
     assert bad["server RSS draining 1,000,000 tasks (SQLite), MiB"][col["verdict"]] == (
         "misses (grows)"
     )
+    # The raw client run in the SDK's own rounds is the yardstick when it was measured.
+    beside = _result(20_000.0, 40.0, 400.0)
+    beside["sdk"][1].update(median=14_000.0, raw_b100_beside=16_000.0)  # 87.5% of it
+    judged = {r[0]: r for r in verdicts.headline(beside)}
+    go = judged["Go SDK Worker, share of raw batch 100 (SQLite)"]
+    assert (go[col["ours"]], go[col["verdict"]]) == ("88%", "meets")
     res = _result(30_000.0, 10.0, 105.0)
     res["peers"] = [{"peer": "b", "median": 10_000.0}]  # 1.2x < 1.5x
     pg = {r[0]: r for r in verdicts.headline(res)}["PostgreSQL, batch 100, tasks/s"]
