@@ -37,3 +37,21 @@ def test_a_counted_wake_covers_the_count_with_batch_sizes() -> None:
         assert polls[2].event.is_set()
 
     asyncio.run(main())
+
+
+def test_a_passed_on_wake_reaches_only_polls_that_could_claim_the_same_tasks() -> None:
+    async def main() -> None:
+        d = Dispatcher()
+        leaving = d.park(["q", "q2"], ["h", "i"], 10)
+        others = [d.park("q", ["other"], 10), d.park("q2", ["other"], 10)]
+        same = [d.park("q", ["i", "x"], 5), d.park("q", None, 5), d.park("q", ["h"], 5)]
+        leaving.event.set()
+        d.unpark(leaving)
+        d.pass_on(leaving)
+        assert _woken(others) == [False, False]  # an empty claim each, for nothing
+        assert _woken(same) == [True, True, False]  # 5 + 5 cover the leaving poll's 10
+        any_handler = d.park("q2", None, 10)
+        d.pass_on(leaving)  # on its second queue, a poll of any handler shares
+        assert any_handler.event.is_set() and not others[1].event.is_set()
+
+    asyncio.run(main())

@@ -44,6 +44,14 @@ class Waiter:
     def wants(self, handler: str | None) -> bool:
         return handler is None or self.handlers is None or handler in self.handlers
 
+    def shares(self, other: Waiter) -> bool:
+        """Whether a task `other` may claim could be claimed by this poll too."""
+        return (
+            self.handlers is None
+            or other.handlers is None
+            or not self.handlers.isdisjoint(other.handlers)
+        )
+
 
 class Dispatcher:
     def __init__(self) -> None:
@@ -108,6 +116,22 @@ class Dispatcher:
             if waiter.wants(handler) and not waiter.event.is_set():
                 waiter.event.set()
                 if left is not None:
+                    left -= waiter.want
+
+    def pass_on(self, leaving: Waiter) -> None:
+        """A poll leaves woken by tasks it may not have claimed: wake, on each of its
+        queues, the longest-parked polls not yet woken that could claim such tasks (a
+        handler in common), until their batch sizes cover its own. Polls of other handlers
+        stay parked: waking them would cost an empty claim each."""
+        for queue in leaving.queues:
+            if self.is_paused(queue):
+                continue
+            left = leaving.want
+            for waiter in self._waiters.get(queue, ()):
+                if left <= 0:
+                    break
+                if waiter is not leaving and not waiter.event.is_set() and waiter.shares(leaving):
+                    waiter.event.set()
                     left -= waiter.want
 
     def wake_all(self) -> None:

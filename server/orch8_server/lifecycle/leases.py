@@ -105,10 +105,9 @@ class Leases:
             dispatcher.unpark(waiter)
             if waiter.event.is_set():
                 # Woken since its last claim began (caller gone, an error, a wake during
-                # the claim): those tasks may not be in its claim, so pass the wake-up on,
-                # or they would wait for the next event.
-                for key in keys:
-                    dispatcher.wake(key, None, waiter.want)
+                # the claim): those tasks may not be in its claim, so pass the wake-up on
+                # to the polls that could claim them, or they would wait for the next event.
+                dispatcher.pass_on(waiter)
             if gone is not None and not gone.done():
                 gone.cancel()
 
