@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import threading
 import time
@@ -122,6 +123,13 @@ class RunningWorker:
             self.proc.kill()
 
 
+def round_shares(sdk: dict, raw: dict) -> list[float]:
+    """Per interleaved round, the SDK's rate over the raw client's run beside it: pairs
+    close in time, so a drift of the machine's speed between rounds cancels out."""
+    pairs = zip(sdk.get("details", []), raw.get("details", []), strict=False)
+    return [round(a["tasks_per_s"] / b["tasks_per_s"], 3) for a, b in pairs if b.get("tasks_per_s")]
+
+
 def raw_b100_args(url: str, n: int, cfg: dict) -> list[str]:
     """The raw client at batch 100 as the end-to-end rows run it (2 producers, 4 consumers),
     on a handler no SDK worker polls."""
@@ -165,6 +173,10 @@ def sdk_variants(name: str, server: RunningServer, cfg: dict, workdir: Path) -> 
                                       "tasks": n}  # fmt: skip
         if beside in rows:
             out["raw_b100"] = rows[beside] | {"tasks": n}
+            if "off" in workers:  # each round's off run over the raw run beside it
+                out["off"]["raw_b100_rounds"] = round_shares(
+                    rows[workers["off"].label], rows[beside]
+                )
     except RuntimeError as exc:  # a worker died mid-round: every variant of this SDK is lost
         log(f"  {name} FAILED: {exc}")
         out = {v: {"sdk": name, "label": f"{name} SDK Worker", "error": str(exc)[-2000:]}
@@ -194,6 +206,8 @@ def sdks(server: RunningServer, cfg: dict, workdir: Path) -> tuple[list[dict], l
         off["label"] = f"{name} SDK Worker"
         if "median" in got.get("raw_b100", {}):
             off["raw_b100_beside"] = got["raw_b100"]["median"]
+        if off.get("raw_b100_rounds"):
+            off["raw_b100_share"] = statistics.median(off["raw_b100_rounds"])
         rows.append(off)
         telemetry.append({"sdk": name, "before": got["before"], "on": got["on"]})
     return rows, telemetry

@@ -132,6 +132,12 @@ def test_headline_verdicts_follow_the_design_targets() -> None:
     judged = {r[0]: r for r in verdicts.headline(beside)}
     go = judged["Go SDK Worker, share of raw batch 100 (SQLite)"]
     assert (go[col["ours"]], go[col["verdict"]]) == ("88%", "meets")
+    # ... and the median of its per-round shares wins over the ratio of the medians.
+    beside["sdk"][1]["raw_b100_share"] = 0.78
+    go = {r[0]: r for r in verdicts.headline(beside)}[
+        "Go SDK Worker, share of raw batch 100 (SQLite)"
+    ]
+    assert (go[col["ours"]], go[col["verdict"]]) == ("78%", "misses (98% of target)")
     res = _result(30_000.0, 10.0, 105.0)
     res["peers"] = [{"peer": "b", "median": 10_000.0}]  # 1.2x < 1.5x
     pg = {r[0]: r for r in verdicts.headline(res)}["PostgreSQL, batch 100, tasks/s"]

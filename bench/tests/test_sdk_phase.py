@@ -121,3 +121,11 @@ def test_the_worker_count_is_read_from_its_output() -> None:
         assert w.handled == 200
     finally:
         w.stop()
+
+
+def test_each_round_is_judged_against_the_raw_run_beside_it() -> None:
+    from orch8bench import sdks
+
+    sdk = {"details": [{"tasks_per_s": 3700.0}, {"tasks_per_s": 4000.0}, {"tasks_per_s": 5400.0}]}
+    raw = {"details": [{"tasks_per_s": 4800.0}, {"tasks_per_s": 7900.0}, {"tasks_per_s": 7400.0}]}
+    assert sdks.round_shares(sdk, raw) == [0.771, 0.506, 0.730]
