@@ -4,7 +4,11 @@ tasks/s and the server's CPU microseconds per task (over the client's measured w
 the figure a code change moves even when other processes share the cores.
 
     python -m orch8bench.ab --before 7652e05 [--after REV] --backend sqlite|postgresql
-        [--batches 1,100] [--reps 3]
+        [--batches 1,100] [--reps 3] [--latency 200]
+
+`--latency N` also measures pickup latency (enqueue to the parked poll's answer, the
+bench's latency mode) with N samples per run, interleaved the same way; `--batches ""`
+measures latency only.
 
 A revision is exported with `git archive` into a temp dir and run from there (PYTHONPATH);
 without --after, the working tree runs as B. Same launcher, load client and shapes as
@@ -26,6 +30,7 @@ from orch8bench.env import (
     PgCluster,
     RunningServer,
     loadavg,
+    loadgen,
     loadgen_window,
     log,
     start_server,
@@ -58,6 +63,21 @@ def launch(db: str, workdir: Path, name: str, pythonpath: str | None) -> Running
     )  # fmt: skip
 
 
+def pickup(servers: dict[str, RunningServer], samples: int, reps: int, backend: str) -> None:
+    """Pickup latency p50/p99 per server, runs interleaved; prints the medians of the runs."""
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in servers}
+    for _ in range(reps):
+        for label, s in servers.items():
+            out = loadgen("-mode=latency", f"-url={s.url}", f"-poll-url={s.url}",
+                          f"-n={samples}", "-warmup=5")  # fmt: skip
+            runs[label].append((out["p50_ms"], out["p99_ms"]))
+    for label, got in runs.items():
+        p50 = statistics.median(p for p, _ in got)
+        p99 = statistics.median(p for _, p in got)
+        print(f"{backend} pickup {label}: p50 {p50:.2f} ms, p99 {p99:.2f} ms (runs "
+              f"{[(round(a, 2), round(b, 2)) for a, b in got]}), load {loadavg()[0]}", flush=True)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, help="git revision run as A")
@@ -65,6 +85,7 @@ def main() -> None:
     ap.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
     ap.add_argument("--batches", default="1,100")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--latency", type=int, default=0, help="pickup samples per run (0: none)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="orch8-ab-"))
     cluster = PgCluster(fsync=True).init() if a.backend == "postgresql" else None
@@ -79,7 +100,9 @@ def main() -> None:
                 else str(work / f"{name}.db")
             )
             servers[label] = launch(db, work, name, path)
-        for batch in (int(b) for b in a.batches.split(",")):
+        if a.latency:
+            pickup(servers, a.latency, a.reps, a.backend)
+        for batch in (int(b) for b in a.batches.split(",") if b):
             n, producers, consumers = COUNTS[batch]
             runs: dict[str, list[tuple[float, float]]] = {k: [] for k in servers}
             for _ in range(a.reps):
