@@ -20,6 +20,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from orch8bench import sdks
@@ -89,31 +90,45 @@ def summary(name: str, path: Path, rate: float, top: int = 25) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sampled(pid: int, raw: Path, drive: Callable[[], dict]) -> tuple[dict, list[float]]:
+    """Run `drive` while py-spy samples process `pid` into `raw`; (its answer, the load
+    average before it)."""
+    spy = subprocess.Popen(
+        [str(PYSPY), "record", "--pid", str(pid), "--format", "raw", "--nolineno",
+         "--rate", "250", "-o", str(raw)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    time.sleep(1.0)  # py-spy attaches
+    before = loadavg()
+    out = drive()
+    spy.send_signal(signal.SIGINT)
+    _, err = spy.communicate(timeout=60)
+    if not raw.exists():
+        raise RuntimeError(f"py-spy wrote nothing: {err[-1500:]}")
+    return out, before
+
+
+def write_summary(name: str, raw: Path, rate: float, before: list[float], notes: str = "") -> None:
+    text = summary(name, raw, rate) + notes
+    text += f"\nLoad average before {before}, after {loadavg()}.\n"
+    (OUT / f"{name}-top.md").write_text(text)
+    log(f"{name}: {rate:,.0f} tasks/s; {OUT / (name + '-top.md')}")
+    print("\n".join(text.splitlines()[:22]))
+
+
 def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
     server = launch_server(db, work.path, name)
     raw = OUT / f"{name}.txt"
     try:
         loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks // 5}")  # warm
-        spy = subprocess.Popen(
-            [str(PYSPY), "record", "--pid", str(server.process.pid), "--format", "raw", "--nolineno",
-             "--rate", "250", "-o", str(raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        out, before = sampled(
+            server.process.pid, raw,
+            lambda: loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks}",
+                            "-producers=2", "-consumers=8" if batch == 1 else "-consumers=4"),
         )  # fmt: skip
-        time.sleep(1.0)  # py-spy attaches
-        before = loadavg()
-        out = loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks}",
-                      "-producers=2", "-consumers=8" if batch == 1 else "-consumers=4")  # fmt: skip
-        spy.send_signal(signal.SIGINT)
-        _, err = spy.communicate(timeout=60)
-        if not raw.exists():
-            raise RuntimeError(f"py-spy wrote nothing: {err[-1500:]}")
     finally:
         server.stop()
-    text = summary(name, raw, out["tasks_per_s"])
-    text += f"\nLoad average before {before}, after {loadavg()}.\n"
-    (OUT / f"{name}-top.md").write_text(text)
-    log(f"{name}: {out['tasks_per_s']:,.0f} tasks/s; {OUT / (name + '-top.md')}")
-    print("\n".join(text.splitlines()[:22]))
+    write_summary(name, raw, out["tasks_per_s"], before)
 
 
 def profile_sdk(sdk: str, work: Workdir, tasks: int) -> None:
@@ -127,32 +142,17 @@ def profile_sdk(sdk: str, work: Workdir, tasks: int) -> None:
     worker = sdks.RunningWorker(f"{sdk} SDK Worker", cmd, {}, handler)
     try:
         worker.once(server.url, max(1000, tasks // 5))  # warm
-        spy = subprocess.Popen(
-            [str(PYSPY), "record", "--pid", str(server.process.pid), "--format", "raw", "--nolineno",
-             "--rate", "250", "-o", str(raw)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        time.sleep(1.0)  # py-spy attaches
-        before = loadavg()
         cpu0 = cpu_seconds(server.process.pid)
-        out = worker.once(server.url, tasks)
+        out, before = sampled(server.process.pid, raw, lambda: worker.once(server.url, tasks))
         server_us = (cpu_seconds(server.process.pid) - cpu0) / tasks * 1e6
-        spy.send_signal(signal.SIGINT)
-        _, err = spy.communicate(timeout=60)
-        if not raw.exists():
-            raise RuntimeError(f"py-spy wrote nothing: {err[-1500:]}")
     finally:
         worker.stop()
         server.stop()
-    text = summary(name, raw, out["tasks_per_s"])
-    text += (
+    notes = (
         f"\nServer CPU {server_us:,.0f} us/task (py-spy's own sampling included), worker CPU "
         f"{out['worker_cpu_us_per_task']:,.0f} us/task.\n"
-        f"Load average before {before}, after {loadavg()}.\n"
     )
-    (OUT / f"{name}-top.md").write_text(text)
-    log(f"{name}: {out['tasks_per_s']:,.0f} tasks/s; {OUT / (name + '-top.md')}")
-    print("\n".join(text.splitlines()[:22]))
+    write_summary(name, raw, out["tasks_per_s"], before, notes)
 
 
 def main() -> None:
