@@ -8,7 +8,6 @@ and the target of shared/design.md "Performance", with a verdict.
 from __future__ import annotations
 
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from orch8bench.verdicts import (
     pct,
     ratio,
     row_for,
+    sdk_share,
     telemetry_pairs,
 )
 
@@ -77,13 +77,13 @@ def limit_table(limit: dict) -> list[str]:
     return _table(head, body)
 
 
-def _rounds(r: dict, beside: float | None) -> str:
-    """The share judged by the verdict (median of the per-round shares) and the rounds."""
-    shares = r.get("raw_b100_rounds")
+def _rounds(res: dict, r: dict) -> str:
+    """The share the verdict judges (verdicts.sdk_share) with the rounds it comes from."""
+    shares, beside = r.get("raw_b100_rounds"), r.get("raw_b100_beside")
     if not shares or beside is None:
         return "n/a"
     each = ", ".join(f"{x:.0%}" for x in shares)
-    return f"{statistics.median(shares):.0%} (rounds {each}; raw median {fmt(beside)})"
+    return f"{sdk_share(res, r):.0%} (rounds {each}; raw median {fmt(beside)})"
 
 
 def telemetry_table(res: dict) -> list[str]:
@@ -226,10 +226,9 @@ def render(res: dict) -> str:
             if "error" in r:
                 body.append([r["sdk"], "FAILED", "", "", "", "", "", r["error"][:120]])
                 continue
-            beside = r.get("raw_b100_beside")
             body.append([r["sdk"], fmt(r["median"]), f"{r.get('spread_pct', '')}%",
                          pct(r["median"], pattern), pct(r["median"], raw_b100),
-                         _rounds(r, beside),
+                         _rounds(res, r),
                          r.get("server_cores", ""), fmt(r.get("cpu_us_per_task")),
                          _load(r)])  # fmt: skip
         L += _table(["worker", "tasks/s", "spread", "of raw, same pattern", "of raw batch 100",

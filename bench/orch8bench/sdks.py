@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import statistics
 import subprocess
 import threading
 import time
@@ -206,8 +205,6 @@ def sdks(server: RunningServer, cfg: dict, workdir: Path) -> tuple[list[dict], l
         off["label"] = f"{name} SDK Worker"
         if "median" in got.get("raw_b100", {}):
             off["raw_b100_beside"] = got["raw_b100"]["median"]
-        if off.get("raw_b100_rounds"):
-            off["raw_b100_share"] = statistics.median(off["raw_b100_rounds"])
         rows.append(off)
         telemetry.append({"sdk": name, "before": got["before"], "on": got["on"]})
     return rows, telemetry

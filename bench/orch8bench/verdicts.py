@@ -4,6 +4,7 @@ by bare SQL and over a minimal HTTP loop, same run), the target and a verdict.""
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 # shared/design.md, "Performance" (2-core machine, server and load on the same box).
@@ -132,18 +133,20 @@ def _latency_rows(res: dict) -> list[list[str]]:
     return out
 
 
-def sdk_yardstick(res: dict, row: dict) -> float | None:
-    """The raw batch-100 rate an SDK row is compared with: the raw client run in the same
-    rounds as that SDK's workers (sdks.py), else the end-to-end batch-100 row. The verdict
-    takes the median of the per-round shares (`raw_b100_share`) when there are rounds."""
-    return row.get("raw_b100_beside") or med(row_for(res.get("sqlite"), 100))
+def sdk_share(res: dict, row: dict) -> float | None:
+    """An SDK row's share of the raw client at batch 100: the median of its per-round
+    shares against the raw run beside it in the same rounds (sdks.py), else its median over
+    the end-to-end batch-100 row (a report without rounds)."""
+    if row.get("raw_b100_rounds"):
+        return statistics.median(row["raw_b100_rounds"])
+    raw = med(row_for(res.get("sqlite"), 100))
+    return row["median"] / raw if "median" in row and raw else None
 
 
 def _sdk_rows(res: dict) -> list[list[str]]:
     out = []
     for r in res.get("sdk", [])[1:]:  # the first row is the raw client's SDK pattern
-        raw = sdk_yardstick(res, r)
-        frac = r.get("raw_b100_share") or (r["median"] / raw if "median" in r and raw else None)
+        frac = sdk_share(res, r)
         out.append([f"{r['sdk']} SDK Worker, share of raw batch 100 (SQLite)",
                     "FAILED" if "error" in r else "n/a" if frac is None else f"{frac:.0%}",
                     fmt(r.get("cpu_us_per_task")), "n/a", "n/a", "n/a", "n/a", "n/a",
