@@ -9,6 +9,9 @@ from typing import Any
 
 from orch8bench.env import cpu_seconds, loadavg, log
 
+# Figures of each run whose median a row carries.
+PER_RUN = ("server_cores", "client_cores", "cpu_us_per_task", "worker_cpu_us_per_task")
+
 
 def summarize(values: list[float]) -> dict[str, Any]:
     """Median and spread ((max - min) / median, in percent) of repetitions."""
@@ -56,7 +59,7 @@ def repeat(
         log(f"  {label} run {i + 1}/{reps}: {out[key]:,.1f} {key}{per_task}")
     row = summarize(values)
     row.update(label=label, load_before=load_before, load_after=loadavg(), details=extra)
-    for k in ("server_cores", "client_cores", "cpu_us_per_task"):
+    for k in PER_RUN:
         got = [e[k] for e in extra if k in e]
         if got:
             row[k] = statistics.median(got)
@@ -81,7 +84,7 @@ def interleaved(
         row = summarize([one["runs"][0] for one in ones])
         row.update(label=label, load_before=ones[0]["load_before"],
                    load_after=ones[-1]["load_after"], details=details)  # fmt: skip
-        for k in ("server_cores", "client_cores", "cpu_us_per_task", "worker_cpu_us_per_task"):
+        for k in PER_RUN:
             got = [d[k] for d in details if k in d]
             if got:
                 row[k] = statistics.median(got)

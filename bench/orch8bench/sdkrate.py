@@ -12,10 +12,10 @@ tasks/s, the worker's and the server's CPU microseconds per task. No peers, no r
 from __future__ import annotations
 
 import argparse
-import statistics
 
 from orch8bench import sdks
-from orch8bench.env import Workdir, cpu_seconds, launch_server, log
+from orch8bench.env import Workdir, launch_server
+from orch8bench.measure import repeat
 
 
 def main() -> None:
@@ -29,24 +29,17 @@ def main() -> None:
     handler = "noop_rate"
     cmd = sdks.worker_cmd(a.sdk, server.url, str(sdks.SDK_CONCURRENCY), handler)
     worker = sdks.RunningWorker(f"{a.sdk} SDK Worker", cmd, {}, handler)
-    rates, worker_us, server_us = [], [], []
     try:
         worker.once(server.url, 2000)  # warm-up, not counted
-        for i in range(a.reps):
-            cpu0 = cpu_seconds(server.process.pid)
-            run = worker.once(server.url, a.tasks)
-            rates.append(run["tasks_per_s"])
-            worker_us.append(run["worker_cpu_us_per_task"])
-            server_us.append((cpu_seconds(server.process.pid) - cpu0) / a.tasks * 1e6)
-            log(f"  run {i + 1}/{a.reps}: {rates[-1]:,.0f} tasks/s, worker {worker_us[-1]:.0f} "
-                f"us/task, server {server_us[-1]:.0f} us/task")  # fmt: skip
+        row = repeat(f"{a.sdk} SDK Worker", a.reps, lambda: worker.once(server.url, a.tasks),
+                     server_pid=server.process.pid)  # fmt: skip
     finally:
         worker.stop()
         server.stop()
     print(
-        f"{a.sdk}: {statistics.median(rates):,.0f} tasks/s (median of {a.reps} x {a.tasks:,}), "
-        f"worker {statistics.median(worker_us):.0f} us/task, "
-        f"server {statistics.median(server_us):.0f} us/task"
+        f"{a.sdk}: {row['median']:,.0f} tasks/s (median of {a.reps} x {a.tasks:,}, spread "
+        f"{row['spread_pct']}%), worker {row['worker_cpu_us_per_task']:.0f} us/task, "
+        f"server {row['cpu_us_per_task']:.0f} us/task"
     )
 
 

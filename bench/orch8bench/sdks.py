@@ -16,6 +16,7 @@ measure of an instrumentation's cost on a shared machine.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -72,11 +73,16 @@ class RunningWorker:
     def __init__(self, label: str, cmd: list[str], env: dict[str, str], handler: str) -> None:
         self.label, self.handler = label, handler
         self.handled = 0  # handler calls so far, as the program last printed
+        # The last lines the worker logged: read all along, so a worker that logs a lot
+        # never blocks on a full pipe (it would look stalled), and an error can say why.
+        self.logged: collections.deque[str] = collections.deque(maxlen=40)
         self.proc = subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, **env},
         )  # fmt: skip
         threading.Thread(target=self._follow, daemon=True).start()
+        self._log_reader = threading.Thread(target=self._keep_log, daemon=True)
+        self._log_reader.start()
 
     def _follow(self) -> None:
         assert self.proc.stdout is not None
@@ -84,9 +90,24 @@ class RunningWorker:
             if line.strip().isdigit():
                 self.handled = int(line)
 
+    def _keep_log(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.logged.append(line)
+
+    def log_tail(self) -> str:
+        return "".join(self.logged)[-2000:]
+
+    def _alive(self) -> None:
+        """Raise, with the worker's last log lines, if it exited."""
+        if self.proc.poll() is not None:
+            self._log_reader.join(timeout=5)  # until its stderr ends: the last lines
+            raise RuntimeError(f"{self.label} worker exited: {self.log_tail()}")
+
     def once(self, url: str, n: int) -> dict:
         """Enqueue n tasks (batch 100) and time them to the server showing none pending
         or running."""
+        self._alive()  # one that exited since the last run has no CPU time to read
         start = time.perf_counter()
         cpu0 = cpu_seconds(self.proc.pid)
         base = self.handled
@@ -98,8 +119,7 @@ class RunningWorker:
         last, moved = -1, start
         while True:
             now = time.perf_counter()
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.label} worker exited: {self.proc.stderr.read()[-2000:]}")
+            self._alive()
             handled = self.handled
             if drained(handled - base, n, fill.poll() is None, lambda: left(url, self.handler)):
                 break
@@ -107,7 +127,10 @@ class RunningWorker:
                 last, moved = handled, now
             elif now - moved > STALL_S:
                 todo = left(url, self.handler)
-                raise RuntimeError(f"{self.label} worker stalled: {todo} of {n} tasks left")
+                raise RuntimeError(
+                    f"{self.label} worker stalled: {todo} of {n} tasks left; it logged: "
+                    f"{self.log_tail() or '(nothing)'}"
+                )
             time.sleep(TICK_S)
         secs = time.perf_counter() - start
         worker_us = (cpu_seconds(self.proc.pid) - cpu0) / n * 1e6

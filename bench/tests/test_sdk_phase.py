@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
@@ -129,3 +131,18 @@ def test_each_round_is_judged_against_the_raw_run_beside_it() -> None:
     sdk = {"details": [{"tasks_per_s": 3700.0}, {"tasks_per_s": 4000.0}, {"tasks_per_s": 5400.0}]}
     raw = {"details": [{"tasks_per_s": 4800.0}, {"tasks_per_s": 7900.0}, {"tasks_per_s": 7400.0}]}
     assert sdks.round_shares(sdk, raw) == [0.771, 0.506, 0.730]
+
+
+def test_a_worker_that_logs_a_lot_is_not_blocked_and_its_exit_says_why() -> None:
+    from orch8bench import sdks
+
+    # 200 KB on stderr (more than a pipe holds), then a count and an exit with a reason.
+    prog = ("import sys; [sys.stderr.write('x' * 99 + '\\n') for _ in range(2000)]; "
+            "print(100, flush=True); sys.stderr.write('boom: the reason\\n'); sys.exit(3)")  # fmt: skip
+    w = sdks.RunningWorker("t", [sys.executable, "-c", prog], {}, "noop_t")
+    try:
+        assert w.proc.wait(10) == 3  # it was never blocked writing its log
+        with pytest.raises(RuntimeError, match=r"t worker exited: (?s:.*)boom: the reason"):
+            w.once("http://127.0.0.1:9", 100)
+    finally:
+        w.stop()
