@@ -22,6 +22,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from orch8bench.env import (
@@ -63,19 +64,42 @@ def launch(db: str, workdir: Path, name: str, pythonpath: str | None) -> Running
     )  # fmt: skip
 
 
-def pickup(servers: dict[str, RunningServer], samples: int, reps: int, backend: str) -> None:
-    """Pickup latency p50/p99 per server, runs interleaved; prints the medians of the runs."""
-    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in servers}
+def alternate(
+    servers: dict[str, RunningServer], reps: int, measure: Callable[[RunningServer], tuple]
+) -> dict[str, list[tuple]]:
+    """`measure` on each server in turn (A, B, A, B, ...), `reps` rounds: per server label,
+    its runs' figures."""
+    runs: dict[str, list[tuple]] = {label: [] for label in servers}
     for _ in range(reps):
         for label, s in servers.items():
-            out = loadgen("-mode=latency", f"-url={s.url}", f"-poll-url={s.url}",
-                          f"-n={samples}", "-warmup=5")  # fmt: skip
-            runs[label].append((out["p50_ms"], out["p99_ms"]))
+            runs[label].append(measure(s))
+    return runs
+
+
+def report(what: str, runs: dict[str, list[tuple]], fields: list[tuple[str, str]]) -> None:
+    """One line per server: the median of each figure (name, format) and the runs."""
     for label, got in runs.items():
-        p50 = statistics.median(p for p, _ in got)
-        p99 = statistics.median(p for _, p in got)
-        print(f"{backend} pickup {label}: p50 {p50:.2f} ms, p99 {p99:.2f} ms (runs "
-              f"{[(round(a, 2), round(b, 2)) for a, b in got]}), load {loadavg()[0]}", flush=True)  # fmt: skip
+        medians = ", ".join(
+            f"{format(statistics.median(run[i] for run in got), fmt)} {name}"
+            for i, (name, fmt) in enumerate(fields)
+        )
+        shown = [tuple(round(x, 2) for x in run) for run in got]
+        print(f"{what} {label}: {medians} (runs {shown}), load {loadavg()[0]}", flush=True)
+
+
+def pickup(s: RunningServer, samples: int) -> tuple[float, float]:
+    out = loadgen("-mode=latency", f"-url={s.url}", f"-poll-url={s.url}", f"-n={samples}",
+                  "-warmup=5")  # fmt: skip
+    return out["p50_ms"], out["p99_ms"]
+
+
+def throughput(s: RunningServer, batch: int) -> tuple[float, float]:
+    n, producers, consumers = COUNTS[batch]
+    out = loadgen_window(
+        s.process.pid, "-mode=run", f"-url={s.url}", f"-batch={batch}", f"-n={n}",
+        f"-warmup={n // 10}", f"-producers={producers}", f"-consumers={consumers}",
+    )  # fmt: skip
+    return out["tasks_per_s"], out["cpu_s"] / out["tasks"] * 1e6
 
 
 def main() -> None:
@@ -101,26 +125,12 @@ def main() -> None:
             )
             servers[label] = launch(db, work, name, path)
         if a.latency:
-            pickup(servers, a.latency, a.reps, a.backend)
+            runs = alternate(servers, a.reps, lambda s: pickup(s, a.latency))
+            report(f"{a.backend} pickup", runs, [("ms p50", ".2f"), ("ms p99", ".2f")])
         for batch in (int(b) for b in a.batches.split(",") if b):
-            n, producers, consumers = COUNTS[batch]
-            runs: dict[str, list[tuple[float, float]]] = {k: [] for k in servers}
-            for _ in range(a.reps):
-                for label, s in servers.items():
-                    out = loadgen_window(
-                        s.process.pid, "-mode=run", f"-url={s.url}", f"-batch={batch}",
-                        f"-n={n}", f"-warmup={n // 10}", f"-producers={producers}",
-                        f"-consumers={consumers}",
-                    )  # fmt: skip
-                    runs[label].append((out["tasks_per_s"], out["cpu_s"] / out["tasks"] * 1e6))
-            for label, got in runs.items():
-                rate = statistics.median(r for r, _ in got)
-                us = statistics.median(u for _, u in got)
-                print(
-                    f"{a.backend} batch {batch} {label}: {rate:,.0f} tasks/s, {us:,.0f} server "
-                    f"CPU us/task (runs {[(round(r), round(u)) for r, u in got]}), load {loadavg()[0]}",
-                    flush=True,
-                )
+            runs = alternate(servers, a.reps, lambda s, b=batch: throughput(s, b))
+            report(f"{a.backend} batch {batch}", runs,
+                   [("tasks/s", ",.0f"), ("server CPU us/task", ",.0f")])  # fmt: skip
     finally:
         for s in servers.values():
             s.stop()

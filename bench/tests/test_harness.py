@@ -251,3 +251,25 @@ def test_ab_exports_a_revision_to_run_from(tmp_path: Path) -> None:
     path = Path(export("HEAD", tmp_path / "A"))
     assert (path / "orch8_server" / "__init__.py").is_file()
     assert (path / "orch8_server" / "storage" / "sqlite.py").is_file()
+
+
+def test_ab_alternates_the_servers_and_prints_the_medians(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from orch8bench import ab
+
+    order: list[str] = []
+    figures = iter([(1.0, 10.0), (2.0, 20.0), (3.0, 30.0), (4.0, 40.0), (5.0, 50.0), (6.0, 60.0)])
+
+    def measure(s: object) -> tuple:
+        order.append(str(s))
+        return next(figures)
+
+    runs = ab.alternate({"A x": "a", "B y": "b"}, 3, measure)  # type: ignore[dict-item]
+    assert order == ["a", "b", "a", "b", "a", "b"]  # interleaved, so drift hits both alike
+    assert runs == {"A x": [(1.0, 10.0), (3.0, 30.0), (5.0, 50.0)],
+                    "B y": [(2.0, 20.0), (4.0, 40.0), (6.0, 60.0)]}  # fmt: skip
+    ab.report("sqlite batch 100", runs, [("tasks/s", ",.0f"), ("us/task", ",.0f")])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("sqlite batch 100 A x: 3 tasks/s, 30 us/task (runs [(1.0, 10.0)")
+    assert lines[1].startswith("sqlite batch 100 B y: 4 tasks/s, 40 us/task")
