@@ -46,8 +46,9 @@ class Completer:
     With no batch request in flight, the results that become ready in the same event-loop
     turn go out together at the end of that turn; results that become ready while a request
     is in flight wait for it and then go together (at most MAX_BATCH). No timer. An outage
-    re-sends the items with the backoff of P-SDK-9 until each one's lease deadline. A batch refused as a whole (a 4xx other than 408/429,
-    e.g. 413) is split in halves and re-sent until items go alone (P-SDK-15).
+    re-sends the items with the backoff of P-SDK-9 until each one's lease deadline. A batch
+    refused as a whole (a 4xx other than 408/429, e.g. 413) is split in halves and re-sent
+    until items go alone (P-SDK-15).
     """
 
     def __init__(self, deps: DeliverDeps) -> None:
