@@ -110,7 +110,10 @@ class Tasks:
         if backpressure.limits_enqueues:  # P-BP-1, P-BP-2: refused before anything is stored
             await backpressure.admit_enqueue([row["queue_name"] for row in rows], tenant=tenant)
         results: list[tuple[Row, bool]] = []
-        async with self.engine.storage.transaction() as tx:
+        storage = self.engine.storage
+        # P-LEASE-8: claimable before the flush (parked polls are woken below while it
+        # runs), acknowledged after it.
+        async with storage.transaction(flush_later=True) as tx:
             for row in rows:
                 results.append(await tx.insert_task(row))
         # Count and wake once per (queue, handler), not per row: batches share them.
@@ -147,6 +150,7 @@ class Tasks:
             metrics.expired.inc(expired)
         if self.engine.spans is not None:  # P-TEL-2 (the None check: no cost without)
             self.engine.observe.enqueued([row for row, created in results if created], now)
+        await storage.durable()  # replays too: the row they found may not be flushed yet
         return [views.task(row) for row, _ in results], any(created for _, created in results)
 
     async def get(self, tenant: str, task_id: str) -> Task:

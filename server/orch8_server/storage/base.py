@@ -231,7 +231,14 @@ class Storage(Protocol):
 
     async def ping(self) -> None: ...
 
-    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
+    def transaction(self, flush_later: bool = False) -> AbstractAsyncContextManager[Tx]:
+        """One atomic transaction, durable when the block exits. With `flush_later` its
+        commit may return before it is on disk (its rows visible to claims sooner: an
+        enqueue's wake-ups need not wait for the flush, P-LEASE-8); the caller then awaits
+        `durable()` before acknowledging anything."""
+
+    async def durable(self) -> None:
+        """Returns once every transaction committed before the call is on disk."""
 
     async def claim(
         self,

@@ -98,7 +98,9 @@ class SqliteStorage:
         self.c.execute("SELECT 1").fetchone()
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[SqliteTx]:
+    async def transaction(self, flush_later: bool = False) -> AsyncIterator[SqliteTx]:
+        """`flush_later` changes nothing here: a claim woken early would join the group
+        commit queued before it anyway, and that commit has no fsync at synchronous=NORMAL."""
         async with self._lock:
             conn = self.c
             if self._group is None:
@@ -118,6 +120,9 @@ class SqliteStorage:
                 raise
             conn.execute("RELEASE tx")
         await asyncio.shield(group)  # acknowledged only once durable
+
+    async def durable(self) -> None:
+        """Every transaction is durable when its block exits (see transaction)."""
 
     async def claim(
         self,
