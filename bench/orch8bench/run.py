@@ -138,6 +138,34 @@ def latency(enqueue_url: str, poll_url: str, cfg: dict, label: str) -> dict:
     return out
 
 
+def settle(cluster: PgCluster, limit_s: float = 180) -> dict:
+    """Let PostgreSQL finish the previous phases' background work before pickup latency is
+    measured (a waiting long-poll on an otherwise idle server): a CHECKPOINT, then no
+    autovacuum worker running, polled every 0.5 s up to `limit_s`."""
+    started = time.monotonic()
+    cluster.psql("CHECKPOINT")
+    checkpoint_s = time.monotonic() - started
+    seen: set[str] = set()
+    query = (
+        "SELECT coalesce(string_agg(query, '; '), '') FROM pg_stat_activity "
+        "WHERE backend_type = 'autovacuum worker'"
+    )
+    while time.monotonic() - started < limit_s:
+        running = cluster.psql(query)
+        if not running:
+            break
+        seen.update(q.strip() for q in running.split(";") if q.strip())
+        time.sleep(0.5)
+    else:
+        log(f"  PostgreSQL still busy after {limit_s:.0f} s: {sorted(seen)}")
+    out = {"settle_s": round(time.monotonic() - started, 1), "checkpoint_s": round(checkpoint_s, 1),
+           "autovacuum": sorted(seen)}  # fmt: skip
+    log(
+        f"  settled in {out['settle_s']} s (CHECKPOINT {out['checkpoint_s']} s; autovacuum {out['autovacuum'] or 'none'})"
+    )
+    return out
+
+
 def client_ceiling(cfg: dict) -> list[dict]:
     """The load client against a canned-answer stub: the most it can drive here."""
     rows = []
@@ -339,7 +367,8 @@ def main() -> None:
                         )
                     log("PostgreSQL end to end, batch 100, two replicas (one client each)")
                     res["pg_replicas"] = two_replicas([a_srv, b_srv], 100, cfg)
-                    log("PostgreSQL pickup latency")
+                    log("PostgreSQL pickup latency, once the database settled")
+                    res["pg_settle"] = settle(cluster)
                     res["latency_pg"] = latency(a_srv.url, a_srv.url, cfg, "PostgreSQL")
                     res["latency_pg_cross"] = latency(
                         a_srv.url, b_srv.url, cfg, "PostgreSQL, enqueue on A, poll on B"

@@ -273,3 +273,31 @@ def test_ab_alternates_the_servers_and_prints_the_medians(
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("sqlite batch 100 A x: 3 tasks/s, 30 us/task (runs [(1.0, 10.0)")
     assert lines[1].startswith("sqlite batch 100 B y: 4 tasks/s, 40 us/task")
+
+
+class _BusyCluster:
+    """Answers like PgCluster.psql: an autovacuum worker for the first `busy` looks."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.calls: list[str] = []
+
+    def psql(self, sql: str) -> str:
+        self.calls.append(sql)
+        if sql == "CHECKPOINT":
+            return ""
+        self.busy -= 1
+        return "autovacuum: VACUUM public.tasks" if self.busy >= 0 else ""
+
+
+def test_settle_waits_for_autovacuum_and_the_report_says_so(tmp_path: Path) -> None:
+    from orch8bench.run import settle
+
+    cluster = _BusyCluster(busy=2)
+    out = settle(cluster, limit_s=30)  # type: ignore[arg-type]
+    assert cluster.calls[0] == "CHECKPOINT" and len(cluster.calls) == 4  # 2 busy, 1 idle
+    assert out["autovacuum"] == ["autovacuum: VACUUM public.tasks"] and out["settle_s"] >= 1.0
+    res = _result(30_000.0, 10.0, 105.0)
+    res["pg_settle"] = out
+    assert "then no autovacuum worker running" in report.render(res)
+    assert "`autovacuum: VACUUM public.tasks`" in report.render(res)
