@@ -14,6 +14,7 @@ from pg_cluster import PgCluster
 
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.postgres import PgStorage
+from orch8_server.storage.postgres_tx import PgTx
 
 
 def _row(handler: str = "h", key: str | None = None) -> dict[str, Any]:
@@ -91,11 +92,12 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
 
 
 def test_an_enqueue_visible_before_its_flush_is_durable_once_acknowledged() -> None:
-    """P-LEASE-8: a `flush_later` transaction commits without waiting for the WAL flush
-    (its rows claimable sooner); `durable()` is what makes it survive a database crash.
-    The WAL writer is slowed to 10 s so that nothing else flushes in between: the control
-    row, committed the same way but never made durable, is lost to the crash, which shows
-    the crash really drops unflushed commits."""
+    """P-LEASE-8: in a `flush_later` transaction, `commit_unflushed` makes the rows
+    claimable without waiting for the WAL flush, and the block's exit waits for it: what
+    the exit returned from survives a database crash. The WAL writer is slowed to 10 s so
+    that nothing else flushes: the control row, committed the same way on the same kind
+    of connection but with no exit flush, is lost to the crash, which shows that the crash
+    really drops unflushed commits."""
     cluster = PgCluster(settings={"wal_writer_delay": "10000ms"}).init()
     try:
         url = cluster.create_database("orch8_flush")
@@ -107,13 +109,16 @@ def test_an_enqueue_visible_before_its_flush_is_durable_once_acknowledged() -> N
             try:
                 async with storage.transaction(flush_later=True) as tx:
                     await tx.insert_task(kept)
-                assert await storage.get_task(kept["id"]) is not None  # visible already
-                await storage.durable()
-                async with storage.transaction(flush_later=True) as tx:
-                    await tx.insert_task(lost)
+                    await tx.commit_unflushed()
+                    # Claimable before the flush: another connection sees the row.
+                    assert await storage.get_task(kept["id"]) is not None
+                async with storage._conn(storage._unflushed) as conn:
+                    control = PgTx(conn)
+                    await control.insert_task(lost)
+                    await control.commit_unflushed()  # and no exit flush
             finally:
-                storage._pool.terminate()  # type: ignore[union-attr]  # no clean close
-                storage._unflushed_pool.terminate()  # type: ignore[union-attr]
+                storage.pool.terminate()  # no clean close (it would flush)
+                storage._unflushed.terminate()
 
         asyncio.run(write())
         cluster.stop("immediate")  # a crash: WAL buffers in shared memory are gone

@@ -86,6 +86,15 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     connections). asyncpg still rolls back a transaction left open before calling this."""
 
 
+# A transactional WAL record committed with synchronous_commit on (one round trip, simple
+# protocol): PostgreSQL flushes the WAL up to its commit record, so every commit before it
+# is on disk too. (A commit that wrote no WAL would not wait for the flush.)
+_FLUSH_WAL = (
+    "BEGIN; SET LOCAL synchronous_commit = on; "
+    "SELECT pg_logical_emit_message(true, 'orch8.flush', ''); COMMIT"
+)
+
+
 class PgStorage:
     kind: Literal["sqlite", "postgresql"] = "postgresql"
     multi_replica = True
@@ -226,24 +235,20 @@ class PgStorage:
     @asynccontextmanager
     async def transaction(self, flush_later: bool = False) -> AsyncIterator[PgTx]:
         """With `flush_later`, on a synchronous_commit = off connection: the rows are
-        visible once the commit record is written, without waiting for the WAL flush
-        (an fsync, ~1-3 ms) that `durable()` then waits for (P-LEASE-8)."""
+        visible once the commit record is written (commit_unflushed), and the exit then
+        waits for the WAL flush (an fsync, ~1-3 ms) on the same connection (P-LEASE-8)."""
         async with self._conn(self._unflushed if flush_later else None) as conn:
             tx = PgTx(conn)  # BEGIN is sent lazily (postgres_tx.py)
             try:
                 yield tx
-                await tx.commit()
+                await tx.commit()  # nothing left to do after commit_unflushed
             except BaseException:
                 with contextlib.suppress(*_TRANSIENT):
                     await tx.rollback()
                 raise
-
-    async def durable(self) -> None:
-        """A transactional WAL record committed with synchronous_commit on: PostgreSQL
-        flushes the WAL up to its commit record, so every commit before it is on disk
-        too (a commit that wrote no WAL would not wait for the flush)."""
-        async with self._conn() as conn:
-            await conn.execute("SELECT pg_logical_emit_message(true, 'orch8.flush', '')")
+            if flush_later:
+                # Replays too: the row an idempotent repeat found may not be flushed yet.
+                await conn.execute(_FLUSH_WAL)
 
     async def claim(
         self,

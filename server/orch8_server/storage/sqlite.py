@@ -99,8 +99,7 @@ class SqliteStorage:
 
     @asynccontextmanager
     async def transaction(self, flush_later: bool = False) -> AsyncIterator[SqliteTx]:
-        """`flush_later` changes nothing here: a claim woken early would join the group
-        commit queued before it anyway, and that commit has no fsync at synchronous=NORMAL."""
+        """`flush_later` changes nothing here (see SqliteTx.commit_unflushed)."""
         async with self._lock:
             conn = self.c
             if self._group is None:
@@ -120,9 +119,6 @@ class SqliteStorage:
                 raise
             conn.execute("RELEASE tx")
         await asyncio.shield(group)  # acknowledged only once durable
-
-    async def durable(self) -> None:
-        """Every transaction is durable when its block exits (see transaction)."""
 
     async def claim(
         self,
