@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +54,7 @@ class Completer:
 
     def __init__(self, deps: DeliverDeps) -> None:
         self.deps = deps
-        self._queue: list[_Pending] = []
+        self._queue: deque[_Pending] = deque()
         self._sender: asyncio.Task[None] | None = None
 
     @property
@@ -81,7 +82,7 @@ class Completer:
         """Up to MAX_BATCH queued results still worth sending, oldest first."""
         batch: list[_Pending] = []
         while self._queue and len(batch) < MAX_BATCH:
-            entry = self._queue.pop(0)
+            entry = self._queue.popleft()
             if entry.done.done():
                 continue
             if entry.slot.ctx.is_cancelled:  # lease lost or cancelled meanwhile: send nothing
@@ -107,7 +108,7 @@ class Completer:
                             extra=self.deps.observer.extra(),
                         )
                         await asyncio.sleep(delay / 1000)
-                        self._queue[:0] = retry  # the same items go first in the re-send
+                        self._queue.extendleft(reversed(retry))  # the same items go first
                     else:
                         backoff.reset()
                 batch = self._take()
