@@ -92,6 +92,7 @@ export class Worker {
   private readonly handlerNames: string[];
   private readonly queues: QueueSelection;
   private readonly runs = new Map<string, TaskRun>(); // by runKey: one entry per claimed lease
+  private readonly latestRun = new Map<string, TaskRun>(); // by task id: its newest run
   private readonly counters = emptyStats();
   private readonly wake = new Notifier();
   private readonly executor: TaskExecutor;
@@ -330,9 +331,10 @@ export class Worker {
     const run = new TaskRun(task);
     // A task reaped and claimed again while its first run goes: two runs, keyed by lease.
     // The new lease proves the old one gone (P-SDK-5); a result on its way is left to its answer.
-    const stale = [...this.runs.values()].find((r) => r.task.id === task.id);
+    const stale = this.latestRun.get(task.id);
     const key = runKey(task);
     this.runs.set(key, run);
+    this.latestRun.set(task.id, run);
     if (stale !== undefined && stale.phase === "running") {
       this.executor.lose(stale, "lease_lost", new LeaseLostError(`task ${task.id} was claimed again under lease ${task.lease.id}`, { status: 200, code: "lease_lost" }));
     }
@@ -346,6 +348,7 @@ export class Worker {
       .finally(() => {
         run.phase = "done";
         this.runs.delete(key);
+        if (this.latestRun.get(task.id) === run) this.latestRun.delete(task.id);
         this.tel?.held(-1, this.concurrency - this.runs.size);
         this.wake.notify();
       });
