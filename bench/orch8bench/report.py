@@ -209,7 +209,10 @@ def render(res: dict) -> str:
             L += [f"PostgreSQL rows are measured once the database settled after the throughput "
                   f"phases: a CHECKPOINT ({st['checkpoint_s']} s), then no autovacuum worker "
                   f"running ({st['settle_s']} s in all; autovacuum seen: "
-                  f"{', '.join(f'`{q}`' for q in st['autovacuum']) or 'none'}).", ""]  # fmt: skip
+                  f"{', '.join(f'`{q}`' for q in st['autovacuum']) or 'none'}). The tasks table "
+                  f"then held {st['tasks_live']:,} rows and {st['tasks_dead']:,} dead row versions "
+                  "not yet vacuumed, which a claim's index scan walks past (PROFILE.md).",
+                  ""]  # fmt: skip
     if res.get("sdk"):
         raw_b100 = med(row_for(res.get("sqlite"), 100))
         pattern = med(res["sdk"][0])

@@ -138,10 +138,12 @@ def latency(enqueue_url: str, poll_url: str, cfg: dict, label: str) -> dict:
     return out
 
 
-def settle(cluster: PgCluster, limit_s: float = 180) -> dict:
+def settle(cluster: PgCluster, dbname: str, limit_s: float = 180) -> dict:
     """Let PostgreSQL finish the previous phases' background work before pickup latency is
     measured (a waiting long-poll on an otherwise idle server): a CHECKPOINT, then no
-    autovacuum worker running, polled every 0.5 s up to `limit_s`."""
+    autovacuum worker running, polled every 0.5 s up to `limit_s`. Also returns how many
+    rows and dead row versions (not yet vacuumed) the tasks table then holds: a claim
+    walks past dead entries of the pending index."""
     started = time.monotonic()
     cluster.psql("CHECKPOINT")
     checkpoint_s = time.monotonic() - started
@@ -158,10 +160,14 @@ def settle(cluster: PgCluster, limit_s: float = 180) -> dict:
         time.sleep(0.5)
     else:
         log(f"  PostgreSQL still busy after {limit_s:.0f} s: {sorted(seen)}")
+    live, dead = cluster.psql(
+        "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname = 'tasks'", dbname
+    ).split("|")
     out = {"settle_s": round(time.monotonic() - started, 1), "checkpoint_s": round(checkpoint_s, 1),
-           "autovacuum": sorted(seen)}  # fmt: skip
+           "autovacuum": sorted(seen), "tasks_live": int(live), "tasks_dead": int(dead)}  # fmt: skip
     log(
-        f"  settled in {out['settle_s']} s (CHECKPOINT {out['checkpoint_s']} s; autovacuum {out['autovacuum'] or 'none'})"
+        f"  settled in {out['settle_s']} s (CHECKPOINT {out['checkpoint_s']} s; autovacuum "
+        f"{out['autovacuum'] or 'none'}); tasks: {int(live):,} rows, {int(dead):,} dead"
     )
     return out
 
@@ -368,7 +374,7 @@ def main() -> None:
                     log("PostgreSQL end to end, batch 100, two replicas (one client each)")
                     res["pg_replicas"] = two_replicas([a_srv, b_srv], 100, cfg)
                     log("PostgreSQL pickup latency, once the database settled")
-                    res["pg_settle"] = settle(cluster)
+                    res["pg_settle"] = settle(cluster, "orch8")
                     res["latency_pg"] = latency(a_srv.url, a_srv.url, cfg, "PostgreSQL")
                     res["latency_pg_cross"] = latency(
                         a_srv.url, b_srv.url, cfg, "PostgreSQL, enqueue on A, poll on B"

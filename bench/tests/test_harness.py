@@ -282,10 +282,13 @@ class _BusyCluster:
         self.busy = busy
         self.calls: list[str] = []
 
-    def psql(self, sql: str) -> str:
+    def psql(self, sql: str, dbname: str = "postgres") -> str:
         self.calls.append(sql)
         if sql == "CHECKPOINT":
             return ""
+        if "pg_stat_user_tables" in sql:
+            assert dbname == "orch8"
+            return "150000|287310"
         self.busy -= 1
         return "autovacuum: VACUUM public.tasks" if self.busy >= 0 else ""
 
@@ -294,10 +297,11 @@ def test_settle_waits_for_autovacuum_and_the_report_says_so(tmp_path: Path) -> N
     from orch8bench.run import settle
 
     cluster = _BusyCluster(busy=2)
-    out = settle(cluster, limit_s=30)  # type: ignore[arg-type]
-    assert cluster.calls[0] == "CHECKPOINT" and len(cluster.calls) == 4  # 2 busy, 1 idle
+    out = settle(cluster, "orch8", limit_s=30)  # type: ignore[arg-type]
+    assert cluster.calls[0] == "CHECKPOINT" and len(cluster.calls) == 5  # 2 busy, 1 idle, stats
     assert out["autovacuum"] == ["autovacuum: VACUUM public.tasks"] and out["settle_s"] >= 1.0
     res = _result(30_000.0, 10.0, 105.0)
     res["pg_settle"] = out
     assert "then no autovacuum worker running" in report.render(res)
     assert "`autovacuum: VACUUM public.tasks`" in report.render(res)
+    assert "held 150,000 rows and 287,310 dead row versions" in report.render(res)
