@@ -305,3 +305,14 @@ def test_settle_waits_for_autovacuum_and_the_report_says_so(tmp_path: Path) -> N
     assert "then no autovacuum worker running" in report.render(res)
     assert "`autovacuum: VACUUM public.tasks`" in report.render(res)
     assert "held 150,000 rows and 287,310 dead row versions" in report.render(res)
+
+
+def test_deadrows_measures_pickup_around_a_burst_and_a_vacuum() -> None:
+    from orch8bench import deadrows
+
+    rows = deadrows.main(["--tasks", "2000", "--samples", "5"])
+    assert [r["stage"] for r in rows] == [
+        "fresh table", "after the burst", "after the burst, again", "after VACUUM",
+    ]  # fmt: skip
+    assert all(r["p50_ms"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in rows)
+    assert all(isinstance(r["live"], int) and isinstance(r["dead"], int) for r in rows)
