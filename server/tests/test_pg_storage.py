@@ -10,11 +10,9 @@ from typing import Any
 
 import asyncpg
 import pytest
-from pg_cluster import PgCluster
 
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.postgres import PgStorage
-from orch8_server.storage.postgres_tx import PgTx
 
 
 def _row(handler: str = "h", key: str | None = None) -> dict[str, Any]:
@@ -80,8 +78,8 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
                 "default", "default", ["h"], 5, 2_000, 500, "w", lambda: "l"
             )
             assert expired == 0 and [r["lease_id"] for r in claimed] == ["l"]
-            assert pools == [storage._unflushed]  # one statement, on the unflushed pool
-            async with storage._unflushed.acquire() as conn:
+            assert pools == [storage._claims]  # one statement, on the claims pool
+            async with storage._claims.acquire() as conn:
                 assert await conn.fetchval("SHOW synchronous_commit") == "off"
             async with storage.pool.acquire() as conn:  # results stay durable
                 assert await conn.fetchval("SHOW synchronous_commit") == "on"
@@ -89,49 +87,3 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
             await storage.close()
 
     asyncio.run(main())
-
-
-def test_an_enqueue_visible_before_its_flush_is_durable_once_acknowledged() -> None:
-    """P-LEASE-8: in a `flush_later` transaction, `commit_unflushed` makes the rows
-    claimable without waiting for the WAL flush, and the block's exit waits for it: what
-    the exit returned from survives a database crash. The WAL writer is slowed to 10 s so
-    that nothing else flushes: the control row, committed the same way on the same kind
-    of connection but with no exit flush, is lost to the crash, which shows that the crash
-    really drops unflushed commits."""
-    cluster = PgCluster(settings={"wal_writer_delay": "10000ms"}).init()
-    try:
-        url = cluster.create_database("orch8_flush")
-        kept, lost = _row("kept"), _row("lost")
-
-        async def write() -> None:
-            storage = PgStorage(url, pool_size=2)
-            await storage.open()
-            try:
-                async with storage.transaction(flush_later=True) as tx:
-                    await tx.insert_task(kept)
-                    await tx.commit_unflushed()
-                    # Claimable before the flush: another connection sees the row.
-                    assert await storage.get_task(kept["id"]) is not None
-                async with storage._conn(storage._unflushed) as conn:
-                    control = PgTx(conn)
-                    await control.insert_task(lost)
-                    await control.commit_unflushed()  # and no exit flush
-            finally:
-                storage.pool.terminate()  # no clean close (it would flush)
-                storage._unflushed.terminate()
-
-        asyncio.run(write())
-        cluster.stop("immediate")  # a crash: WAL buffers in shared memory are gone
-        cluster.start()
-
-        async def read() -> tuple[bool, bool]:
-            conn = await asyncpg.connect(url)
-            try:
-                found = {r["id"] for r in await conn.fetch("SELECT id FROM tasks")}
-            finally:
-                await conn.close()
-            return kept["id"] in found, lost["id"] in found
-
-        assert asyncio.run(read()) == (True, False)
-    finally:
-        cluster.destroy()

@@ -110,17 +110,9 @@ class Tasks:
         if backpressure.limits_enqueues:  # P-BP-1, P-BP-2: refused before anything is stored
             await backpressure.admit_enqueue([row["queue_name"] for row in rows], tenant=tenant)
         results: list[tuple[Row, bool]] = []
-        # P-LEASE-8: claimable once committed (the waiting polls are woken then), and
-        # acknowledged only once flushed (the block's exit waits for that).
-        async with self.engine.storage.transaction(flush_later=True) as tx:
+        async with self.engine.storage.transaction() as tx:
             for row in rows:
                 results.append(await tx.insert_task(row))
-            await tx.commit_unflushed()
-            self._announce(tenant, results, now)
-        return [views.task(row) for row, _ in results], any(created for _, created in results)
-
-    def _announce(self, tenant: str, results: list[tuple[Row, bool]], now: int) -> None:
-        """After an enqueue's commit: count the new tasks and wake the waiting polls."""
         # Count and wake once per (queue, handler), not per row: batches share them.
         enqueued: Counter[tuple[str, str]] = Counter()
         due: dict[tuple[str, str, bool], int] = {}
@@ -155,6 +147,7 @@ class Tasks:
             metrics.expired.inc(expired)
         if self.engine.spans is not None:  # P-TEL-2 (the None check: no cost without)
             self.engine.observe.enqueued([row for row, created in results if created], now)
+        return [views.task(row) for row, _ in results], any(created for _, created in results)
 
     async def get(self, tenant: str, task_id: str) -> Task:
         row = owned(await self.engine.storage.get_task(task_id), tenant)  # P-TEN-3

@@ -144,13 +144,6 @@ class TaskFilter:
 
 
 class Tx(Protocol):
-    async def commit_unflushed(self) -> None:
-        """In a `flush_later` transaction: commit what was written without waiting for it
-        to reach disk, so claims see it now (an enqueue wakes the waiting polls next, and is
-        acknowledged after the block's exit, which waits for the flush). Nothing may be
-        read or written in the transaction after it. A backend whose commit is cheap may
-        leave the commit to the exit."""
-
     async def insert_task(self, row: Row) -> tuple[Row, bool]:
         """Insert; with an existing idempotency_key return (existing row, False). A new
         row's `seq` may be None until commit (PostgreSQL sends the insert then)."""
@@ -238,10 +231,7 @@ class Storage(Protocol):
 
     async def ping(self) -> None: ...
 
-    def transaction(self, flush_later: bool = False) -> AbstractAsyncContextManager[Tx]:
-        """One atomic transaction, durable when the block exits. With `flush_later` the
-        block may call `Tx.commit_unflushed()`: committed, but not yet on disk (P-LEASE-8);
-        the exit then waits until it is."""
+    def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
 
     async def claim(
         self,

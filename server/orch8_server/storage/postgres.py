@@ -86,15 +86,6 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     connections). asyncpg still rolls back a transaction left open before calling this."""
 
 
-# A transactional WAL record committed with synchronous_commit on (one round trip, simple
-# protocol): PostgreSQL flushes the WAL up to its commit record, so every commit before it
-# is on disk too. (A commit that wrote no WAL would not wait for the flush.)
-_FLUSH_WAL = (
-    "BEGIN; SET LOCAL synchronous_commit = on; "
-    "SELECT pg_logical_emit_message(true, 'orch8.flush', ''); COMMIT"
-)
-
-
 class PgStorage:
     kind: Literal["sqlite", "postgresql"] = "postgresql"
     multi_replica = True
@@ -115,7 +106,7 @@ class PgStorage:
         # Names this replica's writes in NOTIFY payloads (postgres_schema.py).
         self.replica = uuid.uuid4().hex
         self._pool: asyncpg.Pool | None = None
-        self._unflushed_pool: asyncpg.Pool | None = None
+        self._claims_pool: asyncpg.Pool | None = None
         self._listener: WakeListener | None = None
         self._wake: Callable[[str, str], None] | None = None
         self._wake_all: Callable[[], None] | None = None
@@ -158,16 +149,15 @@ class PgStorage:
             timeout=self.acquire_timeout,
             command_timeout=self.statement_timeout_ms / 1000 + 5,
         )
-        # Claims and enqueues (P-LEASE-8: a claim need not wait for its WAL flush; an
-        # enqueue waits for it in durable(), after its wake-ups); short statements, so
-        # half the main pool is plenty.
-        self._unflushed_pool = await asyncpg.create_pool(
+        # Claims only (P-LEASE-8: a claim need not wait for its WAL flush); short
+        # single statements, so half the main pool is plenty.
+        self._claims_pool = await asyncpg.create_pool(
             self.url,
             min_size=1,
             max_size=max(2, self.pool_size // 2),
             init=_init_connection,
             reset=_keep_session,
-            server_settings={**self._settings("orch8-unflushed"), "synchronous_commit": "off"},
+            server_settings={**self._settings("orch8-claims"), "synchronous_commit": "off"},
             max_inactive_connection_lifetime=300,
             timeout=self.acquire_timeout,
             command_timeout=self.statement_timeout_ms / 1000 + 5,
@@ -186,7 +176,7 @@ class PgStorage:
         if self._listener is not None:
             await self._listener.stop()
             self._listener = None
-        for name in ("_pool", "_unflushed_pool"):
+        for name in ("_pool", "_claims_pool"):
             pool = getattr(self, name)
             if pool is None:
                 continue
@@ -197,16 +187,16 @@ class PgStorage:
                 pool.terminate()
 
     @property
-    def _unflushed(self) -> asyncpg.Pool:
-        if self._unflushed_pool is None:
+    def _claims(self) -> asyncpg.Pool:
+        if self._claims_pool is None:
             raise RuntimeError("storage is not open")
-        return self._unflushed_pool
+        return self._claims_pool
 
     def _unavailable(self, exc: BaseException) -> StorageUnavailable:
         if isinstance(exc, _LOST):
             # Every pooled connection may be dead (database restart): replace them all on
             # next use instead of failing one request per stale connection.
-            for pool in (self._pool, self._unflushed_pool):
+            for pool in (self._pool, self._claims_pool):
                 if pool is not None:
                     pool.expire_connections()
         log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
@@ -233,22 +223,16 @@ class PgStorage:
                 await pool.release(conn)
 
     @asynccontextmanager
-    async def transaction(self, flush_later: bool = False) -> AsyncIterator[PgTx]:
-        """With `flush_later`, on a synchronous_commit = off connection: the rows are
-        visible once the commit record is written (commit_unflushed), and the exit then
-        waits for the WAL flush (an fsync, ~1-3 ms) on the same connection (P-LEASE-8)."""
-        async with self._conn(self._unflushed if flush_later else None) as conn:
+    async def transaction(self) -> AsyncIterator[PgTx]:
+        async with self._conn() as conn:
             tx = PgTx(conn)  # BEGIN is sent lazily (postgres_tx.py)
             try:
                 yield tx
-                await tx.commit()  # nothing left to do after commit_unflushed
+                await tx.commit()
             except BaseException:
                 with contextlib.suppress(*_TRANSIENT):
                     await tx.rollback()
                 raise
-            if flush_later:
-                # Replays too: the row an idempotent repeat found may not be flushed yet.
-                await conn.execute(_FLUSH_WAL)
 
     async def claim(
         self,
@@ -267,7 +251,7 @@ class PgStorage:
         one round trip, where BEGIN, SET LOCAL, the claim and COMMIT took four. A capped
         claim is a transaction of its own there (postgres_claim.py)."""
         claim = capped_claim_rows if capped else claim_rows
-        async with self._conn(self._unflushed) as conn:
+        async with self._conn(self._claims) as conn:
             return await claim(
                 conn, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
                 labels,

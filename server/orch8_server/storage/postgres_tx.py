@@ -95,7 +95,6 @@ class PgTx:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.c = conn
         self._tx: Any = None  # the asyncpg Transaction, once BEGIN was sent
-        self._committed = False
         self._locked: dict[str, Row | None] = {}  # task id -> row as this tx left it
         self._writes: dict[
             str, list[tuple[Any, ...]]
@@ -114,22 +113,14 @@ class PgTx:
             await self._tx.start()
 
     async def commit(self) -> None:
-        if self._committed:
-            return
         if self._tx is None and len(self._writes) <= 1:
             await self._send_writes()  # nothing read: the writes alone, atomic by themselves
-        else:
-            await self.flush()
-            await self._tx.commit()
-        self._committed = True
-
-    async def commit_unflushed(self) -> None:
-        """On the connection of a flush_later transaction (synchronous_commit off), a
-        commit returns once its record is written; the exit waits for the flush."""
-        await self.commit()
+            return
+        await self.flush()
+        await self._tx.commit()
 
     async def rollback(self) -> None:
-        if self._tx is not None and not self._committed and not self.c.is_closed():
+        if self._tx is not None and not self.c.is_closed():
             await self._tx.rollback()
 
     async def flush(self) -> None:

@@ -98,8 +98,7 @@ class SqliteStorage:
         self.c.execute("SELECT 1").fetchone()
 
     @asynccontextmanager
-    async def transaction(self, flush_later: bool = False) -> AsyncIterator[SqliteTx]:
-        """`flush_later` changes nothing here (see SqliteTx.commit_unflushed)."""
+    async def transaction(self) -> AsyncIterator[SqliteTx]:
         async with self._lock:
             conn = self.c
             if self._group is None:

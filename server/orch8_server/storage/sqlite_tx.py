@@ -99,10 +99,6 @@ class SqliteTx:
         self._writes: dict[str, list[Any]] = {}  # statement -> parameter rows, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
 
-    async def commit_unflushed(self) -> None:
-        """Left to the group commit at the block's exit: a claim woken now queues behind
-        that commit anyway (one connection), and at synchronous=NORMAL it has no fsync."""
-
     def _write(self, key: tuple[Any, ...], sql: str, params: Any) -> None:
         if self._written_by.get(key, sql) != sql:
             self.flush()  # the same row written by another statement: keep the order
