@@ -94,7 +94,8 @@ async def get_metrics(call: Call) -> Response:
         only = {principal.tenant, *principal.tenants}
     tenants = await engine.storage.tenant_names()
     stats = {t: await queue_stats(engine, t, None) for t in tenants if only is None or t in only}
-    body = engine.metrics.render(stats, engine.dispatcher.waiting, states, only)
+    # Polls parked after an empty claim (a poll still on its first claim is not waiting).
+    body = engine.metrics.render(stats, engine.backpressure.sleeping, states, only)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

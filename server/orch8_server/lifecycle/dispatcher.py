@@ -57,7 +57,6 @@ class Dispatcher:
     def __init__(self) -> None:
         # Per queue, waiters in parking order (a dict as an ordered set).
         self._waiters: dict[str, dict[Waiter, None]] = {}
-        self._parked = 0
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._promote: Callable[[], Awaitable[int | None]] | None = None
@@ -66,15 +65,10 @@ class Dispatcher:
         self.is_paused: Callable[[str], bool] = lambda _queue: False
         self.on_controls_changed: Callable[[], None] = lambda: None
 
-    @property
-    def waiting(self) -> int:
-        return self._parked
-
     def park(self, queues: str | list[str], handlers: list[str] | None, want: int = 1) -> Waiter:
         waiter = Waiter(queues, handlers, want)
         for queue in waiter.queues:
             self._waiters.setdefault(queue, {})[waiter] = None
-        self._parked += 1
         return waiter
 
     def unpark(self, waiter: Waiter) -> None:
@@ -84,7 +78,6 @@ class Dispatcher:
                 waiters.pop(waiter, None)
                 if not waiters:
                     del self._waiters[queue]
-        self._parked -= 1
 
     def wake(self, queue: str, handler: str | None = None, count: int | None = None) -> None:
         """Wake waiters for `handler` in `queue`: all of them, or (with `count`, the tasks
