@@ -200,9 +200,8 @@ def render(res: dict) -> str:
                       f"{r['max_ms']:.2f}",
                       f"{r.get('enqueue_p50_ms', 0):.2f} / {r.get('enqueue_p99_ms', 0):.2f}",
                       _load(r)] for r in lat])  # fmt: skip
-        L += ["The task is claimable once its enqueue commits. On PostgreSQL the enqueue "
-              "commits without waiting for the WAL flush (fsync on here) and is acknowledged "
-              "after it (P-LEASE-8), so the enqueue call can take longer than the pickup.",
+        L += ["The enqueue call's own round trip (its commit; with fsync on, PostgreSQL's WAL "
+              "flush) bounds pickup from below: the task is not claimable before it commits.",
               ""]  # fmt: skip
         if res.get("pg_settle"):
             st = res["pg_settle"]
