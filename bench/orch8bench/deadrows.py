@@ -17,14 +17,7 @@ import argparse
 import time
 
 from orch8bench.env import Workdir, launch_server, loadgen, log
-from orch8bench.run import PgCluster
-
-
-def table_rows(cluster: PgCluster, dbname: str) -> tuple[int, int]:
-    live, dead = cluster.psql(
-        "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname = 'tasks'", dbname
-    ).split("|")
-    return int(live), int(dead)
+from orch8bench.run import PgCluster, table_rows
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

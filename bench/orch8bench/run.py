@@ -160,16 +160,22 @@ def settle(cluster: PgCluster, dbname: str, limit_s: float = 180) -> dict:
         time.sleep(0.5)
     else:
         log(f"  PostgreSQL still busy after {limit_s:.0f} s: {sorted(seen)}")
+    live, dead = table_rows(cluster, dbname)
+    out = {"settle_s": round(time.monotonic() - started, 1), "checkpoint_s": round(checkpoint_s, 1),
+           "autovacuum": sorted(seen), "tasks_live": live, "tasks_dead": dead}  # fmt: skip
+    log(
+        f"  settled in {out['settle_s']} s (CHECKPOINT {out['checkpoint_s']} s; autovacuum "
+        f"{out['autovacuum'] or 'none'}); tasks: {live:,} rows, {dead:,} dead"
+    )
+    return out
+
+
+def table_rows(cluster: PgCluster, dbname: str) -> tuple[int, int]:
+    """The tasks table's rows and dead row versions (not yet vacuumed), from its stats."""
     live, dead = cluster.psql(
         "SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relname = 'tasks'", dbname
     ).split("|")
-    out = {"settle_s": round(time.monotonic() - started, 1), "checkpoint_s": round(checkpoint_s, 1),
-           "autovacuum": sorted(seen), "tasks_live": int(live), "tasks_dead": int(dead)}  # fmt: skip
-    log(
-        f"  settled in {out['settle_s']} s (CHECKPOINT {out['checkpoint_s']} s; autovacuum "
-        f"{out['autovacuum'] or 'none'}); tasks: {int(live):,} rows, {int(dead):,} dead"
-    )
-    return out
+    return int(live), int(dead)
 
 
 def client_ceiling(cfg: dict) -> list[dict]:
