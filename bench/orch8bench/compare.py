@@ -10,9 +10,10 @@ import json
 import sys
 from pathlib import Path
 
+from orch8bench.verdicts import LATENCY
+
 KEYS = ("sqlite", "pg", "sdk", "peers")
 LIMITS = ("limit_sqlite", "limit_pg")  # {"http": rows, "sql": rows}
-LATENCY = ("latency_sqlite", "latency_pg", "latency_pg_cross")
 
 
 def rows(res: dict) -> dict[str, dict]:

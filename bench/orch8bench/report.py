@@ -14,6 +14,7 @@ from typing import Any
 
 from orch8bench.verdicts import (
     HEAD,
+    LATENCY,
     LOADED_DURING,
     fmt,
     headline,
@@ -189,7 +190,7 @@ def render(res: dict) -> str:
                 L += [f"### {name}", "", f"FAILED: {res[key]['error']}", ""]
             elif res.get(key):
                 L += [f"### {name}", "", *limit_table(res[key])]
-    lat = [res[k] for k in ("latency_sqlite", "latency_pg", "latency_pg_cross") if res.get(k)]
+    lat = [res[k] for k in LATENCY if res.get(k)]
     if lat:
         L += ["## Pickup latency", "", "Enqueue (client clock, before the POST) to the waiting "
               "long-poll's answer in the worker; one task at a time, worker parked 20 ms before "
@@ -211,6 +212,15 @@ def render(res: dict) -> str:
                   f"{', '.join(f'`{q}`' for q in st['autovacuum']) or 'none'}). The tasks table "
                   f"then held {st['tasks_live']:,} rows and {st['tasks_dead']:,} dead row versions "
                   "not yet vacuumed, which a claim's index scan walks past (PROFILE.md).",
+                  ""]  # fmt: skip
+        if res.get("pg_vacuum"):
+            vac = res["pg_vacuum"]
+            L += ["The row `right after the burst` is measured then. The PostgreSQL rows after "
+                  "it, the ones the targets judge, wait until autovacuum has removed those dead "
+                  "versions, as it does by itself on PostgreSQL's defaults within a minute or so "
+                  "of a burst (the tasks table's scale factor is 1%): "
+                  f"{vac['dead_before']:,} -> {vac['dead']:,} dead after {vac['waited_s']} s"
+                  + ("" if vac["vacuumed"] else ", NOT vacuumed within the limit") + ".",
                   ""]  # fmt: skip
     if res.get("sdk"):
         raw_b100 = med(row_for(res.get("sqlite"), 100))

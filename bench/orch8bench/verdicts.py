@@ -27,6 +27,9 @@ HEAD = ["measure", "ours", "server CPU us/task", "best peer", "ours / peer",
 # own server, client and PostgreSQL keep ~2-3 of the 2 cores busy.
 LOADED_DURING = 4.0
 
+# The pickup-latency rows of a run, in report order (run.py: `latency(...)`).
+LATENCY = ("latency_sqlite", "latency_pg_burst", "latency_pg", "latency_pg_cross")
+
 
 def row_for(rows: list[dict] | None, batch: int) -> dict | None:
     for r in rows or []:
@@ -130,6 +133,13 @@ def _latency_rows(res: dict) -> list[list[str]]:
             out.append([f"pickup latency {q[:3]}, {label}, ms", fmt(v, 2) + loaded(lat), "n/a",
                         "n/a", "n/a", "n/a", "n/a", "n/a", f"<= {target:g}",
                         verdict(v, target, higher_is_better=False)])  # fmt: skip
+    burst = res.get("latency_pg_burst")
+    if burst:
+        dead = (res.get("pg_settle") or {}).get("tasks_dead")
+        out.append(["pickup latency p50, PostgreSQL right after the throughput phases, ms",
+                    fmt(burst["p50_ms"], 2) + loaded(burst), "n/a", "n/a", "n/a", "n/a", "n/a",
+                    "n/a", f"none ({dead:,} dead rows not yet vacuumed)" if dead is not None
+                    else "none", "stated"])  # fmt: skip
     return out
 
 

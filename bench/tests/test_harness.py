@@ -288,7 +288,7 @@ class _BusyCluster:
             return ""
         if "pg_stat_user_tables" in sql:
             assert dbname == "orch8"
-            return "150000|287310"
+            return "150000|287310|3"
         self.busy -= 1
         return "autovacuum: VACUUM public.tasks" if self.busy >= 0 else ""
 
@@ -316,3 +316,49 @@ def test_deadrows_measures_pickup_around_a_burst_and_a_vacuum() -> None:
     ]  # fmt: skip
     assert all(r["p50_ms"] > 0 and r["p99_ms"] >= r["p50_ms"] for r in rows)
     assert all(isinstance(r["live"], int) and isinstance(r["dead"], int) for r in rows)
+
+
+class _VacuumingCluster:
+    """pg_stat_user_tables of a tasks table that autovacuum reaches on the third look."""
+
+    def __init__(self) -> None:
+        self.looks = 0
+
+    def psql(self, sql: str, dbname: str = "postgres") -> str:
+        assert "pg_stat_user_tables" in sql and dbname == "orch8"
+        self.looks += 1
+        return "534000|295000|4" if self.looks < 3 else "534000|400|5"
+
+
+def test_await_vacuum_waits_for_autovacuum_and_the_report_keeps_both_pickup_rows() -> None:
+    from orch8bench.run import await_vacuum
+
+    cluster = _VacuumingCluster()
+    out = await_vacuum(cluster, "orch8", limit_s=30)  # type: ignore[arg-type]
+    assert cluster.looks >= 3 and out["vacuumed"] and out["waited_s"] >= 2.0
+    assert (out["dead_before"], out["dead"]) == (295_000, 400)
+    res = _result(30_000.0, 10.0, 105.0)
+    lat = {"samples": 300, "p99_ms": 9.0, "max_ms": 10.0, "load_before": [1.0],
+           "load_after": [1.0]}  # fmt: skip
+    res["latency_pg_burst"] = lat | {"label": "PostgreSQL, right after the burst", "p50_ms": 5.5}
+    res["latency_pg"] = lat | {"label": "PostgreSQL", "p50_ms": 2.5}
+    res["pg_settle"] = {"settle_s": 0.5, "checkpoint_s": 0.2, "autovacuum": [],
+                        "tasks_live": 534_000, "tasks_dead": 295_000}  # fmt: skip
+    res["pg_vacuum"] = out
+    text = report.render(res)
+    assert "| PostgreSQL, right after the burst | 300 | 5.50 |" in text
+    assert "295,000 -> 400 dead after" in text
+    assert "| pickup latency p50, PostgreSQL, ms | 2.50 |" in text
+    assert "right after the throughput phases, ms | 5.50 |" in text
+    assert "none (295,000 dead rows not yet vacuumed) | stated |" in text
+
+
+def test_await_vacuum_says_when_autovacuum_never_came() -> None:
+    from orch8bench.run import await_vacuum
+
+    class Stuck:
+        def psql(self, sql: str, dbname: str = "postgres") -> str:
+            return "534000|295000|4"
+
+    out = await_vacuum(Stuck(), "orch8", limit_s=1.5)  # type: ignore[arg-type]
+    assert not out["vacuumed"] and out["dead"] == 295_000
