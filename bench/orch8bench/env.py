@@ -45,8 +45,32 @@ def loadavg() -> list[float]:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of one process, from /proc (includes reaped threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = _stat(pid)
     return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def cluster_cpu_seconds(cluster: PgCluster) -> float:
+    """CPU seconds a PostgreSQL cluster has spent so far: its postmaster, every live child
+    (backends, WAL writer, checkpointer, autovacuum workers) and the children it has
+    already reaped (the postmaster's cutime + cstime). Read from /proc, as cpu_seconds."""
+    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    fields = _stat(postmaster)
+    total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            child = _stat(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
+            continue  # ended meanwhile: its time is in the postmaster's cutime once reaped
+        if int(child[1]) == postmaster:
+            total += int(child[11]) + int(child[12])
+    return total / TICK
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: state, ppid, ... (proc(5) fields 3 on)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
 def rss_mb(pid: int) -> tuple[float, float]:
@@ -129,22 +153,26 @@ WINDOW_START = "loadgen: measured window start"
 WINDOW_END = "loadgen: measured window end"
 
 
-def loadgen_window(pid: int, *args: str) -> dict:
+def loadgen_window(pid: int, *args: str, db: Callable[[], float] | None = None) -> dict:
     """`loadgen -mode=run` plus `cpu_s`: the CPU seconds process `pid` (the server under
-    test) spent between the client's measured-window markers, warm-up excluded."""
+    test) spent between the client's measured-window markers, warm-up excluded; with `db`
+    (a clock of the database's CPU seconds, cluster_cpu_seconds), `db_cpu_s` likewise."""
     marks: dict[str, float] = {}
 
     def on_line(line: str) -> None:
-        if line == WINDOW_START:
-            marks["start"] = cpu_seconds(pid)
-        elif line == WINDOW_END:
-            marks["end"] = cpu_seconds(pid)
+        if line in (WINDOW_START, WINDOW_END):
+            at = "start" if line == WINDOW_START else "end"
+            marks[at] = cpu_seconds(pid)
+            if db is not None:
+                marks[f"db_{at}"] = db()
         else:
             print(line, flush=True)
 
     out = loadgen(*args, on_line=on_line)
-    if len(marks) == 2:
+    if "start" in marks and "end" in marks:
         out["cpu_s"] = marks["end"] - marks["start"]
+    if "db_start" in marks and "db_end" in marks:
+        out["db_cpu_s"] = marks["db_end"] - marks["db_start"]
     return out
 
 

@@ -10,7 +10,13 @@ from typing import Any
 from orch8bench.env import cpu_seconds, loadavg, log
 
 # Figures of each run whose median a row carries.
-PER_RUN = ("server_cores", "client_cores", "cpu_us_per_task", "worker_cpu_us_per_task")
+PER_RUN = (
+    "server_cores",
+    "client_cores",
+    "cpu_us_per_task",
+    "worker_cpu_us_per_task",
+    "db_us_per_task",
+)
 
 
 def summarize(values: list[float]) -> dict[str, Any]:
@@ -36,7 +42,9 @@ def repeat(
     """Run `once` reps times; each returns a dict with `key` and maybe `seconds`, `tasks`,
     `client_cpu_s` and `cpu_s` (CPU seconds of the measured process over the measured
     window). Without `cpu_s`, the CPU of `server_pid` across the whole call is used.
-    Adds cores busy (`server_cores`) and CPU microseconds per task (`cpu_us_per_task`)."""
+    Adds cores busy (`server_cores`) and CPU microseconds per task (`cpu_us_per_task`);
+    with `db_cpu_s` (PostgreSQL's CPU seconds, over `db_tasks` tasks if given), the
+    database's CPU microseconds per task (`db_us_per_task`)."""
     values: list[float] = []
     extra: list[dict] = []
     load_before = loadavg()
@@ -49,6 +57,12 @@ def repeat(
             out["server_cores"] = round(out["cpu_s"] / out["seconds"], 2)
             if out.get("tasks"):
                 out["cpu_us_per_task"] = round(out["cpu_s"] / out["tasks"] * 1e6, 1)
+        if out.get("db_cpu_s") is not None and out.get("tasks"):
+            # `db_tasks`: every task the database saw, when the CPU was read around the
+            # whole call (warm-up included) rather than over the measured window.
+            out["db_us_per_task"] = round(
+                out["db_cpu_s"] / out.get("db_tasks", out["tasks"]) * 1e6, 1
+            )
         if out.get("client_cpu_s") is not None and out.get("seconds"):
             out["client_cores"] = round(out["client_cpu_s"] / out["seconds"], 2)
         values.append(out[key])

@@ -47,18 +47,27 @@ def _runs(row: dict) -> str:
     return ", ".join(f"{v:,.0f}" for v in row.get("runs", []))
 
 
+def _has_db(rows: list[dict]) -> bool:
+    """Rows that carry PostgreSQL's own CPU per task (run.py: `db_cpu`)."""
+    return any("db_us_per_task" in r for r in rows)
+
+
 def throughput_table(rows: list[dict], ceiling: dict[int, float], limit: dict) -> list[str]:
     body = []
+    db = _has_db(rows)
     for r in rows:
         b = r["batch"]
         http, sql = med(row_for(limit.get("http"), b)), med(row_for(limit.get("sql"), b))
         body.append([
             b, fmt(r["median"]), f"{r['spread_pct']}%", _runs(r), r.get("server_cores", ""),
-            fmt(r.get("cpu_us_per_task")), r.get("client_cores", ""), fmt(ceiling.get(b)),
+            fmt(r.get("cpu_us_per_task")),
+            *([fmt(r.get("db_us_per_task"))] if db else []),
+            r.get("client_cores", ""), fmt(ceiling.get(b)),
             fmt(http), pct(r["median"], http), fmt(sql), pct(r["median"], sql),
             f"{r['tasks']:,}", _load(r),
         ])  # fmt: skip
     head = ["batch", "tasks/s (median)", "spread", "runs", "server cores", "server CPU us/task",
+            *(["PostgreSQL CPU us/task"] if db else []),
             "client cores", "client ceiling", "minimal HTTP", "of HTTP limit", "bare SQL",
             "of SQL limit", "tasks/run", "load 1m before -> after"]  # fmt: skip
     return _table(head, body)
@@ -66,16 +75,27 @@ def throughput_table(rows: list[dict], ceiling: dict[int, float], limit: dict) -
 
 def limit_table(limit: dict) -> list[str]:
     body = []
+    db = _has_db([*limit.get("http", []), *limit.get("sql", [])])
     for h in limit.get("http", []):
         s = row_for(limit.get("sql"), h["batch"]) or {}
         body.append([
             h["batch"], fmt(h["median"]), f"{h['spread_pct']}%", fmt(h.get("cpu_us_per_task")),
+            *([fmt(h.get("db_us_per_task"))] if db else []),
             fmt(s.get("median")), f"{s.get('spread_pct', '')}%", fmt(s.get("cpu_us_per_task")),
+            *([fmt(s.get("db_us_per_task"))] if db else []),
             f"{_load(h)}; {_load(s) if s else ''}",
         ])  # fmt: skip
-    head = ["batch", "minimal HTTP tasks/s", "spread", "its CPU us/task", "bare SQL tasks/s",
-            "spread", "its CPU us/task", "load (HTTP; SQL)"]  # fmt: skip
+    pg = ["PostgreSQL CPU us/task"] if db else []
+    head = ["batch", "minimal HTTP tasks/s", "spread", "its CPU us/task", *pg,
+            "bare SQL tasks/s", "spread", "its CPU us/task", *pg,
+            "load (HTTP; SQL)"]  # fmt: skip
     return _table(head, body)
+
+
+def _both(row: dict) -> float | None:
+    """Process CPU + PostgreSQL CPU per job, when both were measured."""
+    a, b = row.get("cpu_us_per_task"), row.get("db_us_per_task")
+    return a + b if a is not None and b is not None else None
 
 
 def _rounds(res: dict, r: dict) -> str:
@@ -262,15 +282,25 @@ def render(res: dict) -> str:
               "batches of 100 while its worker runs, timed to the database showing every job "
               "done. `process CPU us/job`: the peer's one process (worker and producer) over "
               "the timed part, per job; compare with our server's CPU per task (enqueue, claim "
-              "and complete, HTTP included).", ""]  # fmt: skip
-        ours = med(row_for(res.get("pg"), 100))
+              "and complete, HTTP included). `PostgreSQL CPU us/job`: the cluster's processes "
+              "over the peer's whole run (schema setup and warm-up included, per job of both); "
+              "`CPU us/job, both`: the two added, what a job costs this 2-core machine.", ""]  # fmt: skip
+        ours_row = row_for(res.get("pg"), 100) or {}
+        ours = med(ours_row)
         body = [[r["peer"], "FAILED" if "error" in r else fmt(r["median"]),
                  r.get("spread_pct", ""), ratio(ours, r.get("median")),
-                 fmt(r.get("cpu_us_per_task")),
-                 r.get("settings") or r.get("error", "")[:120], _load(r)]
+                 fmt(r.get("cpu_us_per_task")), fmt(r.get("db_us_per_task")),
+                 fmt(_both(r)), r.get("settings") or r.get("error", "")[:120], _load(r)]
                 for r in res["peers"]]  # fmt: skip
+        if ours_row:
+            body.append(["ours: server, raw client at batch 100", fmt(ours), ours_row["spread_pct"],
+                         "1.00x", fmt(ours_row.get("cpu_us_per_task")),
+                         fmt(ours_row.get("db_us_per_task")), fmt(_both(ours_row)),
+                         "the PostgreSQL batch-100 row above (server only; the load client's "
+                         "CPU is not in it)", _load(ours_row)])  # fmt: skip
         L += _table(["peer", "jobs/s", "spread %", "ours (batch 100) / peer",
-                     "process CPU us/job", "settings", "load"], body)  # fmt: skip
+                     "process CPU us/job", "PostgreSQL CPU us/job", "CPU us/job, both",
+                     "settings", "load"], body)  # fmt: skip
     rss = res.get("rss")
     if rss:
         L += ["## Server memory while draining", "",

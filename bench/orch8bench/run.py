@@ -6,6 +6,7 @@ Each phase prints progress; results go to bench/results/<date>-<host>.{md,json}.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -25,6 +26,7 @@ from orch8bench.env import (
     PgCluster,
     RunningServer,
     Workdir,
+    cluster_cpu_seconds,
     launch_server,
     loadavg,
     loadgen,
@@ -79,13 +81,16 @@ FULL = {
 SHAPE = {1: (4, 8), 10: (2, 4), 50: (2, 4), 100: (2, 4)}
 
 
-def throughput(url: str, batch: int, cfg: dict, pid: int, label: str) -> dict:
+def throughput(
+    url: str, batch: int, cfg: dict, pid: int, label: str, db: Callable[[], float] | None = None
+) -> dict:
+    """One end-to-end row; `db`: the database's CPU clock (PostgreSQL rows)."""
     prod, cons = SHAPE[batch]
     args = [
         "-mode=run", f"-url={url}", f"-batch={batch}", f"-n={cfg['tasks'][batch]}",
         f"-warmup={cfg['warmup']}", f"-producers={prod}", f"-consumers={cons}",
     ]  # fmt: skip
-    row = repeat(label, cfg["reps"], lambda: loadgen_window(pid, *args))
+    row = repeat(label, cfg["reps"], lambda: loadgen_window(pid, *args, db=db))
     row.update(batch=batch, tasks=cfg["tasks"][batch], producers=prod, consumers=cons)
     return row
 
@@ -275,24 +280,39 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
     }  # fmt: skip
 
 
-def limit_or_error(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict:
+def limit_or_error(
+    kind: str,
+    db: Callable[[str], str],
+    cfg: dict,
+    work: Workdir,
+    db_cpu: Callable[[], float] | None = None,
+) -> dict:
     """One broken limit row must not lose the whole run."""
     try:
-        return limit(kind, db, cfg, work)
+        return limit(kind, db, cfg, work, db_cpu)
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         log(f"  physical limit, {kind} FAILED: {exc}")
         return {"error": str(exc)[-500:]}
 
 
-def limit(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict[str, list]:
+def limit(
+    kind: str,
+    db: Callable[[str], str],
+    cfg: dict,
+    work: Workdir,
+    db_cpu: Callable[[], float] | None = None,
+) -> dict[str, list]:
     """The physical limit, in the same run as the server: the minimal table over HTTP (one
-    process for every batch size, its table growing like the server's) and by bare SQL."""
+    process for every batch size, its table growing like the server's) and by bare SQL.
+    `db_cpu`: PostgreSQL's CPU clock, for its CPU per task beside each row."""
     http_rows = []
     proc, url = start_minimal(db("minimal_http"), work.path, kind)
     try:
         for b in BATCHES:
             log(f"minimal HTTP loop, {kind}, batch {b}")
-            http_rows.append(throughput(url, b, cfg, proc.pid, f"minimal HTTP {kind} batch {b}"))
+            http_rows.append(
+                throughput(url, b, cfg, proc.pid, f"minimal HTTP {kind} batch {b}", db_cpu)
+            )
     finally:
         proc.terminate()
         proc.wait(30)
@@ -301,12 +321,17 @@ def limit(kind: str, db: Callable[[str], str], cfg: dict, work: Workdir) -> dict
         n, target = cfg["tasks"][b], db(f"minimal_sql_{b}")
 
         def once(b: int = b, n: int = n, target: str = target) -> dict:
+            warmup = min(cfg["warmup"], n)
+            db0 = db_cpu() if db_cpu else 0.0
             out = subprocess.run(
                 [str(SERVER_PYTHON), "-m", "orch8bench.minimal", kind, target, f"--batch={b}",
-                 f"--tasks={n}", f"--warmup={min(cfg['warmup'], n)}"],
+                 f"--tasks={n}", f"--warmup={warmup}"],
                 capture_output=True, text=True, cwd=BENCH, check=True,
             )  # fmt: skip
-            return json.loads(out.stdout)
+            got = json.loads(out.stdout)
+            if db_cpu:  # around the whole call: setup and warm-up included
+                got.update(db_cpu_s=db_cpu() - db0, db_tasks=n + warmup)
+            return got
 
         log(f"minimal table, bare SQL, {kind}, batch {b}")
         row = repeat(f"minimal SQL {kind} batch {b}", cfg["reps"], once)
@@ -327,10 +352,14 @@ def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
                 cmd = ["node", str(BENCH / "node" / NODE_PEERS[peer]), url, str(n), str(w)]
             else:
                 cmd = [PY, "-m", "orch8bench.peers", peer, url, f"--tasks={n}", f"--warmup={w}"]
+            db0 = cluster_cpu_seconds(cluster)
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=BENCH, timeout=900)
             if out.returncode != 0:
                 raise RuntimeError(out.stderr[-2000:])
-            return json.loads(out.stdout.strip().splitlines()[-1])
+            got = json.loads(out.stdout.strip().splitlines()[-1])
+            # PostgreSQL's CPU around the whole run (schema setup and warm-up included)
+            got.update(db_cpu_s=cluster_cpu_seconds(cluster) - db0, db_tasks=n + w)
+            return got
 
         try:
             row = repeat(f"peer {peer}", cfg["reps"], once)
@@ -400,6 +429,7 @@ def main() -> None:
         try:
             if "pg" in phases:
                 url = cluster.create_database("orch8")
+                db_cpu = functools.partial(cluster_cpu_seconds, cluster)
                 a_srv = launch_server(url, work.path, "pg-a")
                 b_srv = launch_server(url, work.path, "pg-b")
                 try:
@@ -408,9 +438,10 @@ def main() -> None:
                         log(f"PostgreSQL end to end, batch {b}")
                         res["pg"].append(
                             throughput(
-                                a_srv.url, b, cfg, a_srv.process.pid, f"PostgreSQL batch {b}"
+                                a_srv.url, b, cfg, a_srv.process.pid, f"PostgreSQL batch {b}",
+                                db_cpu,
                             )
-                        )
+                        )  # fmt: skip
                     log("PostgreSQL end to end, batch 100, two replicas (one client each)")
                     res["pg_replicas"] = two_replicas([a_srv, b_srv], 100, cfg)
                     log("PostgreSQL pickup latency, once the database settled")
@@ -427,7 +458,9 @@ def main() -> None:
                 finally:
                     a_srv.stop()
                     b_srv.stop()
-                res["limit_pg"] = limit_or_error("postgresql", cluster.create_database, cfg, work)
+                res["limit_pg"] = limit_or_error(
+                    "postgresql", cluster.create_database, cfg, work, db_cpu
+                )
             if "workflows" in phases:
                 log("PostgreSQL workflows, 3-step instances")
                 wf_srv = launch_server(cluster.create_database("orch8_wf"), work.path, "pg-wf")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -362,3 +363,35 @@ def test_await_vacuum_says_when_autovacuum_never_came() -> None:
 
     out = await_vacuum(Stuck(), "orch8", limit_s=1.5)  # type: ignore[arg-type]
     assert not out["vacuumed"] and out["dead"] == 295_000
+
+
+def test_cluster_cpu_counts_the_work_of_backends_that_already_ended() -> None:
+    from orch8bench.env import PgCluster, cluster_cpu_seconds
+
+    cluster = PgCluster().init()
+    try:
+        before = cluster_cpu_seconds(cluster)
+        # psql's backend does the work and exits: once the postmaster has reaped it (soon
+        # after psql returns), its CPU is in the postmaster's cutime
+        cluster.psql("SELECT count(*) FROM generate_series(1, 3000000)")
+        deadline = time.monotonic() + 5
+        spent = cluster_cpu_seconds(cluster) - before
+        while spent < 0.05 and time.monotonic() < deadline:
+            time.sleep(0.05)
+            spent = cluster_cpu_seconds(cluster) - before
+    finally:
+        cluster.destroy()
+    assert spent >= 0.05, spent
+
+
+def test_peer_table_adds_postgresql_cpu_and_our_own_row() -> None:
+    res = _result(30_000.0, 10.0, 105.0)
+    res["pg"][1].update(cpu_us_per_task=70.0, db_us_per_task=110.0)
+    res["peers"] = [{"peer": "g", "median": 14_000.0, "spread_pct": 5.0, "cpu_us_per_task": 56.0,
+                     "db_us_per_task": 60.0, "settings": "s"}]  # fmt: skip
+    text = report.render(res)
+    assert "| g | 14,000 | 5.0 | 0.86x | 56 | 60 | 116 | s |" in text
+    assert (
+        "| ours: server, raw client at batch 100 | 12,000 | 1.0 | 1.00x | 70 | 110 | 180 |" in text
+    )
+    assert "PostgreSQL CPU us/task" in text  # the PostgreSQL end-to-end table's column
