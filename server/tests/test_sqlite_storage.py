@@ -13,7 +13,8 @@ import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.sqlite import SqliteStorage
-from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION
+from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate
+from orch8_server.storage.sqlite_tx import _complete_statement
 
 
 class Boom(Exception):
@@ -176,3 +177,23 @@ def test_schema_v6_drops_the_instance_event_trigger_and_keeps_its_events(tmp_pat
             == 0
         )
         assert c.execute("SELECT instance_id FROM instance_events").fetchall() == [("i-old",)]
+
+
+def test_completion_probes_each_task_even_when_statistics_saw_no_running_task() -> None:
+    """Statistics from `PRAGMA optimize` (run at close) that make (tenant, status) look
+    selective must not turn a batch completion into a scan of the tenant's running tasks
+    per item: each item is one probe of the unique index on id."""
+    conn = sqlite3.connect(":memory:")
+    migrate(conn, ":memory:")
+    conn.execute("ANALYZE")
+    conn.execute("DELETE FROM sqlite_stat1")
+    conn.executemany(
+        "INSERT INTO sqlite_stat1 VALUES ('tasks', ?, ?)",
+        [(None, "500000"), ("tasks_running_queue", "2 2 1 1"),
+         ("sqlite_autoindex_tasks_1", "500000 1"),
+         ("tasks_status_seq", "500000 500000 100000 1")],
+    )  # fmt: skip
+    conn.execute("ANALYZE sqlite_schema")  # load the statistics above
+    args = ["t", "l", "{}"] * 3 + [1, 1, "default"]
+    plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + _complete_statement(3), args)]
+    assert "SEARCH tasks USING INDEX sqlite_autoindex_tasks_1 (id=?)" in plan, plan

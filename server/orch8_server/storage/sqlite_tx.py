@@ -58,7 +58,11 @@ def _complete_statement(n: int) -> str:
             f"WITH c(id, lease_id, output) AS (VALUES {values}) "
             "UPDATE tasks SET status = 'completed', output = c.output, finished_at = ?, "
             "updated_at = ? FROM c WHERE tasks.id = c.id AND tasks.lease_id = c.lease_id "
-            "AND tasks.status = 'running' AND tasks.tenant = ? RETURNING "
+            # Unary + keeps these two terms out of index selection: each item is one probe
+            # of the unique index on id. Left indexable, statistics from `PRAGMA optimize`
+            # (run at close) can make SQLite scan every running task of the tenant per item
+            # through tasks_status_seq or tasks_running_queue (as PostgreSQL did, postgres_tx).
+            "AND +tasks.status = 'running' AND +tasks.tenant = ? RETURNING "
             + ", ".join(f"tasks.{col}" for col in COMPLETED_COLUMNS)
             + ", json_extract(tasks.context, '$.instance_id')"  # P-WF-5: advance inline
         )
