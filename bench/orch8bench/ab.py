@@ -1,7 +1,8 @@
 """A/B of two server revisions on this machine, runs interleaved (A, B, A, B, ...), so a
 load that changes during the comparison hits both alike. Prints per batch size the median
 tasks/s and the server's CPU microseconds per task (over the client's measured window),
-the figure a code change moves even when other processes share the cores.
+the figure a code change moves even when other processes share the cores; on PostgreSQL
+also the database's own CPU microseconds per task (all its processes).
 
     python -m orch8bench.ab --before 7652e05 [--after REV] --backend sqlite|postgresql
         [--batches 1,100] [--reps 3] [--latency 200]
@@ -18,6 +19,7 @@ without --after, the working tree runs as B. Same launcher, load client and shap
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import statistics
 import subprocess
@@ -30,6 +32,7 @@ from orch8bench.env import (
     SERVER_PYTHON,
     PgCluster,
     RunningServer,
+    cluster_cpu_seconds,
     loadavg,
     loadgen,
     loadgen_window,
@@ -93,13 +96,17 @@ def pickup(s: RunningServer, samples: int) -> tuple[float, float]:
     return out["p50_ms"], out["p99_ms"]
 
 
-def throughput(s: RunningServer, batch: int) -> tuple[float, float]:
+def throughput(
+    s: RunningServer, batch: int, db: Callable[[], float] | None = None
+) -> tuple[float, ...]:
+    """tasks/s and server CPU us/task; with `db` (PostgreSQL), its CPU us/task too."""
     n, producers, consumers = COUNTS[batch]
     out = loadgen_window(
         s.process.pid, "-mode=run", f"-url={s.url}", f"-batch={batch}", f"-n={n}",
-        f"-warmup={n // 10}", f"-producers={producers}", f"-consumers={consumers}",
+        f"-warmup={n // 10}", f"-producers={producers}", f"-consumers={consumers}", db=db,
     )  # fmt: skip
-    return out["tasks_per_s"], out["cpu_s"] / out["tasks"] * 1e6
+    got = (out["tasks_per_s"], out["cpu_s"] / out["tasks"] * 1e6)
+    return got if db is None else (*got, out["db_cpu_s"] / out["tasks"] * 1e6)
 
 
 def main() -> None:
@@ -127,10 +134,13 @@ def main() -> None:
         if a.latency:
             runs = alternate(servers, a.reps, lambda s: pickup(s, a.latency))
             report(f"{a.backend} pickup", runs, [("ms p50", ".2f"), ("ms p99", ".2f")])
+        db = functools.partial(cluster_cpu_seconds, cluster) if cluster else None
+        columns = [("tasks/s", ",.0f"), ("server CPU us/task", ",.0f")]
+        if db is not None:
+            columns.append(("PostgreSQL CPU us/task", ",.0f"))
         for batch in (int(b) for b in a.batches.split(",") if b):
-            runs = alternate(servers, a.reps, lambda s, b=batch: throughput(s, b))
-            report(f"{a.backend} batch {batch}", runs,
-                   [("tasks/s", ",.0f"), ("server CPU us/task", ",.0f")])  # fmt: skip
+            runs = alternate(servers, a.reps, lambda s, b=batch: throughput(s, b, db))
+            report(f"{a.backend} batch {batch}", runs, columns)
     finally:
         for s in servers.values():
             s.stop()
