@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from orch8bench import report
 from orch8bench.before import BASELINE_REV
@@ -280,16 +281,10 @@ def rss_drain(work: Workdir, cfg: dict) -> dict:
     }  # fmt: skip
 
 
-def limit_or_error(
-    kind: str,
-    db: Callable[[str], str],
-    cfg: dict,
-    work: Workdir,
-    db_cpu: Callable[[], float] | None = None,
-) -> dict:
-    """One broken limit row must not lose the whole run."""
+def limit_or_error(kind: str, *args: Any) -> dict:
+    """`limit(kind, *args)`; one broken limit row must not lose the whole run."""
     try:
-        return limit(kind, db, cfg, work, db_cpu)
+        return limit(kind, *args)
     except (RuntimeError, subprocess.CalledProcessError, OSError) as exc:
         log(f"  physical limit, {kind} FAILED: {exc}")
         return {"error": str(exc)[-500:]}
