@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from orch8bench.env import Workdir, launch_server, loadgen, log
-from orch8bench.run import PgCluster, table_rows
+from orch8bench.env import PgCluster, Workdir, launch_server, loadgen, log
+from orch8bench.run import table_rows
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -202,17 +202,17 @@ def await_vacuum(cluster: PgCluster, dbname: str, limit_s: float = 180) -> dict:
     PostgreSQL's defaults does by itself."""
     started = time.monotonic()
     live, dead, vacuums = _table_stats(cluster, dbname)
-    before = {"live": live, "dead": dead}
-    while dead > 50 + 0.01 * live and time.monotonic() - started < limit_s:
+    dead_before = dead
+    vacuumed = dead <= 50 + 0.01 * live
+    while not vacuumed and time.monotonic() - started < limit_s:
         time.sleep(1)
-        live, dead, now = _table_stats(cluster, dbname)
-        if now > vacuums:
-            break
+        live, dead, count = _table_stats(cluster, dbname)
+        vacuumed = count > vacuums or dead <= 50 + 0.01 * live
     waited = round(time.monotonic() - started, 1)
-    out = {"waited_s": waited, "dead_before": before["dead"], "live": live, "dead": dead,
-           "vacuumed": dead <= 50 + 0.01 * live or _table_stats(cluster, dbname)[2] > vacuums}  # fmt: skip
+    out = {"waited_s": waited, "dead_before": dead_before, "live": live, "dead": dead,
+           "vacuumed": vacuumed}  # fmt: skip
     log(
-        f"  waited {waited} s for autovacuum of tasks: {before['dead']:,} -> {dead:,} dead "
+        f"  waited {waited} s for autovacuum of tasks: {dead_before:,} -> {dead:,} dead "
         f"({live:,} rows){'' if out['vacuumed'] else ', NOT vacuumed within the limit'}"
     )
     return out
