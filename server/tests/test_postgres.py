@@ -121,8 +121,8 @@ def test_completion_probes_each_task_even_when_statistics_saw_no_running_task(
     Statistics taken while no task ran estimate one running row: the completion joined on
     id with `status = 'running'` then scanned every running task of the tenant through a
     partial index and re-read the items for each (23 ms per 100 items at 300-400 running
-    tasks, growing with both). Checked on the custom plans and on the generic plan a
-    prepared statement switches to after five executions."""
+    tasks, growing with both). Run seven times as one prepared statement, so the plans
+    checked include a generic plan if PostgreSQL switches to one after five executions."""
     own_pg.create_database(name)
 
     async def run() -> list[str]:

@@ -67,8 +67,8 @@ _UPSERT_WORKER = (
 # implies the predicate of the partial index tasks_running_queue: every index the planner
 # can use for `t` is then a point lookup. With `t.status = 'running'` it could (and, with a
 # row estimate of 1 from statistics taken while few tasks ran, did) scan every running task
-# of the tenant and re-scan the items for each: 23 ms per batch of 100 at 300-400 running
-# tasks, growing with both (PostgreSQL CPU per task 140 us at batch 100).
+# of the tenant and re-scan the items for each (23 ms per batch of 100 under auto_explain at
+# 300-400 running tasks), a cost that grows with running tasks x batch size.
 _COMPLETE_RUNNING = (
     "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live, "
     "(SELECT s.seq FROM tasks s WHERE s.id = u.id) AS seq "
