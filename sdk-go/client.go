@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"strconv"
 	"time"
 
 	"github.com/orch8/orch8-workers/sdk-go/api"
@@ -17,20 +19,22 @@ import (
 type Client struct {
 	cfg Config
 	raw *api.Client
+	// sleep waits between automatic retries; tests replace it to observe the waits.
+	sleep func(ctx context.Context, d time.Duration) bool
 }
 
 // NewClient builds a Client; empty Config fields take ORCH8_URL / ORCH8_API_KEY and the
 // defaults of section 14 (P-SDK-1).
 func NewClient(cfg Config) (*Client, error) {
+	given := cfg.BaseURL
 	cfg = cfg.withDefaults()
-	u, err := url.Parse(cfg.BaseURL)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return nil, fmt.Errorf("orch8: invalid base URL %q", cfg.BaseURL)
+	if err := checkBaseURL(cfg.BaseURL, given); err != nil {
+		return nil, err
 	}
 	if cfg.Tenant != "" && !tenantID.MatchString(cfg.Tenant) { // P-SDK-24, P-TEN-2
 		return nil, fmt.Errorf("orch8: invalid tenant %q: must match ^[A-Za-z0-9_.-]{1,64}$", cfg.Tenant)
 	}
-	c := &Client{cfg: cfg}
+	c := &Client{cfg: cfg, sleep: sleepCtx}
 	// Auth and user agent go in as request editors: the generated code stays untouched.
 	raw, err := api.NewClient(cfg.BaseURL, api.WithHTTPClient(cfg.HTTPClient), api.WithRequestEditorFn(c.editRequest))
 	if err != nil {
@@ -38,6 +42,32 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c.raw = raw
 	return c, nil
+}
+
+// checkBaseURL refuses an address that is not absolute http(s) with a host (P-SDK-1):
+// "127.0.0.1:3001" or "localhost" would otherwise fail every request as if the server
+// were down and be ridden out as an outage for ever. given is Config.BaseURL as passed
+// (empty: ORCH8_URL, then the default, were used); the message names the value as given.
+func checkBaseURL(base, given string) error {
+	u, err := url.Parse(base)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Hostname() != "" && validPort(u.Port()) {
+		return nil
+	}
+	value, source := given, "Config.BaseURL"
+	if given == "" {
+		value, source = os.Getenv("ORCH8_URL"), "ORCH8_URL"
+	}
+	return fmt.Errorf("orch8: invalid base URL %q (%s): must be an absolute http:// or https:// URL with a host, e.g. %s (P-SDK-1)",
+		value, source, DefaultBaseURL)
+}
+
+// validPort: no port, or one in 1-65535.
+func validPort(p string) bool {
+	if p == "" {
+		return true
+	}
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // BaseURL is the server address this client talks to.
@@ -69,27 +99,41 @@ type call struct {
 // one surfaces as the error, carrying RetryAfter (P-SDK-16).
 const maxClientRetryAfter = 30 * time.Second
 
+// retryAfterBudget is how much Retry-After one call waits out in all (P-SDK-2), so an
+// idempotent enqueue rides out a sustained 429 flood for about 30 s, not 3 retries.
+const retryAfterBudget = 30 * time.Second
+
 // invoke runs send, maps error answers to *ProblemError and retries safe calls on outages
 // (P-SDK-2, classified by IsOutage, P-SDK-16).
 func invoke[T any](ctx context.Context, c *Client, cl call, send func(context.Context) (*http.Response, error), parse func(*http.Response) (*T, error)) (*T, error) {
 	b := backoff{base: DefaultRetryBase, cap: DefaultRetryCap}
-	for attempt := 0; ; attempt++ {
+	retries := 0             // retries after outages without Retry-After: at most MaxRetries
+	var waited time.Duration // Retry-After delays waited for this call (P-SDK-2)
+	for {
 		v, err := invokeOnce(ctx, c, cl, send, parse)
 		if err == nil {
 			return v, nil
 		}
-		if !cl.safe || attempt >= c.cfg.MaxRetries || !IsOutage(err) {
+		if !cl.safe || c.cfg.MaxRetries <= 0 || !IsOutage(err) {
 			return nil, err
 		}
-		var pe *ProblemError
-		wait := b.next()
-		if errors.As(err, &pe) && pe.RetryAfter > 0 {
-			if pe.RetryAfter > maxClientRetryAfter {
-				return nil, err // P-SDK-16: too long to wait inside a call
+		var wait time.Duration
+		if pe := (*ProblemError)(nil); errors.As(err, &pe) && pe.RetryAfter > 0 {
+			// P-SDK-2: the budget counts the delays the server asked for (the jitter aside),
+			// so one Retry-After of exactly 30 s is still waited for (P-SDK-16).
+			if pe.RetryAfter > maxClientRetryAfter || waited+pe.RetryAfter > retryAfterBudget {
+				return nil, err // P-SDK-16: too long to wait inside a call; it carries the delay
 			}
+			waited += pe.RetryAfter
 			wait = withJitter(pe.RetryAfter) // P-SDK-16: Retry-After replaces the backoff
+		} else {
+			if retries >= c.cfg.MaxRetries {
+				return nil, err
+			}
+			retries++
+			wait = b.next()
 		}
-		if !sleepCtx(ctx, wait) {
+		if !c.sleep(ctx, wait) {
 			return nil, err
 		}
 	}
@@ -107,13 +151,13 @@ func invokeOnce[T any](ctx context.Context, c *Client, cl call, send func(contex
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // the caller gave up: not an outage
 		}
-		return nil, connectionError(err)
+		return nil, connectionError(err, c.cfg.BaseURL, timeout)
 	}
 	if resp.StatusCode >= 400 {
 		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 		_ = resp.Body.Close()
 		if rerr != nil && ctx.Err() == nil && len(body) == 0 {
-			return nil, connectionError(rerr)
+			return nil, connectionError(rerr, c.cfg.BaseURL, timeout)
 		}
 		return nil, problemFromResponse(resp, body)
 	}
@@ -123,7 +167,7 @@ func invokeOnce[T any](ctx context.Context, c *Client, cl call, send func(contex
 			return nil, ctx.Err()
 		}
 		if actx.Err() != nil {
-			return nil, connectionError(err) // timed out while reading the body
+			return nil, connectionError(err, c.cfg.BaseURL, timeout) // timed out while reading the body
 		}
 		return nil, fmt.Errorf("orch8: %s: decoding the answer: %w", cl.op, err)
 	}

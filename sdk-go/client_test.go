@@ -150,6 +150,10 @@ func TestProblemCodesMapToSentinels(t *testing.T) {
 		want   error
 	}{
 		{400, "malformed_json", ErrValidation},
+		{400, "payload_too_deep", ErrValidation},  // P-ERR-5
+		{400, "unsupported_value", ErrValidation}, // P-ERR-5
+		{431, "headers_too_large", ErrValidation}, // P-HTTP-1
+		{408, "request_timeout", ErrUnavailable},  // P-HTTP-2: an outage (P-SDK-16)
 		{401, "unauthorized", ErrUnauthorized},
 		{403, "forbidden", ErrForbidden},
 		{404, "not_found", ErrNotFound},
@@ -369,7 +373,7 @@ func TestOutageClassifier(t *testing.T) {
 			t.Errorf("IsOutage(%d) = %v, want %v", status, got, want)
 		}
 	}
-	if !IsOutage(connectionError(errors.New("connection refused"))) {
+	if !IsOutage(connectionError(errors.New("connection refused"), "http://h", 0)) {
 		t.Error("a transport failure is an outage")
 	}
 	if IsOutage(context.Canceled) || IsOutage(errors.New("plain")) {

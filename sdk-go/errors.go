@@ -1,9 +1,12 @@
 package orch8
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,6 +89,9 @@ func (e *ProblemError) Is(target error) bool {
 
 var sentinelByCode = map[string]error{
 	"malformed_json":         ErrValidation,
+	"payload_too_deep":       ErrValidation, // P-ERR-5
+	"unsupported_value":      ErrValidation, // P-ERR-5
+	"headers_too_large":      ErrValidation, // P-HTTP-1 (431)
 	"validation_error":       ErrValidation,
 	"payload_too_large":      ErrValidation,
 	"unsupported_media_type": ErrValidation,
@@ -97,6 +103,7 @@ var sentinelByCode = map[string]error{
 	"invalid_state":          ErrConflict,
 	"rate_limited":           ErrRateLimited,
 	"unavailable":            ErrUnavailable,
+	"request_timeout":        ErrUnavailable, // P-HTTP-2: 408 is an outage (P-SDK-16)
 	CodeConnectionError:      ErrUnavailable,
 }
 
@@ -109,7 +116,7 @@ func sentinelFor(code string, status int) error {
 		return nil // method_not_allowed, internal: only *ProblemError (section 12)
 	}
 	switch status {
-	case 400, 413, 415, 422:
+	case 400, 413, 415, 422, 431:
 		return ErrValidation
 	case 401:
 		return ErrUnauthorized
@@ -121,7 +128,7 @@ func sentinelFor(code string, status int) error {
 		return ErrConflict
 	case 429:
 		return ErrRateLimited
-	case 502, 503, 504:
+	case 408, 502, 503, 504:
 		return ErrUnavailable
 	}
 	return nil
@@ -155,8 +162,34 @@ func problemFromResponse(resp *http.Response, body []byte) *ProblemError {
 	return pe
 }
 
-func connectionError(err error) *ProblemError {
-	return &ProblemError{Code: CodeConnectionError, Title: "connection error", Err: err}
+// connectionError is a transport failure as a ProblemError whose Detail names the server
+// and the innermost cause (P-SDK-22): "no answer from http://h:3001: connection refused",
+// not only a wrapper's text.
+func connectionError(err error, base string, timeout time.Duration) *ProblemError {
+	return &ProblemError{Code: CodeConnectionError, Title: "connection error",
+		Detail: fmt.Sprintf("no answer from %s: %s", base, innermostCause(err, timeout)), Err: err}
+}
+
+// innermostCause words the deepest error of a transport failure: "connection refused",
+// "connection reset by peer", "timed out after 10s", "lookup h: no such host".
+func innermostCause(err error, timeout time.Duration) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		if timeout > 0 {
+			return fmt.Sprintf("timed out after %v", timeout)
+		}
+		return "timed out"
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "connection closed by the server (EOF)"
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; zero when absent or malformed.

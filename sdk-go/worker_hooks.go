@@ -23,14 +23,18 @@ func (w *Worker) fireError(op string, err error) {
 	callHook(w, "OnError", w.opts.Hooks.OnError, ErrorEvent{Operation: op, Err: err})
 }
 
-// causeAttrs names why a call failed (P-SDK-22): the HTTP status and problem code, or the
-// transport error.
+// causeAttrs names why a call failed (P-SDK-22): the HTTP status, problem code and detail,
+// or for a transport error the server URL and its innermost cause (in the problem's detail,
+// "no answer from http://h:3001: connection refused"), never only a wrapper's text.
 func causeAttrs(err error) []any {
 	var pe *ProblemError
 	if errors.As(err, &pe) {
 		attrs := []any{"code", pe.Code}
 		if pe.Status > 0 {
 			attrs = append(attrs, "status", pe.Status)
+		}
+		if pe.Detail != "" {
+			attrs = append(attrs, "detail", pe.Detail)
 		}
 		if pe.RetryAfter > 0 {
 			attrs = append(attrs, "retry_after", pe.RetryAfter)
