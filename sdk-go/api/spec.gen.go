@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf"
+const SpecSHA256 = "dbf1cc62b6ec54b5b179a745b5193b8910081a572e3b10617ee64c69b13402f7"

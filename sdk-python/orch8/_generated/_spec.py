@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.5.0"
-SPEC_SHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf"
+SPEC_SHA256 = "dbf1cc62b6ec54b5b179a745b5193b8910081a572e3b10617ee64c69b13402f7"

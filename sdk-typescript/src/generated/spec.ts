@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.5.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "6791460ecad596436bd1cf0be8ec7212848e659cc6f0caf047279d0603422caf";
+export const SPEC_SHA256 = "dbf1cc62b6ec54b5b179a745b5193b8910081a572e3b10617ee64c69b13402f7";
