@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import datetime
 import email.utils
+import errno
 import os
 import random
 import re
 import time
+import urllib.parse
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,7 @@ DEFAULT_TIMEOUT_MS = 10_000  # P-SDK-1 per request
 LONG_POLL_MARGIN_MS = 10_000  # P-SDK-1: a long-poll's timeout is its wait_ms + 10 s
 DEFAULT_WAIT_MS = 30_000  # P-POLL-2
 MAX_CLIENT_RETRY_AFTER_MS = 30_000  # P-SDK-16: a longer Retry-After surfaces the error
+RETRY_AFTER_BUDGET_MS = 30_000  # P-SDK-2: Retry-After delays one call may wait in all
 TENANT_HEADER = "X-Tenant-Id"  # P-SDK-24
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # P-TEN-2
 
@@ -80,6 +83,35 @@ class RetryPolicy:
         return random.uniform(0, min(self.max_delay_ms, self.base_delay_ms * 2**retry))
 
 
+def check_base_url(url: str, source: str = "base_url") -> str:
+    """P-SDK-1: an absolute http(s) URL with a host, else ValueError naming the value.
+
+    `127.0.0.1:3001` or `localhost` would otherwise fail on every request as if the server
+    were down, and be retried as an outage for ever.
+    """
+    try:
+        parts = urllib.parse.urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except (TypeError, ValueError, AttributeError):  # not text, or a port not 1-65535
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"{source} must be an absolute http:// or https:// URL with a host"
+            f" (e.g. http://127.0.0.1:3001), got {url!r} (P-SDK-1)"
+        )
+    return url
+
+
+def resolve_base_url(base_url: str | None) -> str:
+    """P-SDK-1: `base_url`, else ORCH8_URL, else the default; checked (ValueError)."""
+    if base_url is not None:
+        return check_base_url(base_url).rstrip("/")
+    env = os.environ.get("ORCH8_URL")
+    if env:  # empty counts as unset, as for the other ORCH8_* variables
+        return check_base_url(env, "ORCH8_URL").rstrip("/")
+    return DEFAULT_URL
+
+
 def check_tenant(tenant: str | None) -> str | None:
     """P-SDK-24: a tenant id as given, or ValueError when it cannot be one (P-TEN-2)."""
     if tenant is not None and not (isinstance(tenant, str) and TENANT_PATTERN.fullmatch(tenant)):
@@ -111,15 +143,16 @@ class ClientConfig:
     ) -> ClientConfig:
         """Arguments first, then ORCH8_URL / ORCH8_API_KEY / ORCH8_TENANT, then defaults.
 
-        P-SDK-1 for the address, key and timeouts; P-SDK-24 for the tenant, checked here
-        (ValueError) so a bad one fails when the client is built, before any request.
+        P-SDK-1 for the address (checked), key and timeouts; P-SDK-24 for the tenant. Both
+        are checked here (ValueError) so a bad one fails when the client is built, before
+        any request.
         """
-        url = base_url or os.environ.get("ORCH8_URL") or DEFAULT_URL
+        url = resolve_base_url(base_url)
         key = api_key if api_key is not None else os.environ.get("ORCH8_API_KEY") or None
         if tenant is None:
             tenant = os.environ.get("ORCH8_TENANT") or None
         return cls(
-            base_url=url.rstrip("/"),
+            base_url=url,
             api_key=key,
             timeout_ms=ms_option(
                 "Orch8Client", "timeout_ms", timeout_ms, "timeout", timeout, DEFAULT_TIMEOUT_MS
@@ -167,22 +200,50 @@ class Call:
         return self.endpoint._parse_response(client=client, response=response)
 
 
-def retry_delay_ms(
-    call: Call, retry: int, policy: RetryPolicy, response: httpx.Response | None
-) -> float | None:
-    """Milliseconds to wait before repeating `call`, or None to stop (P-SDK-2, P-SDK-16).
+class Retries:
+    """The automatic retries of one call (P-SDK-2, P-SDK-16); one instance per call.
 
-    `response` None means a connection error or timeout. Only calls safe to repeat are
-    retried, on outages; a Retry-After over 30 s is not waited for (the error surfaces).
+    Only calls safe to repeat are retried, and only on outages. An answer with Retry-After
+    is retried after that delay for as long as the Retry-After delays of this call add up
+    to at most 30 s (a sustained 429 flood is ridden out for about 30 s); any other outage
+    counts against the policy's `max_retries` (3). A single Retry-After over 30 s is never
+    waited for: the error surfaces at once, carrying the delay.
     """
-    if response is not None and not is_outage(response.status_code):
-        return None
-    if not call.safe or retry >= policy.max_retries:
-        return None
-    after = None if response is None else parse_retry_after_ms(response.headers.get("retry-after"))
-    if after is not None and after > MAX_CLIENT_RETRY_AFTER_MS:
-        return None
-    return policy.delay_ms(retry, after)
+
+    __slots__ = ("backoffs", "call", "policy", "waited_after_ms")
+
+    def __init__(self, call: Call, policy: RetryPolicy) -> None:
+        self.call = call
+        self.policy = policy
+        self.backoffs = 0  # retries without Retry-After so far
+        self.waited_after_ms = 0.0  # Retry-After delays waited so far
+
+    def next_delay_ms(self, response: httpx.Response | None) -> float | None:
+        """Milliseconds to wait before the next try, or None to stop.
+
+        `response` None means a connection error or timeout.
+        """
+        if response is not None and not is_outage(response.status_code):
+            return None
+        if not self.call.safe or self.policy.max_retries <= 0:
+            return None
+        after = (
+            None if response is None else parse_retry_after_ms(response.headers.get("retry-after"))
+        )
+        if after is not None:
+            # P-SDK-2: the budget counts the delays the server asked for (the 0-10% jitter
+            # aside), so one Retry-After of exactly 30 s is still waited for (P-SDK-16).
+            if (
+                after > MAX_CLIENT_RETRY_AFTER_MS
+                or self.waited_after_ms + after > RETRY_AFTER_BUDGET_MS
+            ):
+                return None
+            self.waited_after_ms += after
+            return self.policy.delay_ms(0, after)
+        if self.backoffs >= self.policy.max_retries:
+            return None
+        self.backoffs += 1
+        return self.policy.delay_ms(self.backoffs - 1)
 
 
 def parse_retry_after_ms(value: str | None) -> float | None:
@@ -225,9 +286,36 @@ def error_from_response(response: httpx.Response) -> Orch8Error:
     )
 
 
-def connection_error(exc: httpx.HTTPError) -> UnavailableError:
-    """A network failure (refused, reset, timed out) is UnavailableError `connection_error`."""
-    return UnavailableError(f"{type(exc).__name__}: {exc}", code="connection_error")
+def connection_error(exc: httpx.HTTPError, base_url: str) -> UnavailableError:
+    """A network failure (refused, reset, timed out) is UnavailableError `connection_error`.
+
+    P-SDK-22: the text names the request (its URL, else the server's) and the innermost
+    cause (e.g. `ConnectionRefusedError: [Errno 111] Connection refused (ECONNREFUSED)`),
+    not only httpx's wrapper.
+    """
+    try:
+        where = f"{exc.request.method} {exc.request.url}"
+    except RuntimeError:  # an error raised before a request existed
+        where = base_url
+    return UnavailableError(f"{where} failed: {innermost_cause(exc)}", code="connection_error")
+
+
+def innermost_cause(exc: BaseException) -> str:
+    """`Type: text` of the deepest exception in the cause chain, with the errno's name."""
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__ or exc.__context__
+        if inner is None or id(inner) in seen:
+            break
+        seen.add(id(inner))
+        exc = inner
+    text = str(exc) or "no message"
+    code = getattr(exc, "errno", None)
+    if isinstance(code, int) and code in errno.errorcode:
+        text = f"{text} ({errno.errorcode[code]})"
+    if isinstance(exc, TimeoutError) and "timed out" not in text:
+        text = f"{text} (timed out)"
+    return f"{type(exc).__name__}: {text}"
 
 
 def long_poll_timeout(wait_ms: int | None) -> int:

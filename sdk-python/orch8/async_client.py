@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from ._generated._methods import AsyncMethods
-from ._http import Call, ClientConfig, RetryPolicy, connection_error, retry_delay_ms
+from ._http import Call, ClientConfig, Retries, RetryPolicy, connection_error
 from .telemetry import Telemetry, send_tasks, sent_ids
 from .waiting import AsyncWaiting
 
@@ -80,20 +80,19 @@ class AsyncOrch8Client(AsyncMethods, AsyncWaiting):
         return await self._send(call, request)
 
     async def _send(self, call: Call, request: dict[str, Any]) -> Any:
-        retry = 0
+        retries = Retries(call, self.config.retry)  # P-SDK-2: its budget is this call's
         while True:
             try:
                 response = await self._http.request(**request)
             except httpx.TransportError as exc:
-                delay = retry_delay_ms(call, retry, self.config.retry, None)
+                delay = retries.next_delay_ms(None)
                 if delay is None:
-                    raise connection_error(exc) from exc
+                    raise connection_error(exc, self.config.base_url) from exc
             else:
-                delay = retry_delay_ms(call, retry, self.config.retry, response)
+                delay = retries.next_delay_ms(response)
                 if delay is None:
                     return call.parse(self._generated, response)
             await asyncio.sleep(delay / 1000)
-            retry += 1
 
     # Names of earlier releases, kept as aliases (documented in the README).
     heartbeat = AsyncMethods.heartbeat_task

@@ -62,7 +62,7 @@ class ConflictError(Orch8Error):
 
 
 class ValidationError(Orch8Error):
-    """400/413/415/422: the request was rejected as malformed or invalid (P-ERR-2)."""
+    """400/413/415/422/431: the request was rejected as malformed or invalid (P-ERR-2/5)."""
 
 
 class AuthError(Orch8Error):
@@ -78,7 +78,7 @@ class RateLimitedError(Orch8Error):
 
 
 class UnavailableError(Orch8Error):
-    """503 `unavailable`, or a network failure (code `connection_error`)."""
+    """503 `unavailable`, 408 `request_timeout`, or a network failure (`connection_error`)."""
 
 
 _BY_CODE: dict[str, type[Orch8Error]] = {
@@ -86,6 +86,10 @@ _BY_CODE: dict[str, type[Orch8Error]] = {
     "payload_too_large": ValidationError,
     "unsupported_media_type": ValidationError,
     "validation_error": ValidationError,
+    "payload_too_deep": ValidationError,  # P-ERR-5
+    "unsupported_value": ValidationError,  # P-ERR-5
+    "headers_too_large": ValidationError,  # P-HTTP-1
+    "request_timeout": UnavailableError,  # P-HTTP-2: an outage (P-SDK-16)
     "unauthorized": AuthError,
     "forbidden": ForbiddenError,  # P-SDK-24
     "not_found": NotFoundError,
@@ -102,11 +106,13 @@ _BY_STATUS: dict[int, type[Orch8Error]] = {
     401: AuthError,
     403: ForbiddenError,
     404: NotFoundError,
+    408: UnavailableError,  # an outage (P-SDK-16)
     409: ConflictError,
     413: ValidationError,
     415: ValidationError,
     422: ValidationError,
     429: RateLimitedError,
+    431: ValidationError,
     502: UnavailableError,
     503: UnavailableError,
     504: UnavailableError,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 import respx
+import yaml
 
 import orch8
 from orch8 import Orch8Client, RetryPolicy
@@ -15,6 +18,9 @@ from .conftest import BASE, outcome, problem, task
 
 CASES = [
     (400, "malformed_json", orch8.ValidationError),
+    (400, "payload_too_deep", orch8.ValidationError),  # P-ERR-5
+    (400, "unsupported_value", orch8.ValidationError),  # P-ERR-5
+    (408, "request_timeout", orch8.UnavailableError),  # P-HTTP-2: an outage
     (401, "unauthorized", orch8.AuthError),
     (403, "forbidden", orch8.ForbiddenError),  # P-SDK-24
     (404, "not_found", orch8.NotFoundError),
@@ -26,6 +32,7 @@ CASES = [
     (415, "unsupported_media_type", orch8.ValidationError),
     (422, "validation_error", orch8.ValidationError),
     (429, "rate_limited", orch8.RateLimitedError),
+    (431, "headers_too_large", orch8.ValidationError),  # P-HTTP-1
     (503, "unavailable", orch8.UnavailableError),
     (500, "internal", orch8.Orch8Error),
 ]
@@ -44,6 +51,25 @@ def test_problem_code_maps_to_exception(status: int, code: str, cls: type) -> No
             Orch8Client(BASE, retry=no_retry).complete_task("t1", output=1)
     assert type(info.value) is cls
     assert (info.value.status, info.value.code, info.value.detail) == (status, code, "why")
+
+
+def test_every_code_of_the_contract_has_a_case() -> None:
+    """Section 12: the table above covers openapi.yaml's whole `x-orch8-codes` catalogue."""
+    spec = yaml.safe_load((Path(__file__).resolve().parents[3] / "openapi.yaml").read_text())
+    codes = spec["components"]["schemas"]["Problem"]["properties"]["code"]["x-orch8-codes"]
+    assert sorted(codes) == sorted(code for _, code, _ in CASES)
+
+
+@pytest.mark.parametrize(
+    ("status", "cls"), [(408, orch8.UnavailableError), (431, orch8.ValidationError)]
+)
+def test_a_body_without_code_maps_408_and_431_by_status(status: int, cls: type) -> None:
+    """A proxy's 408 (an outage, P-SDK-16) or 431 without a problem body."""
+    with respx.mock:
+        respx.get(f"{BASE}/tasks/t1").respond(status, text="<html>no</html>")
+        with pytest.raises(orch8.Orch8Error) as info:
+            Orch8Client(BASE, retry=RetryPolicy(max_retries=0)).get_task("t1")
+    assert type(info.value) is cls and info.value.status == status
 
 
 def test_validation_error_keeps_field_pointers() -> None:
