@@ -49,6 +49,27 @@ function resolveTenant(given: string | undefined, env: Record<string, string | u
   return tenant;
 }
 
+/**
+ * P-SDK-1: an absolute http(s) URL with a host, else a TypeError naming the value. A URL
+ * without a scheme would otherwise fail every request and be retried for ever as an outage.
+ */
+function checkBaseUrl(value: unknown, source: string): string {
+  const refuse = (why: string): never => {
+    throw new TypeError(`${source} must be an absolute http:// or https:// URL with a host (P-SDK-1): got ${JSON.stringify(value)} (${why})`);
+  };
+  if (typeof value !== "string" || value.trim() === "") return refuse("empty");
+  // WHATWG parsing forgives "http:host"; the scheme must be spelt out with its "//".
+  if (!/^https?:\/\//i.test(value.trim())) return refuse("no http:// or https:// scheme");
+  let url: URL;
+  try {
+    url = new URL(value.trim());
+  } catch {
+    return refuse("not a URL");
+  }
+  if (url.hostname === "") return refuse("no host");
+  return value.trim().replace(/\/+$/, "");
+}
+
 export const DEFAULT_BASE_URL = "http://localhost:3001";
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const DEFAULT_MAX_RETRIES = 3;
@@ -81,7 +102,10 @@ export class Orch8Client extends Orch8Operations {
   constructor(options: Orch8ClientOptions = {}) {
     super();
     const env = typeof process === "object" ? process.env : {};
-    this.baseUrl = (options.baseUrl ?? env.ORCH8_URL ?? DEFAULT_BASE_URL).replace(/\/+$/, "");
+    // An empty ORCH8_URL counts as unset (as in the Go SDK); an empty baseUrl option is refused.
+    const fromEnv = env.ORCH8_URL || undefined;
+    const source = options.baseUrl !== undefined ? "baseUrl" : fromEnv !== undefined ? "ORCH8_URL" : "the default URL";
+    this.baseUrl = checkBaseUrl(options.baseUrl ?? fromEnv ?? DEFAULT_BASE_URL, source);
     const apiKey = options.apiKey ?? env.ORCH8_API_KEY;
     this.tenant = resolveTenant(options.tenant, env);
     this.t = new Transport({

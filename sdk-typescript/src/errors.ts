@@ -3,7 +3,10 @@ import type { FieldProblem, Problem } from "./types.js";
 
 /** Base class of every error the client raises for a problem answer or a network failure. */
 export class Orch8Error extends Error {
-  /** HTTP status, or 0 when no answer arrived (connection_error). */
+  /**
+   * HTTP status of the refusal, or 0 when there is none: no answer arrived
+   * (connection_error), or the loss was learnt from a 2xx answer such as a worker heartbeat.
+   */
   readonly status: number;
   /** Stable machine code (`not_found`, `lease_lost`, ..., or `connection_error`). */
   readonly code: string;
@@ -28,7 +31,10 @@ export class Orch8Error extends Error {
   }
 }
 
-/** 400 malformed_json, 413 payload_too_large, 415 unsupported_media_type, 422 validation_error. */
+/**
+ * 400 malformed_json, payload_too_deep, unsupported_value; 413 payload_too_large;
+ * 415 unsupported_media_type; 422 validation_error; 431 headers_too_large.
+ */
 export class ValidationError extends Orch8Error {}
 /** 401 unauthorized (P-AUTH-1). */
 export class AuthError extends Orch8Error {}
@@ -44,13 +50,16 @@ export class LeaseLostError extends Orch8Error {}
 export class TaskCancelledError extends Orch8Error {}
 /** 429 rate_limited; honour retryAfterMs. */
 export class RateLimitedError extends Orch8Error {}
-/** 503 unavailable, or a network failure with code `connection_error`. */
+/** 503 unavailable, 408 request_timeout, or a network failure with code `connection_error`. */
 export class UnavailableError extends Orch8Error {}
 
 type ErrorClass = new (message: string, init: ConstructorParameters<typeof Orch8Error>[1]) => Orch8Error;
 
 const BY_CODE: Record<string, ErrorClass> = {
   malformed_json: ValidationError,
+  payload_too_deep: ValidationError, // P-ERR-5
+  unsupported_value: ValidationError, // P-ERR-5
+  headers_too_large: ValidationError, // P-HTTP-1
   payload_too_large: ValidationError,
   unsupported_media_type: ValidationError,
   validation_error: ValidationError,
@@ -62,17 +71,18 @@ const BY_CODE: Record<string, ErrorClass> = {
   invalid_state: ConflictError,
   rate_limited: RateLimitedError,
   unavailable: UnavailableError,
+  request_timeout: UnavailableError, // P-HTTP-2: an outage (P-SDK-16)
 };
 
 // Used when a body carries no known code (a proxy's HTML page, an unknown future code).
 function classForStatus(status: number): ErrorClass {
-  if (status === 400 || status === 413 || status === 415 || status === 422) return ValidationError;
+  if (status === 400 || status === 413 || status === 415 || status === 422 || status === 431) return ValidationError;
   if (status === 401) return AuthError;
   if (status === 403) return ForbiddenError;
   if (status === 404) return NotFoundError;
   if (status === 409) return ConflictError;
   if (status === 429) return RateLimitedError;
-  if (status === 502 || status === 503 || status === 504) return UnavailableError;
+  if (status === 408 || status === 502 || status === 503 || status === 504) return UnavailableError;
   return Orch8Error;
 }
 
@@ -92,8 +102,34 @@ export function errorFromResponse(status: number, body: unknown, retryAfterMs?: 
   return new cls(`HTTP ${status}${text ? `: ${text}` : ""}`, { status, code: `http_${status}`, retryAfterMs });
 }
 
-/** A refused, reset or timed-out request (docs/protocol.md section 12: `connection_error`). */
-export function connectionError(cause: unknown, what: string): UnavailableError {
-  const reason = cause instanceof Error ? cause.message : String(cause);
-  return new UnavailableError(`${what}: ${reason}`, { status: 0, code: "connection_error", cause });
+/**
+ * The innermost cause of a transport error (P-SDK-22): fetch wraps the socket's error
+ * ("fetch failed" -> "connect ECONNREFUSED ..."), and happy eyeballs may wrap several.
+ */
+export function innermostCause(err: unknown): unknown {
+  let e = err;
+  for (let depth = 0; depth < 10; depth++) {
+    if (e instanceof AggregateError && e.errors.length > 0) e = e.errors[0];
+    else if (e instanceof Error && e.cause !== undefined && e.cause !== null) e = e.cause;
+    else break;
+  }
+  return e;
+}
+
+/** "connect ECONNREFUSED 127.0.0.1:1 (ECONNREFUSED)": the innermost cause's text and code. */
+export function describeTransportCause(err: unknown): string {
+  const inner = innermostCause(err);
+  // The wrapper's code, when only it has one (Node sets it on an AggregateError).
+  const code = (inner as { code?: unknown })?.code ?? (err as { code?: unknown })?.code;
+  const text = inner instanceof Error ? inner.message || inner.name : String(inner);
+  return typeof code === "string" && code !== "" && !text.includes(code) ? `${text} (${code})` : text;
+}
+
+/**
+ * A refused, reset or timed-out request (docs/protocol.md section 12: `connection_error`).
+ * P-SDK-22: the message names the server and the innermost cause, not "fetch failed".
+ */
+export function connectionError(cause: unknown, what: string, url?: string): UnavailableError {
+  const where = url === undefined ? "" : ` (${url})`;
+  return new UnavailableError(`${what}${where}: ${describeTransportCause(cause)}`, { status: 0, code: "connection_error", cause });
 }

@@ -23,6 +23,8 @@ export interface TransportOptions {
   timeoutMs: number;
   maxRetries: number;
   fetch?: (input: Request) => Promise<Response>;
+  /** Waits between retries; tests replace it to run the 30 s Retry-After budget at once. */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
 
 /** What openapi-fetch answers; only the parts the transport needs. */
@@ -34,6 +36,8 @@ interface RawResult<T> {
 
 const RETRY_INITIAL_MS = 200; // P-SDK-2
 const RETRY_MAX_MS = 5000;
+/** P-SDK-2: answers with Retry-After are retried while the call's waits add up to at most this. */
+export const RETRY_AFTER_BUDGET_MS = 30_000;
 
 /** What send() needs of one request; the generated table supplies method, path and parseAs. */
 export interface SendInit {
@@ -48,7 +52,7 @@ type LooseRequest = (method: string, url: string, init: object) => Promise<RawRe
 
 class TimeoutError extends Error {
   constructor(ms: number) {
-    super(`no answer within ${ms} ms`);
+    super(`timed out (no answer within ${ms} ms)`);
     this.name = "TimeoutError";
   }
 }
@@ -104,8 +108,9 @@ export class Transport {
   }
 
   /**
-   * Runs `send` until it answers 2xx, retrying transient failures only when `safe`.
-   * Resolves to the parsed body (undefined for 204) and the status.
+   * Runs `send` until it answers 2xx, retrying outages only when `safe` (P-SDK-2): up to
+   * `maxRetries` times, and beyond that for answers with Retry-After while the call's waits
+   * add up to at most 30 s. Resolves to the parsed body (undefined for 204) and the status.
    */
   async call<T>(
     what: string,
@@ -116,7 +121,10 @@ export class Transport {
     const outer = options?.signal;
     const timeoutMs = options?.timeoutMs ?? this.opts.timeoutMs;
     const backoff = new Backoff(RETRY_INITIAL_MS, RETRY_MAX_MS);
-    for (let retry = 0; ; retry++) {
+    const wait = this.opts.sleep ?? sleep;
+    let retries = 0; // retries counted against maxRetries
+    let waited = 0; // ms waited between tries of this call
+    for (;;) {
       if (outer?.aborted) throw abortReason(outer);
       const { signal, done } = deadline(timeoutMs, outer);
       let err: Orch8Error;
@@ -129,16 +137,30 @@ export class Transport {
       } catch (e) {
         // The caller gave up (shutdown, quiet): never retry, never disguise it.
         if (outer?.aborted) throw abortReason(outer);
-        err = connectionError(e instanceof Error && e.name === "AbortError" ? signal.reason ?? e : e, what);
+        // P-SDK-22: the message names the server and the innermost cause.
+        err = connectionError(e instanceof Error && e.name === "AbortError" ? signal.reason ?? e : e, what, this.opts.baseUrl);
       } finally {
         done();
       }
-      // P-SDK-2: operations marked `never` (poll, keyless enqueue, ...) are not repeated.
-      if (!safe || retry >= this.opts.maxRetries || !isOutage(err)) throw err;
-      const computed = backoff.next();
+      // P-SDK-2: operations marked `never` (poll, keyless enqueue, ...) are not repeated;
+      // maxRetries 0 turns automatic retries off altogether.
+      if (!safe || this.opts.maxRetries <= 0 || !isOutage(err)) throw err;
+      const retryAfter = err.retryAfterMs;
       // P-SDK-16: a long Retry-After surfaces (carrying retryAfterMs) instead of blocking.
-      if (err.retryAfterMs !== undefined && err.retryAfterMs > CLIENT_RETRY_AFTER_LIMIT_MS) throw err;
-      await sleep(err.retryAfterMs === undefined ? computed : jitterRetryAfter(err.retryAfterMs), outer);
+      if (retryAfter !== undefined && retryAfter > CLIENT_RETRY_AFTER_LIMIT_MS) throw err;
+      let delay: number;
+      if (retryAfter !== undefined && retryAfter > 0) {
+        // P-SDK-2: the server said when; ride it out past maxRetries within the 30 s budget.
+        delay = jitterRetryAfter(retryAfter);
+        if (waited + delay > RETRY_AFTER_BUDGET_MS) throw err;
+      } else {
+        // No delay given (or "retry now"): the plain limit keeps the loop finite.
+        if (retries >= this.opts.maxRetries) throw err;
+        retries++;
+        delay = retryAfter === undefined ? backoff.next() : 0;
+      }
+      waited += delay;
+      await wait(delay, outer);
     }
   }
 }

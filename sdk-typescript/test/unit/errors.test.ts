@@ -7,6 +7,7 @@ import {
 } from "../../src/index.js";
 import { Backoff, parseRetryAfter } from "../../src/backoff.js";
 import { errorFromResponse } from "../../src/errors.js";
+import { RETRY_AFTER_BUDGET_MS, Transport } from "../../src/transport.js";
 import { isOutage, jitterRetryAfter, outageWait } from "../../src/outage.js";
 import { json, mockFetch, problem, refused } from "../helpers/mock-fetch.js";
 
@@ -15,6 +16,10 @@ const client = (fetch: (r: Request) => Promise<Response>, extra = {}) =>
 
 const TABLE: Array<[number, string, new (...a: never[]) => Orch8Error]> = [
   [400, "malformed_json", ValidationError],
+  [400, "payload_too_deep", ValidationError], // P-ERR-5
+  [400, "unsupported_value", ValidationError], // P-ERR-5
+  [408, "request_timeout", UnavailableError], // P-HTTP-2: an outage
+  [431, "headers_too_large", ValidationError], // P-HTTP-1
   [401, "unauthorized", AuthError],
   [403, "forbidden", ForbiddenError], // P-SDK-24: never retried
   [404, "not_found", NotFoundError],
@@ -90,6 +95,12 @@ test("validation field errors are exposed with their JSON pointers (P-ERR-2)", a
   assert.deepEqual(err.errors, [{ pointer: "/tasks/0/priority", detail: "must be integer" }]);
 });
 
+test("answers without a problem body map by status: 408 UnavailableError, 431 ValidationError", () => {
+  assert.equal(errorFromResponse(408, "slow").constructor, UnavailableError);
+  assert.equal(errorFromResponse(431, "").constructor, ValidationError);
+  assert.equal(errorFromResponse(431, "").code, "http_431");
+});
+
 test("a non-problem 502 from a proxy maps by status to UnavailableError", async () => {
   const m = mockFetch(() => new Response("<html>bad gateway</html>", { status: 502 }));
   const err = await client(m.fetch, { maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
@@ -151,6 +162,14 @@ test("a refused connection is UnavailableError with code connection_error, retri
   assert.equal(err.status, 0);
 });
 
+test("P-SDK-22: a refused connection's message names the server URL and the innermost cause", async () => {
+  const err = await client(mockFetch(refused).fetch, { maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
+  assert.ok(err instanceof UnavailableError);
+  assert.match(err.message, /http:\/\/h:1/);
+  assert.match(err.message, /ECONNREFUSED/);
+  assert.doesNotMatch(err.message, /fetch failed/);
+});
+
 test("a request that outlives timeoutMs fails with connection_error", async () => {
   const hang = (req: { signal: AbortSignal }) => new Promise<Response>((_, reject) => {
     req.signal.addEventListener("abort", () => reject(req.signal.reason));
@@ -160,7 +179,7 @@ test("a request that outlives timeoutMs fails with connection_error", async () =
   const err = await client(m.fetch, { timeoutMs: 100, maxRetries: 0 }).getTask("t").catch((e: unknown) => e);
   assert.ok(err instanceof UnavailableError, String(err));
   assert.equal(err.code, "connection_error");
-  assert.match(err.message, /no answer within 100 ms/);
+  assert.match(err.message, /timed out \(no answer within 100 ms\)/);
   assert.ok(Date.now() - started < 2000);
 });
 
@@ -199,4 +218,73 @@ test("parseRetryAfter reads seconds and HTTP dates", () => {
   assert.equal(parseRetryAfter(null), undefined);
   assert.equal(parseRetryAfter("Thu, 01 Jan 1970 00:00:05 GMT", 1000), 4000);
   assert.equal(parseRetryAfter("soon"), undefined);
+});
+
+/** A Transport on a scripted fetch whose waits are recorded, not slept (P-SDK-2 budget). */
+function recordingTransport(fetch: (r: Request) => Promise<Response>, maxRetries = 3) {
+  const waits: number[] = [];
+  const t = new Transport({
+    baseUrl: "http://h:1", timeoutMs: 1000, maxRetries, fetch,
+    sleep: async (ms) => { waits.push(ms); },
+  });
+  const enqueue = () => t.call("enqueue", true, undefined, (signal) =>
+    t.send("POST", "/tasks", { body: { handler_name: "a", idempotency_key: "k" }, parseAs: "json", signal }));
+  return { waits, enqueue };
+}
+
+test("P-SDK-2: answers with Retry-After are retried past 3 retries (429 Retry-After: 1 five times, then 201)", async () => {
+  const flood = () => problem(429, "rate_limited", { "Retry-After": "1" });
+  const m = mockFetch(flood, flood, flood, flood, flood, () => json(201, { id: "t" }));
+  const r = recordingTransport(m.fetch);
+  const answer = await r.enqueue();
+  assert.equal(answer.status, 201);
+  assert.equal(m.calls.length, 6);
+  assert.equal(r.waits.length, 5);
+  for (const w of r.waits) assert.ok(w >= 1000 && w <= 1100, `waited ${w} ms: Retry-After + 0-10%`);
+});
+
+test("P-SDK-2: a sustained 429 Retry-After: 1 is retried until the waits would pass 30 s, then surfaces", async () => {
+  const m = mockFetch(() => problem(429, "rate_limited", { "Retry-After": "1" }));
+  const r = recordingTransport(m.fetch);
+  const err = await r.enqueue().catch((e: unknown) => e);
+  assert.ok(err instanceof RateLimitedError);
+  const total = r.waits.reduce((a, b) => a + b, 0);
+  assert.ok(total <= RETRY_AFTER_BUDGET_MS, `waited ${total} ms in all`);
+  assert.ok(total > RETRY_AFTER_BUDGET_MS - 1100, `gave up after ${total} ms, well before the budget`);
+  assert.ok(r.waits.length >= 27 && r.waits.length <= 30, `${r.waits.length} retries`);
+  assert.equal(m.calls.length, r.waits.length + 1);
+});
+
+test("P-SDK-2: outages without Retry-After keep the 3-retry limit; maxRetries 0 retries nothing", async () => {
+  const m = mockFetch(() => problem(503, "unavailable"));
+  const r = recordingTransport(m.fetch);
+  await assert.rejects(r.enqueue(), UnavailableError);
+  assert.equal(m.calls.length, 4);
+  const m0 = mockFetch(() => problem(429, "rate_limited", { "Retry-After": "1" }));
+  await assert.rejects(recordingTransport(m0.fetch, 0).enqueue(), RateLimitedError);
+  assert.equal(m0.calls.length, 1);
+});
+
+for (const bad of ["127.0.0.1:3001", "localhost", "localhost:3001", "ftp://x", "", "http://", "http:host", "/relative"]) {
+  test(`P-SDK-1: the base URL ${JSON.stringify(bad)} is refused with a TypeError naming it, before any request`, () => {
+    const m = mockFetch(() => json(200, {}));
+    assert.throws(() => new Orch8Client({ baseUrl: bad, fetch: m.fetch }), (e: unknown) =>
+      e instanceof TypeError && e.message.includes(JSON.stringify(bad)) && /P-SDK-1/.test(e.message));
+    assert.equal(m.calls.length, 0);
+  });
+}
+
+test("P-SDK-1: http and https URLs with a host are accepted (trailing slashes dropped); ORCH8_URL is checked too", () => {
+  assert.equal(new Orch8Client({ baseUrl: "https://orch8.example.com/" }).baseUrl, "https://orch8.example.com");
+  assert.equal(new Orch8Client({ baseUrl: "http://127.0.0.1:3001" }).baseUrl, "http://127.0.0.1:3001");
+  const saved = process.env.ORCH8_URL;
+  try {
+    process.env.ORCH8_URL = "127.0.0.1:3001";
+    assert.throws(() => new Orch8Client(), /ORCH8_URL .*"127\.0\.0\.1:3001"/);
+    process.env.ORCH8_URL = "";
+    assert.equal(new Orch8Client().baseUrl, "http://localhost:3001", "an empty ORCH8_URL counts as unset");
+  } finally {
+    if (saved === undefined) delete process.env.ORCH8_URL;
+    else process.env.ORCH8_URL = saved;
+  }
 });
