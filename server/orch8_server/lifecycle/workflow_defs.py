@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from orch8_server._generated.models import FieldProblem
 
 SLEEP = "sleep"  # the built-in handler: a timer, never dispatched (P-WF-3)
+ON_ERROR = "on_error"  # the record (and the task context step_id) of the on_error step
+# P-WF-1: ids the engine gives its own records; a step may not take them (a step named
+# on_error would share the on_error step's step_id, record and timer).
+RESERVED_IDS = frozenset({ON_ERROR})
+REF = "$from"
 MAX_SLEEP_MS = 31_536_000_000
 _TASK_ONLY = ("handler", "params", "queue_name", "priority", "retry", "fallback")
 
@@ -38,21 +43,30 @@ def _problem(errors: list[dict[str, str]]) -> Problem:
 
 
 def is_reference(value: Any) -> bool:
-    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get("$from"), str)
+    return isinstance(value, dict) and len(value) == 1 and isinstance(value.get(REF), str)
 
 
-def _references(value: Any, pointer: str) -> list[tuple[str, str]]:
-    """Every (pointer, path) of a `$from` inside params (whole values only)."""
+def _references(value: Any, pointer: str, errors: list[dict[str, str]]) -> list[tuple[str, str]]:
+    """Every (pointer, path) of a `$from` inside params (whole values only). An object
+    with a `$from` member that is not exactly {"$from": "<path>"} is an error (P-WF-2):
+    taken as literal params it would hide the mistake until a worker saw it."""
     if is_reference(value):
-        return [(pointer + "/$from", value["$from"])]
+        return [(pointer + "/$from", value[REF])]
     found: list[tuple[str, str]] = []
     if isinstance(value, dict):
+        if REF in value:
+            if not isinstance(value[REF], str):
+                errors.append({"pointer": pointer + "/$from", "detail": "must be a string path"})
+            else:
+                errors.append({"pointer": pointer, "detail": 'a reference must be exactly '
+                               '{"$from": "<path>"}, with no other member'})  # fmt: skip
+            return found
         for key, item in value.items():
             esc = str(key).replace("~", "~0").replace("/", "~1")
-            found += _references(item, f"{pointer}/{esc}")
+            found += _references(item, f"{pointer}/{esc}", errors)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            found += _references(item, f"{pointer}/{i}")
+            found += _references(item, f"{pointer}/{i}", errors)
     return found
 
 
@@ -81,7 +95,10 @@ def validate(body: dict[str, Any]) -> None:
     seen: dict[str, str] = {}
 
     def add_id(step_id: str, pointer: str) -> None:
-        if step_id in seen:
+        if step_id in RESERVED_IDS:  # P-WF-1
+            errors.append({"pointer": pointer, "detail": f"{step_id} is reserved (the "
+                           "sequence's on_error step uses it); choose another step id"})  # fmt: skip
+        elif step_id in seen:
             errors.append({"pointer": pointer, "detail": f"step id {step_id} is used twice"})
         seen[step_id] = pointer
         known.add(step_id)
@@ -134,7 +151,7 @@ def _check_action(
     errors: list[dict[str, str]],
 ) -> None:
     params = action.get("params", {})
-    for pointer, path in _references(params, f"{ptr}/params"):
+    for pointer, path in _references(params, f"{ptr}/params", errors):
         why = _check_reference(path, allowed, known, me)
         if why is not None:
             errors.append({"pointer": pointer, "detail": why})

@@ -11,12 +11,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from orch8_server.lifecycle.workflow_defs import SLEEP, BadReference, resolve
+from orch8_server.lifecycle.workflow_defs import ON_ERROR, SLEEP, BadReference, resolve
 from orch8_server.storage.base import Row
 
-ON_ERROR = "on_error"  # the record (and the task context step_id) of the on_error step
 FINAL = ("completed", "failed", "cancelled")
 BAD_REFERENCE = "bad_reference"
+# What a task of an instance does (P-WF-4): a step (a parallel child is a step), a step's
+# fallback, or the sequence's on_error step.
+STEP, FALLBACK, ON_ERROR_TASK = "step", "fallback", "on_error"
+
+
+def _key_part(part: str) -> str:
+    """`part` with no ":" in it, injectively ("%" -> "%25" first, then ":" -> "%3A"); a
+    no-op for the ids the contract allows (StepId, inst_ + ULID)."""
+    return part.replace("%", "%25").replace(":", "%3A")
+
+
+def task_key(instance_id: str, run: int, kind: str, step_id: str) -> str:
+    """P-WF-4: the idempotency key of one task of an instance run, distinct for every
+    distinct (instance, run, kind, step) by construction: parts are joined by ":", which no
+    part contains (ids are escaped, run is an integer, kind is one of three words), and
+    the on_error task has no step part at all, so no step id can make another task's key.
+    `wf:<instance>:<run>:step:<id>`, `...:fallback:<id>`, `wf:<instance>:<run>:on_error`."""
+    head = f"wf:{_key_part(instance_id)}:{int(run)}"
+    if kind == ON_ERROR_TASK:
+        return f"{head}:{ON_ERROR_TASK}"
+    if kind not in (STEP, FALLBACK):
+        raise ValueError(f"unknown task kind {kind!r}")
+    return f"{head}:{kind}:{_key_part(step_id)}"
 
 
 def record(step_id: str, group: str | None = None) -> dict[str, Any]:
@@ -98,16 +120,17 @@ class Machine:
         rec = self._rec(step["id"])
         rec.update(status="running", started_at=rec["started_at"] or self.now)
         if "parallel" not in step:
-            self._start_leaf(rec, step, fallback=False)
+            self._start_leaf(rec, step, STEP)
             return
         for child in step["parallel"]:  # fan out (P-WF-3); done children keep their output
             crec = self._rec(child["id"])
             if crec["status"] != "completed" and rec["status"] == "running":
-                self._start_leaf(crec, child, fallback=False)
+                self._start_leaf(crec, child, STEP)
         if rec["status"] == "running":
             self._join(rec)
 
-    def _start_leaf(self, rec: dict[str, Any], action: dict[str, Any], fallback: bool) -> None:
+    def _start_leaf(self, rec: dict[str, Any], action: dict[str, Any], kind: str) -> None:
+        fallback = kind != STEP  # a fallback's or on_error's failure is final (P-WF-6)
         rec.update(status="running", started_at=rec["started_at"] or self.now, task_id=None)
         try:
             params = resolve(action.get("params", {}), self._scope())
@@ -125,8 +148,7 @@ class Machine:
                 return
             self.timers.append(Timer(rec["id"], self.state["run"], self.now + duration))
             return
-        suffix = ":fallback" if fallback else ""
-        key = f"wf:{self.inst['id']}:{self.state['run']}:{rec['id']}{suffix}"
+        key = task_key(self.inst["id"], self.state["run"], kind, rec["id"])
         self.dispatches.append(Dispatch(rec, {**action, "params": params}, key))
 
     # Outcomes ------------------------------------------------------------------------
@@ -152,7 +174,11 @@ class Machine:
     def on_timer(self, step_id: str, run: int) -> bool:
         if self.inst["status"] != "running" or run != self.state["run"]:
             return False
-        rec = next((r for r in self.state["steps"] if r["id"] == step_id), None)
+        on_error = self.state["on_error"]
+        if step_id == ON_ERROR and on_error is not None:  # an on_error step that sleeps
+            rec = on_error
+        else:
+            rec = next((r for r in self.state["steps"] if r["id"] == step_id), None)
         if rec is None or rec["status"] != "running" or rec["task_id"] is not None:
             return False
         self._touch()
@@ -192,7 +218,7 @@ class Machine:
         step = self._step(rec["id"])
         if "fallback" in step and not fallback_done:
             rec.update(fallback=True, error=error)
-            self._start_leaf(rec, step["fallback"], fallback=True)
+            self._start_leaf(rec, step["fallback"], FALLBACK)
             return
         rec.update(status="failed", error=error, finished_at=self.now)
         if rec["group"] is not None:
@@ -211,7 +237,7 @@ class Machine:
             return
         rec = record(ON_ERROR)
         self.state["on_error"] = rec
-        self._start_leaf(rec, on_error, fallback=True)  # no fallback of its own
+        self._start_leaf(rec, on_error, ON_ERROR_TASK)  # no fallback of its own
 
     def _finish_failed(self) -> None:
         self.inst.update(status="failed", error=self.state["failure"], finished_at=self.now)
