@@ -7,10 +7,12 @@ tenant `X-Tenant-Id` names (`default` when absent), exactly as before tenants ex
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from orch8_server.lifecycle.tenancy import Confinement
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
@@ -40,6 +42,14 @@ class Principal:
 
 
 OPEN = Principal(key_id=None, role="admin", tenant=DEFAULT_TENANT)  # a server without keys
+
+
+@functools.lru_cache(maxsize=4096)
+def confinement(principal: Principal) -> Confinement | None:
+    """P-AUTH-6/7: a worker key's confinement; None for every other caller."""
+    if principal.role != "worker" or principal.key_id is None:
+        return None
+    return Confinement(principal.key_id, principal.queues, principal.handlers)
 
 
 def tenant_of(request: Request, principal: Principal) -> str:

@@ -80,13 +80,17 @@ def test_every_operation_declares_its_roles() -> None:
 
 
 class World:
-    """Builds fresh real objects in a tenant through the setup admin key."""
+    """Builds fresh real objects in a tenant: tasks through the setup admin key, leases and
+    workers through `holder` (P-AUTH-6/7: a worker key acts only on what it holds)."""
 
-    def __init__(self, api: httpx.Client) -> None:
+    def __init__(self, api: httpx.Client, holder: str = ADMIN) -> None:
         self.api = api
+        self.holder = holder
 
-    def _call(self, tenant: str, method: str, path: str, **kw: Any) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {ADMIN}", "X-Tenant-Id": tenant}
+    def _call(
+        self, tenant: str, method: str, path: str, key: str = ADMIN, **kw: Any
+    ) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {key}", "X-Tenant-Id": tenant}
         return self.api.request(method, path, headers=headers, **kw)
 
     def task(self, tenant: str, handler: str | None = None) -> str:
@@ -99,14 +103,18 @@ class World:
         handler = "h_" + uuid.uuid4().hex[:12]
         task_id = self.task(tenant, handler)
         r = self._call(
-            tenant, "POST", "/workers/tasks/poll", json={"handler_names": [handler], "wait_ms": 0}
+            tenant,
+            "POST",
+            "/workers/tasks/poll",
+            key=self.holder,
+            json={"handler_names": [handler], "wait_ms": 0},
         )
         assert r.status_code == 200 and r.json()["id"] == task_id, r.text
         return task_id, str(r.json()["lease"]["id"])
 
     def worker(self, tenant: str) -> str:
         worker_id = "w_" + uuid.uuid4().hex[:12]
-        r = self._call(tenant, "POST", "/workers", json={"worker_id": worker_id})
+        r = self._call(tenant, "POST", "/workers", key=self.holder, json={"worker_id": worker_id})
         assert r.status_code in (200, 201), r.text
         return worker_id
 
@@ -176,14 +184,16 @@ def _code(response: httpx.Response) -> str | None:
 @pytest.mark.parametrize("operation", sorted(OPERATIONS))
 def test_auth_matrix(operation: str, matrix: httpx.Client) -> None:
     """P-AUTH-1..3, P-TEN-3: operation x role x own/foreign tenant -> the expected status."""
-    api, world = matrix, World(matrix)
+    api = matrix
     roles = declared_roles(operation)
     _, template, _ = OPERATIONS[operation]
     holds_ids = "{task_id}" in template or "{worker_id}" in template
     wrong: list[str] = []
 
     def check(who: str, headers: dict[str, str], tenant: str, expect: str) -> None:
-        method, path, body = request_for(operation, world, tenant)
+        # A worker key's own objects are its own leases and workers (P-AUTH-6/7).
+        holder = secret("worker") if who == "worker own" else ADMIN
+        method, path, body = request_for(operation, World(api, holder), tenant)
         r = api.request(method, path, headers=headers, json=body)
         status, code = r.status_code, _code(r)
         payload = _json(r)

@@ -117,7 +117,9 @@ async def list_task_attempts(call: Call) -> Response:
 async def poll_task(call: Call) -> Response:
     engine = _engine(call)
     _check_open(engine)
-    tasks = await engine.leases.poll(call.tenant, call.body, 1, lambda: _disconnected(call.request))
+    tasks = await engine.leases.poll(
+        call.tenant, call.body, 1, lambda: _disconnected(call.request), call.confined
+    )
     if not tasks:
         return Response(status_code=204)  # P-POLL-1
     return json_response(tasks[0])
@@ -129,7 +131,7 @@ async def poll_tasks(call: Call) -> Response:
     _check_open(engine)
     size = int(call.body.get("batch_size", 10))
     tasks = await engine.leases.poll(
-        call.tenant, call.body, size, lambda: _disconnected(call.request)
+        call.tenant, call.body, size, lambda: _disconnected(call.request), call.confined
     )
     return json_response({"tasks": tasks, "next_poll_after_ms": 0})  # P-POLL-5
 
@@ -137,39 +139,51 @@ async def poll_tasks(call: Call) -> Response:
 @endpoint("/workers/tasks/{task_id}/complete", "POST", "TaskCompletion")
 async def complete_task(call: Call) -> Response:
     return json_response(
-        await _engine(call).leases.complete(call.tenant, call.params["task_id"], call.body)
+        await _engine(call).leases.complete(
+            call.tenant, call.params["task_id"], call.body, call.confined
+        )
     )
 
 
 @endpoint("/workers/tasks/{task_id}/fail", "POST", "TaskFailureReport", body_required=True)
 async def fail_task(call: Call) -> Response:
     return json_response(
-        await _engine(call).leases.fail(call.tenant, call.params["task_id"], call.body)
+        await _engine(call).leases.fail(
+            call.tenant, call.params["task_id"], call.body, call.confined
+        )
     )
 
 
 @endpoint("/workers/tasks/{task_id}/heartbeat", "POST", "TaskHeartbeat")
 async def heartbeat_task(call: Call) -> Response:
     return json_response(
-        await _engine(call).leases.heartbeat(call.tenant, call.params["task_id"], call.body)
+        await _engine(call).leases.heartbeat(
+            call.tenant, call.params["task_id"], call.body, call.confined
+        )
     )
 
 
 @endpoint("/workers/tasks/{task_id}/release", "POST", "TaskRelease")
 async def release_task(call: Call) -> Response:
     return json_response(
-        await _engine(call).leases.release(call.tenant, call.params["task_id"], call.body)
+        await _engine(call).leases.release(
+            call.tenant, call.params["task_id"], call.body, call.confined
+        )
     )
 
 
 @endpoint("/workers/tasks/complete/batch", "POST", "TaskCompletionBatch", body_required=True)
 async def complete_tasks(call: Call) -> Response:
-    return json_response(await _engine(call).leases.complete_batch(call.tenant, call.body["items"]))
+    leases = _engine(call).leases
+    return json_response(
+        await leases.complete_batch(call.tenant, call.body["items"], call.confined)
+    )
 
 
 @endpoint("/workers/tasks/fail/batch", "POST", "TaskFailureBatch", body_required=True)
 async def fail_tasks(call: Call) -> Response:
-    return json_response(await _engine(call).leases.fail_batch(call.tenant, call.body["items"]))
+    leases = _engine(call).leases
+    return json_response(await leases.fail_batch(call.tenant, call.body["items"], call.confined))
 
 
 operations = [

@@ -25,7 +25,10 @@ def _engine(call: Call) -> Engine:
 
 @endpoint("/workers", "POST", "WorkerRegistration", body_required=True)
 async def register_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.register(call.tenant, call.body))
+    workers = _engine(call).workers
+    return json_response(
+        await workers.register(call.tenant, call.body, call.principal.key_id, call.confined)
+    )
 
 
 @endpoint("/workers", "GET")
@@ -35,20 +38,23 @@ async def list_workers(call: Call) -> Response:
 
 @endpoint("/workers/{worker_id}", "GET")
 async def get_worker(call: Call) -> Response:
-    return json_response(await _engine(call).workers.get(call.tenant, call.params["worker_id"]))
+    workers = _engine(call).workers
+    return json_response(await workers.get(call.tenant, call.params["worker_id"], call.confined))
 
 
 @endpoint("/workers/{worker_id}", "DELETE")
 async def deregister_worker(call: Call) -> Response:
     return json_response(
-        await _engine(call).workers.deregister(call.tenant, call.params["worker_id"])
+        await _engine(call).workers.deregister(call.tenant, call.params["worker_id"], call.confined)
     )
 
 
 @endpoint("/workers/{worker_id}/heartbeat", "POST", "WorkerHeartbeat")
 async def heartbeat_worker(call: Call) -> Response:
     return json_response(
-        await _engine(call).workers.heartbeat(call.tenant, call.params["worker_id"], call.body)
+        await _engine(call).workers.heartbeat(
+            call.tenant, call.params["worker_id"], call.body, call.principal.key_id, call.confined
+        )
     )
 
 

@@ -42,7 +42,7 @@ class Controls:
         self._stale = True  # read on first use: the stored controls survive restarts
         self.any_cap = False  # a running cap exists: finished tasks may wake polls
         self._reading = asyncio.Lock()
-        self._labels: dict[tuple[str, str], tuple[int, dict[str, str] | None]] = {}
+        self._workers: dict[tuple[str, str], tuple[int, Row | None]] = {}
         engine.dispatcher.is_paused = self.paused
         engine.dispatcher.on_controls_changed = self.mark_stale
 
@@ -176,24 +176,29 @@ class Controls:
 
     # Workers' labels (P-LABEL-1) ---------------------------------------------------------
 
-    async def labels_of(self, tenant: str, worker_id: str | None) -> dict[str, str] | None:
-        """The labels of a registered, live worker of the tenant (None for none,
-        unregistered or dead; P-TEN-3: another tenant's worker of that id is not it)."""
-        if worker_id is None:
-            return None
+    async def worker_of(self, tenant: str, worker_id: str) -> Row | None:
+        """The tenant's worker row of that id, cached `LABELS_TTL_MS` (P-LABEL-1, P-AUTH-7;
+        P-TEN-3: another tenant's worker of that id is not it)."""
         now = timefmt.now_ms()
-        cached = self._labels.get((tenant, worker_id))
+        cached = self._workers.get((tenant, worker_id))
         if cached is not None and cached[0] > now:
             return cached[1]
         row = await self.engine.storage.get_worker(tenant, worker_id)
-        labels = None if row is None or row["state"] == "dead" else (row["labels"] or None)
-        if len(self._labels) > 10_000:
-            self._labels.clear()  # bounded: curl polls may send any worker_id
-        self._labels[(tenant, worker_id)] = (now + LABELS_TTL_MS, labels)
-        return labels
+        if len(self._workers) > 10_000:
+            self._workers.clear()  # bounded: curl polls may send any worker_id
+        self._workers[(tenant, worker_id)] = (now + LABELS_TTL_MS, row)
+        return row
+
+    async def labels_of(self, tenant: str, worker_id: str | None) -> dict[str, str] | None:
+        """The labels of a registered, live worker of the tenant (None for none,
+        unregistered or dead)."""
+        if worker_id is None:
+            return None
+        row = await self.worker_of(tenant, worker_id)
+        return None if row is None or row["state"] == "dead" else (row["labels"] or None)
 
     def forget_worker(self, tenant: str, worker_id: str) -> None:
-        self._labels.pop((tenant, worker_id), None)
+        self._workers.pop((tenant, worker_id), None)
 
 
 def queue_view(row: Row, running: int) -> QueueControl:

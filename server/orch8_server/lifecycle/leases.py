@@ -19,7 +19,7 @@ from orch8_server.lifecycle.lease_replies import (
     resolved_manually,
 )
 from orch8_server.lifecycle.retry import backoff_ms
-from orch8_server.lifecycle.tenancy import owned
+from orch8_server.lifecycle.tenancy import Confinement, owned
 from orch8_server.problems import Problem, lease_lost, not_found, task_cancelled
 from orch8_server.storage.base import Row, Tx, wake_key
 
@@ -47,6 +47,7 @@ class Leases:
         body: dict[str, Any],
         limit: int,
         abandoned: Callable[[], Awaitable[Any]] | None = None,
+        confined: Confinement | None = None,
     ) -> list[ClaimedTask]:
         """Claim up to `limit` tasks, long-polling up to wait_ms (P-POLL-1..5).
 
@@ -58,6 +59,8 @@ class Leases:
         queues, weights = poll_queues(body)  # P-QUEUE-2..4
         handlers = body.get("handler_names") or None
         worker_id = body.get("worker_id")
+        if confined is not None and worker_id is not None:  # P-AUTH-7
+            confined.check_claim(await self.controls.worker_of(tenant, worker_id), worker_id)
         lease_ms = int(body.get("lease_ms", settings.lease_ms))
         wait_ms = min(int(body.get("wait_ms", settings.wait_ms)), settings.max_wait_ms)
         start = timefmt.now_ms()
@@ -149,14 +152,23 @@ class Leases:
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------
 
     async def _resolve(
-        self, tx: Tx, tenant: str, task_id: str, lease_id: str | None, op: str
+        self,
+        tx: Tx,
+        tenant: str,
+        task_id: str,
+        lease_id: str | None,
+        op: str,
+        confined: Confinement | None,
     ) -> tuple[Row, TaskOutcome | None]:
         """Return (row, None) when the call acts on the current lease, or (row, reply)
         for an idempotent repeat (the stored reply); raise the matching problem otherwise.
-        Another tenant's task is not found (P-TEN-3)."""
+        Another tenant's task is not found (P-TEN-3), and so is one outside a worker
+        key's scope (P-AUTH-6)."""
         row = owned(await tx.get_task(task_id), tenant)
         if row is None:
             raise not_found("task", task_id)
+        if confined is not None:
+            await confined.check_task(tx, row, task_id, lease_id)  # P-AUTH-6
         if row["status"] == "running" and (lease_id is None or row["lease_id"] == lease_id):
             return row, None
         if lease_id is None and row["status"] == "cancelled":
@@ -174,10 +186,16 @@ class Leases:
 
     # Complete / fail ---------------------------------------------------------------------
 
-    async def complete(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def complete(
+        self,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        confined: Confinement | None = None,
+    ) -> TaskOutcome:
         item = {**body, "task_id": task_id}
         started = timefmt.now_ms()
-        (outcome,), rows = await self._complete_items(tenant, [item])
+        (outcome,), rows = await self._complete_items(tenant, [item], confined)
         self._count_completed(rows, started)
         await self._freed(rows)
         if isinstance(outcome, Problem):
@@ -185,7 +203,7 @@ class Leases:
         return outcome
 
     async def _complete_items(
-        self, tenant: str, items: list[dict[str, Any]]
+        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None
     ) -> tuple[list[TaskOutcome | Problem], list[Row | None]]:
         """Complete items in one transaction: the ones running under their lease by one
         set-based statement, the rest (replays, lost leases, no lease_id) by the
@@ -194,8 +212,12 @@ class Leases:
         out: list[TaskOutcome | Problem] = []
         rows: list[Row | None] = []
         async with self.engine.storage.transaction() as tx:
+            # A key confined to queues or handlers has every item checked one by one
+            # (P-AUTH-6): the set-based statement knows leases, not scopes.
             fast = [
-                (i["task_id"], i["lease_id"], i.get("output")) for i in items if i.get("lease_id")
+                (i["task_id"], i["lease_id"], i.get("output"))
+                for i in items
+                if i.get("lease_id") and (confined is None or not confined.scoped)
             ]
             done = {
                 (r["id"], r["lease_id"]): r for r in await tx.complete_running(tenant, fast, now)
@@ -206,7 +228,9 @@ class Leases:
                     if row is not None:  # its attempt ended with it (P-DONE-1)
                         reply = views.outcome(row)
                     else:
-                        reply, row = await self._complete(tx, tenant, item["task_id"], item, now)
+                        reply, row = await self._complete(
+                            tx, tenant, item["task_id"], item, now, confined
+                        )
                     rows.append(row)
                     out.append(reply)
                 except Problem as problem:
@@ -216,11 +240,18 @@ class Leases:
         return out, rows
 
     async def _complete(
-        self, tx: Tx, tenant: str, task_id: str, body: dict[str, Any], now: int
+        self,
+        tx: Tx,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        now: int,
+        confined: Confinement | None,
     ) -> tuple[TaskOutcome, Row | None]:
         """The completion's reply, and the row it completed (None for a replay): the
         caller counts it once the transaction committed."""
-        row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "completed")
+        lease_id = body.get("lease_id")
+        row, replay = await self._resolve(tx, tenant, task_id, lease_id, "completed", confined)
         if replay is not None:
             return replay, None
         fields = {
@@ -252,10 +283,16 @@ class Leases:
             self.engine.metrics.completed.labels(*key).inc(n)
         self.engine.history.completed(rows)  # P-OBS-5
 
-    async def fail(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def fail(
+        self,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        confined: Confinement | None = None,
+    ) -> TaskOutcome:
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
-            reply, row = await self._fail(tx, tenant, task_id, body, now)
+            reply, row = await self._fail(tx, tenant, task_id, body, now, confined)
             advanced = await self.engine.workflows.advance(tx, (row,), now)  # P-WF-5
         self.engine.workflows.announce(advanced)
         self.engine.observe.failed([row], now)  # P-TEL-6, P-TEL-2
@@ -264,9 +301,16 @@ class Leases:
         return reply
 
     async def _fail(
-        self, tx: Tx, tenant: str, task_id: str, body: dict[str, Any], now: int
+        self,
+        tx: Tx,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        now: int,
+        confined: Confinement | None,
     ) -> tuple[TaskOutcome, Row | None]:
-        row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "failed")
+        lease_id = body.get("lease_id")
+        row, replay = await self._resolve(tx, tenant, task_id, lease_id, "failed", confined)
         if replay is not None:
             return replay, None
         retryable = bool(body.get("retryable", False))
@@ -307,7 +351,13 @@ class Leases:
 
     # Heartbeat / release -----------------------------------------------------------------
 
-    async def heartbeat(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskLeaseStatus:
+    async def heartbeat(
+        self,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        confined: Confinement | None = None,
+    ) -> TaskLeaseStatus:
         """P-LEASE-5: extend the lease; keep progress and checkpoint (P-CKPT-1)."""
         now = timefmt.now_ms()
         lease = body.get("lease_id")
@@ -315,6 +365,8 @@ class Leases:
             row = owned(await tx.get_task(task_id), tenant)  # P-TEN-3
             if row is None:
                 raise not_found("task", task_id)
+            if confined is not None:  # P-AUTH-6: never another holder's lease id
+                await confined.check_task(tx, row, task_id, lease)
             mine = lease is None or row["lease_id"] == lease
             if row["status"] == "cancelled" and mine:
                 raise task_cancelled(task_id)  # P-CANCEL-1
@@ -336,11 +388,18 @@ class Leases:
             "cancel_requested": False,
         }
 
-    async def release(self, tenant: str, task_id: str, body: dict[str, Any]) -> TaskOutcome:
+    async def release(
+        self,
+        tenant: str,
+        task_id: str,
+        body: dict[str, Any],
+        confined: Confinement | None = None,
+    ) -> TaskOutcome:
         """P-LEASE-7: back to the queue without spending the attempt."""
         now = timefmt.now_ms()
+        lease_id = body.get("lease_id")
         async with self.engine.storage.transaction() as tx:
-            row, replay = await self._resolve(tx, tenant, task_id, body.get("lease_id"), "released")
+            row, replay = await self._resolve(tx, tenant, task_id, lease_id, "released", confined)
             if replay is not None:
                 return replay
             run_at = now + int(body.get("delay_ms", 0))
@@ -365,9 +424,11 @@ class Leases:
         self.engine.metrics.problems.labels(problem.code).inc()
         return batch_item_error(task_id, problem)
 
-    async def complete_batch(self, tenant: str, items: list[dict[str, Any]]) -> BatchOutcome:
+    async def complete_batch(
+        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None = None
+    ) -> BatchOutcome:
         started = timefmt.now_ms()
-        outcomes, rows = await self._complete_items(tenant, items)
+        outcomes, rows = await self._complete_items(tenant, items, confined)
         self._count_completed(rows, started)
         await self._freed(rows)
         return {
@@ -379,14 +440,16 @@ class Leases:
             ]
         }
 
-    async def fail_batch(self, tenant: str, items: list[dict[str, Any]]) -> BatchOutcome:
+    async def fail_batch(
+        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None = None
+    ) -> BatchOutcome:
         now = timefmt.now_ms()
         out, rows = [], []
         async with self.engine.storage.transaction() as tx:
             await tx.tasks_by_ids([item["task_id"] for item in items])  # one read, locked
             for item in items:
                 try:
-                    reply, row = await self._fail(tx, tenant, item["task_id"], item, now)
+                    reply, row = await self._fail(tx, tenant, item["task_id"], item, now, confined)
                     rows.append(row)
                     out.append(
                         batch_item(reply, "failed" if reply["status"] == "failed" else "requeued")

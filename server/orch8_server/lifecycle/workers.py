@@ -9,7 +9,7 @@ from orch8_server import timefmt
 from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
 from orch8_server.lifecycle.reclaim import reclaim
-from orch8_server.lifecycle.tenancy import owned
+from orch8_server.lifecycle.tenancy import Confinement, owned
 from orch8_server.problems import not_found
 from orch8_server.storage.base import Row, Tx
 
@@ -38,8 +38,11 @@ class Workers:
         return counts.get(worker_id, 0)
 
     @staticmethod
-    def _new_row(tenant: str, worker_id: str, body: dict[str, Any], now: int) -> Row:
+    def _new_row(
+        tenant: str, worker_id: str, body: dict[str, Any], now: int, key_id: str | None
+    ) -> Row:
         return {
+            "key_id": key_id,  # P-AUTH-7
             "tenant": tenant,  # P-TEN-3: worker ids are per tenant
             "worker_id": worker_id,
             "state": "running",
@@ -55,19 +58,31 @@ class Workers:
             "last_heartbeat_at": now,
         }
 
-    async def register(self, tenant: str, body: dict[str, Any]) -> Worker:
+    async def register(
+        self,
+        tenant: str,
+        body: dict[str, Any],
+        key_id: str | None = None,
+        confined: Confinement | None = None,
+    ) -> Worker:
         """P-WORKER-1: idempotent on (tenant, worker_id); a new process starts with
-        directive running."""
+        directive running. The worker belongs to the key that registers it (P-AUTH-7)."""
         now = timefmt.now_ms()
-        row = self._new_row(tenant, body["worker_id"], body, now)
+        row = self._new_row(tenant, body["worker_id"], body, now, key_id)
         async with self.engine.storage.transaction() as tx:
+            if confined is not None:
+                confined.check_claim(
+                    await tx.get_worker(tenant, row["worker_id"]), row["worker_id"]
+                )
             await tx.upsert_worker(row)
         # P-LABEL-1: its latest labels
         self.engine.leases.controls.forget_worker(tenant, row["worker_id"])
         return self._view(row, await self._active(tenant, row["worker_id"]))
 
-    async def get(self, tenant: str, worker_id: str) -> Worker:
+    async def get(self, tenant: str, worker_id: str, confined: Confinement | None = None) -> Worker:
         row = await self.engine.storage.get_worker(tenant, worker_id)  # P-TEN-3
+        if confined is not None:
+            confined.check_worker(row, worker_id)  # P-AUTH-7
         if row is None:
             raise not_found("worker", worker_id)
         return self._view(row, await self._active(tenant, worker_id))
@@ -79,7 +94,12 @@ class Workers:
         return {"workers": [self._view(r, counts.get(r["worker_id"], 0)) for r in rows]}
 
     async def heartbeat(
-        self, tenant: str, worker_id: str, body: dict[str, Any]
+        self,
+        tenant: str,
+        worker_id: str,
+        body: dict[str, Any],
+        key_id: str | None = None,
+        confined: Confinement | None = None,
     ) -> WorkerHeartbeatResult:
         """P-WORKER-2/3: extend every lease the worker still holds; answer per task."""
         now = timefmt.now_ms()
@@ -88,8 +108,10 @@ class Workers:
         answers = []
         async with self.engine.storage.transaction() as tx:
             row = await tx.get_worker(tenant, worker_id)
-            if row is None:  # unknown worker: register it on the fly
-                row = self._new_row(tenant, worker_id, {}, now)
+            if confined is not None:
+                confined.check_worker(row, worker_id)  # P-AUTH-7
+            if row is None:  # unknown worker: register it on the fly, with the key
+                row = self._new_row(tenant, worker_id, {}, now, key_id)
                 await tx.upsert_worker(row)
             state = body.get("state", "running")
             await tx.update_worker(tenant, worker_id, {"state": state, "last_heartbeat_at": now})
@@ -155,11 +177,15 @@ class Workers:
         )
         return self._view(row, await self._active(tenant, worker_id))
 
-    async def deregister(self, tenant: str, worker_id: str) -> Worker:
+    async def deregister(
+        self, tenant: str, worker_id: str, confined: Confinement | None = None
+    ) -> Worker:
         """P-WORKER-5: a deregistered worker's leftover tasks are reclaimed at once."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:
             row = await tx.get_worker(tenant, worker_id)  # P-TEN-3
+            if confined is not None:
+                confined.check_worker(row, worker_id)  # P-AUTH-7
             if row is None:
                 raise not_found("worker", worker_id)
             await tx.delete_worker(tenant, worker_id)

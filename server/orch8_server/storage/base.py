@@ -123,6 +123,7 @@ WORKER_COLUMNS = (
     "registered_at",
     "last_heartbeat_at",
     "tenant",  # P-TEN-1: worker ids are unique per tenant
+    "key_id",  # P-AUTH-7: the key that registered the worker (None without keys)
 )
 
 

@@ -256,8 +256,11 @@ CREATE TRIGGER tasks_instance_event AFTER UPDATE OF status ON tasks FOR EACH ROW
 # P-WF-5: a step task's end consumes its own events in the same transaction.
 _V6 = "CREATE INDEX instance_events_task ON instance_events (task_id);"
 
+# P-AUTH-7: a worker belongs to the key that registered it.
+_V7 = "ALTER TABLE workers ADD COLUMN key_id text;"
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7)
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

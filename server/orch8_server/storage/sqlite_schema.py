@@ -275,7 +275,10 @@ _V5 = "CREATE INDEX instance_events_task ON instance_events (task_id)"
 # (sqlite_claim.EXPIRY_EVENTS).
 _V6 = "DROP TRIGGER IF EXISTS tasks_instance_event"
 
-MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6)
+# P-AUTH-7: a worker belongs to the key that registered it.
+_V7 = "ALTER TABLE workers ADD COLUMN key_id TEXT"
+
+MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
