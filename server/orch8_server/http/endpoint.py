@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from orch8_server import ids
@@ -27,10 +27,13 @@ from orch8_server.auth import (
     authenticate,
     check_role,
     check_scope,
+    confinement,
     tenant_of,
 )
+from orch8_server.http import json_guard
 from orch8_server.http.validation import ParamValidator, body_validator, spec
 from orch8_server.keys import KeyRing
+from orch8_server.lifecycle.tenancy import Confinement
 from orch8_server.problems import Problem
 from orch8_server.storage.base import StorageUnavailable
 
@@ -79,6 +82,11 @@ class Call:
     principal: Principal = OPEN
     tenant: str = DEFAULT_TENANT
 
+    @property
+    def confined(self) -> Confinement | None:
+        """P-AUTH-6/7: set for a worker key, which acts only on what it holds."""
+        return confinement(self.principal)
+
 
 Handler = Callable[[Call], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]  # what Starlette routes call
@@ -94,11 +102,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise Problem("payload_too_large", f"body exceeds {limit} bytes")
     chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Problem("payload_too_large", f"body exceeds {limit} bytes")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Problem("payload_too_large", f"body exceeds {limit} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:  # P-HTTP-2 answered 408 (http/limits.py), or the client left
+        raise Problem("request_timeout", "the request body did not arrive") from None
     return b"".join(chunks)
 
 
@@ -174,9 +185,8 @@ def endpoint(
                         try:
                             body = orjson.loads(raw)
                         except orjson.JSONDecodeError as exc:
-                            raise Problem(
-                                "malformed_json", f"body is not valid JSON: {exc}"
-                            ) from None
+                            raise json_guard.decode_problem(exc) from None
+                        json_guard.check(raw, body)  # P-ERR-5, before anything reads it
                         validate_body(body)
                     elif body_required:
                         raise Problem(
