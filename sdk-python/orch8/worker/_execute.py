@@ -24,6 +24,7 @@ from ..errors import (
     TaskCancelledError,
     is_outage,
 )
+from ._report import Report, ReportRefused, bound_message
 from .backoff import Backoff
 from .context import TaskContext
 from .observe import Observer, log
@@ -58,8 +59,19 @@ class Outcome:
 
     @property
     def message(self) -> str:
-        text = str(self.error) or type(self.error).__name__
-        return text[:65536]
+        """The fail's `error`, bounded to 16,384 bytes of UTF-8 (P-SDK-27)."""
+        return bound_message(str(self.error) or type(self.error).__name__)
+
+    def fail_body(self) -> dict[str, Any]:
+        """The FailRequest fields of this outcome (its lease id aside)."""
+        return {
+            "error": self.message,
+            "retryable": self.retryable,
+            "code": self.code,
+            "retry_after_ms": self.retry_after_ms,
+            "details": self.details,
+            "checkpoint": self.checkpoint,
+        }
 
 
 def classify(exc: BaseException) -> Outcome:
@@ -205,18 +217,18 @@ def lease_deadline_passed(ctx: TaskContext) -> bool:
     return datetime.datetime.now(datetime.timezone.utc) >= ctx.lease_expires_at
 
 
-async def send_fail(client: AsyncOrch8Client, ctx: TaskContext, outcome: Outcome) -> None:
-    """One fail call; the client itself retries outages (P-SDK-2)."""
-    await client.fail_task(
-        ctx.id,
-        error=outcome.message,
-        retryable=outcome.retryable,
-        code=outcome.code,
-        retry_after_ms=outcome.retry_after_ms,
-        details=outcome.details,
-        checkpoint=outcome.checkpoint,
-        lease_id=ctx.lease_id,
-    )
+def report(observer: Observer, ctx: TaskContext, outcome: Outcome) -> Report:
+    """The bounded failure report of `outcome` (P-SDK-27), every code alike."""
+    return Report(ctx, outcome.fail_body(), observer)
+
+
+async def send_fail(client: AsyncOrch8Client, ctx: TaskContext, sent: Report) -> None:
+    """One fail call (the client itself retries outages, P-SDK-2); a refusal is re-sent once."""
+
+    async def fail(body: dict[str, Any]) -> object:
+        return await client.fail_task(ctx.id, lease_id=ctx.lease_id, **body)
+
+    await sent.send(fail)
 
 
 class DeliverDeps(Protocol):
@@ -232,15 +244,17 @@ async def deliver_fail(deps: DeliverDeps, slot: Slot, outcome: Outcome) -> str:
     """Report a failure, re-sending through outages until the lease deadline (P-SDK-9).
 
     Returns how the task ended: `failed` (the server took it), `lease_lost` or `cancelled`
-    (a 409 fired the cancellation signal, P-SDK-5, or the deadline passed).
+    (a 409 fired the cancellation signal, P-SDK-5, or the deadline passed, or the report
+    was refused twice, P-SDK-27).
     """
     ctx = slot.ctx
     backoff = deps.new_backoff()
+    sent = report(deps.observer, ctx, outcome)
     while True:
         if ctx.is_cancelled:
             return ctx.cancel_reason or "lease_lost"
         try:
-            await send_fail(deps.client, ctx, outcome)
+            await send_fail(deps.client, ctx, sent)
             return "failed"
         except LeaseLostError:
             slot.cancel("lease_lost")
@@ -248,6 +262,10 @@ async def deliver_fail(deps: DeliverDeps, slot: Slot, outcome: Outcome) -> str:
         except TaskCancelledError:
             slot.cancel("cancelled")
             return "cancelled"
+        except ReportRefused as exc:  # P-SDK-27: only a second refusal gives the task up
+            deps.observer.error("fail", exc.second)
+            log.error("%s; task given up as lease lost", exc, extra=deps.observer.extra(ctx))
+            return "lease_lost"
         except Orch8Error as exc:
             deps.observer.error("fail", exc)
             if not is_outage(exc):

@@ -11,7 +11,7 @@ import datetime
 import os
 import socket
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
@@ -24,21 +24,18 @@ from . import _wire
 from ._completer import Completer
 from ._execute import (
     OUTPUT_REJECTED,
-    SHUTDOWN,
     Outcome,
     Slot,
     deliver_fail,
     elapsed_ms,
     run_handler,
-    send_fail,
 )
 from ._runtime import Settings
 from .backoff import Backoff
 from .observe import Observer, log
 
 # P-SDK-17: after the grace period the worker returns within 5 s: 2 s for the shutdown
-# fails, 1.5 s for completions still in flight, 1.5 s to deregister.
-SHUTDOWN_FAILS_S = 2.0
+# fails (_drain.py), 1.5 s for completions still in flight, 1.5 s to deregister.
 SHUTDOWN_STEP_S = 1.5
 
 
@@ -84,7 +81,7 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
             # P-SDK-24: a refused key (401/403) is not fatal: it may be fixed on the server.
             refused = refusal(exc)
             if refused is None and not is_outage(exc):
-                raise
+                raise configuration_error(deps.client.config.base_url, exc) from exc
             delay = backoff.next_delay_ms(exc.retry_after_ms)
             log.warning(
                 "register %s, retrying in %.0f ms",
@@ -101,6 +98,24 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
         )
         return cfg.heartbeat_interval_ms or record.heartbeat_interval_ms or 5000
     return None
+
+
+def configuration_error(base_url: str, exc: Orch8Error) -> Orch8Error:
+    """P-SDK-28: a registration answer that retrying cannot fix (404, 405, 501, 422, ...).
+
+    Not retried: the URL most likely names something that is not an Orch8 server, so run()
+    ends at once with the URL, the HTTP status and the problem code (`http_<status>` when
+    the answer is not a problem).
+    """
+    code = exc.code or f"http_{exc.status}"
+    return type(exc)(  # the mapped class stays (a 422 is still a ValidationError)
+        # str() appends "(<status> <code>)" to this (Orch8Error.__str__).
+        f"worker registration at {base_url} failed, not retried: {exc.detail};"
+        " is ORCH8_URL (base_url) the address of an Orch8 server?",
+        status=exc.status,
+        code=code,
+        problem=exc.problem,
+    )
 
 
 class HeartbeatDeps(Protocol):
@@ -339,68 +354,3 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
             ctx, outcome.message, outcome.code, outcome.retryable, slot.duration_ms
         )
     return ended
-
-
-class DrainDeps(Protocol):
-    client: AsyncOrch8Client
-    observer: Observer
-    settings: Settings
-    end_grace: asyncio.Event
-
-    def slots(self) -> Sequence[Slot]: ...
-
-
-async def drain(deps: DrainDeps) -> None:
-    """Wait up to the grace period, then fail leftovers with `shutdown` (P-SDK-7, P-SDK-17)."""
-    slots = list(deps.slots())
-    runners = {s.runner for s in slots if s.runner is not None}
-    if not runners:
-        return
-    grace_ms = deps.settings.grace_period_ms
-    log.info(
-        "draining %d in-flight task(s), grace period %d ms",
-        len(runners),
-        grace_ms,
-        extra=deps.observer.extra(),
-    )
-    # Every runner done, or a second signal (P-SDK-17), or the grace period is over.
-    all_done = asyncio.ensure_future(asyncio.wait(runners))
-    ended = asyncio.ensure_future(deps.end_grace.wait())
-    await asyncio.wait(
-        {all_done, ended}, timeout=grace_ms / 1000, return_when=asyncio.FIRST_COMPLETED
-    )
-    all_done.cancel()  # cancels the waiting, not the runners
-    ended.cancel()
-    live = [s for s in slots if s.runner is not None and not s.runner.done()]
-    # P-SDK-7: a result already on its way is not failed with `shutdown`: the server's answer
-    # to it decides how the task ended (as in sdk-go and sdk-typescript).
-    leftovers = [s for s in live if not s.delivering]
-    in_flight = [s.runner for s in live if s.delivering and s.runner is not None]
-    for slot in leftovers:
-        slot.abandoned = True
-        slot.cancel(SHUTDOWN)  # the handler's cancellation signal fires first
-    why = f"worker shut down (grace period {grace_ms} ms)"
-    outcome = Outcome(error=why, retryable=True, code=SHUTDOWN)
-    sends = [asyncio.ensure_future(send_fail(deps.client, s.ctx, outcome)) for s in leftovers]
-    if sends or in_flight:
-        await asyncio.wait([*sends, *in_flight], timeout=SHUTDOWN_FAILS_S)
-    for slot, send in zip(leftovers, sends, strict=True):
-        error = None if send.done() and send.exception() is None else send
-        if error is None:
-            ran_ms = elapsed_ms(slot) or 0.0  # the handler may still be running
-            deps.observer.failed(slot.ctx, why, SHUTDOWN, True, ran_ms)
-        else:
-            exc = send.exception() if send.done() and not send.cancelled() else None
-            send.cancel()
-            deps.observer.error("fail", exc or TimeoutError("shutdown failure timed out"))
-            log.warning(
-                "shutdown failure not delivered: %s",
-                exc if exc is not None else "timed out",
-                extra=deps.observer.extra(slot.ctx),
-            )
-            lost = "shutdown failure not delivered"
-            deps.observer.abandoned(slot.ctx, "lease_lost", lost, elapsed_ms(slot))
-        slot.abort()
-        if slot.runner is not None:
-            slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped
-    await asyncio.gather(*(s.runner for s in leftovers if s.runner), return_exceptions=True)

@@ -80,6 +80,7 @@ class Runtime:
         self.superseded: set[Slot] = set()
         self.stopping = asyncio.Event()
         self.end_grace = asyncio.Event()  # P-SDK-17: a second signal ends the grace period
+        self.second_signal: str | None = None  # its name, for the shutdown message (P-SDK-29)
         self.wake = asyncio.Event()
         self.interrupt = asyncio.Event()  # aborts an in-flight long-poll
         self.local_quiet = False  # SIGTSTP / quiet()          (P-SDK-18)
@@ -150,12 +151,21 @@ class Runtime:
         self.wake.set()
 
     def signal_stop(self, name: str) -> None:
-        """SIGTERM/SIGINT: the first stops gracefully, a second ends the grace period (P-SDK-17)."""
+        """SIGTERM/SIGINT: the first stops gracefully, a second ends the grace period (P-SDK-17).
+
+        P-SDK-29: the first is logged at info (by request_stop), the second at warning.
+        """
         if self.stop_requested:
-            log.warning("second %s: ending the grace period now", name, extra=self.observer.extra())
+            if self.second_signal is None:
+                self.second_signal = name
+            log.warning(
+                "received %s while stopping: ending the grace period now",
+                name,
+                extra=self.observer.extra(signal=name),
+            )
             self.end_grace.set()
             return
-        self.request_stop(name)
+        self.request_stop(f"received {name}")
 
     def set_local_quiet(self, quiet: bool) -> None:
         """SIGTSTP / quiet() and SIGCONT / resume(): only the local flag (P-SDK-18)."""

@@ -19,13 +19,14 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from typing import Any, TypeVar
 
-from .._http import DEFAULT_WAIT_MS, check_tenant
+from .._http import DEFAULT_WAIT_MS, check_tenant, resolve_base_url
 from .._units import ms_option
 from ..async_client import AsyncOrch8Client
 from ..telemetry import Telemetry
+from ._drain import drain
 from ._execute import Handler
 from ._health import serve_health
-from ._loops import SHUTDOWN_STEP_S, drain, heartbeat_loop, poll_loop, register_until_ok, run_slot
+from ._loops import SHUTDOWN_STEP_S, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from ._pool import DaemonPool
 from ._queues import select_queues
 from ._runtime import Runtime, Settings
@@ -97,6 +98,8 @@ class Worker:
             # A tenant silently dropped would act in another tenant: say where it belongs.
             raise ValueError("tenant is an option of the client: pass it to AsyncOrch8Client")
         self.tenant = check_tenant(tenant)  # P-SDK-24: refused before any request
+        if client is None:
+            resolve_base_url(base_url)  # P-SDK-1: a bad URL is refused here, not retried
         self.worker_id = worker_id or default_worker_id()
         # P-SDK-23: one queue, or an ordered list with optional weights; refused here, before
         # any request, with a ValueError naming the option.

@@ -1,0 +1,95 @@
+"""Shutdown: the grace period, then the `shutdown` failures (P-SDK-7, P-SDK-17, P-SDK-29)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Protocol
+
+from ..async_client import AsyncOrch8Client
+from ._execute import SHUTDOWN, Outcome, Slot, elapsed_ms, report, send_fail
+from ._report import ReportRefused
+from ._runtime import Settings
+from .observe import Observer, log
+
+# P-SDK-17: after the grace period the worker returns within 5 s: 2 s for the shutdown
+# fails, then the steps of worker.py (completions in flight, deregistration).
+SHUTDOWN_FAILS_S = 2.0
+
+
+class DrainDeps(Protocol):
+    client: AsyncOrch8Client
+    observer: Observer
+    settings: Settings
+    end_grace: asyncio.Event
+    second_signal: str | None
+
+    def slots(self) -> Sequence[Slot]: ...
+
+
+def shutdown_message(worker_id: str, grace_ms: int, second_signal: str | None) -> str:
+    """P-SDK-29: why a handler was still running when its task was failed with `shutdown`."""
+    if second_signal is not None:
+        return f"worker {worker_id} shut down: second signal {second_signal} ended the grace period"
+    return f"worker {worker_id} shut down: grace period of {grace_ms} ms ended"
+
+
+async def drain(deps: DrainDeps) -> None:
+    """Wait up to the grace period, then fail leftovers with `shutdown` (P-SDK-7, P-SDK-17)."""
+    slots = list(deps.slots())
+    runners = {s.runner for s in slots if s.runner is not None}
+    if not runners:
+        return
+    grace_ms = deps.settings.grace_period_ms
+    log.info(
+        "draining %d in-flight task(s), grace period %d ms",
+        len(runners),
+        grace_ms,
+        extra=deps.observer.extra(),
+    )
+    # Every runner done, or a second signal (P-SDK-17), or the grace period is over.
+    all_done = asyncio.ensure_future(asyncio.wait(runners))
+    ended = asyncio.ensure_future(deps.end_grace.wait())
+    await asyncio.wait(
+        {all_done, ended}, timeout=grace_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+    )
+    all_done.cancel()  # cancels the waiting, not the runners
+    ended.cancel()
+    live = [s for s in slots if s.runner is not None and not s.runner.done()]
+    # P-SDK-7: a result already on its way is not failed with `shutdown`: the server's answer
+    # to it decides how the task ended (as in sdk-go and sdk-typescript).
+    leftovers = [s for s in live if not s.delivering]
+    in_flight = [s.runner for s in live if s.delivering and s.runner is not None]
+    for slot in leftovers:
+        slot.abandoned = True
+        slot.cancel(SHUTDOWN)  # the handler's cancellation signal fires first
+    why = shutdown_message(deps.settings.worker_id, grace_ms, deps.second_signal)
+    outcome = Outcome(error=why, retryable=True, code=SHUTDOWN)
+    sends = [
+        asyncio.ensure_future(send_fail(deps.client, s.ctx, report(deps.observer, s.ctx, outcome)))
+        for s in leftovers
+    ]
+    if sends or in_flight:
+        await asyncio.wait([*sends, *in_flight], timeout=SHUTDOWN_FAILS_S)
+    for slot, send in zip(leftovers, sends, strict=True):
+        error = None if send.done() and send.exception() is None else send
+        if error is None:
+            ran_ms = elapsed_ms(slot) or 0.0  # the handler may still be running
+            deps.observer.failed(slot.ctx, why, SHUTDOWN, True, ran_ms)
+        else:
+            exc = send.exception() if send.done() and not send.cancelled() else None
+            send.cancel()
+            deps.observer.error("fail", exc or TimeoutError("shutdown failure timed out"))
+            log.log(
+                logging.ERROR if isinstance(exc, ReportRefused) else logging.WARNING,  # P-SDK-27
+                "shutdown failure not delivered: %s",
+                exc if exc is not None else "timed out",
+                extra=deps.observer.extra(slot.ctx),
+            )
+            lost = "shutdown failure not delivered"
+            deps.observer.abandoned(slot.ctx, "lease_lost", lost, elapsed_ms(slot))
+        slot.abort()
+        if slot.runner is not None:
+            slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped
+    await asyncio.gather(*(s.runner for s in leftovers if s.runner), return_exceptions=True)
