@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 from conftest import assert_problem, enqueue
@@ -32,11 +34,11 @@ def test_whitespace_body_is_malformed_json_even_where_the_body_is_optional(
         ({"handler_name": "x", "priority": 1.5}, "/priority"),
         ({"handler_name": "x", "priority": 10**7}, "/priority"),
         ({"handler_name": ""}, "/handler_name"),
-        ({"handler_name": "x", "surprise": 1}, ""),
+        ({"handler_name": "x", "surprise": 1}, "/surprise"),
         ({"handler_name": "x", "retry": {"max_attempts": 0}}, "/retry/max_attempts"),
         ({"handler_name": "x", "run_at": "yesterday"}, "/run_at"),
         ({"handler_name": "x", "run_at": "2026-13-01T00:00:00Z"}, "/run_at"),
-        ({"params": {}}, ""),
+        ({"params": {}}, "/handler_name"),
     ],
 )
 def test_wrong_types_and_ranges_point_at_the_field(
@@ -44,6 +46,62 @@ def test_wrong_types_and_ranges_point_at_the_field(
 ) -> None:
     problem = assert_problem(api.post("/tasks", json=body), 422, "validation_error")
     assert pointer in [e["pointer"] for e in problem["errors"]], problem
+
+
+PYTHON_WORDS = ("None", "True", "False", "'", "is not of type", "required property")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "pointer", "detail"),
+    [
+        ("POST", "/instances", {"inptu": {}}, "/sequence", "is required"),
+        ("POST", "/instances", {"sequence": "s", "inptu": {}}, "/inptu",
+         "is not allowed (allowed: idempotency_key, input, sequence, version)"),
+        ("POST", "/instances", None, "", "must be an object"),
+        ("POST", "/instances", {"sequence": "s", "input": None}, "/input", "must be an object"),
+        ("POST", "/instances", {"sequence": True}, "/sequence", "must be a string"),
+        ("POST", "/instances", {"sequence": "s", "version": 0}, "/version", "must be at least 1"),
+        ("POST", "/sequences", {"name": "s", "steps": [{"id": "a", "handler": "h"}] * 101},
+         "/steps", "must have at most 100 items"),
+        ("POST", "/sequences", {"name": "s", "steps": []}, "/steps", "must have at least 1 item"),
+        ("POST", "/sequences", {"name": "s", "steps": [{"id": "a b", "handler": "h"}]},
+         "/steps/0/id", "must match the pattern ^[A-Za-z0-9_-]{1,64}$"),
+        ("POST", "/sequences", {"name": "s", "steps": [{"id": "a", "handler": "h"}],
+                                "on_error": 5}, "/on_error", "must be an object"),
+        ("POST", "/tasks", {"handler_name": ""}, "/handler_name", "must not be empty"),
+        ("POST", "/tasks", {"handler_name": "x", "queue_name": "q" * 201}, "/queue_name",
+         "must be at most 200 characters long"),
+        ("POST", "/tasks", {"handler_name": "x", "priority": 1.5}, "/priority",
+         "must be an integer"),
+        ("POST", "/tasks", {"handler_name": "x", "required_labels": {"a b": "c"}},
+         "/required_labels", 'member name "a b" must match the pattern ^[A-Za-z0-9_.:/-]{1,100}$'),
+        ("POST", "/tasks/batch", {"tasks": [{"handler_name": "x"}] * 101}, "/tasks",
+         "must have at most 100 items"),
+        ("GET", "/instances?status=done", None, "#/query/status/0",
+         "must be one of: running, completed, failed, cancelled"),
+    ],
+)  # fmt: skip
+def test_validation_errors_point_at_the_field_in_the_contracts_words_P_ERR_2(
+    api: httpx.Client, method: str, path: str, body: object, pointer: str, detail: str
+) -> None:
+    """A missing or unknown member is pointed at itself, not its object; details say what
+    the contract wants in JSON's words (no Python repr), and never echo a large value."""
+    content = json.dumps(body).encode() if method == "POST" else None
+    r = api.request(method, path, content=content, headers={"content-type": "application/json"})
+    problem = assert_problem(r, 422, "validation_error")
+    assert {"pointer": pointer, "detail": detail} in problem["errors"], problem
+    assert len(r.content) < 2000, r.text  # 101 steps or tasks are not echoed back
+    for error in problem["errors"]:
+        assert not any(word in error["detail"] for word in PYTHON_WORDS), error
+
+
+def test_a_large_bad_value_is_not_echoed_P_ERR_2(api: httpx.Client) -> None:
+    huge = "!" * 5000
+    for body in ({"handler_name": huge}, {"handler_name": "x", "status": huge},
+                 {"handler_name": "x", huge: 1}):  # fmt: skip
+        r = api.post("/tasks", json=body)
+        assert_problem(r, 422, "validation_error")
+        assert len(r.content) < 2000 and "!" * 81 not in r.text, r.text  # cut at 80
 
 
 def test_integral_float_is_an_integer_as_in_json_schema(api: httpx.Client, name: str) -> None:

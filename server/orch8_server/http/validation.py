@@ -4,6 +4,10 @@ Bodies and parameters are checked with the JSON Schemas of openapi.yaml (bundled
 _generated/openapi.json), so the server accepts exactly what the spec accepts: `27.0` is an
 integer, `false` is not. fastjsonschema (compiled) is the fast path; on failure
 python-jsonschema lists every error with a JSON pointer.
+
+Every error points at the field it is about (a missing member, an unknown member, not its
+object) and says what the contract wants in JSON's words ("must be an object", "is
+required", "must have at most 100 items"); an echoed value is cut at 80 characters.
 """
 
 from __future__ import annotations
@@ -81,17 +85,15 @@ class SchemaValidator:
             raise self._problem(value, fast_error) from None
 
     def _problem(self, value: Any, fast_error: fastjsonschema.JsonSchemaValueException) -> Problem:
-        errors: list[FieldProblem] = []
-        for err in sorted(self._full.iter_errors(value), key=lambda e: list(e.absolute_path)):
-            pointer = "".join(
-                "/" + str(p).replace("~", "~0").replace("/", "~1") for p in err.absolute_path
-            )
-            errors.append({"pointer": self._prefix + pointer, "detail": _short(err.message)})
-        if not errors:  # the two engines disagree only on formats; trust the stricter one
-            path = [p for p in (fast_error.path or [])[1:]]
-            pointer = "".join("/" + str(p) for p in path)
-            errors.append({"pointer": self._prefix + pointer, "detail": _short(fast_error.message)})
-        errors = errors[:50]
+        found: dict[tuple[str, str], None] = {}  # (pointer, detail), in order, once each
+        for err in sorted(self._full.iter_errors(value), key=lambda e: _path_key(e.absolute_path)):
+            for path, detail in _explain(err):
+                found[(self._prefix + _pointer(path), detail)] = None
+        if not found:  # the two engines disagree only on formats; trust the stricter one
+            path, rule = list(fast_error.path or [])[1:], fast_error.rule or ""
+            said = _detail(rule, fast_error.rule_definition)
+            found[(self._prefix + _pointer(path), said or "is invalid")] = None
+        errors: list[FieldProblem] = [{"pointer": p, "detail": d} for p, d in list(found)[:50]]
         noun = "field is" if len(errors) == 1 else "fields are"
         return Problem(
             "validation_error",
@@ -100,8 +102,112 @@ class SchemaValidator:
         )
 
 
-def _short(message: str) -> str:
-    return message if len(message) <= 200 else message[:197] + "..."
+ECHO_MAX = 80  # the longest echoed value: a detail never carries a large one back
+_TYPES = {"object": "an object", "array": "an array", "string": "a string",
+          "integer": "an integer", "number": "a number", "boolean": "a boolean", "null": "null"}  # fmt: skip
+_FORMATS = {"date-time": "an RFC 3339 date-time", "uri-reference": "a URI reference"}
+
+
+def _path_key(path: Any) -> list[tuple[int, str]]:
+    return [(0, f"{p:020d}") if isinstance(p, int) else (1, str(p)) for p in path]
+
+
+def _pointer(path: Any) -> str:
+    """A JSON pointer to `path`; a member name past ECHO_MAX is cut too (an unknown
+    member's name comes from the client and may be any size)."""
+    return "".join("/" + echo(str(p)).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def echo(value: Any) -> str:
+    """`value` in JSON (a string as it is), cut at ECHO_MAX characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= ECHO_MAX else text[: ECHO_MAX - 3] + "..."
+
+
+def _types(wanted: Any) -> str:
+    names = [wanted] if isinstance(wanted, str) else list(wanted)
+    return " or ".join(_TYPES.get(n, n) for n in names)
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _detail(keyword: str, wanted: Any) -> str | None:
+    """The contract's words for one failed keyword; None for those that need context."""
+    if keyword == "type":
+        return f"must be {_types(wanted)}"
+    if keyword == "enum":
+        return "must be one of: " + ", ".join(echo(v) for v in wanted)
+    if keyword == "const":
+        return f"must be {echo(wanted)}"
+    if keyword == "pattern":
+        return f"must match the pattern {echo(wanted)}"
+    if keyword == "format":
+        return f"must be {_FORMATS.get(wanted, f'a valid {wanted}')}"
+    if keyword == "minLength":
+        return (
+            "must not be empty"
+            if wanted == 1
+            else f"must be at least {_plural(wanted, 'character')} long"
+        )
+    if keyword == "maxLength":
+        return f"must be at most {_plural(wanted, 'character')} long"
+    words = {"minimum": "at least", "maximum": "at most", "exclusiveMinimum": "greater than",
+             "exclusiveMaximum": "less than", "multipleOf": "a multiple of"}  # fmt: skip
+    if keyword in words:
+        return f"must be {words[keyword]} {wanted}"
+    counts = {"minItems": ("at least", "item"), "maxItems": ("at most", "item"),
+              "minProperties": ("at least", "member"), "maxProperties": ("at most", "member")}  # fmt: skip
+    if keyword in counts:
+        bound, noun = counts[keyword]
+        return f"must have {bound} {_plural(wanted, noun)}"
+    if keyword == "uniqueItems":
+        return "must not hold the same item twice"
+    if keyword == "not":
+        return "is not allowed here"
+    if keyword == "required":
+        return "is required"
+    if keyword == "additionalProperties":
+        return "is not allowed"
+    return None
+
+
+def _explain(err: jsonschema.ValidationError) -> list[tuple[list[Any], str]]:
+    """(path, detail) pairs for one python-jsonschema error, the path at the field meant."""
+    path, keyword, wanted, instance = (
+        list(err.absolute_path),
+        err.validator,
+        err.validator_value,
+        err.instance,
+    )
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if keyword == "required" and isinstance(instance, dict):  # the missing member itself
+        return [([*path, name], "is required") for name in wanted if name not in instance]
+    if keyword == "additionalProperties" and isinstance(instance, dict):
+        known = list(schema.get("properties", {}))
+        patterns = list(schema.get("patternProperties", {}))
+        allowed = ", ".join(known)
+        detail = "is not allowed" + (
+            f" (allowed: {allowed})" if known and len(allowed) <= ECHO_MAX else ""
+        )
+        return [([*path, name], detail) for name in instance
+                if name not in known and not any(re.search(p, name) for p in patterns)]  # fmt: skip
+    if "propertyNames" in err.relative_schema_path:  # a bad member name, not a bad value
+        inner = _detail(str(keyword), wanted) or "is not allowed"
+        return [(path, f"member name {echo(json.dumps(instance))} {inner}")]
+    if keyword in ("oneOf", "anyOf"):
+        ctx = list(err.context or ())
+        if not ctx:  # valid under more than one alternative
+            return [(path, "must match exactly one of the allowed shapes")]
+        here = [e for e in ctx if not e.relative_path]
+        if here and len(here) == len(ctx) and all(e.validator == "type" for e in here):
+            kinds = [_types(e.validator_value) for e in here]  # "an object", "null"
+            return [(path, "must be " + " or ".join(dict.fromkeys(kinds)))]
+        deeper = [e for e in ctx if e.validator != "type" or e.relative_path]
+        return _explain(jsonschema.exceptions.best_match(deeper or ctx))
+    said = _detail(str(keyword), wanted)
+    return [(path, said or f"does not satisfy {keyword}")]
 
 
 @cache
