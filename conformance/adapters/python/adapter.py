@@ -133,6 +133,26 @@ def huge_output(ctx: TaskContext) -> dict:
     return output(ctx, echo=ctx.params, blob="x" * ctx.params.get("bytes", 200000))
 
 
+def deep_output(ctx: TaskContext) -> dict:
+    """An output nested `depth` objects deep: depth 1 is {"d": 0} (P-ERR-5, P-SDK-15)."""
+    pause(ctx, ctx.params.get("sleep_ms", 0))
+    value: object = 0
+    for _ in range(ctx.params["depth"]):
+        value = {"d": value}
+    return value  # type: ignore[return-value]
+
+
+def huge_error(ctx: TaskContext) -> dict:
+    """A typed error with a message, details and checkpoint as large as asked (P-SDK-27)."""
+    p = ctx.params
+    message = "x" * p["message_bytes"] if "message_bytes" in p else "huge error"
+    details = {"blob": "y" * p["details_bytes"]} if "details_bytes" in p else None
+    saved = {"blob": "z" * p["checkpoint_bytes"]} if "checkpoint_bytes" in p else None
+    if p.get("retryable"):
+        raise RetryableError(message, details=details, checkpoint=saved)
+    raise PermanentError(message, details=details, checkpoint=saved)
+
+
 def retryable_with_checkpoint(ctx: TaskContext) -> dict:
     if ctx.checkpoint is None:
         saved = {"step": 1, "saved_by_attempt": ctx.attempt}
@@ -189,6 +209,8 @@ HANDLERS = {
         heartbeat_after_cancel,
         echo_trace,
         echo_context,
+        deep_output,
+        huge_error,
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
@@ -310,7 +332,10 @@ def main() -> None:
     report_hooks(worker)
     emit("ready", sdk="python", tracing=telemetry is not None)
     wait_instance(env)
-    worker.run()
+    try:
+        worker.run()
+    except Orch8Error as err:  # P-SDK-28: a registration refused for good ends run() at once
+        sys.exit(f"orch8 worker stopped: {err}")
     emit("stopped", stats=worker.stats().as_dict())
     if provider is not None:
         provider.shutdown()  # exports the spans still batched (the end-to-end trace test)

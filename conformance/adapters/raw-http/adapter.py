@@ -51,6 +51,7 @@ held_lock = threading.Lock()
 out_lock = threading.Lock()
 stopping = threading.Event()
 hurry = threading.Event()  # a second SIGTERM/SIGINT ends the grace period
+signals: list[str] = []  # SIGTERM/SIGINT received, in order
 quiet = {"signal": False, "directive": False}  # SIGTSTP and a quiet directive are separate reasons
 polling = threading.Event()  # set while the main thread waits in a long-poll
 stats = dict.fromkeys(("tasks_claimed", "tasks_completed", "tasks_failed", "tasks_lease_lost", "tasks_cancelled"), 0)
@@ -187,10 +188,25 @@ def result_lease(ctx: Ctx) -> dict:
     return {"lease_id": ctx.lease_id}
 
 
+def bounded(body: dict) -> dict:
+    """P-SDK-27: `error` over 16,384 bytes of UTF-8 and `details` over 65,536 bytes of JSON are cut."""
+    raw = body["error"].encode("utf-8", "replace")
+    if len(raw) > 16384:  # `ignore` drops a character cut in two
+        body["error"] = raw[:16384].decode("utf-8", "ignore") + f" [truncated from {len(raw)} bytes]"
+    text = json.dumps(body.get("details"), ensure_ascii=False, separators=(",", ":")).encode()
+    if len(text) > 65536:
+        body["details"] = {"truncated": True, "bytes": len(text), "preview": text[:4096].decode("utf-8", "ignore")}
+    return body
+
+
 def fail(ctx: Ctx, body: dict) -> None:
-    """fail with the lease id, re-sent through outages; 409 means the lease is gone."""
-    body.update(result_lease(ctx))
-    deadline, backoff = time.monotonic() + 30, 0.5
+    """fail with the lease id, re-sent through outages; 409 means the lease is gone.
+
+    A report refused with another 4xx goes once more without checkpoint (P-SDK-27); a second refusal
+    gives the task up as lease lost.
+    """
+    body = bounded({**body, **result_lease(ctx)})
+    deadline, backoff, refused = time.monotonic() + 30, 0.5, None
     while time.monotonic() < deadline:
         try:
             status, answer, wait = call("POST", f"/workers/tasks/{ctx.id}/fail", body)
@@ -205,8 +221,14 @@ def fail(ctx: Ctx, body: dict) -> None:
             return finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")
         warn(f"fail of {ctx.id}", status, answer, error)
         fire("error", operation="fail", error=f"HTTP {status}" if not error else repr(error))
+        if 400 <= status < 500 and status not in OUTAGE and refused is None:
+            refused = {"status": status, "code": (answer or {}).get("code")}
+            body = {k: v for k, v in body.items() if k != "checkpoint"} | {"details": {"report_refused": refused}}
+            continue
         if status not in OUTAGE:
-            return
+            print(f"error: fail of {ctx.id} given up: first refused {refused}, then HTTP {status}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            break
         time.sleep(pause_after(wait, backoff))
         backoff = min(backoff * 2, 30)
     finish(ctx, "tasks_lease_lost", "task_abandoned", reason="lease_lost")  # undeliverable (P-SDK-9)
@@ -303,7 +325,8 @@ def run_task(ctx: Ctx) -> None:
         body.update({k: v for k, v in extra.items() if v is not None})
     except Permanent as err:
         body = {"error": str(err), "retryable": False, "code": err.code}
-        body.update({"details": err.details} if err.details is not None else {})
+        extra = {"details": err.details, "checkpoint": err.checkpoint}
+        body.update({k: v for k, v in extra.items() if v is not None})
     except Exception as err:
         details = {"type": type(err).__name__, "message": str(err), "stack": traceback.format_exc()}
         body = {"error": repr(err), "retryable": True, "code": "unhandled_error", "details": details}
@@ -403,15 +426,21 @@ def shutdown() -> None:
         time.sleep(0.05)
     with held_lock:
         leftovers = [ctx for ctx in held.values() if not ctx.cancelled.is_set()]
+    why = (
+        f"worker {WORKER_ID} shut down: second signal {signals[1]} ended the grace period"  # P-SDK-29
+        if hurry.is_set() and len(signals) > 1
+        else f"worker {WORKER_ID} shut down: grace period of {round(GRACE_S * 1000)} ms ended"
+    )
     for ctx in leftovers:
         ctx.cancelled.set()
-        fail(ctx, {"error": "worker shut down", "retryable": True, "code": "shutdown"})
+        fail(ctx, {"error": why, "retryable": True, "code": "shutdown"})
     with contextlib.suppress(OSError):
         call("DELETE", f"/workers/{WORKER_ID}")
 
 
 def on_signal(signum, _frame) -> None:
     if signum in (signal.SIGTERM, signal.SIGINT):
+        signals.append(signal.Signals(signum).name)  # named in the shutdown message (P-SDK-29)
         if stopping.is_set():
             hurry.set()  # P-SDK-17
         stopping.set()
@@ -425,7 +454,8 @@ def on_signal(signum, _frame) -> None:
 
 
 def register(registration: dict) -> dict | None:
-    """Until accepted or stopped: outages and refusals (401/403, P-SDK-24) back off and retry."""
+    """Until accepted or stopped: outages and refusals (401/403, P-SDK-24) back off and retry; anything
+    else ends the adapter (P-SDK-28)."""
     backoff = 0.5
     while not stopping.is_set():
         try:
@@ -433,6 +463,9 @@ def register(registration: dict) -> dict | None:
             if status < 300:
                 return record
             warn("registration", status, record)
+            if status not in OUTAGE and status not in (401, 403):  # P-SDK-28: not an Orch8 server
+                code = (record or {}).get("code") or f"http_{status}"
+                sys.exit(f"orch8-raw-http: registration at {URL} refused: HTTP {status} {code}; not retried")
         except OSError as err:
             warn("registration", 0, None, err)
             wait = 0.0

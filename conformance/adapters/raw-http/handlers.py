@@ -19,9 +19,9 @@ class Retryable(Exception):
 
 
 class Permanent(Exception):
-    def __init__(self, message: str, code="permanent_error", details=None):
+    def __init__(self, message: str, code="permanent_error", details=None, checkpoint=None):
         super().__init__(message)
-        self.code, self.details = code, details
+        self.code, self.details, self.checkpoint = code, details, checkpoint
 
 
 class HeartbeatRefused(Exception):
@@ -93,6 +93,24 @@ def huge_output(ctx) -> dict:
     return ctx.output(echo=ctx.params, blob="x" * ctx.params.get("bytes", 200000))
 
 
+def deep_output(ctx) -> dict:
+    """An output nested `depth` objects deep: depth 1 is {"d": 0} (P-ERR-5, P-SDK-15)."""
+    ctx.pause(ctx.params.get("sleep_ms", 0))
+    value: object = 0
+    for _ in range(ctx.params["depth"]):
+        value = {"d": value}
+    return value  # type: ignore[return-value]
+
+
+def huge_error(ctx) -> dict:
+    """A typed error with a message, details and checkpoint as large as asked (P-SDK-27)."""
+    p = ctx.params
+    message = "x" * p["message_bytes"] if "message_bytes" in p else "huge error"
+    details = {"blob": "y" * p["details_bytes"]} if "details_bytes" in p else None
+    saved = {"blob": "z" * p["checkpoint_bytes"]} if "checkpoint_bytes" in p else None
+    raise (Retryable if p.get("retryable") else Permanent)(message, details=details, checkpoint=saved)
+
+
 def fail_always(ctx) -> dict:
     typed = {k: ctx.params[k] for k in ("code", "details") if k in ctx.params}
     raise (Permanent if ctx.params.get("permanent") else Retryable)("fail_always", **typed)
@@ -145,4 +163,6 @@ TABLE = {
     "heartbeat_after_cancel": heartbeat_after_cancel,
     "echo_trace": echo_trace,
     "echo_context": echo_context,
+    "deep_output": deep_output,
+    "huge_error": huge_error,
 }
