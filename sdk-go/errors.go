@@ -162,6 +162,15 @@ func problemFromResponse(resp *http.Response, body []byte) *ProblemError {
 	return pe
 }
 
+// answerCode is the problem's code, or "http_<status>" when the answer was not a problem
+// (a proxy's page, something that is not an Orch8 server: P-SDK-27, P-SDK-28).
+func answerCode(pe *ProblemError) string {
+	if (pe.Code == "" || pe.Code == "unknown") && pe.Status > 0 {
+		return fmt.Sprintf("http_%d", pe.Status)
+	}
+	return pe.Code
+}
+
 // connectionError is a transport failure as a ProblemError whose Detail names the server
 // and the innermost cause (P-SDK-22): "no answer from http://h:3001: connection refused",
 // not only a wrapper's text.

@@ -21,11 +21,7 @@ func (w *Worker) RunWithSignals(ctx context.Context) error {
 		for stops := 1; ; stops++ {
 			select {
 			case <-sigs:
-				if stops == 1 {
-					w.Stop()
-				} else {
-					w.StopNow()
-				}
+				w.onStopSignal("SIGINT", stops) // os.Interrupt: Ctrl+C
 			case <-done:
 				return
 			}

@@ -34,15 +34,22 @@ func (w *Worker) watchSignals(sigs <-chan os.Signal, done <-chan struct{}) {
 				w.Resume()
 			default:
 				stops++
-				w.log.Info("orch8: signal received", "signal", s.String(), "count", stops)
-				if stops == 1 {
-					w.Stop()
-				} else {
-					w.StopNow()
-				}
+				w.onStopSignal(signalName(s), stops)
 			}
 		case <-done:
 			return
 		}
 	}
+}
+
+// signalName is the name the logs and the shutdown message use (P-SDK-29); os.Signal's
+// own String says "terminated" and "interrupt".
+func signalName(s os.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return s.String()
 }

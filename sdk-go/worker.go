@@ -38,10 +38,17 @@ type Worker struct {
 	pollCancel  context.CancelFunc // aborts the in-flight long-poll
 	interval    time.Duration      // worker heartbeat cadence (P-SDK-4)
 
-	stopOnce  sync.Once
-	stopCh    chan struct{}
-	graceOnce sync.Once
-	graceCh   chan struct{} // closed to end the grace period at once (P-SDK-17)
+	stopOnce    sync.Once
+	stopCh      chan struct{}
+	graceOnce   sync.Once
+	graceCh     chan struct{} // closed to end the grace period at once (P-SDK-17)
+	graceSignal string        // what closed graceCh: "SIGTERM", "SIGINT" or stopNowCause (P-SDK-29)
+
+	// life ends when Run returns: result deliveries still retrying then give up, so nothing
+	// the worker started outlives Run (P-SDK-29). Deliveries use it, never Run's context.
+	life    context.Context
+	endLife context.CancelFunc
+	slack   time.Duration // shutdownSlack; shorter in tests
 
 	statsMu sync.Mutex // one lock, so a snapshot always satisfies the invariant of Stats
 	stats   Stats
@@ -68,7 +75,9 @@ func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
 		stopCh:   make(chan struct{}),
 		graceCh:  make(chan struct{}),
 		interval: DefaultHeartbeat,
+		slack:    shutdownSlack,
 	}
+	w.life, w.endLife = context.WithCancel(context.Background())
 	w.completions = &completer{w: w}
 	w.tel = opts.Telemetry
 	if w.tel == nil && client != nil {
@@ -110,11 +119,36 @@ func (w *Worker) count(update func(s *Stats)) {
 // Stop starts a graceful shutdown, like cancelling Run's context (P-SDK-7).
 func (w *Worker) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
 
+// stopNowCause names StopNow in the shutdown message when no signal ended the grace period.
+const stopNowCause = "StopNow"
+
 // StopNow ends a shutdown's grace period at once (P-SDK-17): running handlers are
 // cancelled and their tasks failed with "shutdown". It also starts the shutdown.
-func (w *Worker) StopNow() {
+func (w *Worker) StopNow() { w.endGrace(stopNowCause) }
+
+// endGrace is StopNow on behalf of cause, the second signal ("SIGTERM", "SIGINT") that the
+// shutdown message names (P-SDK-29).
+func (w *Worker) endGrace(cause string) {
 	w.Stop()
-	w.graceOnce.Do(func() { close(w.graceCh) })
+	w.graceOnce.Do(func() {
+		w.mu.Lock()
+		w.graceSignal = cause
+		w.mu.Unlock()
+		close(w.graceCh)
+	})
+}
+
+// onStopSignal handles the n-th SIGTERM or SIGINT: the first starts a graceful shutdown
+// (P-SDK-7), logged at info; a later one ends the grace period (P-SDK-17), logged at
+// warning; each names the signal (P-SDK-29).
+func (w *Worker) onStopSignal(name string, n int) {
+	if n == 1 {
+		w.log.Info("orch8: signal received; shutting down gracefully", "signal", name, "grace_period", w.opts.GracePeriod)
+		w.Stop()
+		return
+	}
+	w.log.Warn("orch8: second signal received; ending the grace period", "signal", name, "count", n)
+	w.endGrace(name)
 }
 
 // Quiet stops claiming new tasks while in-flight work finishes (P-SDK-8). It sets the
@@ -153,6 +187,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("orch8: Worker.Run called twice")
 	}
 	w.running = true
+	defer w.endLife() // P-SDK-29: deliveries still retrying give up once Run returns
 	for n := range w.handlers {
 		w.names = append(w.names, n)
 	}
@@ -184,7 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if stopCtx.Err() != nil {
 			return nil // stopped before anything was claimed
 		}
-		return err
+		return err // P-SDK-28: a configuration error stops the worker
 	}
 	if w.tel != nil {
 		w.tel.Slots(ctx, 0, w.opts.Concurrency) // every slot is free before the first claim (P-TEL-4)
@@ -218,24 +253,28 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) drain() time.Time {
 	grace := time.NewTimer(w.opts.GracePeriod)
 	defer grace.Stop()
+	message := shutdownMessage(w.opts.WorkerID, w.opts.GracePeriod, "")
 wait:
 	for {
 		w.mu.Lock()
 		live, ch := w.liveLocked(), w.changed
 		w.mu.Unlock()
 		if live == 0 {
-			return time.Now().Add(shutdownSlack)
+			return time.Now().Add(w.slack)
 		}
 		select {
 		case <-ch:
 		case <-grace.C:
 			break wait
 		case <-w.graceCh:
-			w.log.Info("orch8: grace period ended early")
+			w.mu.Lock()
+			message = shutdownMessage(w.opts.WorkerID, w.opts.GracePeriod, w.graceSignal)
+			w.mu.Unlock()
+			w.log.Info("orch8: grace period ended early", "message", message)
 			break wait
 		}
 	}
-	deadline := time.Now().Add(shutdownSlack)
+	deadline := time.Now().Add(w.slack)
 
 	var leftovers, delivering []*run
 	w.mu.Lock()
@@ -249,14 +288,24 @@ wait:
 	}
 	w.mu.Unlock()
 
+	// quit ends the waits below when drain returns: a handler deaf to its cancellation
+	// leaves no goroutine of ours behind (P-SDK-29).
+	quit := make(chan struct{})
+	defer close(quit)
 	var wg sync.WaitGroup
 	for _, r := range leftovers {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.failForShutdown(r, deadline) }()
+		go func() { defer wg.Done(); w.failForShutdown(r, message, deadline) }()
 	}
 	for _, r := range delivering {
 		wg.Add(1)
-		go func() { defer wg.Done(); <-r.done }()
+		go func() {
+			defer wg.Done()
+			select {
+			case <-r.done:
+			case <-quit:
+			}
+		}()
 	}
 	allDone := make(chan struct{})
 	go func() { wg.Wait(); close(allDone) }()
@@ -265,7 +314,7 @@ wait:
 	select {
 	case <-allDone:
 	case <-t.C:
-		w.log.Warn("orch8: shutdown deadline passed with results still in delivery", "slack", shutdownSlack)
+		w.log.Warn("orch8: shutdown deadline passed with results still in delivery", "slack", w.slack)
 	}
 	return deadline
 }

@@ -1,7 +1,6 @@
 package orch8
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,7 +49,7 @@ func (w *Worker) complete(r *run, output json.RawMessage) {
 }
 
 // send posts batches until the queue is empty. It never uses the Run context: results are
-// delivered through a shutdown (P-SDK-7).
+// delivered through a shutdown (P-SDK-7), until Run returns (P-SDK-29).
 func (q *completer) send() {
 	outage := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
 	for {
@@ -77,7 +76,10 @@ func (q *completer) send() {
 		if len(retry) == 0 {
 			continue
 		}
-		time.Sleep(wait)
+		if !sleepCtx(q.w.life, wait) {
+			q.w.giveUpAfterRun(retry) // Run returned: nothing outlives it (P-SDK-29)
+			continue
+		}
 		q.mu.Lock()
 		q.queue = append(retry, q.queue...) // the oldest results go first
 		q.mu.Unlock()
@@ -118,7 +120,11 @@ func (q *completer) post(batch []*completion) (retry []*completion, cause error)
 	if len(sent) == 0 {
 		return nil, nil
 	}
-	res, err := w.client.CompleteTasks(context.Background(), api.TaskCompletionBatch{Items: items})
+	res, err := w.client.CompleteTasks(w.life, api.TaskCompletionBatch{Items: items})
+	if err != nil && w.life.Err() != nil {
+		w.giveUpAfterRun(sent)
+		return nil, nil
+	}
 	if err != nil {
 		w.fireError(OpComplete, err)
 		if IsOutage(err) {
@@ -210,6 +216,15 @@ func (w *Worker) rejectOutput(c *completion, pe *ProblemError) {
 		defer close(c.done)
 		w.deliverFailure(c.r, rep, time.Time{})
 	}()
+}
+
+// giveUpAfterRun gives up completions still undelivered when Run returned (P-SDK-29).
+func (w *Worker) giveUpAfterRun(items []*completion) {
+	for _, c := range items {
+		w.log.Warn("orch8: completion not delivered before the worker stopped; giving the task up", "task_id", c.r.task.ID)
+		w.abandon(c.r, fmt.Errorf("%w: the worker stopped before its completion was delivered", ErrLeaseLost))
+		close(c.done)
+	}
 }
 
 // keepUntilDeadline gives up the items that may not be re-sent after wait: their lease

@@ -2,6 +2,8 @@ package orch8
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -11,8 +13,9 @@ import (
 )
 
 // register announces the worker and learns the heartbeat cadence (P-WORKER-1, P-SDK-21).
-// Outages, 401 and 403 are ridden out with backoff (P-SDK-9, P-SDK-24); any other refusal
-// (a 422 for the registration's own fields) ends Run.
+// Outages, 401 and 403 are ridden out with backoff (P-SDK-9, P-SDK-24); any other answer
+// (404, 405, 501 from something that is not an Orch8 server, a 422 for the registration's
+// own fields) is a configuration error that ends Run at once (P-SDK-28).
 func (w *Worker) register(ctx context.Context) error {
 	host, _ := os.Hostname()
 	reg := WorkerRegistration{
@@ -43,7 +46,8 @@ func (w *Worker) register(ctx context.Context) error {
 		w.fireError(OpRegister, err)
 		refused := isRefusal(err) // P-SDK-24: 401/403 back off too, the worker keeps running
 		if !IsOutage(err) && !refused {
-			w.log.Error("orch8: registration refused", causeAttrs(err)...)
+			err = registrationError(w.client.BaseURL(), err)
+			w.log.Error("orch8: registration refused; stopping the worker", "err", err.Error())
 			return err
 		}
 		wait := outageWait(&outage, err)
@@ -56,6 +60,18 @@ func (w *Worker) register(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// registrationError names the server URL, the HTTP status and the problem code (or
+// http_<status> for an answer that is not a problem), so a wrong ORCH8_URL is plain from
+// the message alone (P-SDK-28).
+func registrationError(base string, err error) error {
+	var pe *ProblemError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("orch8: worker registration at %s refused: HTTP %d %s: %w",
+			base, pe.Status, answerCode(pe), err)
+	}
+	return fmt.Errorf("orch8: worker registration at %s failed: %w", base, err)
 }
 
 func (w *Worker) setInterval(ms int) {

@@ -27,7 +27,9 @@ type scripted struct {
 	reqs     []recorded
 	hbAnswer func(taskID string) (leaseLost, cancelRequested bool)
 	result   func(path string, n int) int // status for complete/fail (single or batch); 200 when nil
-	results  int
+	// resultRetryAfter is the Retry-After header of a result's problem answer ("" = none).
+	resultRetryAfter string
+	results          int
 	// batchHook runs before the n-th complete/batch request is answered (it may block);
 	// itemProblem names the problem code of an item's answer ("" = completed).
 	batchHook   func(n int)
@@ -114,7 +116,10 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		if s.result != nil {
 			if st := s.result(r.URL.Path, n); st != 200 {
-				writeProblem(w, st, map[int]string{409: "lease_lost", 503: "unavailable"}[st])
+				if s.resultRetryAfter != "" {
+					w.Header().Set("Retry-After", s.resultRetryAfter)
+				}
+				writeProblem(w, st, map[int]string{409: "lease_lost", 503: "unavailable", 413: "payload_too_large", 400: "payload_too_deep"}[st])
 				return
 			}
 		}

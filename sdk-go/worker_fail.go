@@ -1,0 +1,158 @@
+package orch8
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Bounds of a failure report (P-SDK-27): a fail must fit the server's body limit whatever
+// the handler put in its error, so the real error is stored instead of the task being
+// left running until its lease dies.
+const (
+	maxFailMessageBytes     = 16384 // UTF-8 bytes of `error` kept
+	maxFailDetailsBytes     = 65536 // JSON bytes of `details` sent as they are
+	failDetailsPreviewBytes = 4096  // JSON bytes of `details` kept as the preview
+)
+
+// cutUTF8 is the longest prefix of s of at most n bytes that does not end inside a
+// character (P-SDK-27).
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Back off over continuation bytes, at most to the start of the character they end.
+	for back := 0; n > 0 && back < utf8.UTFMax-1 && !utf8.RuneStart(s[n]); back++ {
+		n--
+	}
+	return s[:n]
+}
+
+// boundFailure bounds a fail's message and details before it is sent (P-SDK-27).
+func boundFailure(rep TaskFailureReport) TaskFailureReport {
+	if n := len(rep.Error); n > maxFailMessageBytes {
+		rep.Error = cutUTF8(rep.Error, maxFailMessageBytes) + fmt.Sprintf(" [truncated from %d bytes]", n)
+	}
+	if rep.Details != nil {
+		if raw, err := json.Marshal(rep.Details); err == nil && len(raw) > maxFailDetailsBytes {
+			rep.Details = JSONObject{"truncated": true, "bytes": len(raw), "preview": cutUTF8(string(raw), failDetailsPreviewBytes)}
+		}
+	}
+	return rep
+}
+
+// shutdownMessage is the `shutdown` fail's message, saying why the handler was still
+// running (P-SDK-29). signal is the signal that ended the grace period ("" when it ran
+// out; "StopNow" when StopNow ended it without a signal).
+func shutdownMessage(workerID string, grace time.Duration, signal string) string {
+	switch signal {
+	case "":
+		return fmt.Sprintf("worker %s shut down: grace period of %d ms ended", workerID, grace.Milliseconds())
+	case stopNowCause:
+		return fmt.Sprintf("worker %s shut down: StopNow ended the grace period", workerID)
+	}
+	return fmt.Sprintf("worker %s shut down: second signal %s ended the grace period", workerID, signal)
+}
+
+// failForShutdown fails a task whose handler outlived the grace period: code "shutdown",
+// retryable, sent with a fresh context, not the cancelled one (P-SDK-7), by deadline.
+func (w *Worker) failForShutdown(r *run, message string, deadline time.Time) {
+	r.cancel(ErrShutdown)
+	rep := TaskFailureReport{Error: message, Retryable: Ptr(true), Code: Ptr(CodeShutdown), LeaseID: Ptr(r.task.LeaseID)}
+	w.deliverFailure(r, rep, deadline)
+	w.release(r) // its handler may never return; the slot and the count are settled now
+}
+
+// deliverFailure sends a fail (fails stay single calls, P-SDK-12), bounded by P-SDK-27,
+// until the server takes it, the lease is lost, or the lease deadline (or the shutdown's
+// hard deadline, when not zero) passes during an outage (P-SDK-9). A fail refused as a
+// whole is re-sent once without checkpoint (P-SDK-27). It never uses the Run context, and
+// gives up once Run has returned, so nothing it started outlives Run (P-SDK-29).
+func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
+	t := r.task
+	rep = boundFailure(rep)
+	rep.LeaseID = Ptr(t.LeaseID)
+	b := backoff{base: DefaultOutageBase, cap: DefaultOutageCap}
+	deadline := func() time.Time {
+		if at := t.LeaseExpiresAt(); hard.IsZero() || at.Before(hard) {
+			return at
+		}
+		return hard
+	}
+	var refused error // the first refusal of the report as a whole (P-SDK-27)
+	for {
+		ctx, cancel := w.life, context.CancelFunc(func() {})
+		if !hard.IsZero() {
+			ctx, cancel = context.WithDeadline(ctx, hard)
+		}
+		_, err := w.client.FailTask(ctx, t.ID, rep)
+		cancel()
+		if err == nil {
+			w.failed(r, rep)
+			return
+		}
+		if w.life.Err() != nil {
+			w.log.Warn("orch8: failure report not delivered before the worker stopped; giving the task up", "task_id", t.ID)
+			w.abandon(r, fmt.Errorf("%w: the worker stopped before its fail was delivered", ErrLeaseLost))
+			return
+		}
+		w.fireError(OpFail, err)
+		if errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrTaskCancelled) {
+			// The server refused the result: the task is no longer ours (P-LEASE-3, P-CANCEL-2).
+			w.abandon(r, refusalCause(err))
+			return
+		}
+		if pe, ok := refusedAsWhole(err); ok {
+			if refused == nil {
+				// P-SDK-27: most likely too large (a checkpoint over the body limit); the code
+				// and message still fit, so the real error is stored.
+				refused = err
+				w.log.Warn("orch8: failure report refused; re-sending it without checkpoint and details",
+					append(causeAttrs(err), "task_id", t.ID)...)
+				rep.Checkpoint = nil
+				rep.Details = JSONObject{"report_refused": map[string]any{"status": pe.Status, "code": answerCode(pe)}}
+				continue
+			}
+			w.log.Error("orch8: failure report refused twice; giving the task up", "task_id", t.ID, "attempt", t.Attempt,
+				"first_refusal", refused.Error(), "second_refusal", err.Error())
+			w.abandon(r, fmt.Errorf("%w: fail refused twice: %w", ErrLeaseLost, err))
+			return
+		}
+		wait := outageWait(&b, err)
+		if !IsOutage(err) || time.Now().Add(wait).After(deadline()) {
+			w.log.Warn("orch8: failure report not delivered; giving the task up", append(causeAttrs(err), "task_id", t.ID, "outage", IsOutage(err))...)
+			w.abandon(r, fmt.Errorf("%w: fail not delivered: %w", ErrLeaseLost, err))
+			return
+		}
+		w.log.Warn("orch8: failure report not delivered, retrying", append(causeAttrs(err), "task_id", t.ID, "in", wait)...)
+		sleepCtx(w.life, wait) // Run's return ends the wait; the next call then gives up
+		if c := r.droppedCause(); c != nil && !errors.Is(c, ErrShutdown) {
+			return // the heartbeat learned meanwhile that the lease is gone
+		}
+	}
+}
+
+// failed settles a run whose fail the server acknowledged (P-SDK-11).
+func (w *Worker) failed(r *run, rep TaskFailureReport) {
+	t := r.task
+	r.mu.Lock()
+	r.code = *rep.Code
+	r.mu.Unlock()
+	if r.settle(outcomeFailed) {
+		w.release(r) // counted before the hook runs, so the hook sees current stats
+		w.log.Debug("orch8: task failed", "task_id", t.ID, "attempt", t.Attempt, "code", *rep.Code, "retryable", *rep.Retryable)
+		callHook(w, "OnTaskFail", w.opts.Hooks.OnTaskFail,
+			TaskFailEvent{Task: t, Code: *rep.Code, Retryable: *rep.Retryable, Duration: r.runTime()})
+	}
+}
+
+// refusalCause maps a 409 answer onto the cause a dropped task carries.
+func refusalCause(err error) error {
+	if errors.Is(err, ErrTaskCancelled) {
+		return ErrTaskCancelled
+	}
+	return ErrLeaseLost
+}
