@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 from collections.abc import Callable
 from typing import Any
 
 import asyncpg
 import httpx
+import pytest
 from conftest import assert_problem, eventually
+
+from orch8_server.http.validation import spec
 
 
 def define(api: httpx.Client, name: str, steps: list[Any], **extra: Any) -> dict:
@@ -344,3 +348,152 @@ def test_a_step_task_that_expires_at_claim_time_fails_its_instance_P_WF_5(
     done = wait(api, inst)
     assert done["status"] == "failed", done
     assert done["steps"][0]["status"] == "failed", done
+
+
+# Issue hardening: definitions that cannot collide, strict references, read-back ----------
+
+
+def test_reserved_step_ids_are_refused_P_WF_1(api: httpx.Client, name: str) -> None:
+    """`on_error` names the sequence's on_error step (its record, its task's step_id): a
+    step may not take it, at the top level or in a group."""
+    steps = [{"id": f"s{i}", "handler": name} for i in range(3)]
+    cases = [
+        ([*steps, {"id": "on_error", "handler": name, "fallback": {"handler": name}}],
+         "/steps/3/id"),
+        ([{"id": "g", "parallel": [{"id": "a", "handler": name},
+                                   {"id": "on_error", "handler": name}]}],
+         "/steps/0/parallel/1/id"),
+    ]  # fmt: skip
+    for body_steps, pointer in cases:
+        r = api.post("/sequences", json={"name": name, "steps": body_steps,
+                                         "on_error": {"handler": name + "_err"}})  # fmt: skip
+        body = assert_problem(r, 422, "validation_error")
+        assert [e["pointer"] for e in body["errors"]] == [pointer], body
+        assert "reserved" in body["errors"][0]["detail"], body
+    assert_problem(api.get(f"/sequences/{name}"), 404, "not_found")
+
+
+def _store_definition(db: str, tenant: str, name: str, definition: dict) -> None:
+    """A version 1 stored as an older server accepted it (no definition checks)."""
+    sql = (
+        "INSERT INTO sequences (tenant, name, version, definition, created_at) "
+        f"VALUES ('{tenant}', '{name}', 1, $1, 0)"
+    )
+    _run_sql(db, sql, json.dumps(definition))
+
+
+def test_a_step_named_on_error_cannot_take_the_on_error_task_P_WF_4_P_WF_6(
+    server: Any, api: httpx.Client, name: str
+) -> None:
+    """The original reproduction, on a definition stored before ids were reserved: the
+    step `on_error` fails, its fallback fails, and the sequence's on_error step still gets
+    its own task (its idempotency key cannot be the fallback's), runs, and the instance
+    ends failed instead of staying running for ever."""
+    _store_definition(server.db, "default", name, {
+        "steps": [{"id": "on_error", "handler": name, "fallback": {"handler": name + "_fb"}}],
+        "on_error": {"handler": name + "_err"},
+    })  # fmt: skip
+    inst = start(api, name)
+    fail(api, name)
+    fail(api, name + "_fb")
+    cleanup = work(api, name + "_err", lambda p: "cleaned")
+    done = wait(api, inst)
+    assert done["status"] == "failed" and done["error"]["code"] == "boom", done
+    assert done["on_error"]["status"] == "completed", done
+    assert done["on_error"]["task_id"] == cleanup["id"]
+    tasks = api.get("/tasks", params={"instance_id": inst["id"]}).json()["tasks"]
+    assert len({t["id"] for t in tasks}) == 3, tasks
+
+
+def test_an_on_error_step_that_sleeps_ends_the_instance_P_WF_3_P_WF_6(
+    api: httpx.Client, name: str
+) -> None:
+    """The built-in sleep as on_error: its timer names the on_error record, not a step."""
+    define(api, name, [{"id": "only", "handler": name}],
+           on_error={"handler": "sleep", "params": {"duration_ms": 50}})  # fmt: skip
+    inst = start(api, name)
+    fail(api, name)
+    done = wait(api, inst)
+    assert done["status"] == "failed" and done["on_error"]["status"] == "completed", done
+
+
+@pytest.mark.parametrize(
+    ("params", "pointer"),
+    [
+        ({"a": {"$from": 5}}, "/steps/0/params/a/$from"),
+        ({"a": {"$from": None}}, "/steps/0/params/a/$from"),
+        ({"a": {"$from": "input.x", "x": 1}}, "/steps/0/params/a"),
+        ({"a": [{"$from": ["input"]}]}, "/steps/0/params/a/0/$from"),
+        ({"a": {"b": {"x": 1, "$from": "input"}}}, "/steps/0/params/a/b"),
+    ],
+)
+def test_a_malformed_from_is_refused_P_WF_2(
+    api: httpx.Client, name: str, params: dict, pointer: str
+) -> None:
+    """An object with a `$from` member is a reference, exactly {"$from": "<path>"}, or an
+    error: never literal params."""
+    r = api.post("/sequences", json={"name": name, "steps": [
+        {"id": "s", "handler": name, "params": params}]})  # fmt: skip
+    body = assert_problem(r, 422, "validation_error")
+    assert [e["pointer"] for e in body["errors"]] == [pointer], body
+    fb = api.post("/sequences", json={"name": name, "steps": [
+        {"id": "s", "handler": name, "fallback": {"handler": name, "params": params}}],
+        "on_error": {"handler": name, "params": params}})  # fmt: skip
+    body = assert_problem(fb, 422, "validation_error")
+    fb_pointer = pointer.replace("/steps/0/", "/steps/0/fallback/")
+    err_pointer = pointer.replace("/steps/0/", "/on_error/")
+    assert [e["pointer"] for e in body["errors"]] == [fb_pointer, err_pointer], body
+
+
+def test_a_from_object_reaches_a_worker_only_through_input_P_WF_2(
+    api: httpx.Client, name: str
+) -> None:
+    """The documented way to pass a literal `$from` member: references resolve once, so
+    input data holding one is delivered as it is."""
+    define(api, name, [{"id": "s", "handler": name, "params": {"raw": {"$from": "input.raw"}}}])
+    inst = start(api, name, input={"raw": {"$from": "input.secret", "x": 1}})
+    task = work(api, name, lambda p: p["raw"])
+    assert task["params"] == {"raw": {"$from": "input.secret", "x": 1}}
+    assert wait(api, inst)["status"] == "completed"
+
+
+@pytest.mark.xfail(
+    "on_error" in spec()["components"]["schemas"]["Sequence"]["required"],
+    reason="openapi.yaml's Sequence still requires on_error (null when absent), which "
+    "NewSequence refuses: the server omits it once the contract lets it",
+    strict=True,
+)
+def test_a_definition_read_back_is_accepted_as_written_P_WF_1(api: httpx.Client, name: str) -> None:
+    """GET /sequences/{name} answers what POST /sequences accepts: the read-back body,
+    less what the server adds (tenant, version, created_at), defines the same version."""
+    server_fields = ("tenant", "version", "created_at")
+    for extra in ({}, {"on_error": {"handler": name + "_err"}}):
+        seq = f"{name}-{len(extra)}"
+        first = define(api, seq, [{"id": "s", "handler": name}], **extra)
+        read = api.get(f"/sequences/{seq}").json()
+        again = api.post("/sequences", json={k: v for k, v in read.items()
+                                               if k not in server_fields})  # fmt: skip
+        assert again.status_code == 200, again.text  # the same definition: no new version
+        assert again.json() == first
+
+
+def test_a_repeated_start_key_returns_the_original_whatever_the_body_P_WF_4(
+    api: httpx.Client, name: str
+) -> None:
+    """As P-TASK-3 for tasks: the original instance, unchanged, whatever the new body."""
+    define(api, name, [{"id": "s", "handler": name}])
+    define(api, name + "-other", [{"id": "t", "handler": name + "_o"}])
+    key = {"idempotency_key": name}
+    first = api.post("/instances", json={"sequence": name, "input": {"n": 1}, **key})
+    assert first.status_code == 201, first.text
+    for body in (
+        {"sequence": name, "input": {"n": 2}},
+        {"sequence": name, "input": {"n": 1}, "version": 1},
+        {"sequence": name + "-other"},
+    ):
+        again = api.post("/instances", json={**body, **key})
+        assert again.status_code == 200, again.text
+        assert again.json() == first.json()
+    tasks = api.get("/tasks", params={"instance_id": first.json()["id"]}).json()["tasks"]
+    assert len(tasks) == 1
+    assert api.get("/instances", params={"sequence": name + "-other"}).json()["instances"] == []
