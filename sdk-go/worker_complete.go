@@ -72,7 +72,7 @@ func (q *completer) send() {
 		// P-SDK-9, P-SDK-16: re-send after the outage backoff (or Retry-After) until each
 		// item's lease deadline.
 		wait := outageWait(&outage, cause)
-		retry = q.w.keepUntilDeadline(retry, wait)
+		retry = q.w.keepUntilDeadline(retry, wait, cause)
 		if len(retry) == 0 {
 			continue
 		}
@@ -229,11 +229,13 @@ func (w *Worker) giveUpAfterRun(items []*completion) {
 
 // keepUntilDeadline gives up the items that may not be re-sent after wait: their lease
 // deadline would pass (P-SDK-9) or the heartbeat learned meanwhile that the lease is gone.
-func (w *Worker) keepUntilDeadline(items []*completion, wait time.Duration) []*completion {
+// cause is the outage that kept them from being delivered (P-SDK-22).
+func (w *Worker) keepUntilDeadline(items []*completion, wait time.Duration, cause error) []*completion {
 	keep := items[:0]
 	for _, c := range items {
 		if time.Now().Add(wait).After(c.r.task.LeaseExpiresAt()) {
-			w.log.Warn("orch8: completion not delivered before the lease deadline; giving the task up", "task_id", c.r.task.ID)
+			w.log.Warn("orch8: completion not delivered before the lease deadline; giving the task up",
+				append(causeAttrs(cause), "task_id", c.r.task.ID)...)
 			w.abandon(c.r, fmt.Errorf("%w: lease deadline passed during the outage", ErrLeaseLost))
 			close(c.done)
 			continue

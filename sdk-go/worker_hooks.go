@@ -27,6 +27,9 @@ func (w *Worker) fireError(op string, err error) {
 // or for a transport error the server URL and its innermost cause (in the problem's detail,
 // "no answer from http://h:3001: connection refused"), never only a wrapper's text.
 func causeAttrs(err error) []any {
+	if err == nil {
+		return nil
+	}
 	var pe *ProblemError
 	if errors.As(err, &pe) {
 		attrs := []any{"code", pe.Code}
