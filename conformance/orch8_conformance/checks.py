@@ -128,6 +128,12 @@ def task(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
     details = error.get("details")
     if "error_details" in exp and not contains(details, exp["error_details"]):
         out.append(f"error.details is {short(details)}, expected it to contain {short(exp['error_details'])}")
+    message = str(error.get("message") or "")
+    for text in exp.get("error_message_contains", []):
+        if text not in message:
+            out.append(f"error.message {short(message[-200:])} does not contain {text!r}")
+    if "error_message_max_bytes" in exp and len(message.encode()) > exp["error_message_max_bytes"]:
+        out.append(f"error.message is {len(message.encode())} bytes, expected at most {exp['error_message_max_bytes']}")
     if "error_details_keys" in exp and sorted(details or {}) != sorted(exp["error_details_keys"]):
         out.append(
             f"error.details has keys {sorted(details or {})}, expected exactly {sorted(exp['error_details_keys'])}"

@@ -6,6 +6,7 @@ Each function returns human-readable reasons; an empty list means the check pass
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import re
 import socket
@@ -24,7 +25,7 @@ SINGLE_RESULT = re.compile(r"^/workers/tasks/([^/]+)/(complete|fail)$")
 
 def end_state(run: ScenarioRun, expect: dict) -> list[str]:
     """The expect-level checks of this module, in a fixed order."""
-    out = server_errors(run) + deprecated_fields(run)
+    out = server_errors(run) + deprecated_fields(run) + secrets_in_server_log(run)
     for name, limits in expect.get("poll_limits", {}).items():
         out += poll_limits(run, name, limits)
     for name, threshold in expect.get("poll_threshold", {}).items():
@@ -335,3 +336,21 @@ def adapter_event(run: ScenarioRun, spec: dict) -> list[str]:
     seen = [{k: e.get(k) for k in spec.get("fields", {})} for e in events][:3]
     where = f" for {spec['task']}" if "task" in spec else ""
     return [f"no `{spec['event']}` event{where} with {spec.get('fields', {})} (saw {seen or 'none'})"]
+
+
+def secrets_in_server_log(run: ScenarioRun) -> list[str]:
+    """P-AUTH-8, P-AUTH-4: a keyed server (run with --access-log at debug) writes no key
+    and no digest of one to any log line; the log must hold the access lines at all."""
+    server = run.server
+    if server is None or not server.secrets():
+        return []
+    text = server.log_text()
+    if '"GET /' not in text and '"POST /' not in text and "GET /" not in text:
+        return ["the keyed server's log holds no access-log line (was --access-log lost?)"]
+    out = []
+    for secret in server.secrets():
+        digest = hashlib.sha256(secret.encode()).hexdigest()
+        for label, needle in (("a key", secret), ("a key's SHA-256", digest)):
+            if needle and needle in text:
+                out.append(f"the server log holds {label} (P-AUTH-8): {needle[:6]}...")
+    return out

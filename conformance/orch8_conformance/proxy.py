@@ -32,6 +32,9 @@ ANSWERS = {
     "429": (429, "Too Many Requests", "rate_limited"),
     "408": (408, "Request Timeout", "request_timeout"),
     "413": (413, "Content Too Large", "payload_too_large"),
+    # Not an Orch8 server (P-SDK-28): a plain-text answer, no problem body.
+    "501": (501, "Not Implemented", None),
+    "404": (404, "Not Found", None),
 }
 MODES = ("none", "drop", "refuse", "delay", "any_handler", *ANSWERS)
 
@@ -253,11 +256,15 @@ def summarize(method: str, path: str, body: bytes) -> dict:
     return {"keys": sorted(data)}  # heartbeats and the rest: which fields were sent
 
 
-def _problem(status: int, title: str, code: str, retry_after: str | None) -> bytes:
-    body = json.dumps(
-        {"type": "about:blank", "title": title, "status": status, "detail": "conformance proxy fault", "code": code}
-    ).encode()
-    head = f"HTTP/1.1 {status} {title}\r\nContent-Type: application/problem+json\r\nConnection: close\r\n"
+def _problem(status: int, title: str, code: str | None, retry_after: str | None) -> bytes:
+    if code is None:  # something that is not an Orch8 server
+        body, media = title.encode(), "text/plain"
+    else:
+        body = json.dumps(
+            {"type": "about:blank", "title": title, "status": status, "detail": "conformance proxy fault", "code": code}
+        ).encode()
+        media = "application/problem+json"
+    head = f"HTTP/1.1 {status} {title}\r\nContent-Type: {media}\r\nConnection: close\r\n"
     if retry_after is not None:
         head += f"Retry-After: {retry_after}\r\n"
     return (head + f"Content-Length: {len(body)}\r\n\r\n").encode() + body

@@ -30,7 +30,10 @@ FLAGS = {
 def server_args(settings: dict, keys_file: Path | None = None) -> list[str]:
     """orch8-server flags for a scenario's `server` block (`api_keys` becomes `--api-key`,
     `keys` the `--keys-file` written for it)."""
-    args: list[str] = ["--log-level", "warning"]
+    keyed = keys_file is not None or bool(settings.get("api_keys"))
+    # P-AUTH-8: a keyed server logs every request at debug, so that the run can check
+    # that no secret reaches any log line (checks_sdk.secrets_in_server_log).
+    args: list[str] = ["--access-log", "--log-level", "debug"] if keyed else ["--log-level", "warning"]
     for key, value in settings.items():
         if key == "api_keys":
             for api_key in value:
@@ -92,6 +95,19 @@ class ReferenceServer:
             raise RuntimeError("the scenario's server has no keys file (server.keys)")
         self.keys.write(keys)
         self.running.process.send_signal(signal.SIGHUP)
+
+    def secrets(self) -> list[str]:
+        """Every key secret this server was given (P-AUTH-8: none may reach a log)."""
+        found = list(self.settings.get("api_keys") or [])
+        if self.keys is not None:
+            found += [self.keys.runner_secret, *self.keys.secrets.values()]
+        return found
+
+    def log_text(self) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
 
     def tail(self, lines: int = 15) -> str:
         try:
