@@ -165,6 +165,33 @@ var moreHandlers = map[string]orch8.Handler{
 		blob := strings.Repeat("x", int(param(t, "bytes", 200000)))
 		return output(t, map[string]any{"echo": t.Params, "blob": blob}), nil
 	},
+	// An output nested `depth` objects deep: depth 1 is {"d": 0} (P-ERR-5, P-SDK-15).
+	"deep_output": func(ctx context.Context, t *orch8.Task) (any, error) {
+		pause(ctx, t, ms(param(t, "sleep_ms", 0)))
+		var value any = 0
+		for range int(param(t, "depth", 1)) {
+			value = map[string]any{"d": value}
+		}
+		return value, nil
+	},
+	// A typed error with a message, details and checkpoint as large as asked (P-SDK-27).
+	"huge_error": func(ctx context.Context, t *orch8.Task) (any, error) {
+		message := "huge error"
+		if _, ok := t.Params["message_bytes"]; ok {
+			message = strings.Repeat("x", int(param(t, "message_bytes", 0)))
+		}
+		var details, saved map[string]any
+		if _, ok := t.Params["details_bytes"]; ok {
+			details = map[string]any{"blob": strings.Repeat("y", int(param(t, "details_bytes", 0)))}
+		}
+		if _, ok := t.Params["checkpoint_bytes"]; ok {
+			saved = map[string]any{"blob": strings.Repeat("z", int(param(t, "checkpoint_bytes", 0)))}
+		}
+		if retryable, _ := t.Params["retryable"].(bool); retryable {
+			return nil, &orch8.RetryableError{Err: errors.New(message), Details: details, Checkpoint: saved}
+		}
+		return nil, &orch8.PermanentError{Err: errors.New(message), Details: details, Checkpoint: saved}
+	},
 	"retryable_with_checkpoint": func(ctx context.Context, t *orch8.Task) (any, error) {
 		if t.Checkpoint == nil {
 			return nil, &orch8.RetryableError{
