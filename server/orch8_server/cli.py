@@ -145,6 +145,36 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
         "P-BP-3: requests this replica serves at once, /health/* and /metrics aside; "
         "0 = no cap (default)",
     ),
+    (
+        "--max-header-count",
+        "ORCH8_MAX_HEADER_COUNT",
+        "max_header_count",
+        int,
+        "P-HTTP-1: header fields a request may send; more is 431 (default 100)",
+    ),
+    (
+        "--max-header-bytes",
+        "ORCH8_MAX_HEADER_BYTES",
+        "max_header_bytes",
+        int,
+        "P-HTTP-1: bytes of header names and values a request may send; more is 431 "
+        "(default 65536)",
+    ),
+    (
+        "--header-timeout-ms",
+        "ORCH8_HEADER_TIMEOUT_MS",
+        "header_timeout_ms",
+        int,
+        "P-HTTP-2: the request line and headers must arrive within this of the first byte, "
+        "or 408 (default 10000)",
+    ),
+    (
+        "--body-timeout-ms",
+        "ORCH8_BODY_TIMEOUT_MS",
+        "body_timeout_ms",
+        int,
+        "P-HTTP-2: the whole body must arrive within this of the headers, or 408 (default 30000)",
+    ),
     ("--log-level", "ORCH8_LOG_LEVEL", "log_level", str, "debug, info, warning, error"),
     (
         "--keys-file",
@@ -156,8 +186,8 @@ _OPTIONS: list[tuple[str, str, str, type, str]] = [
     ),
 ]
 
-# Ranges of the settings added with P-OBS-6 and P-BP-1..3 (inclusive): a value outside is refused at
-# start-up with the flag's name, never clamped.
+# Ranges of the settings added with P-OBS-6, P-BP-1..3 and P-HTTP-1/2 (inclusive): a value
+# outside is refused at start-up with the flag's name, never clamped.
 _RANGES: list[tuple[str, str, float, float]] = [
     ("--notify-fallback-ms", "notify_fallback_ms", 50, 300_000),
     ("--db-retry-initial-ms", "db_retry_initial_ms", 1, 3_600_000),
@@ -169,6 +199,11 @@ _RANGES: list[tuple[str, str, float, float]] = [
     ("--max-queue-depth", "max_queue_depth", 0, 1_000_000_000),
     ("--max-waiting-polls", "max_waiting_polls", 1, 10_000_000),
     ("--max-inflight-requests", "max_inflight_requests", 0, 10_000_000),
+    # P-HTTP-1/2 (docs/protocol.md 12)
+    ("--max-header-count", "max_header_count", 1, 100_000),
+    ("--max-header-bytes", "max_header_bytes", 1024, 16_777_216),
+    ("--header-timeout-ms", "header_timeout_ms", 10, 3_600_000),
+    ("--body-timeout-ms", "body_timeout_ms", 10, 3_600_000),
 ]
 
 
@@ -332,7 +367,7 @@ def main(argv: list[str] | None = None) -> None:
     import uvicorn
 
     from orch8_server.http.app import create_app
-    from orch8_server.http.protocol import HttpProtocol
+    from orch8_server.http.limits import limited_protocol
     from orch8_server.keys import KeyRing, KeysFileError
     from orch8_server.logs import configure_logging
 
@@ -346,12 +381,17 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"orch8-server: {exc}")
     app = create_app(settings)
     app.state.keyring = keyring
+
+    def refused(code: str) -> None:  # P-HTTP-1/2 answers never reach problem_response
+        app.state.engine.metrics.problems.labels(code).inc()
+
     config = uvicorn.Config(
         app,
         host=settings.host,
         port=settings.port,
         loop="uvloop" if sys.platform != "win32" else "asyncio",
-        http=HttpProtocol,  # httptools, one socket write per response
+        # httptools, one socket write per response, P-HTTP-1/2 request limits
+        http=limited_protocol(settings, refused),
         lifespan="on",
         access_log=settings.access_log,
         log_config=None,

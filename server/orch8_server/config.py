@@ -36,6 +36,11 @@ class Settings:
     max_queue_depth: int = 0  # P-BP-2: pending + scheduled per queue
     max_waiting_polls: int = 10_000  # P-BP-3: parked long-polls per replica
     max_inflight_requests: int = 0  # P-BP-3: requests in progress per replica
+    # Request limits on the HTTP layer (http/limits.py).
+    max_header_count: int = 100  # P-HTTP-1: header fields per request
+    max_header_bytes: int = 65_536  # P-HTTP-1: field names + values per request
+    header_timeout_ms: int = 10_000  # P-HTTP-2: request line + headers, from the first byte
+    body_timeout_ms: int = 30_000  # P-HTTP-2: whole body, from the end of the headers
     log_level: str = "info"
     access_log: bool = False
 
