@@ -159,6 +159,87 @@ def test_p_bp_2_full_queue_is_429_until_it_drains(start_server: Start, name: str
         assert _rejections(api, "queue_depth") >= 2
 
 
+# P-BP-1, P-BP-2: starting an instance -------------------------------------------------
+
+
+def _define(api: httpx.Client, name: str, steps: list[dict[str, Any]]) -> None:
+    r = api.post("/sequences", json={"name": name, "steps": steps})
+    assert r.status_code == 201, r.text
+
+
+def _instances(api: httpx.Client, sequence: str) -> list[dict[str, Any]]:
+    instances: list[dict[str, Any]] = api.get("/instances", params={"sequence": sequence}).json()[
+        "instances"
+    ]
+    return instances
+
+
+def test_p_bp_2_starting_an_instance_onto_a_full_queue_is_429_and_stores_nothing(
+    start_server: Start, name: str
+) -> None:
+    """The queue depth limit covers the tasks a start dispatches at once; the engine's
+    later steps pass it, so an accepted instance never stalls."""
+    server = start_server(**{"max-queue-depth": 2})
+    queue = "q_" + name
+    with httpx.Client(base_url=server.url, timeout=20) as api:
+        _define(api, name, [{"id": "first", "handler": name, "queue_name": queue}])
+        later = name + "-later"
+        _define(api, later, [{"id": "a", "handler": name + "_a"},
+                             {"id": "b", "handler": name, "queue_name": queue}])  # fmt: skip
+        accepted = api.post("/instances", json={"sequence": later})  # its first step: default
+        assert accepted.status_code == 201, accepted.text
+        enqueue(api, name, queue_name=queue)
+        enqueue(api, name, queue_name=queue)
+        for i in range(10):  # the report: 50 starts onto a full queue were all 201
+            refused = api.post("/instances", json={"sequence": name, "idempotency_key": f"{i}"})
+            body = assert_problem(refused, 429, "rate_limited")
+            assert refused.headers["retry-after"] == "1"
+            assert queue in body["detail"] and "--max-queue-depth 2" in body["detail"]
+        assert _instances(api, name) == []  # nothing stored, not even the keys
+        assert len(_stored(api, name)) == 2
+        assert _rejections(api, "queue_depth") == 10
+        # The accepted instance's second step goes onto the full queue all the same.
+        first = api.post("/workers/tasks/poll", json={"handler_names": [name + "_a"]}).json()
+        done = api.post(f"/workers/tasks/{first['id']}/complete",
+                        json={"lease_id": first["lease"]["id"], "output": 1})  # fmt: skip
+        assert done.status_code == 200, done.text
+        inst = api.get(f"/instances/{accepted.json()['id']}").json()
+        assert inst["steps"][1]["status"] == "running" and inst["steps"][1]["task_id"], inst
+        assert len([t for t in _stored(api, name) if t["queue_name"] == queue]) == 3
+
+
+def test_p_bp_1_starting_an_instance_takes_a_token_per_task_it_dispatches(
+    start_server: Start, name: str
+) -> None:
+    server = start_server(**{"enqueue-rate": 0.5, "enqueue-burst": 3})
+    with httpx.Client(base_url=server.url, timeout=20) as api:
+        fan = [{"id": "l", "handler": name}, {"id": "r", "handler": name}]
+        _define(api, name, [{"id": "g", "parallel": fan}])
+        assert api.post("/instances", json={"sequence": name}).status_code == 201  # 2 of 3
+        refused = api.post("/instances", json={"sequence": name})
+        body = assert_problem(refused, 429, "rate_limited")
+        assert _retry_after(refused) == 2  # one token short at 0.5/s
+        assert "0.5 tasks/s" in body["detail"]
+        assert len(_instances(api, name)) == 1 and len(_stored(api, name)) == 2
+        assert _rejections(api, "enqueue_rate") == 1
+        # A start that dispatches nothing at once (a sleep first) needs no token.
+        nap = name + "-nap"
+        _define(api, nap, [{"id": "nap", "handler": "sleep", "params": {"duration_ms": 600_000}},
+                           {"id": "after", "handler": name}])  # fmt: skip
+        for _ in range(3):
+            assert api.post("/instances", json={"sequence": nap}).status_code == 201
+        # A first step wider than the burst can never start: 422, not a 429 to retry.
+        wide = name + "-wide"
+        _define(api, wide, [{"id": "g", "parallel": [
+            {"id": f"c{i}", "handler": name} for i in range(4)]}])  # fmt: skip
+        problem = assert_problem(
+            api.post("/instances", json={"sequence": wide}), 422, "validation_error"
+        )
+        assert problem["errors"][0]["pointer"] == "/sequence", problem
+        assert "burst of 3" in problem["detail"]
+        assert _instances(api, wide) == []
+
+
 # P-BP-3 -------------------------------------------------------------------------------
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import workflow_defs, workflow_views
 from orch8_server.lifecycle.attempts import end_attempt
-from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.lifecycle.tasks import DEFAULT_QUEUE, new_task_row
 from orch8_server.lifecycle.workflow_steps import FINAL, Machine, initial_state
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, StorageUnavailable, Tx
@@ -119,8 +119,11 @@ class Workflows:
         self, tenant: str, body: dict[str, Any], headers: dict[str, str]
     ) -> tuple[Any, bool]:
         now = timefmt.now_ms()
+        version = body.get("version")
+        if self.engine.backpressure.limits_enqueues:  # P-BP-1, P-BP-2: before anything is stored
+            version = await self._admit_start(tenant, body, now)
         async with self.engine.storage.transaction() as tx:
-            seq = await self.store.sequence(tx, tenant, body["sequence"], body.get("version"))
+            seq = await self.store.sequence(tx, tenant, body["sequence"], version)
             if seq is None:
                 raise not_found("sequence", body["sequence"])
             definition = seq["definition"]
@@ -140,6 +143,37 @@ class Workflows:
                 wakes = await self._apply(tx, machine)
         self._announce(wakes, now, inst)
         return workflow_views.instance(inst), created
+
+    async def _admit_start(self, tenant: str, body: dict[str, Any], now: int) -> int:
+        """P-BP-1, P-BP-2: a start takes enqueue tokens and checks the queue depth for the
+        tasks it dispatches at once (found by running the state machine on a copy; pure),
+        so it stores nothing when refused. Returns the version it admitted, which the start
+        then uses. Steps dispatched later by the engine are never refused: an accepted
+        instance must not stall."""
+        async with self.engine.storage.transaction() as tx:
+            seq = await self.store.sequence(tx, tenant, body["sequence"], body.get("version"))
+        if seq is None:
+            raise not_found("sequence", body["sequence"])
+        definition = seq["definition"]
+        probe = {"id": "inst_probe", "input": body.get("input", {}), "status": "running",
+                 "state": initial_state(definition, {}), "updated_at": now}  # fmt: skip
+        machine = Machine(probe, definition, now)
+        machine.start()
+        queues = [d.action.get("queue_name", DEFAULT_QUEUE) for d in machine.dispatches]
+        backpressure = self.engine.backpressure
+        if backpressure.rate and len(queues) > backpressure.burst:  # can never pass: 422
+            raise Problem(
+                "validation_error",
+                f"starting sequence {seq['name']} version {seq['version']} dispatches "
+                f"{len(queues)} tasks at once, more than the enqueue burst of "
+                f"{backpressure.burst} (--enqueue-burst)",
+                errors=[{"pointer": "/sequence",
+                         "detail": f"dispatches more than {backpressure.burst} tasks at once"}],
+            )  # fmt: skip
+        if queues:
+            await backpressure.admit_enqueue(queues, tenant=tenant)
+        version: int = seq["version"]
+        return version
 
     async def get(self, tenant: str, instance_id: str, wait_ms: int = 0) -> Any:
         """P-WF-9: with wait_ms, answer once the instance is final or the wait is over."""
