@@ -194,8 +194,12 @@ class Call:
         return kwargs
 
     def parse(self, client: GeneratedClient, response: httpx.Response) -> Any:
-        """The typed answer of a 2xx response; any other status raises the mapped error."""
-        if response.status_code >= 400:
+        """The typed answer of a 2xx response; any other status raises the mapped error.
+
+        A redirect is an error too (httpx does not follow them): parsed as an answer it gave
+        None, which the worker then failed on (P-SDK-28, P-SDK-22: a 3xx is no success).
+        """
+        if not 200 <= response.status_code < 300:
             raise error_from_response(response)
         return self.endpoint._parse_response(client=client, response=response)
 

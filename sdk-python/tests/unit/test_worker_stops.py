@@ -29,6 +29,7 @@ from .fake_server import FakeServer, Running, wait_until
         (httpx.Response(501, text="<html>Not Implemented</html>"), "(501 http_501)"),
         (httpx.Response(404, json=problem(404, "not_found", "no route")), "(404 not_found)"),
         (httpx.Response(405, text=""), "(405 http_405)"),
+        (httpx.Response(301, headers={"Location": "https://x/"}), "(301 http_301)"),
     ],
 )
 def test_p_sdk_28_registration_refused_for_good_ends_run_at_once(
