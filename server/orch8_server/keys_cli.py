@@ -59,7 +59,12 @@ def main(argv: list[str]) -> None:
     new = sub.add_parser("new", help="print a fresh secret and the [[key]] entry to paste")
     new.add_argument("--id", required=True, help="the key's id, named in logs and /whoami")
     new.add_argument("--role", required=True, choices=ROLES)
-    new.add_argument("--tenant", default=DEFAULT_TENANT, help="its tenant (default: default)")
+    new.add_argument(
+        "--tenant",
+        default=DEFAULT_TENANT,
+        help="its tenant (default: default); an admin key acts in every tenant, this one "
+        "when a request sends no X-Tenant-Id",
+    )
     new.add_argument(
         "--tenants",
         action="append",
