@@ -99,4 +99,8 @@ func TestSecondSignalEndsGracePeriod(t *testing.T) {
 	if a := atts.Attempts[0]; a.Error == nil || a.Error.Code != orch8.CodeShutdown || !a.Error.Retryable {
 		t.Fatalf("attempt %+v", a)
 	}
+	// P-SDK-29: the stored message names the second signal.
+	if want := "worker go-second-signal shut down: second signal SIGTERM ended the grace period"; atts.Attempts[0].Error.Message != want {
+		t.Fatalf("message %q, want %q", atts.Attempts[0].Error.Message, want)
+	}
 }

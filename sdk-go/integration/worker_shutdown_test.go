@@ -70,6 +70,10 @@ func TestGracePeriodExceededFailsLeftoverWithShutdown(t *testing.T) {
 	if rec.Status == orch8.StatusCompleted || rec.Error == nil || rec.Error.Code != orch8.CodeShutdown || !rec.Error.Retryable {
 		t.Fatalf("status %s error %+v", rec.Status, rec.Error)
 	}
+	// P-SDK-29: the stored message says why the handler was still running.
+	if want := "worker " + w.ID() + " shut down: grace period of 500 ms ended"; rec.Error.Message != want {
+		t.Fatalf("message %q, want %q", rec.Error.Message, want)
+	}
 	atts, err := c.ListTaskAttempts(context.Background(), id)
 	if err != nil || len(atts.Attempts) != 1 || atts.Attempts[0].Outcome != "failed" {
 		t.Fatalf("attempts %+v %v", atts, err)
