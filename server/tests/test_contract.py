@@ -80,9 +80,10 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
 # of queue_names; queue_name and queue_names exclude each other), and the heartbeat's
 # deprecated `extend_ms`, which must equal `lease_ms` when both are sent. Only for those
 # three operations, and only that status, is added to what the positive-data check
-# accepts; every other check stays on. defineSequence likewise (P-WF-2, P-WF-3): unique
-# step ids, references only to earlier steps, exactly one of handler/parallel, an integer
-# sleep duration (test_workflows.py asserts those 422s and their pointers). test_multi_queue.py and test_worker_loop.py assert
+# accepts; every other check stays on. defineSequence likewise (P-WF-1..3): unique step
+# ids other than the reserved on_error, references only to earlier steps, a `$from` object
+# exactly {"$from": "<path>"}, exactly one of handler/parallel, an integer sleep duration
+# (test_workflows.py asserts those 422s and their pointers). test_multi_queue.py and test_worker_loop.py assert
 # those 422s and their pointers.
 #
 # A body over the server's limit (1 MiB) is refused with 413 payload_too_large before it is
