@@ -234,7 +234,7 @@ class Retries:
         after = (
             None if response is None else parse_retry_after_ms(response.headers.get("retry-after"))
         )
-        if after is not None:
+        if after:  # a Retry-After of 0 ("now") counts as a plain retry, so the loop ends
             # P-SDK-2: the budget counts the delays the server asked for (the 0-10% jitter
             # aside), so one Retry-After of exactly 30 s is still waited for (P-SDK-16).
             if (

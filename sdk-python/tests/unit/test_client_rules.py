@@ -98,6 +98,17 @@ def test_p_sdk_2_outages_without_retry_after_keep_three_retries(sleeps: Sleeps) 
     assert route.call_count == 4 and all(s <= 5.0 for s in sleeps.seconds)
 
 
+def test_p_sdk_2_retry_after_0_counts_against_the_three_retries(sleeps: Sleeps) -> None:
+    """`Retry-After: 0` for ever adds nothing to the budget: it must not retry for ever."""
+    answer = httpx.Response(503, json=problem(503, "unavailable"), headers={"Retry-After": "0"})
+    with respx.mock:
+        route = respx.get(f"{BASE}/tasks/t1")
+        route.side_effect = [answer] * 10
+        with pytest.raises(orch8.UnavailableError):
+            Orch8Client(BASE).get_task("t1")
+    assert route.call_count == 4
+
+
 def test_p_sdk_2_retry_after_budget_never_retries_unsafe_calls(sleeps: Sleeps) -> None:
     """An enqueue without idempotency key is `never` retried, Retry-After or not."""
     with respx.mock:
