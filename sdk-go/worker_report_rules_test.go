@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -258,4 +259,23 @@ func TestP_SDK_29_NothingOutlivesRun(t *testing.T) {
 func allStacks() string {
 	buf := make([]byte, 1<<20)
 	return string(buf[:runtime.Stack(buf, true)])
+}
+
+// P-SDK-22: a worker that cannot reach its server logs a warning naming the server URL and
+// the innermost cause, not only the HTTP library's wrapper.
+func TestP_SDK_22_TransportWarningNamesURLAndCause(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	base := srv.URL
+	srv.Close()
+	c, err := NewClient(Config{BaseURL: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs logBuffer
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Logger: logs.logger()})
+	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return nil, nil })
+	stop := runWorker(t, w)
+	want := `detail="no answer from ` + base + `: connection refused"`
+	waitUntil(t, "the warning", func() bool { return logs.line("level=WARN", "registration failed", want) != "" })
+	stop()
 }
