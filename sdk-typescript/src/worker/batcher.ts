@@ -7,6 +7,9 @@ import { Backoff, sleep } from "../backoff.js";
 import { errorFromResponse, Orch8Error } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
 import type { BatchItemOutcome, TaskCompletionItem } from "../types.js";
+import type { components } from "../generated/schema.js";
+
+type ItemProblem = components["schemas"]["ItemProblem"];
 import type { TaskRun } from "./task-run.js";
 
 export const MAX_BATCH_ITEMS = 100; // TaskCompletionBatch maxItems
@@ -27,9 +30,22 @@ interface Pending {
   resolve: (d: Delivery) => void;
 }
 
-/** P-SDK-15: a 4xx that is not an outage nor a 409 refuses the request's content. */
-function refusesContent(err: unknown): err is Orch8Error {
+/** P-SDK-15, P-SDK-27: a 4xx other than 408, 409 and 429 refuses the request's content. */
+export function refusesContent(err: unknown): err is Orch8Error {
   return err instanceof Orch8Error && err.status >= 400 && err.status < 500 && err.status !== 409 && !isOutage(err);
+}
+
+/** Where a per-item problem has no usable status: its code's own (P-BATCH-1). */
+const ITEM_STATUS: Record<string, number> = { lease_lost: 409, task_cancelled: 409, invalid_state: 409, not_found: 404 };
+
+/**
+ * The typed error of one `error` item of a 200 batch answer. P-SDK-22: it carries the
+ * item's own status (409 for lease_lost), never the batch's 200.
+ */
+export function itemError(problem: ItemProblem | null | undefined): Orch8Error {
+  const p = problem ?? { code: "internal", status: 500, detail: "item not applied" };
+  const status = Number.isInteger(p.status) && p.status >= 400 && p.status <= 599 ? p.status : ITEM_STATUS[p.code] ?? 500;
+  return errorFromResponse(status, { type: `urn:orch8:problem:${p.code}`, title: p.code, ...p, status, errors: [] });
 }
 
 export class CompletionBatcher {
@@ -109,10 +125,9 @@ export class CompletionBatcher {
         p.resolve({ kind: "sent" });
         return;
       }
-      const problem = outcome.problem ?? { code: "internal", status: 500, detail: "item not applied" };
-      const err = errorFromResponse(problem.status, { type: `urn:orch8:problem:${problem.code}`, title: problem.code, ...problem, errors: [] });
-      if (problem.code === "lease_lost") p.resolve({ kind: "lost", by: "lease_lost", error: err });
-      else if (problem.code === "task_cancelled") p.resolve({ kind: "lost", by: "cancelled", error: err });
+      const err = itemError(outcome.problem);
+      if (err.code === "lease_lost") p.resolve({ kind: "lost", by: "lease_lost", error: err });
+      else if (err.code === "task_cancelled") p.resolve({ kind: "lost", by: "cancelled", error: err });
       else if (isOutage(err)) {
         outage = err;
         again.push(p);

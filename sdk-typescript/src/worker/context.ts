@@ -78,8 +78,9 @@ export class TaskContext {
       const status = await this.client.heartbeatTask(this.id, body);
       this.run.extendLease(status.lease_expires_at);
       // Deprecated and always false since spec 1.1 (a 409 says it); still honoured if sent.
+      // P-SDK-22: a 200 answer, so the error carries no HTTP status.
       if (status.cancel_requested) {
-        this.onLoss(this.run, "cancelled", new TaskCancelledError(`task ${this.id} was cancelled`, { status: 200, code: "task_cancelled" }));
+        this.onLoss(this.run, "cancelled", new TaskCancelledError(`the task heartbeat says task ${this.id} was cancelled`, { status: 0, code: "task_cancelled" }));
       }
       return status;
     } catch (err) {

@@ -5,7 +5,8 @@ import { Backoff, sleep } from "../backoff.js";
 import { LeaseLostError, Orch8Error, TaskCancelledError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
 import type { TaskFailureReport } from "../types.js";
-import { CompletionBatcher, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./batcher.js";
+import { CompletionBatcher, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, refusesContent } from "./batcher.js";
+import { boundReport, refusedReport } from "./bound.js";
 import { describeCause } from "./cause.js";
 import { TaskContext } from "./context.js";
 import { checkOutput, InvalidOutputError } from "./output.js";
@@ -52,6 +53,8 @@ export class TaskExecutor {
 
   /** Marks `run` lost (lease_lost / cancelled), fires its signal, counts it once. */
   lose = (run: TaskRun, by: Exclude<LossReason, "shutdown">, error: Error): void => {
+    // P-SDK-22: a run already counted (completed, failed) was not given up; never say it was.
+    if (run.outcome !== undefined) return;
     if (!run.settle(by, error)) return;
     this.d.log.info(`orch8: task ${run.task.id} attempt ${run.task.attempt} given up: ${by} (${describeCause(error)})`);
     this.finish(run, by);
@@ -82,12 +85,14 @@ export class TaskExecutor {
     run.handlerStartedAt = started;
     try {
       // P-TEL-3: with telemetry the handler runs with its process span current.
-      value = await (run.tel === undefined ? handler(ctx) : run.tel.run(() => handler(ctx)));
+      // P-SDK-29: its timers are noted, to be released should it outlive run().
+      value = await run.timers.run(() => (run.tel === undefined ? handler(ctx) : run.tel.run(() => handler(ctx))));
       ok = true;
     } catch (error) {
       value = error;
     }
     run.handlerMs = performance.now() - started;
+    run.handlerReturned = true;
     // P-SDK-5: the lease went away (or shutdown already failed it): no stale result.
     if (run.settled) return;
     run.phase = "delivering";
@@ -126,7 +131,7 @@ export class TaskExecutor {
         // P-SDK-15: refused on its own, so no re-send helps; the fail carries no output.
         this.d.log.warn(`orch8: task ${run.task.id} failed with output_rejected: the server refused its completion (${describeCause(d.error)})`);
         await this.fail(run, {
-          lease_id: run.leaseId, error: `output rejected by the server: ${d.error.message}`.slice(0, 65536), retryable: false,
+          lease_id: run.leaseId, error: `output rejected by the server: ${d.error.message}`, retryable: false,
           code: "output_rejected", details: { status: d.error.status, code: d.error.code },
         });
       }
@@ -134,24 +139,39 @@ export class TaskExecutor {
   }
 
   /**
-   * Sends a failure report, re-sending through outages with backoff until the lease
-   * deadline passes or `stop` fires (P-SDK-9); also used by shutdown for leftovers.
+   * Sends a failure report, bounded (P-SDK-27), re-sending through outages with backoff
+   * until the lease deadline passes or `stop` fires (P-SDK-9); also used by shutdown for
+   * leftovers. A report refused as a whole is re-sent once in its small form (P-SDK-27).
    */
   async fail(run: TaskRun, report: TaskFailureReport, stop?: AbortSignal): Promise<void> {
     const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
     // A shutdown fail (settled already) answers to `stop`; any other to the run's own stop.
     const halt = stop ?? run.stopDelivery.signal;
+    let body = boundReport(report);
+    let refused: Orch8Error | undefined; // the first refusal, once the small form went out
     for (;;) {
       try {
-        await this.d.client.failTask(run.task.id, report, stop ? { signal: stop } : undefined);
-        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} failed with ${report.code}`);
-        this.finish(run, "failed", report.code ?? "");
-        this.d.hook("onTaskFail", { task: run.task, code: report.code ?? "", retryable: report.retryable ?? false, durationMs: run.handlerMs });
+        await this.d.client.failTask(run.task.id, body, stop ? { signal: stop } : undefined);
+        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} failed with ${body.code}`);
+        this.finish(run, "failed", body.code ?? "");
+        this.d.hook("onTaskFail", { task: run.task, code: body.code ?? "", retryable: body.retryable ?? false, durationMs: run.handlerMs });
         return;
       } catch (err) {
         this.d.error("fail", err);
         if (err instanceof LeaseLostError) return this.dropped(run, "lease_lost", err);
         if (err instanceof TaskCancelledError) return this.dropped(run, "cancelled", err);
+        if (refusesContent(err)) {
+          if (refused === undefined) {
+            // P-SDK-27: a checkpoint over the body limit, say: store the real error without it.
+            refused = err;
+            body = refusedReport(body, err.status, err.code);
+            this.d.log.warn(`orch8: fail of task ${run.task.id} refused (${describeCause(err)}); re-sending it once without checkpoint and details`);
+            continue;
+          }
+          this.d.log.error(`orch8: fail of task ${run.task.id} given up, counted as lease lost: refused twice (${describeCause(refused)}; then ${describeCause(err)})`);
+          this.finish(run, "lease_lost");
+          return;
+        }
         const left = Date.parse(run.leaseExpiresAt) - Date.now();
         if (!isOutage(err) || left <= 0 || halt.aborted) {
           this.undeliverable(run, "fail", err);

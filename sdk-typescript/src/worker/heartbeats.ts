@@ -64,15 +64,16 @@ export class HeartbeatLoop {
       for (const status of answer.tasks) {
         const run = held.get(status.task_id);
         if (!run) continue;
-        if (run.phase === "delivering" && (status.lease_lost || status.cancel_requested)) {
-          // The result is on its way: our own completion may be what ended the lease, so
-          // the server's answer to the result decides, not this heartbeat (as sdk-go does).
+        if (run.phase !== "running" && (status.lease_lost || status.cancel_requested)) {
+          // The result is on its way or already answered: our own completion may be what
+          // ended the lease, so the server's answer to the result decides (as sdk-go does).
           continue;
         }
+        // P-SDK-22: learnt from a 200 answer, so no HTTP status (0), never "HTTP 200 lease_lost".
         if (status.lease_lost) {
-          this.d.lose(run, "lease_lost", new LeaseLostError(`lease of task ${run.task.id} was lost`, { status: 200, code: "lease_lost" }));
+          this.d.lose(run, "lease_lost", new LeaseLostError(`the worker heartbeat says the lease of task ${run.task.id} is lost`, { status: 0, code: "lease_lost" }));
         } else if (status.cancel_requested) {
-          this.d.lose(run, "cancelled", new TaskCancelledError(`task ${run.task.id} was cancelled`, { status: 200, code: "task_cancelled" }));
+          this.d.lose(run, "cancelled", new TaskCancelledError(`the worker heartbeat says task ${run.task.id} was cancelled`, { status: 0, code: "task_cancelled" }));
         } else {
           run.extendLease(status.lease_expires_at);
         }

@@ -1,9 +1,10 @@
 // Registration (P-WORKER-1, P-SDK-21): the worker's first call, repeated through outages
-// (P-SDK-9) and refused keys (P-SDK-24) until it is answered or the worker stops.
+// (P-SDK-9, P-SDK-16) and refused keys (P-SDK-24) until it is answered or the worker
+// stops. Any other answer is a configuration error that stops the worker (P-SDK-28).
 import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
-import { NotFoundError, ValidationError } from "../errors.js";
-import { outageWait } from "../outage.js";
+import { AuthError, ForbiddenError, Orch8Error } from "../errors.js";
+import { isOutage, outageWait } from "../outage.js";
 import type { WorkerInfo, WorkerRegistration } from "../types.js";
 import { describeCause } from "./cause.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./executor.js";
@@ -19,6 +20,28 @@ export interface RegisterDeps {
   error(err: unknown, extra: string): void;
 }
 
+/**
+ * P-SDK-28: the error run() rejects with when registration is answered with neither
+ * success, an outage nor 401/403; it names the server URL, the status and the code.
+ */
+export function configurationError(baseUrl: string, err: unknown): Orch8Error {
+  if (!(err instanceof Orch8Error)) {
+    return new Orch8Error(`worker registration at ${baseUrl} failed: ${describeCause(err)}`, { status: 0, code: "registration_failed", cause: err });
+  }
+  const detail = err.problem?.detail ? `: ${err.problem.detail}` : "";
+  // Same class as the answer's error (NotFoundError for a 404 ...): every one is an Orch8Error.
+  const cls = err.constructor as new (message: string, init: ConstructorParameters<typeof Orch8Error>[1]) => Orch8Error;
+  return new cls(
+    `worker registration at ${baseUrl} refused with HTTP ${err.status} ${err.code}${detail} (is this an Orch8 server?)`,
+    { status: err.status, code: err.code, ...(err.problem ? { problem: err.problem } : {}), cause: err },
+  );
+}
+
+/** True for answers worth waiting out: outages (P-SDK-16) and refused keys (P-SDK-24). */
+function worthRetrying(err: unknown): boolean {
+  return isOutage(err) || err instanceof AuthError || err instanceof ForbiddenError;
+}
+
 /** The server's answer, or undefined when the worker stopped before one came. */
 export async function registerUntilAnswered(d: RegisterDeps): Promise<WorkerInfo | undefined> {
   const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
@@ -27,11 +50,12 @@ export async function registerUntilAnswered(d: RegisterDeps): Promise<WorkerInfo
       return await d.client.registerWorker(d.registration, { signal: d.stop });
     } catch (err) {
       if (d.stop.aborted) break; // stopped while registering
-      // A rejected registration will not fix itself: fail run(). A refused key (401/403)
-      // may be fixed on the server (SIGHUP): keep trying with the outage backoff (P-SDK-24).
-      if (err instanceof ValidationError || err instanceof NotFoundError) {
-        d.log.error(`orch8: worker ${d.registration.worker_id} registration refused (${describeCause(err)})`);
-        throw err;
+      // P-SDK-28: a 404, 405 or 501 (not an Orch8 server), a 422 ... will not fix itself.
+      // A refused key (401/403) may be fixed on the server (SIGHUP): keep trying (P-SDK-24).
+      if (!worthRetrying(err)) {
+        const fatal = configurationError(d.client.baseUrl, err);
+        d.log.error(`orch8: worker ${d.registration.worker_id} stopped: ${fatal.message}`);
+        throw fatal;
       }
       const wait = outageWait(err, backoff.next());
       d.error(err, `; retrying in ${wait} ms`);

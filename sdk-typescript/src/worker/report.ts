@@ -2,11 +2,10 @@
 import type { TaskFailureReport } from "../types.js";
 import { PermanentError, RetryableError } from "./errors.js";
 
-const MAX_MESSAGE = 65536; // TaskFailureReport.error maxLength
-
+// Not cut here: every fail is bounded once, where it is sent (P-SDK-27, bound.ts).
 function messageOf(error: unknown): string {
   const text = error instanceof Error ? error.message || error.name : String(error);
-  return (text || "error").slice(0, MAX_MESSAGE);
+  return text || "error";
 }
 
 /** The fail body for `error`, bound to the lease that ran it. */

@@ -2,15 +2,16 @@
 // which gives the process its default signal behaviour back once the worker is done.
 
 export interface SignalActions {
-  shutdown(): void;
+  /** SIGTERM or SIGINT, named so the worker can log it and word the shutdown (P-SDK-29). */
+  shutdown(signal: "SIGTERM" | "SIGINT"): void;
   quiet(): void;
   resume(): void;
 }
 
 export function installSignals(actions: SignalActions): () => void {
   const table: Array<[NodeJS.Signals, () => void]> = [
-    ["SIGTERM", actions.shutdown],
-    ["SIGINT", actions.shutdown],
+    ["SIGTERM", () => actions.shutdown("SIGTERM")],
+    ["SIGINT", () => actions.shutdown("SIGINT")],
   ];
   // SIGTSTP/SIGCONT do not exist on Windows.
   if (process.platform !== "win32") table.push(["SIGTSTP", actions.quiet], ["SIGCONT", actions.resume]);

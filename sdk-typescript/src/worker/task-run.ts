@@ -3,6 +3,7 @@
 // rule that it is counted exactly once (P-SDK-11).
 import type { TaskTelemetry } from "../telemetry.js";
 import type { ClaimedTask } from "../types.js";
+import { HandlerTimers } from "./handler-timers.js";
 
 export type RunPhase = "running" | "delivering" | "done";
 export type LossReason = "lease_lost" | "cancelled" | "shutdown";
@@ -25,6 +26,10 @@ export class TaskRun {
   handlerMs = 0;
   /** performance.now() when the handler was called; undefined while none ran. */
   handlerStartedAt: number | undefined;
+  /** True once the handler returned or threw. */
+  handlerReturned = false;
+  /** The handler's pending timers, released if it outlives run() (P-SDK-29). */
+  readonly timers = new HandlerTimers();
   /** Its process span and metrics (P-TEL-3, P-TEL-4); undefined without telemetry. */
   tel: TaskTelemetry | undefined;
   done: Promise<void> = Promise.resolve();

@@ -10,9 +10,10 @@ import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
 import { USER_AGENT } from "../version.js";
 import { describeCause, describeRefusal } from "./cause.js";
-import { ShutdownError } from "./errors.js";
+import { drain, SHUTDOWN_CALLS_MS } from "./drain.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
 import { HealthServer, type HealthAddress } from "./health.js";
+import { trackHandlerTimers } from "./handler-timers.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
 import { gatherSlots, pollThreshold, PollPlan } from "./poller.js";
@@ -76,8 +77,6 @@ export interface WorkerOptions {
 export const DEFAULT_CONCURRENCY = 10;
 export const DEFAULT_GRACE_PERIOD_MS = 25_000;
 export const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
-/** P-SDK-17: shutdown's own calls (leftover fails, deregister) get this long after the grace period. */
-const SHUTDOWN_CALLS_MS = 4_000;
 
 type Phase = "new" | "running" | "stopping" | "stopped";
 
@@ -104,6 +103,7 @@ export class Worker {
   private lastHeartbeatAt: number | undefined;
   private readonly stopCtl = new AbortController(); // fires when shutdown begins
   private readonly graceCtl = new AbortController(); // fires to cut the grace period short
+  private secondSignal: "SIGTERM" | "SIGINT" | undefined; // the signal that cut it (P-SDK-29)
   private pollCtl: AbortController | undefined;
   private heartbeats: HeartbeatLoop | undefined;
   private phase: Phase = "new";
@@ -208,14 +208,11 @@ export class Worker {
     this.phase = "running";
     this.startedAt = Date.now();
     const removeSignals = this.o.handleSignals === false ? () => {} : installSignals({
-      shutdown: () => {
-        // P-SDK-17: a second signal during shutdown ends the grace period now.
-        if (this.phase === "stopping") this.graceCtl.abort();
-        else void this.stop();
-      },
+      shutdown: (signal) => this.onSignal(signal),
       quiet: () => this.quiet(),
       resume: () => this.resume(),
     });
+    const untrackTimers = trackHandlerTimers();
     try {
       if (this.o.healthPort !== undefined) await this.serveHealth(this.o.healthPort);
       const interval = await this.register();
@@ -236,14 +233,37 @@ export class Worker {
       }, this.o.heartbeatIntervalMs ?? interval, this.o.heartbeatIntervalMs !== undefined);
       this.heartbeats.start();
       await this.pollLoop();
-      await this.drain();
+      await drain({
+        workerId: this.workerId, gracePeriodMs: this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS,
+        runs: () => [...this.runs.values()], cut: this.graceCtl.signal, secondSignal: () => this.secondSignal,
+        fail: (run, report, stop) => this.executor.fail(run, report, stop), log: this.log,
+      });
       await this.heartbeats.stop();
       await this.client.deregisterWorker(this.workerId, { signal: AbortSignal.timeout(SHUTDOWN_CALLS_MS) })
         .catch((err) => this.error("deregister", err));
     } finally {
       this.phase = "stopped";
       removeSignals();
+      // P-SDK-29: a handler deaf to its signal (already failed with shutdown) must not keep
+      // the process alive through its own timers once run() returns.
+      for (const run of this.runs.values()) if (!run.handlerReturned) run.timers.release();
+      untrackTimers();
       await this.health?.close();
+    }
+  }
+
+  /** P-SDK-7, P-SDK-17, P-SDK-29: each signal is logged; a second one ends the grace period now. */
+  private onSignal(signal: "SIGTERM" | "SIGINT"): void {
+    if (this.phase === "running") {
+      const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
+      this.log.info(`orch8: worker ${this.workerId} received ${signal}: shutting down, running tasks get a grace period of ${grace} ms`);
+      void this.stop();
+    } else if (this.phase === "stopping" && this.secondSignal === undefined) {
+      this.secondSignal = signal;
+      this.log.warn(`orch8: worker ${this.workerId} received a second signal ${signal}: ending the grace period now`);
+      this.graceCtl.abort();
+    } else {
+      this.log.warn(`orch8: worker ${this.workerId} received ${signal} again; already ending the grace period`);
     }
   }
 
@@ -336,7 +356,7 @@ export class Worker {
     this.runs.set(key, run);
     this.latestRun.set(task.id, run);
     if (stale !== undefined && stale.phase === "running") {
-      this.executor.lose(stale, "lease_lost", new LeaseLostError(`task ${task.id} was claimed again under lease ${task.lease.id}`, { status: 200, code: "lease_lost" }));
+      this.executor.lose(stale, "lease_lost", new LeaseLostError(`task ${task.id} was claimed again under lease ${task.lease.id}`, { status: 0, code: "lease_lost" }));
     }
     this.counters.tasks_claimed++;
     if (this.tel !== undefined) {
@@ -352,30 +372,6 @@ export class Worker {
         this.tel?.held(-1, this.concurrency - this.runs.size);
         this.wake.notify();
       });
-  }
-
-  /** P-SDK-7, P-SDK-17: wait up to the grace period, then cancel and fail what is left with `shutdown`. */
-  private async drain(): Promise<void> {
-    const all = () => Promise.all([...this.runs.values()].map((r) => r.done));
-    const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
-    const timer = new AbortController();
-    const graceOver = sleep(grace, [timer.signal, this.graceCtl.signal]).then(() => "grace" as const);
-    const outcome = await Promise.race([all().then(() => "drained" as const), graceOver]);
-    timer.abort();
-    if (outcome === "drained") return;
-    // Bounded: a handler that ignores its signal, or a server that does not answer, cannot
-    // hold the worker past grace + a few seconds.
-    const cut = AbortSignal.timeout(SHUTDOWN_CALLS_MS);
-    await Promise.all([...this.runs.values()].map(async (run) => {
-      if (run.phase !== "running") {
-        run.stopDelivery.abort(); // a result stuck in an outage: give up re-sending
-        return;
-      }
-      const reason = new ShutdownError(`worker ${this.workerId} shut down; grace period of ${grace} ms exceeded`);
-      if (!run.settle("shutdown", reason)) return;
-      this.log.warn(`orch8: task ${run.task.id} still running when the grace period ended; failing it with shutdown (retryable)`);
-      await this.executor.fail(run, { lease_id: run.leaseId, error: reason.message, retryable: true, code: "shutdown" }, cut);
-    }));
   }
 
   /** P-WORKER-3, P-SDK-18: act on a directive when it changes; it sets only the operator flag. */
