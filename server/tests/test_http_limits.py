@@ -186,7 +186,7 @@ def test_half_the_headers_then_silence_is_408(server: RunningServer) -> None:
     reply = exchange(server, request(headers=b"X-Started: yes\r\nX-Next"))
     body = assert_refused(reply, 408, "request_timeout", "/health/live")
     assert f"{TIMEOUT_MS} ms" in body["detail"]
-    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 5, reply.elapsed
+    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 8, reply.elapsed
 
 
 def test_a_body_that_stalls_is_408_and_the_request_does_nothing(
@@ -202,7 +202,7 @@ def test_a_body_that_stalls_is_408_and_the_request_does_nothing(
     )
     reply = exchange(server, head + body)
     assert_refused(reply, 408, "request_timeout", "/tasks")
-    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 5, reply.elapsed
+    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 8, reply.elapsed
     listed = httpx.get(server.url + "/tasks", params={"handler_name": name}, timeout=DEADLINE_S)
     assert listed.status_code == 200 and listed.json()["tasks"] == [], listed.text
 
@@ -231,7 +231,7 @@ def test_a_trickled_body_is_408_at_the_deadline(server: RunningServer) -> None:
         stop.set()
         sender.join(DEADLINE_S)
     assert_refused(reply, 408, "request_timeout", "/tasks")
-    assert reply.elapsed < 5, reply.elapsed
+    assert reply.elapsed < 8, reply.elapsed
 
 
 def test_a_connection_that_sends_nothing_is_closed_without_an_answer(
@@ -240,7 +240,7 @@ def test_a_connection_that_sends_nothing_is_closed_without_an_answer(
     with connect(server) as sock:
         reply = read_reply(sock, time.monotonic())
     assert reply.closed and reply.raw == b""
-    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 5, reply.elapsed
+    assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 8, reply.elapsed
 
 
 def test_ordinary_requests_on_one_connection_still_work(server: RunningServer, name: str) -> None:
