@@ -6,6 +6,7 @@ import logging
 import re
 import sys
 import time
+from urllib.parse import unquote_plus
 
 import orjson
 
@@ -13,10 +14,28 @@ _RESERVED = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 # P-AUTH-4: a bearer token that slips into a message (a library echoing a header, an
 # exception quoting a request) is blanked before the line is written. Code logs key ids.
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s'\",;]+")
+# P-AUTH-8: the server reads keys from the Authorization header only, but a client may
+# still put one in the URL (`?api_key=...`), and the access log prints the URL. The values
+# of these query parameters (names compared case-insensitively, after percent-decoding)
+# become `***` in every line. A query runs from `?` to whitespace or `#` (not to a quote: a
+# value holding one is masked whole, and a quote after it may go too).
+SECRET_PARAMS = frozenset({"api_key", "apikey", "key", "token", "access_token", "secret"})
+_QUERY = re.compile(r"\?[^\s#]+")
+
+
+def _scrub_query(match: re.Match[str]) -> str:
+    pairs = match[0][1:].split("&")
+    for i, pair in enumerate(pairs):
+        name, eq, value = pair.partition("=")
+        if eq and value and unquote_plus(name).strip().lower() in SECRET_PARAMS:
+            pairs[i] = name + "=***"
+    return "?" + "&".join(pairs)
 
 
 def redact(text: str) -> str:
-    """`text` with every `Bearer <token>` blanked."""
+    """`text` with every `Bearer <token>` blanked and secret query parameters masked."""
+    if "?" in text:
+        text = _QUERY.sub(_scrub_query, text)
     return _BEARER.sub(r"\1[redacted]", text)
 
 
@@ -31,7 +50,7 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in record.__dict__.items():
             if key not in _RESERVED and key != "color_message" and not key.startswith("_"):
-                entry[key] = value
+                entry[key] = redact(value) if isinstance(value, str) else value
         if record.exc_info:
             entry["exc"] = redact(self.formatException(record.exc_info))
         return orjson.dumps(entry, default=str).decode()
