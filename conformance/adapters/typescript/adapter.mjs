@@ -154,6 +154,22 @@ const handlers = {
     }
     return output(ctx, { timed_out: true });
   },
+  // A value nested `depth` objects deep: depth 1 is {"d": 0} (P-ERR-5, P-SDK-15).
+  async deep_output(ctx) {
+    await pause(ctx, ctx.params.sleep_ms ?? 0);
+    let value = 0;
+    for (let i = 0; i < (ctx.params.depth ?? 1); i++) value = { d: value };
+    return value;
+  },
+  // A failure too large to store as thrown (P-SDK-27): the SDK bounds it and it still lands.
+  async huge_error(ctx) {
+    const p = ctx.params;
+    const message = p.message_bytes === undefined ? "huge error" : "x".repeat(p.message_bytes);
+    const typed = {};
+    if (p.details_bytes !== undefined) typed.details = { blob: "y".repeat(p.details_bytes) };
+    if (p.checkpoint_bytes !== undefined) typed.checkpoint = { blob: "z".repeat(p.checkpoint_bytes) };
+    throw p.retryable ? new RetryableError(message, typed) : new PermanentError(message, typed);
+  },
   // The trace context as received (P-TEL-1) and the current span's ids (P-TEL-3).
   async echo_trace(ctx) {
     const [trace_id, parent_span_id] = tracing.currentSpanIds();
@@ -251,9 +267,15 @@ try {
 WORKER_ID = worker.workerId;
 emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined });
 waitInstance();
-await worker.run();
+try {
+  await worker.run();
+} catch (err) {
+  // P-SDK-28: a registration refused for good (not an Orch8 server) ends run() at once.
+  console.error(`orch8 worker stopped: ${err?.message ?? err}`);
+  process.exit(1);
+}
 emit("stopped", null, { stats: worker.stats() });
 await provider?.shutdown(); // exports the spans still batched (the end-to-end trace test)
-// run() has returned (P-SDK-17), but a handler deaf to its signal (`stall`) still holds a
-// timer that would keep Node alive: the adapter contract says the process exits now.
+// run() has returned and holds nothing (P-SDK-29: even a deaf handler's timer is unref'd),
+// but a waitInstance still long-polling would: the adapter contract says exit now.
 process.exit(0);
