@@ -243,25 +243,45 @@ def test_a_connection_that_sends_nothing_is_closed_without_an_answer(
     assert TIMEOUT_MS / 1000 * 0.9 <= reply.elapsed < 8, reply.elapsed
 
 
-def test_ordinary_requests_on_one_connection_still_work(server: RunningServer, name: str) -> None:
-    """Keep-alive requests, a body sent apart from its headers and an idle gap between
-    requests (both shorter than the timeouts) are served as before."""
+def test_ordinary_requests_on_one_connection_still_work(
+    start_server: Callable[..., RunningServer], name: str
+) -> None:
+    """Keep-alive requests, a head split over two reads and a body sent apart from its
+    headers, each part well inside the timeouts, are served as before."""
+    patient = start_server(**{"header-timeout-ms": 5000, "body-timeout-ms": 5000})
     body = orjson.dumps({"handler_name": name})
     post = request(
         "/tasks",
         b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body),
         b"POST",
     )
-    with connect(server) as sock:
-        for parts in ([request(headers=b"\r\n")], [post, body], [request(headers=b"\r\n")]):
+    get = request(headers=b"\r\n")
+    with connect(patient) as sock:
+        for parts in ([get], [get[:20], get[20:]], [post[:30], post[30:], body], [get]):
             started = time.monotonic()
             for part in parts:
                 sock.sendall(part)
-                time.sleep(TIMEOUT_MS / 1000 / 3)  # well inside the timeout
+                time.sleep(0.1)  # a slow client, far inside the 5 s timeouts
             reply = read_reply(sock, started, until_close=False)
             assert reply.status in (200, 201) and not reply.closed, reply.raw[:300]
-    listed = httpx.get(server.url + "/tasks", params={"handler_name": name}, timeout=DEADLINE_S)
+    listed = httpx.get(patient.url + "/tasks", params={"handler_name": name}, timeout=DEADLINE_S)
     assert len(listed.json()["tasks"]) == 1
+
+
+def test_an_idle_keep_alive_connection_outlives_the_timeouts(server: RunningServer) -> None:
+    """After an answer, the header timeout does not close the connection: the next
+    request may come later (keep-alive has its own, longer timeout)."""
+    with connect(server) as sock:
+        started = time.monotonic()
+        sock.sendall(request(headers=b"\r\n"))
+        assert read_reply(sock, started, until_close=False).status == 200
+        sock.settimeout(3 * TIMEOUT_MS / 1000)  # three header timeouts of silence
+        with pytest.raises(TimeoutError):
+            sock.recv(1)  # neither data nor EOF: the connection stays open
+        started = time.monotonic()
+        sock.sendall(request(headers=b"\r\n"))
+        reply = read_reply(sock, started, until_close=False)
+        assert reply.status == 200 and not reply.closed
 
 
 def test_refusals_are_counted_once_and_log_no_error(

@@ -15,10 +15,14 @@ before a route sees them:
   `request_timeout`. A new connection that sends no byte within the header timeout is
   closed without an answer (no request was made).
 
-The server is benchmarked on CPU per request, so an ordinary request (line, headers and
-body in one read) pays three attribute writes, one addition per field and a few
-comparisons; it arms no timer. Timers exist only per connection (until its first byte) and
-for a request still incomplete at the end of a read, the one case they are there for.
+The server is benchmarked on CPU per request, so the checks ride on work uvicorn does
+anyway. A request whose line, headers and body arrive in one read, which is nearly every
+request, pays one extra call (`on_headers_complete`, a few comparisons) and a few
+attribute reads per read; it arms no timer. Where a request stands is read off uvicorn's
+own state after each read (its scope has no `method` until the headers are complete; its
+cycle has `more_body` until the body is), so no per-header or per-message callback is
+added. Timers exist only per connection (until its first byte) and for a request still
+incomplete at the end of a read, the one case they are there for.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from itertools import chain
+from typing import TYPE_CHECKING, Any
 
 import httptools
 import orjson
@@ -42,21 +47,18 @@ log = logging.getLogger("orch8.http")
 
 MAX_REQUEST_LINE = 8192  # P-HTTP-1: bytes of `METHOD SP target SP HTTP/x.y`, fixed
 # `len(method) + len(target) + _LINE_EXTRA` is the request line's length (two spaces and
-# `HTTP/1.1`); a target alone longer than this can be refused before the method is read.
+# `HTTP/1.1`); a target alone longer than the limit is refused before the method is known.
 _LINE_EXTRA = 10
-_LONGEST_METHOD = 11  # llhttp's longest request method (UNSUBSCRIBE)
 # After a refusal the connection is half-closed and what the client still sends is read
 # and dropped for this long: closing a socket with unread input sends a TCP reset, which
 # can destroy the answer before the client reads it (a client still sending an 8 MB
 # header would never see its 431).
 _LINGER_S = 2.0
 
-# Where a connection's current request is. Plain ints: compared on every read.
-_IDLE = 0  # a new connection: no byte of a request yet
-_HEAD = 1  # request line and headers arriving
-_BODY = 2  # headers complete, body still arriving
-_DONE = 3  # request complete (its answer may still be pending)
-_REFUSED = 4  # answered 431/408, lingering before the close
+# What a timer is for.
+_CONNECTION = 0  # a new connection: no byte of a request yet
+_HEAD = 1  # request line and headers
+_BODY = 2  # the body
 
 
 class _Refused(Exception):
@@ -73,11 +75,15 @@ class LimitedHttpProtocol(HttpProtocol):
     body_timeout_s = 30.0
     # Counts the code of a refusal no route sees (orch8_problems_total).
     on_refused: Callable[[str], None] | None = None
+    # A head that arrived within this many bytes breaks no size limit: nothing to add up.
+    _small_head = min(MAX_REQUEST_LINE, max_header_bytes)
 
-    _phase: int
+    _refused: bool
     _timer: asyncio.TimerHandle | None
-    _head_bytes: int  # bytes read since the request began, while its head is incomplete
-    _field_bytes: int  # names + values of the fields parsed so far
+    _timer_kind: int  # _CONNECTION, _HEAD or _BODY
+    _timer_scope: Any  # the request (its scope) the timer is for
+    _head_bytes: int  # bytes of the current request's head in earlier reads
+    _read_len: int  # bytes of the read being parsed
 
     @classmethod
     def _head_cap(cls) -> int:
@@ -90,29 +96,30 @@ class LimitedHttpProtocol(HttpProtocol):
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._phase = _IDLE
-        self._head_bytes = self._field_bytes = 0
+        self._refused = False
+        self._head_bytes = self._read_len = 0
         # P-HTTP-2: a connection that sends nothing is closed after the header timeout.
-        self._timer = self.loop.call_later(self.header_timeout_s, self._expired)
+        self._timer = None
+        self._arm(_CONNECTION, None)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_timer()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._phase == _REFUSED:
+        if self._refused:
             return  # lingering: drop what the client still sends
         # uvicorn's data_received, except that a refusal raised from a parser callback is
         # told apart from a malformed request (both come out as HttpParserError).
         self._unset_keepalive_if_required()
+        self._read_len = len(data)
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserError:
-            if self._phase == _REFUSED:
-                return
-            msg = "Invalid HTTP request received."
-            self.logger.warning(msg)
-            self.send_400_response(msg)
+            if not self._refused:  # else a callback refused the request: answered already
+                msg = "Invalid HTTP request received."
+                self.logger.warning(msg)
+                self.send_400_response(msg)
             return
         except httptools.HttpParserUpgrade:
             if self._should_upgrade():
@@ -121,55 +128,38 @@ class LimitedHttpProtocol(HttpProtocol):
             else:
                 self._unsupported_upgrade_warning()
             return
-        phase = self._phase
-        if phase == _HEAD:  # the head is still incomplete: all these bytes are head
+        scope: Any = self.scope  # (typed as a complete HTTPScope, which it is not yet)
+        if scope is None:
+            return  # no request began yet: the connection's timer runs on
+        if "method" not in scope:  # this request's head is still incomplete
+            if self._timer_scope is not scope:  # P-HTTP-2: from its first read
+                self._head_bytes = 0
+                self._arm(_HEAD, scope)
             self._head_bytes += len(data)
             too_large = self._too_large(headers_complete=False)
             if too_large is not None:
                 self._refuse("headers_too_large", *too_large)
-            elif self._timer is None:  # P-HTTP-2: from (about) the request's first byte
-                self._timer = self.loop.call_later(self.header_timeout_s, self._expired)
-        elif phase == _BODY and self._timer is None:
-            self._timer = self.loop.call_later(self.body_timeout_s, self._expired)
+        elif self.cycle.more_body and not self.cycle.response_complete:  # body incomplete
+            if self._timer_scope is not scope or self._timer_kind != _BODY:
+                self._arm(_BODY, scope)
+        elif self._timer is not None:  # complete (or answered): no deadline left
+            self._cancel_timer()
 
-    # -- parser callbacks ----------------------------------------------------------------
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._phase = _HEAD
-        self._head_bytes = self._field_bytes = 0
-        if self._timer is not None:  # the new connection's timer: the request began
-            self._timer.cancel()
-            self._timer = None
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        self._field_bytes += len(name) + len(value)  # P-HTTP-1
-        super().on_header(name, value)
+    # -- parser callback -----------------------------------------------------------------
 
     def on_headers_complete(self) -> None:
-        # P-HTTP-1, before uvicorn builds the scope and starts the app. The target alone
-        # decides unless it is within a method's length of the limit.
+        # P-HTTP-1, before uvicorn builds the scope and starts the app. A head that came
+        # in fewer bytes than the smallest limit needs only the field count checked.
         if (
             len(self.headers) > self.max_header_count
-            or self._field_bytes > self.max_header_bytes
-            or len(self.url) + _LINE_EXTRA + _LONGEST_METHOD > MAX_REQUEST_LINE
+            or self._head_bytes + self._read_len > self._small_head
         ):
             too_large = self._too_large(headers_complete=True)
             if too_large is not None:
                 self._refuse("headers_too_large", *too_large)
                 raise _Refused
-        self._phase = _BODY
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._head_bytes = 0
         super().on_headers_complete()
-
-    def on_message_complete(self) -> None:
-        self._phase = _DONE
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        super().on_message_complete()
 
     # -- limits --------------------------------------------------------------------------
 
@@ -182,26 +172,36 @@ class LimitedHttpProtocol(HttpProtocol):
             return f"the request line is longer than {MAX_REQUEST_LINE} bytes", None
         if len(self.headers) > self.max_header_count:
             detail = f"more than {self.max_header_count} header fields"
-        elif self._field_bytes > self.max_header_bytes or self._head_bytes > self._head_cap():
+        elif (not headers_complete and self._head_bytes > self._head_cap()) or sum(
+            map(len, chain.from_iterable(self.headers))
+        ) > self.max_header_bytes:
             detail = f"the header fields are longer than {self.max_header_bytes} bytes in all"
         else:
             return None
         return detail, self._path()
 
+    def _arm(self, kind: int, scope: Any) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = self.body_timeout_s if kind == _BODY else self.header_timeout_s
+        self._timer = self.loop.call_later(delay, self._expired)
+        self._timer_kind, self._timer_scope = kind, scope
+
     def _expired(self) -> None:
+        # Every read brings the timer up to date, so it fires only for a request (or a
+        # connection) that stood where it was armed for its whole delay.
         self._timer = None
-        phase = self._phase
-        if phase in (_IDLE, _REFUSED, _DONE):  # no request began, or the linger is over
+        kind = self._timer_kind
+        if self._refused or kind == _CONNECTION:  # the linger is over, or no request began
             if not self.transport.is_closing():
                 self.transport.close()
             return
         if self.flow.read_paused:
             # uvicorn stopped reading (a pipelined request waits, or the app has not read
             # the body yet): the client is not the one stalling. Look again later.
-            delay = self.header_timeout_s if phase == _HEAD else self.body_timeout_s
-            self._timer = self.loop.call_later(delay, self._expired)
+            self._arm(kind, self._timer_scope)
             return
-        if phase == _HEAD:
+        if kind == _HEAD:
             ms = round(self.header_timeout_s * 1000)
             detail = f"the request line and headers did not arrive within {ms} ms"
         else:
@@ -211,8 +211,8 @@ class LimitedHttpProtocol(HttpProtocol):
 
     def _refuse(self, code: str, detail: str, instance: str | None) -> None:
         """Answer `code` (408/431) as a problem, half-close, drop input for _LINGER_S, close."""
-        head = self._phase == _HEAD
-        self._phase = _REFUSED
+        head = self._in_head()
+        self._refused = True
         self._cancel_timer()
         transport = self.transport
         if transport.is_closing():
@@ -261,7 +261,7 @@ class LimitedHttpProtocol(HttpProtocol):
         """The request's path for the problem's `instance`, once its request line has
         surely arrived: fields began, or the parser read well past the target."""
         if (
-            self._phase == _HEAD
+            self._in_head()
             and not self.headers
             and self._head_bytes <= len(self.url) + _LINE_EXTRA + 64  # 64: method, CRLF
         ):
@@ -285,6 +285,12 @@ class LimitedHttpProtocol(HttpProtocol):
         ]
         return b"".join(head)
 
+    def _in_head(self) -> bool:
+        """Whether the current request's head is incomplete: uvicorn puts `method` in the
+        scope once the head is accepted."""
+        scope: Any = self.scope
+        return scope is not None and "method" not in scope
+
     def _cancel_timer(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
@@ -301,6 +307,7 @@ def limited_protocol(
         {
             "max_header_count": settings.max_header_count,
             "max_header_bytes": settings.max_header_bytes,
+            "_small_head": min(MAX_REQUEST_LINE, settings.max_header_bytes),
             "header_timeout_s": settings.header_timeout_ms / 1000,
             "body_timeout_s": settings.body_timeout_ms / 1000,
             "on_refused": staticmethod(on_refused) if on_refused is not None else None,
