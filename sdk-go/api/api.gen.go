@@ -539,7 +539,7 @@ type NewSequence struct {
 	// Name Name of a sequence (the pattern of QueueName).
 	Name SequenceName `json:"name"`
 
-	// OnError What a fallback or `on_error` runs (a step without id).
+	// OnError Runs when the instance fails (P-WF-6). `null` means none, as a sequence read back says, so a definition read back is accepted as written (P-WF-1).
 	OnError *StepAction `json:"on_error,omitempty"`
 	Steps   []Step      `json:"steps"`
 }
@@ -559,7 +559,7 @@ type NewTask struct {
 	// Headers Static string metadata passed to the worker; `traceparent` and `tracestate` carry W3C trace context (P-TEL-1).
 	Headers map[string]string `json:"headers,omitempty"`
 
-	// IdempotencyKey Enqueueing the same key again returns the existing task (P-TASK-3).
+	// IdempotencyKey Enqueueing the same key again returns the existing task (P-TASK-3). Keys beginning with `wf:` are reserved for workflow steps (422).
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
 	// Params Any JSON object.
@@ -1572,7 +1572,10 @@ type ClientInterface interface {
 	//
 	// Starts the sequence's latest version (or `version`) with `input` and dispatches
 	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
-	// of the tenant, that instance is returned with 200 and nothing starts.
+	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+	// a first step with more tasks than the enqueue burst is 422.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1583,7 +1586,10 @@ type ClientInterface interface {
 	//
 	// Starts the sequence's latest version (or `version`) with `input` and dispatches
 	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
-	// of the tenant, that instance is returned with 200 and nothing starts.
+	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+	// a first step with more tasks than the enqueue burst is 422.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1708,7 +1714,9 @@ type ClientInterface interface {
 	// A definition equal to the latest version returns that version with 200 and stores
 	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+	// `on_error` is reserved for the sequence's error handler (P-WF-1).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1721,7 +1729,9 @@ type ClientInterface interface {
 	// A definition equal to the latest version returns that version with 200 and stores
 	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+	// `on_error` is reserved for the sequence's error handler (P-WF-1).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2256,7 +2266,10 @@ func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams,
 //
 // Starts the sequence's latest version (or `version`) with `input` and dispatches
 // its first step (P-WF-4). With an `idempotency_key` that already names an instance
-// of the tenant, that instance is returned with 200 and nothing starts.
+// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+// a first step with more tasks than the enqueue burst is 422.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2277,7 +2290,10 @@ func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, 
 //
 // Starts the sequence's latest version (or `version`) with `input` and dispatches
 // its first step (P-WF-4). With an `idempotency_key` that already names an instance
-// of the tenant, that instance is returned with 200 and nothing starts.
+// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+// a first step with more tasks than the enqueue burst is 422.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2532,7 +2548,9 @@ func (c *Client) ListSequences(ctx context.Context, params *ListSequencesParams,
 // A definition equal to the latest version returns that version with 200 and stores
 // nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 // here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+// `on_error` is reserved for the sequence's error handler (P-WF-1).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2555,7 +2573,9 @@ func (c *Client) DefineSequenceWithBody(ctx context.Context, contentType string,
 // A definition equal to the latest version returns that version with 200 and stores
 // nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 // here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+// `on_error` is reserved for the sequence's error handler (P-WF-1).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5581,7 +5601,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Starts the sequence's latest version (or `version`) with `input` and dispatches
 	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
-	// of the tenant, that instance is returned with 200 and nothing starts.
+	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+	// a first step with more tasks than the enqueue burst is 422.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5592,7 +5615,10 @@ type ClientWithResponsesInterface interface {
 	//
 	// Starts the sequence's latest version (or `version`) with `input` and dispatches
 	// its first step (P-WF-4). With an `idempotency_key` that already names an instance
-	// of the tenant, that instance is returned with 200 and nothing starts.
+	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+	// a first step with more tasks than the enqueue burst is 422.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5733,7 +5759,9 @@ type ClientWithResponsesInterface interface {
 	// A definition equal to the latest version returns that version with 200 and stores
 	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+	// `on_error` is reserved for the sequence's error handler (P-WF-1).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5746,7 +5774,9 @@ type ClientWithResponsesInterface interface {
 	// A definition equal to the latest version returns that version with 200 and stores
 	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+	// `on_error` is reserved for the sequence's error handler (P-WF-1).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6581,6 +6611,11 @@ func (r ListInstancesResponse) ContentType() string {
 	return ""
 }
 
+// StartInstanceResponse429Headers the declared response headers of an HTTP 429 response for StartInstance
+type StartInstanceResponse429Headers struct {
+	RetryAfter *int
+}
+
 // StartInstanceResponse503Headers the declared response headers of an HTTP 503 response for StartInstance
 type StartInstanceResponse503Headers struct {
 	RetryAfter *int
@@ -6607,10 +6642,14 @@ type StartInstanceResponse struct {
 	ApplicationProblemJSON415 *UnsupportedMediaType
 	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationProblemJSON503 *Unavailable
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartInstanceResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *StartInstanceResponse503Headers
 }
@@ -6658,6 +6697,11 @@ func (r StartInstanceResponse) GetApplicationProblemJSON415() *UnsupportedMediaT
 // GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
 func (r StartInstanceResponse) GetApplicationProblemJSON422() *ValidationFailed {
 	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StartInstanceResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
 }
 
 // GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -10633,7 +10677,10 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, par
 //
 // Starts the sequence's latest version (or `version`) with `input` and dispatches
 // its first step (P-WF-4). With an `idempotency_key` that already names an instance
-// of the tenant, that instance is returned with 200 and nothing starts.
+// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+// a first step with more tasks than the enqueue burst is 422.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10650,7 +10697,10 @@ func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Cont
 //
 // Starts the sequence's latest version (or `version`) with `input` and dispatches
 // its first step (P-WF-4). With an `idempotency_key` that already names an instance
-// of the tenant, that instance is returned with 200 and nothing starts.
+// of the tenant, that instance is returned with 200, unchanged whatever the new body,
+// and nothing starts. The tasks of the first step pass the enqueue rate and queue
+// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+// a first step with more tasks than the enqueue burst is 422.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10869,7 +10919,9 @@ func (c *ClientWithResponses) ListSequencesWithResponse(ctx context.Context, par
 // A definition equal to the latest version returns that version with 200 and stores
 // nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 // here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+// `on_error` is reserved for the sequence's error handler (P-WF-1).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10888,7 +10940,9 @@ func (c *ClientWithResponses) DefineSequenceWithBodyWithResponse(ctx context.Con
 // A definition equal to the latest version returns that version with 200 and stores
 // nothing, so defining is idempotent (P-WF-1). References in `params` are checked
 // here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+// `on_error` is reserved for the sequence's error handler (P-WF-1).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12018,6 +12072,13 @@ func ParseStartInstanceResponse(rsp *http.Response) (*StartInstanceResponse, err
 		}
 		response.ApplicationProblemJSON422 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest Unavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12035,6 +12096,16 @@ func ParseStartInstanceResponse(rsp *http.Response) (*StartInstanceResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 429:
+		var headers StartInstanceResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StartInstanceResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {

@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "dbf1cc62b6ec54b5b179a745b5193b8910081a572e3b10617ee64c69b13402f7"
+const SpecSHA256 = "14654f667b3aa409d09bff0b83249f02ae2a31d1919d9ffa2e5c01b661dd4cdf"

@@ -222,3 +222,17 @@ def test_fail_without_code_is_stored_as_worker_error(api: httpx.Client, name: st
     r = api.post(f"/workers/tasks/{task['id']}/fail", json={"error": "boom"})
     assert r.json()["error_code"] == "worker_error"
     assert api.get(f"/tasks/{task['id']}").json()["error"]["code"] == "worker_error"
+
+
+def test_p_task_3_engine_keys_are_refused(api: httpx.Client, name: str) -> None:
+    """A caller's key may not begin with `wf:`: the workflow engine would adopt such a task
+    as a step's (P-WF-4). The single and the batch enqueue point at the key."""
+    r = api.post("/tasks", json={"handler_name": name, "idempotency_key": "wf:inst_x:1:step:a"})
+    body = assert_problem(r, 422, "validation_error")
+    assert body["errors"][0]["pointer"] == "/idempotency_key", body
+    ok = {"handler_name": name, "idempotency_key": "w:f"}
+    bad = {"handler_name": name, "idempotency_key": "wf:"}
+    r = api.post("/tasks/batch", json={"tasks": [ok, bad]})
+    body = assert_problem(r, 422, "validation_error")
+    assert body["errors"][0]["pointer"] == "/tasks/1/idempotency_key", body
+    assert api.get("/tasks", params={"handler_name": name}).json()["tasks"] == []

@@ -13,8 +13,6 @@ import httpx
 import pytest
 from conftest import assert_problem, eventually
 
-from orch8_server.http.validation import spec
-
 
 def define(api: httpx.Client, name: str, steps: list[Any], **extra: Any) -> dict:
     r = api.post("/sequences", json={"name": name, "steps": steps, **extra})
@@ -457,12 +455,6 @@ def test_a_from_object_reaches_a_worker_only_through_input_P_WF_2(
     assert wait(api, inst)["status"] == "completed"
 
 
-@pytest.mark.xfail(
-    "on_error" in spec()["components"]["schemas"]["Sequence"]["required"],
-    reason="openapi.yaml's Sequence still requires on_error (null when absent), which "
-    "NewSequence refuses: the server omits it once the contract lets it",
-    strict=True,
-)
 def test_a_definition_read_back_is_accepted_as_written_P_WF_1(api: httpx.Client, name: str) -> None:
     """GET /sequences/{name} answers what POST /sequences accepts: the read-back body,
     less what the server adds (tenant, version, created_at), defines the same version."""

@@ -853,7 +853,7 @@ class SyncMethods:
         name: str,
         *,
         steps: Sequence[Mapping[str, Any]],
-        on_error: Mapping[str, Any] | None = None,
+        on_error: Any = OMIT,
     ) -> Sequence:
         """Define the next version of a sequence (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -873,8 +873,8 @@ class SyncMethods:
             ],
             ["id"],
         )
-        if on_error is not None:
-            body["on_error"] = dict(on_error)
+        if on_error is not OMIT:
+            body["on_error"] = on_error
         call = Call(
             define_sequence,
             {
@@ -1824,7 +1824,7 @@ class AsyncMethods:
         name: str,
         *,
         steps: Sequence[Mapping[str, Any]],
-        on_error: Mapping[str, Any] | None = None,
+        on_error: Any = OMIT,
     ) -> Sequence:
         """Define the next version of a sequence (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -1844,8 +1844,8 @@ class AsyncMethods:
             ],
             ["id"],
         )
-        if on_error is not None:
-            body["on_error"] = dict(on_error)
+        if on_error is not OMIT:
+            body["on_error"] = on_error
         call = Call(
             define_sequence,
             {

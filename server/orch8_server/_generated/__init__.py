@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.5.0"
-SPEC_SHA256 = "dbf1cc62b6ec54b5b179a745b5193b8910081a572e3b10617ee64c69b13402f7"
+SPEC_SHA256 = "14654f667b3aa409d09bff0b83249f02ae2a31d1919d9ffa2e5c01b661dd4cdf"

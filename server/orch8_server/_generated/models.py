@@ -324,7 +324,7 @@ class Step(TypedDict, closed=True):
 class NewSequence(TypedDict, closed=True):
     name: SequenceName
     steps: list[Step]
-    on_error: NotRequired[StepAction]
+    on_error: NotRequired[StepAction | None]
 
 
 class NewInstance(TypedDict, closed=True):

@@ -108,7 +108,8 @@ async def _read_body(request: Request, limit: int) -> bytes:
     too_large = Problem("payload_too_large", f"body exceeds {limit} bytes")
     if declared is not None and declared.isdigit() and int(declared) > limit * _DRAIN_FACTOR:
         raise too_large  # not worth draining: the connection is closed instead
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     try:
         async for chunk in request.stream():
             size += len(chunk)

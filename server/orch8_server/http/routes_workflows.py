@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.responses import Response
 
 from orch8_server.http.endpoint import Call, endpoint, json_response
-from orch8_server.http.validation import spec
 from orch8_server.lifecycle.workflows import Workflows
-
-# P-WF-1: a sequence read back is accepted as written. NewSequence takes no `on_error:
-# null`, so a sequence without one omits it, once the contract's Sequence lets it (until
-# then the contract requires the member, and null is what it gets).
-_OMIT_ABSENT_ON_ERROR = "on_error" not in spec()["components"]["schemas"]["Sequence"]["required"]
-
-
-def _as_written(sequence: dict[str, Any]) -> dict[str, Any]:
-    if _OMIT_ABSENT_ON_ERROR and sequence.get("on_error") is None:
-        return {k: v for k, v in sequence.items() if k != "on_error"}
-    return sequence
 
 
 def _workflows(call: Call) -> Workflows:
@@ -30,14 +16,13 @@ def _workflows(call: Call) -> Workflows:
 @endpoint("/sequences", "POST", "NewSequence", body_required=True)
 async def define_sequence(call: Call) -> Response:
     sequence, created = await _workflows(call).define(call.tenant, call.body)
-    return json_response(_as_written(sequence), 201 if created else 200)
+    return json_response(sequence, 201 if created else 200)
 
 
 @endpoint("/sequences", "GET")
 async def list_sequences(call: Call) -> Response:
     p = call.params
     page = await _workflows(call).list_sequences(call.tenant, p.get("limit", 50), p.get("cursor"))
-    page["sequences"] = [_as_written(s) for s in page["sequences"]]
     return json_response(page)
 
 
@@ -45,7 +30,7 @@ async def list_sequences(call: Call) -> Response:
 async def get_sequence(call: Call) -> Response:
     p = call.params
     sequence = await _workflows(call).get_sequence(call.tenant, p["name"], p.get("version"))
-    return json_response(_as_written(sequence))
+    return json_response(sequence)
 
 
 @endpoint("/instances", "POST", "NewInstance", body_required=True)

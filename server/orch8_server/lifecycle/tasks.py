@@ -11,6 +11,7 @@ from orch8_server.lifecycle import views
 from orch8_server.lifecycle.attempts import MANUAL_CODE, end_attempt
 from orch8_server.lifecycle.retry import effective_policy
 from orch8_server.lifecycle.tenancy import owned
+from orch8_server.lifecycle.workflow_steps import ENGINE_KEY_PREFIX
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, TaskFilter, wake_key
 
@@ -102,6 +103,13 @@ class Tasks:
     ) -> tuple[list[Task], bool]:
         """Create tasks of `tenant` atomically; returns their views and whether any was new."""
         now = timefmt.now_ms()
+        for i, body in enumerate(bodies):  # P-TASK-3: the engine's keys are not the caller's
+            if str(body.get("idempotency_key", "")).startswith(ENGINE_KEY_PREFIX):
+                where = f"{pointer_prefix}/{i}" if pointer_prefix else ""
+                raise _field_problem(
+                    f"{where}/idempotency_key",
+                    f"must not begin with {ENGINE_KEY_PREFIX!r} (reserved for workflow steps)",
+                )
         rows = [
             new_task_row(body, now, f"{pointer_prefix}/{i}" if pointer_prefix else "", tenant)
             for i, body in enumerate(bodies)

@@ -128,7 +128,7 @@ def validate(body: dict[str, Any]) -> None:
             continue
         _check_task(step, ptr, earlier, known, errors)
         earlier.add(step["id"])
-    if "on_error" in body:
+    if body.get("on_error") is not None:  # null: none, as a sequence read back says (P-WF-1)
         _check_action(body["on_error"], "/on_error", known, known, "", errors)
     if errors:
         raise _problem(errors)

@@ -27,13 +27,17 @@ def _key_part(part: str) -> str:
     return part.replace("%", "%25").replace(":", "%3A")
 
 
+# P-TASK-3: callers may not use this prefix, so no enqueued task is adopted as a step's.
+ENGINE_KEY_PREFIX = "wf:"
+
+
 def task_key(instance_id: str, run: int, kind: str, step_id: str) -> str:
     """P-WF-4: the idempotency key of one task of an instance run, distinct for every
     distinct (instance, run, kind, step) by construction: parts are joined by ":", which no
     part contains (ids are escaped, run is an integer, kind is one of three words), and
     the on_error task has no step part at all, so no step id can make another task's key.
     `wf:<instance>:<run>:step:<id>`, `...:fallback:<id>`, `wf:<instance>:<run>:on_error`."""
-    head = f"wf:{_key_part(instance_id)}:{int(run)}"
+    head = f"{ENGINE_KEY_PREFIX}{_key_part(instance_id)}:{int(run)}"
     if kind == ON_ERROR_TASK:
         return f"{head}:{ON_ERROR_TASK}"
     if kind not in (STEP, FALLBACK):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from attrs import define as _attrs_define
 from typing_extensions import Self
@@ -22,14 +22,17 @@ class NewSequence:
     Attributes:
         name (str): Name of a sequence (the pattern of QueueName). Example: thumbnail.
         steps (list[Step]):
-        on_error (StepAction | Unset): What a fallback or `on_error` runs (a step without id).
+        on_error (None | StepAction | Unset): Runs when the instance fails (P-WF-6). `null` means none, as a sequence
+            read back says, so a definition read back is accepted as written (P-WF-1).
     """
 
     name: str
     steps: list[Step]
-    on_error: StepAction | Unset = UNSET
+    on_error: None | StepAction | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.step_action import StepAction
+
         name = self.name
 
         steps = []
@@ -37,9 +40,13 @@ class NewSequence:
             steps_item = steps_item_data.to_dict()
             steps.append(steps_item)
 
-        on_error: dict[str, Any] | Unset = UNSET
-        if not isinstance(self.on_error, Unset):
+        on_error: dict[str, Any] | None | Unset
+        if isinstance(self.on_error, Unset):
+            on_error = UNSET
+        elif isinstance(self.on_error, StepAction):
             on_error = self.on_error.to_dict()
+        else:
+            on_error = self.on_error
 
         field_dict: dict[str, Any] = {}
 
@@ -69,12 +76,22 @@ class NewSequence:
 
             steps.append(steps_item)
 
-        _on_error = d.pop("on_error", UNSET)
-        on_error: StepAction | Unset
-        if isinstance(_on_error, Unset):
-            on_error = UNSET
-        else:
-            on_error = StepAction.from_dict(_on_error)
+        def _parse_on_error(data: object) -> None | StepAction | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                on_error_type_0 = StepAction.from_dict(data)
+
+                return on_error_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | StepAction | Unset, data)
+
+        on_error = _parse_on_error(d.pop("on_error", UNSET))
 
         new_sequence = cls(
             name=name,

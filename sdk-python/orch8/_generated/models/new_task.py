@@ -35,7 +35,8 @@ class NewTask:
         delay_ms (int | Unset): Added to `run_at` (so, alone, a delay from now).
         good_until (datetime.datetime | Unset): If still unclaimed at this instant the task becomes `expired` and is
             never delivered (P-EXPIRE-1).
-        idempotency_key (str | Unset): Enqueueing the same key again returns the existing task (P-TASK-3).
+        idempotency_key (str | Unset): Enqueueing the same key again returns the existing task (P-TASK-3). Keys
+            beginning with `wf:` are reserved for workflow steps (422).
         retry (RetryPolicy | Unset): Server-computed exponential backoff with jitter and cap (P-RETRY-2).
         required_labels (RequiredLabels | Unset): Worker labels a claimer must have (P-LABEL-1): only a poll whose
             `worker_id` is a

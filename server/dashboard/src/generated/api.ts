@@ -657,7 +657,9 @@ export interface paths {
          *     A definition equal to the latest version returns that version with 200 and stores
          *     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
          *     here: a reference to an unknown step, to a later step, to the step itself or to a
-         *     sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+         *     sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+         *     object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+         *     `on_error` is reserved for the sequence's error handler (P-WF-1).
          */
         post: operations["defineSequence"];
         delete?: never;
@@ -699,7 +701,10 @@ export interface paths {
          * Start an instance of a sequence
          * @description Starts the sequence's latest version (or `version`) with `input` and dispatches
          *     its first step (P-WF-4). With an `idempotency_key` that already names an instance
-         *     of the tenant, that instance is returned with 200 and nothing starts.
+         *     of the tenant, that instance is returned with 200, unchanged whatever the new body,
+         *     and nothing starts. The tasks of the first step pass the enqueue rate and queue
+         *     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+         *     a first step with more tasks than the enqueue burst is 422.
          */
         post: operations["startInstance"];
         delete?: never;
@@ -977,7 +982,7 @@ export interface components {
              * @description If still unclaimed at this instant the task becomes `expired` and is never delivered (P-EXPIRE-1).
              */
             good_until?: string;
-            /** @description Enqueueing the same key again returns the existing task (P-TASK-3). */
+            /** @description Enqueueing the same key again returns the existing task (P-TASK-3). Keys beginning with `wf:` are reserved for workflow steps (422). */
             idempotency_key?: string;
             retry?: components["schemas"]["RetryPolicy"];
             required_labels?: components["schemas"]["RequiredLabels"];
@@ -1381,7 +1386,8 @@ export interface components {
         NewSequence: {
             name: components["schemas"]["SequenceName"];
             steps: components["schemas"]["Step"][];
-            on_error?: components["schemas"]["StepAction"];
+            /** @description Runs when the instance fails (P-WF-6). `null` means none, as a sequence read back says, so a definition read back is accepted as written (P-WF-1). */
+            on_error?: components["schemas"]["StepAction"] | null;
         };
         Sequence: {
             name: string;
@@ -1868,7 +1874,7 @@ export interface components {
                  *       "errors": [
                  *         {
                  *           "pointer": "/priority",
-                 *           "detail": "must be integer"
+                 *           "detail": "must be an integer"
                  *         }
                  *       ]
                  *     }
@@ -4470,6 +4476,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };

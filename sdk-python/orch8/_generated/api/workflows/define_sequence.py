@@ -104,7 +104,9 @@ def sync_detailed(
     A definition equal to the latest version returns that version with 200 and stores
     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
     here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+    `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
         body (NewSequence):
@@ -139,7 +141,9 @@ def sync(
     A definition equal to the latest version returns that version with 200 and stores
     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
     here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+    `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
         body (NewSequence):
@@ -169,7 +173,9 @@ async def asyncio_detailed(
     A definition equal to the latest version returns that version with 200 and stores
     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
     here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+    `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
         body (NewSequence):
@@ -202,7 +208,9 @@ async def asyncio(
     A definition equal to the latest version returns that version with 200 and stores
     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
     here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2).
+    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
+    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
+    `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
         body (NewSequence):

@@ -77,6 +77,11 @@ def _parse_response(
 
         return response_422
 
+    if response.status_code == 429:
+        response_429 = Problem.from_dict(response.json())
+
+        return response_429
+
     if response.status_code == 503:
         response_503 = Problem.from_dict(response.json())
 
@@ -107,7 +112,10 @@ def sync_detailed(
 
      Starts the sequence's latest version (or `version`) with `input` and dispatches
     its first step (P-WF-4). With an `idempotency_key` that already names an instance
-    of the tenant, that instance is returned with 200 and nothing starts.
+    of the tenant, that instance is returned with 200, unchanged whatever the new body,
+    and nothing starts. The tasks of the first step pass the enqueue rate and queue
+    depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+    a first step with more tasks than the enqueue burst is 422.
 
     Args:
         body (NewInstance):
@@ -140,7 +148,10 @@ def sync(
 
      Starts the sequence's latest version (or `version`) with `input` and dispatches
     its first step (P-WF-4). With an `idempotency_key` that already names an instance
-    of the tenant, that instance is returned with 200 and nothing starts.
+    of the tenant, that instance is returned with 200, unchanged whatever the new body,
+    and nothing starts. The tasks of the first step pass the enqueue rate and queue
+    depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+    a first step with more tasks than the enqueue burst is 422.
 
     Args:
         body (NewInstance):
@@ -168,7 +179,10 @@ async def asyncio_detailed(
 
      Starts the sequence's latest version (or `version`) with `input` and dispatches
     its first step (P-WF-4). With an `idempotency_key` that already names an instance
-    of the tenant, that instance is returned with 200 and nothing starts.
+    of the tenant, that instance is returned with 200, unchanged whatever the new body,
+    and nothing starts. The tasks of the first step pass the enqueue rate and queue
+    depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+    a first step with more tasks than the enqueue burst is 422.
 
     Args:
         body (NewInstance):
@@ -199,7 +213,10 @@ async def asyncio(
 
      Starts the sequence's latest version (or `version`) with `input` and dispatches
     its first step (P-WF-4). With an `idempotency_key` that already names an instance
-    of the tenant, that instance is returned with 200 and nothing starts.
+    of the tenant, that instance is returned with 200, unchanged whatever the new body,
+    and nothing starts. The tasks of the first step pass the enqueue rate and queue
+    depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
+    a first step with more tasks than the enqueue burst is 422.
 
     Args:
         body (NewInstance):
