@@ -123,7 +123,7 @@ export class Transport {
     const backoff = new Backoff(RETRY_INITIAL_MS, RETRY_MAX_MS);
     const wait = this.opts.sleep ?? sleep;
     let retries = 0; // retries counted against maxRetries
-    let waited = 0; // ms waited between tries of this call
+    let granted = 0; // ms of Retry-After the server asked this call to wait (P-SDK-2 budget)
     for (;;) {
       if (outer?.aborted) throw abortReason(outer);
       const { signal, done } = deadline(timeoutMs, outer);
@@ -150,16 +150,19 @@ export class Transport {
       if (retryAfter !== undefined && retryAfter > CLIENT_RETRY_AFTER_LIMIT_MS) throw err;
       let delay: number;
       if (retryAfter !== undefined && retryAfter > 0) {
-        // P-SDK-2: the server said when; ride it out past maxRetries within the 30 s budget.
+        // P-SDK-2: the server said when; ride it out past maxRetries while the delays it
+        // gave add up to at most 30 s (the 0-10% jitter is ours, not counted: as in Python
+        // and Go, a single Retry-After: 30 is waited).
+        if (granted + retryAfter > RETRY_AFTER_BUDGET_MS) throw err;
+        granted += retryAfter;
         delay = jitterRetryAfter(retryAfter);
-        if (waited + delay > RETRY_AFTER_BUDGET_MS) throw err;
       } else {
-        // No delay given (or "retry now"): the plain limit keeps the loop finite.
+        // No delay given, or Retry-After: 0: the computed backoff within the plain limit,
+        // which keeps the loop finite (P-SDK-2, as in Python and Go).
         if (retries >= this.opts.maxRetries) throw err;
         retries++;
-        delay = retryAfter === undefined ? backoff.next() : 0;
+        delay = backoff.next();
       }
-      waited += delay;
       await wait(delay, outer);
     }
   }
