@@ -1,10 +1,12 @@
 package orch8
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -33,11 +35,12 @@ func cutUTF8(s string, n int) string {
 
 // boundFailure bounds a fail's message and details before it is sent (P-SDK-27).
 func boundFailure(rep TaskFailureReport) TaskFailureReport {
+	rep.Error = strings.ReplaceAll(rep.Error, "\x00", "\uFFFD") // P-ERR-5 refuses NUL
 	if n := len(rep.Error); n > maxFailMessageBytes {
 		rep.Error = cutUTF8(rep.Error, maxFailMessageBytes) + fmt.Sprintf(" [truncated from %d bytes]", n)
 	}
 	if rep.Details != nil {
-		if raw, err := json.Marshal(rep.Details); err == nil && len(raw) > maxFailDetailsBytes {
+		if raw, err := compactJSON(rep.Details); err == nil && len(raw) > maxFailDetailsBytes {
 			rep.Details = JSONObject{"truncated": true, "bytes": len(raw), "preview": cutUTF8(string(raw), failDetailsPreviewBytes)}
 		}
 	}
@@ -155,4 +158,16 @@ func refusalCause(err error) error {
 		return ErrTaskCancelled
 	}
 	return ErrLeaseLost
+}
+
+// compactJSON is the JSON text P-SDK-27 measures: compact, characters as themselves (no
+// HTML escaping of <, > and &), so every SDK counts the same bytes.
+func compactJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }

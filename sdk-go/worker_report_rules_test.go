@@ -279,3 +279,21 @@ func TestP_SDK_22_TransportWarningNamesURLAndCause(t *testing.T) {
 	waitUntil(t, "the warning", func() bool { return logs.line("level=WARN", "registration failed", want) != "" })
 	stop()
 }
+
+func TestP_SDK_27_NulInAMessageBecomesReplacementChar(t *testing.T) {
+	// P-ERR-5 refuses NUL in any string: the report lands with U+FFFD instead.
+	got := boundFailure(TaskFailureReport{Error: "a\x00b\x00"}).Error
+	if got != "a\uFFFDb\uFFFD" {
+		t.Fatalf("message %q, want NUL replaced by U+FFFD", got)
+	}
+}
+
+func TestP_SDK_27_DetailsAreMeasuredAsCompactJSONWithoutHTMLEscapes(t *testing.T) {
+	// The same byte count as Python and TypeScript: < > & as themselves.
+	big := strings.Repeat("<&>", 30000)
+	rep := boundFailure(TaskFailureReport{Error: "x", Details: JSONObject{"blob": big}})
+	d := rep.Details
+	if d["bytes"] != len(`{"blob":""}`)+len(big) {
+		t.Fatalf("bytes %v, want %d", d["bytes"], len(`{"blob":""}`)+len(big))
+	}
+}

@@ -37,8 +37,9 @@ def cut_utf8(text: str, limit: int) -> tuple[str, int]:
 
 
 def bound_message(text: str) -> str:
-    """P-SDK-27: at most 16,384 bytes, then ` [truncated from N bytes]`."""
-    kept, size = cut_utf8(text, MAX_MESSAGE_BYTES)
+    """P-SDK-27: NUL made U+FFFD (P-ERR-5 refuses it); at most 16,384 bytes, then
+    ` [truncated from N bytes]`."""
+    kept, size = cut_utf8(text.replace("\x00", "\ufffd"), MAX_MESSAGE_BYTES)
     return kept if size <= MAX_MESSAGE_BYTES else f"{kept} [truncated from {size} bytes]"
 
 

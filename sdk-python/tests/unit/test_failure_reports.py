@@ -126,3 +126,9 @@ def test_p_sdk_27_a_second_refusal_gives_the_task_up_as_lease_lost(
     assert (stats.tasks_failed, stats.tasks_lease_lost) == (0, 1)
     errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     assert any(m.count("413 payload_too_large") == 2 for m in errors), errors
+
+
+def test_p_sdk_27_nul_in_a_message_becomes_u_fffd() -> None:
+    """P-ERR-5 refuses NUL in any string: the message is sent with U+FFFD instead, so the
+    report lands rather than being refused twice."""
+    assert bound_message("a\x00b\x00") == "a\ufffdb\ufffd"

@@ -17,8 +17,12 @@ export function utf8Prefix(text: string, max: number): string {
   return bytes.subarray(0, cut).toString("utf8");
 }
 
-/** The message, or its first 16,384 bytes followed by ` [truncated from N bytes]`. */
-export function boundMessage(message: string): string {
+/**
+ * The message with NUL made U+FFFD (P-ERR-5 refuses NUL), or its first 16,384 bytes
+ * followed by ` [truncated from N bytes]`.
+ */
+export function boundMessage(raw: string): string {
+  const message = raw.replaceAll("\u0000", "\uFFFD");
   const size = Buffer.byteLength(message, "utf8");
   if (size <= MAX_MESSAGE_BYTES) return message;
   return `${utf8Prefix(message, MAX_MESSAGE_BYTES)} [truncated from ${size} bytes]`;

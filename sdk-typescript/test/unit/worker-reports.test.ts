@@ -212,3 +212,7 @@ test("P-SDK-22: a refused connection is logged with the server URL and ECONNREFU
   assert.ok(line, rec.text());
   assert.match(line[1], /http:\/\/h:1.*ECONNREFUSED/);
 });
+
+test("P-SDK-27: NUL in a message becomes U+FFFD (P-ERR-5 refuses NUL), so the report lands", () => {
+  assert.equal(boundMessage("a\u0000b\u0000"), "a\uFFFDb\uFFFD");
+});
