@@ -231,7 +231,8 @@ def parse_settings(argv: list[str] | None = None) -> Settings:
 
 
 def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
-    """Like parse_settings, plus the deprecation warnings to log once logging is set up."""
+    """Like parse_settings, plus the warnings (deprecated options, a lease shorter than
+    three heartbeat intervals) to log once logging is set up."""
     parser = argparse.ArgumentParser(
         prog="orch8-server",
         description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
@@ -277,6 +278,12 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
         values["otel_service_name"] = os.environ["OTEL_SERVICE_NAME"]
     settings = Settings(**values)  # type: ignore[arg-type]
     _check(parser, settings)
+    if settings.lease_ms < 3 * settings.heartbeat_interval_ms:  # P-SDK-30
+        warnings.append(
+            f"--lease-ms {settings.lease_ms} is under three --heartbeat-interval-ms "
+            f"({settings.heartbeat_interval_ms}): the SDK workers heartbeat at a third of the "
+            "lease (P-SDK-30), but a worker that heartbeats on the interval loses its leases"
+        )
     return settings, warnings
 
 
@@ -374,7 +381,7 @@ def main(argv: list[str] | None = None) -> None:
     settings, warnings = parse_settings_and_warnings(args)
     configure_logging(settings.log_level)
     for warning in warnings:
-        logging.getLogger("orch8.server").warning(warning, extra={"cause": "deprecated_option"})
+        logging.getLogger("orch8.server").warning(warning, extra={"cause": "settings"})
     try:
         keyring = KeyRing(settings.api_keys, settings.keys_file)
     except KeysFileError as exc:  # changed since the check of parse_settings

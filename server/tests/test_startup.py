@@ -17,7 +17,7 @@ import pytest
 from conftest import assert_problem, eventually, launch, stop_server
 from pg_cluster import PgCluster
 
-from orch8_server.cli import parse_settings
+from orch8_server.cli import parse_settings, parse_settings_and_warnings
 from orch8_server.testing import free_port
 
 RETRY = {"db-retry-initial-ms": 100, "db-retry-max-ms": 400}
@@ -235,3 +235,10 @@ def test_p_obs_6_a_long_notify_fallback_is_honoured(
             pg.psql("ALTER TABLE tasks ENABLE TRIGGER USER", "orch8_silent")
 
     _with_replicas(url, tmp_path, 60_000, check)
+
+
+def test_p_sdk_30_a_lease_under_three_heartbeat_intervals_warns() -> None:
+    """The server starts, and says why such leases are only safe with P-SDK-30 workers."""
+    _, warnings = parse_settings_and_warnings(["--lease-ms", "2000"])  # interval 5000
+    assert len(warnings) == 1 and "--lease-ms 2000" in warnings[0] and "5000" in warnings[0]
+    assert parse_settings_and_warnings(["--lease-ms", "15000"])[1] == []
