@@ -67,7 +67,7 @@ PYTHON_WORDS = ("None", "True", "False", "'", "is not of type", "required proper
         ("POST", "/sequences", {"name": "s", "steps": [{"id": "a b", "handler": "h"}]},
          "/steps/0/id", "must match the pattern ^[A-Za-z0-9_-]{1,64}$"),
         ("POST", "/sequences", {"name": "s", "steps": [{"id": "a", "handler": "h"}],
-                                "on_error": 5}, "/on_error", "must be an object"),
+                                "on_error": 5}, "/on_error", "must be an object or null"),
         ("POST", "/tasks", {"handler_name": ""}, "/handler_name", "must not be empty"),
         ("POST", "/tasks", {"handler_name": "x", "queue_name": "q" * 201}, "/queue_name",
          "must be at most 200 characters long"),
