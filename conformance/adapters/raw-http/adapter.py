@@ -440,7 +440,11 @@ def shutdown() -> None:
 
 def on_signal(signum, _frame) -> None:
     if signum in (signal.SIGTERM, signal.SIGINT):
-        signals.append(signal.Signals(signum).name)  # named in the shutdown message (P-SDK-29)
+        name = signal.Signals(signum).name
+        signals.append(name)  # named in the shutdown message (P-SDK-29)
+        # P-SDK-29: each signal is logged by name (os.write: a print could re-enter one in progress)
+        level = "warning" if stopping.is_set() else "info"
+        os.write(2, f"{level}: received {name}\n".encode())
         if stopping.is_set():
             hurry.set()  # P-SDK-17
         stopping.set()

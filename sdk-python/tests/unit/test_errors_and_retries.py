@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 import httpx
 import pytest
 import respx
-import yaml
 
 import orch8
 from orch8 import Orch8Client, RetryPolicy
@@ -55,8 +56,14 @@ def test_problem_code_maps_to_exception(status: int, code: str, cls: type) -> No
 
 def test_every_code_of_the_contract_has_a_case() -> None:
     """Section 12: the table above covers openapi.yaml's whole `x-orch8-codes` catalogue."""
-    spec = yaml.safe_load((Path(__file__).resolve().parents[3] / "openapi.yaml").read_text())
-    codes = spec["components"]["schemas"]["Problem"]["properties"]["code"]["x-orch8-codes"]
+    # scripts/runtimes.py runs a copy of these tests outside the repo and names the spec;
+    # read as text there (the consumer project has no YAML parser).
+    default = Path(__file__).resolve().parents[3] / "openapi.yaml"
+    spec = Path(os.environ.get("ORCH8_SPEC") or default).read_text()
+    block = re.search(r"^( +)x-orch8-codes:\n((?:\1 +\w+: .*\n)+)", spec, flags=re.M)
+    assert block is not None, "openapi.yaml has no x-orch8-codes map"
+    codes = re.findall(r"^ +(\w+): ", block.group(2), flags=re.M)
+    assert len(codes) >= 18
     assert sorted(codes) == sorted(code for _, code, _ in CASES)
 
 
