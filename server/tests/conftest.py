@@ -8,6 +8,7 @@ see pg_cluster.py). Modules in SQLITE_ONLY run on SQLite alone.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import time
 import uuid
@@ -25,6 +26,7 @@ from problem_codes import (  # noqa: F401  (pytest hooks: the emitted-code check
     record_server,
 )
 
+from orch8_server.keys import digest
 from orch8_server.testing import RunningServer
 from orch8_server.testing import start_server as start_server_process
 
@@ -165,3 +167,11 @@ def assert_problem(response: httpx.Response, status: int, code: str) -> dict:
     assert body["code"] == code and body["status"] == status, body
     assert body["title"] and body["detail"] and body["type"].endswith(code)
     return body
+
+
+def key_entry(key_id: str, secret: str, role: str, **extra: Any) -> str:
+    """One `[[key]]` table of a keys file (P-AUTH-4): the secret's SHA-256, never the secret;
+    `extra` adds fields such as tenant="t1" or queues=["images"]."""
+    lines = [f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(secret).hex()}"\nrole = "{role}"']
+    lines += [f"{name} = {json.dumps(value)}" for name, value in extra.items()]
+    return "\n".join(lines) + "\n\n"

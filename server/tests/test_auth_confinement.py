@@ -13,24 +13,21 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import assert_problem
-
-from orch8_server.keys import digest
+from conftest import assert_problem, key_entry
 
 TENANT = "t1"
-KEYS = {  # id -> (secret, role, extra TOML)
-    "admin": ("o8k_conf_admin", "admin", ""),
-    "holder": ("o8k_conf_holder", "worker", ""),
-    "other": ("o8k_conf_other", "worker", ""),
-    "scoped": ("o8k_conf_scoped", "worker", 'queues = ["images"]\nhandlers = ["resize"]\n'),
+KEYS: dict[str, tuple[str, str, dict[str, Any]]] = {  # id -> (secret, role, scope)
+    "admin": ("o8k_conf_admin", "admin", {}),
+    "holder": ("o8k_conf_holder", "worker", {}),
+    "other": ("o8k_conf_other", "worker", {}),
+    "scoped": ("o8k_conf_scoped", "worker", {"queues": ["images"], "handlers": ["resize"]}),
 }
 
 
 def _keys_toml() -> str:
     return "".join(
-        f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(secret).hex()}"\nrole = "{role}"\n'
-        f'tenant = "{TENANT}"\n{extra}\n'
-        for key_id, (secret, role, extra) in KEYS.items()
+        key_entry(key_id, secret, role, tenant=TENANT, **scope)
+        for key_id, (secret, role, scope) in KEYS.items()
     )
 
 

@@ -27,9 +27,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from conftest import REPO
-
-from orch8_server.keys import digest
+from conftest import REPO, key_entry
 
 SPEC = yaml.safe_load((REPO / "openapi.yaml").read_text())
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -51,11 +49,7 @@ def secret(role: str) -> str:
 def keys_file_text() -> str:
     entries = [("setup-admin", ADMIN, "admin", "default")]
     entries += [(f"{role}-{OWN}", secret(role), role, OWN) for role in ROLES]
-    return "".join(
-        f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(s).hex()}"\nrole = "{role}"\n'
-        f'tenant = "{tenant}"\n\n'
-        for key_id, s, role, tenant in entries
-    )
+    return "".join(key_entry(key_id, s, role, tenant=tenant) for key_id, s, role, tenant in entries)
 
 
 def declared_roles(operation: str) -> frozenset[str] | None:

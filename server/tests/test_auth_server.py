@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import assert_problem, eventually
+from conftest import assert_problem, eventually, key_entry
 
 from orch8_server.keys import digest
 from orch8_server.testing import RunningServer, ServerStartError
@@ -17,12 +17,6 @@ from orch8_server.testing import RunningServer, ServerStartError
 FIRST, SECOND = "o8k_first_key_of_the_reload_test", "o8k_second_key_of_the_reload"
 SCOPED = "o8k_scoped_worker_images_resize"
 PRODUCER = "o8k_producer_of_team_a_secret"
-
-
-def key(key_id: str, secret: str, role: str, **extra: Any) -> str:
-    lines = [f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(secret).hex()}"\nrole = "{role}"']
-    lines += [f"{name} = {value!r}".replace("'", '"') for name, value in extra.items()]
-    return "\n".join(lines) + "\n\n"
 
 
 def bearer(secret: str, **headers: str) -> dict[str, str]:
@@ -39,12 +33,12 @@ def test_sighup_reloads_the_keys_file_and_a_broken_file_keeps_the_old_keys(
     """P-AUTH-4: SIGHUP re-reads the file; one that does not load leaves the keys in force
     and the log names the file and the entry, never a secret."""
     path = tmp_path / "keys.toml"
-    path.write_text(key("first", FIRST, "operator"))
+    path.write_text(key_entry("first", FIRST, "operator"))
     server = start_server(**{"keys-file": path})
     assert whoami(server, FIRST).json()["key_id"] == "first"
     assert whoami(server, SECOND).status_code == 401
 
-    path.write_text(key("second", SECOND, "producer", tenant="team-b"))
+    path.write_text(key_entry("second", SECOND, "producer", tenant="team-b"))
     assert server.process is not None
     server.process.send_signal(signal.SIGHUP)
     eventually(lambda: whoami(server, SECOND).status_code == 200)
@@ -52,7 +46,7 @@ def test_sighup_reloads_the_keys_file_and_a_broken_file_keeps_the_old_keys(
     assert (body["key_id"], body["role"], body["tenant"]) == ("second", "producer", "team-b")
     assert whoami(server, FIRST).status_code == 401  # removed from the file: gone
 
-    path.write_text(key("third", FIRST, "nobody"))
+    path.write_text(key_entry("third", FIRST, "nobody"))
     server.process.send_signal(signal.SIGHUP)
     eventually(lambda: "keys file not reloaded" in server.log.read_text())
     assert whoami(server, SECOND).status_code == 200
@@ -66,7 +60,9 @@ def test_sighup_reloads_the_keys_file_and_a_broken_file_keeps_the_old_keys(
 def test_a_keys_file_that_does_not_load_stops_the_start_up(start_server, tmp_path: Path) -> None:
     """P-AUTH-4: the server refuses to start on a broken keys file, naming it."""
     path = tmp_path / "keys.toml"
-    path.write_text(key("k", FIRST, "worker", queues=["q"]) + key("k", SECOND, "worker"))
+    path.write_text(
+        key_entry("k", FIRST, "worker", queues=["q"]) + key_entry("k", SECOND, "worker")
+    )
     with pytest.raises(ServerStartError, match=r"key #2 \(id 'k'\): duplicate id"):
         start_server(**{"keys-file": path})
 
@@ -75,8 +71,10 @@ def test_a_keys_file_that_does_not_load_stops_the_start_up(start_server, tmp_pat
 def scoped(start_server, tmp_path_factory: pytest.TempPathFactory) -> RunningServer:
     path = tmp_path_factory.mktemp("keys") / "keys.toml"
     path.write_text(
-        key("img-worker", SCOPED, "worker", tenant="team-a", queues=["images"], handlers=["resize"])
-        + key("team-a-producer", PRODUCER, "producer", tenant="team-a")
+        key_entry(
+            "img-worker", SCOPED, "worker", tenant="team-a", queues=["images"], handlers=["resize"]
+        )
+        + key_entry("team-a-producer", PRODUCER, "producer", tenant="team-a")
     )
     return start_server(**{"keys-file": path, "access-log": True, "log-level": "debug"})
 
@@ -144,7 +142,7 @@ def test_a_scoped_worker_claims_its_task(scoped: RunningServer) -> None:
     assert claimed.status_code == 200 and claimed.json()["id"] == r.json()["id"], claimed.text
 
 
-def test_whoami_of_a_scoped_key(scoped: RunningServer) -> None:
+def test_whoami_of_a_scoped_key_entry(scoped: RunningServer) -> None:
     """P-AUTH-5: id, role, tenant and scope; never the key."""
     r = httpx.get(scoped.url + "/whoami", headers=bearer(SCOPED))
     assert r.json() == {

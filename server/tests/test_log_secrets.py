@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import orjson
 import pytest
-from conftest import eventually
+from conftest import eventually, key_entry
 
 from orch8_server.keys import digest
 from orch8_server.logs import SECRET_PARAMS, redact
@@ -31,12 +31,7 @@ SECRETS = (ADMIN, WORKER, PRODUCER, WRONG, STRAY)
 def keys_file(path: Path) -> Path:
     entries = [("admin", ADMIN, "admin"), ("worker", WORKER, "worker")]
     entries.append(("producer", PRODUCER, "producer"))
-    path.write_text(
-        "".join(
-            f'[[key]]\nid = "{key_id}"\nsha256 = "{digest(secret).hex()}"\nrole = "{role}"\n\n'
-            for key_id, secret, role in entries
-        )
-    )
+    path.write_text("".join(key_entry(key_id, secret, role) for key_id, secret, role in entries))
     return path
 
 
