@@ -126,6 +126,10 @@ class Slot:
     delivering: bool = False  # the handler ended and its result is on its way
     started: float = 0.0
     duration_ms: float = 0.0
+    # P-SDK-30: the lease's length when its poll answer arrived (expires_at minus that
+    # moment, >= 0) and the loop time of the claim; the heartbeat loop paces itself by them.
+    lease_ms: float | None = None
+    claimed_at: float = 0.0
 
     def cancel(self, reason: str) -> bool:
         """Fire the handler's cancellation signal (P-SDK-5); the handler decides how to stop."""

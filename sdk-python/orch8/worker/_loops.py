@@ -11,7 +11,7 @@ import datetime
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any, Protocol
 
@@ -30,7 +30,7 @@ from ._execute import (
     elapsed_ms,
     run_handler,
 )
-from ._runtime import Settings
+from ._runtime import Settings, lease_heartbeat_ms
 from .backoff import Backoff
 from .observe import Observer, log
 
@@ -126,6 +126,8 @@ class HeartbeatDeps(Protocol):
     telemetry: WorkerTelemetry | None
     last_heartbeat_at: float | None
     heartbeat_interval_ms: int
+    heartbeat_due: float
+    heartbeat_wake: asyncio.Event
 
     @property
     def state(self) -> str: ...
@@ -133,17 +135,53 @@ class HeartbeatDeps(Protocol):
     def apply_directive(self, directive: str) -> None: ...
 
 
+def next_heartbeat_at(last: float, interval_ms: int, held: Iterable[Slot]) -> float:
+    """P-SDK-30: the loop time of the next worker heartbeat, from the tasks held now.
+
+    `last` is when the previous one was due. Every held task needs one within a third of its
+    lease (never more often than every 100 ms) of the later of `last` and its claim; the
+    server's interval applies when no task needs it sooner, and again once it is done.
+    """
+    due = last + interval_ms / 1000
+    for slot in held:
+        if slot.lease_ms is not None:
+            since = max(last, slot.claimed_at)
+            due = min(due, since + lease_heartbeat_ms(interval_ms, slot.lease_ms) / 1000)
+    return due
+
+
+def heartbeat_period_ms(interval_ms: int, held: Iterable[Slot]) -> float:
+    """P-SDK-30: min(interval, L / 3) for the shortest lease L held now, floored at 100 ms."""
+    periods = (lease_heartbeat_ms(interval_ms, s.lease_ms) for s in held if s.lease_ms is not None)
+    return min(periods, default=interval_ms)
+
+
 async def heartbeat_loop(deps: HeartbeatDeps, interval_ms: int) -> None:
     """One worker heartbeat per interval listing every held task (P-SDK-4, P-WORKER-2/3).
 
-    Fixed-rate: the time a heartbeat takes does not push the next one back.
+    Fixed-rate: the time a heartbeat takes does not push the next one back. P-SDK-30: the
+    interval is min(server interval, L / 3, floored at 100 ms) for the shortest lease L
+    held now; a claim that needs a heartbeat sooner than the one planned wakes the loop.
+    A worker's own `heartbeat_interval_ms` is kept as given (it can turn heartbeats off),
+    as in sdk-typescript and sdk-go.
     """
     loop = asyncio.get_running_loop()
-    due = loop.time() + interval_ms / 1000
+    last = loop.time()
+    fitted = deps.settings.heartbeat_interval_ms is None
     while True:
         deps.heartbeat_interval_ms = interval_ms  # P-TEL-5: health measures age against it
-        await asyncio.sleep(max(0.0, due - loop.time()))
-        due = max(due + interval_ms / 1000, loop.time())
+        deps.heartbeat_wake.clear()
+        held = list(deps.held.values()) if fitted else []
+        due = next_heartbeat_at(last, interval_ms, held)
+        deps.heartbeat_due = due
+        now = loop.time()
+        if now < due:
+            # Woken by a claim (P-SDK-30) or at a deadline that a finished task had set:
+            # either way the deadline is computed again from the tasks held then.
+            await _sleep_unless(deps.heartbeat_wake, (due - now) * 1000)
+            continue
+        # Late (a slow heartbeat, a busy loop): one heartbeat now, no burst to catch up.
+        last = max(due, now - heartbeat_period_ms(interval_ms, held) / 1000)
         try:
             interval_ms = await _heartbeat_once(deps, interval_ms)
             deps.last_heartbeat_at = time.time()  # P-TEL-5
@@ -220,6 +258,7 @@ class PollDeps(Protocol):
         run: Callable[[Slot], Any],
         poll: object = None,
         model: ClaimedTask | None = None,
+        received_at: float | None = None,
     ) -> None: ...
 
 
@@ -279,7 +318,8 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
             await _sleep_unless(deps.stopping, delay)  # P-SDK-9
             continue
         backoff.reset()
-        deps.last_poll_at = time.time()  # P-TEL-5
+        # P-TEL-5; P-SDK-30: each claimed lease is measured from the arrival of this answer.
+        received_at = deps.last_poll_at = time.time()
         tasks: list[dict[str, Any]] = batch["tasks"]
         # P-TEL-3: a poll that claimed tasks gets its receive span, which each task links to.
         # Telemetry reads the typed models; without it the plain answer is enough (_wire).
@@ -287,7 +327,8 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
         link = None if deps.telemetry is None else deps.telemetry.polled(started_ns, models)
         deps.observer.polled(len(tasks), (time.monotonic() - started) * 1000)
         for i, claimed in enumerate(tasks):
-            deps.start_task(claimed, run, link, None if models is None else models[i])
+            model = None if models is None else models[i]
+            deps.start_task(claimed, run, link, model, received_at=received_at)
         if batch.get("next_poll_after_ms"):
             await _sleep_unless(deps.stopping, batch["next_poll_after_ms"])
 

@@ -8,6 +8,7 @@ here. The loops in `_loops.py` receive this object through narrow Protocols.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -28,6 +29,16 @@ from .observe import Observer, log
 
 MAX_BATCH_SIZE = 100  # P-SDK-13: the contract's maximum batch_size
 MAX_HANDLER_NAMES = 50  # P-SDK-13: the contract's maximum handler_names per poll
+MIN_HEARTBEAT_MS = 100  # P-SDK-30: however short a lease, at most one heartbeat per 100 ms
+
+
+def lease_heartbeat_ms(interval_ms: float, lease_ms: float) -> float:
+    """P-SDK-30: how often a held task with this lease needs a worker heartbeat.
+
+    A third of the lease, so each lease sees at least three heartbeats, never more often
+    than every 100 ms, and never less often than the server's interval (P-SDK-4).
+    """
+    return min(interval_ms, max(lease_ms / 3, MIN_HEARTBEAT_MS))
 
 
 def poll_threshold(concurrency: int, given: int | None = None) -> int:
@@ -92,6 +103,10 @@ class Runtime:
         self.last_poll_at: float | None = None
         self.last_heartbeat_at: float | None = None
         self.heartbeat_interval_ms = settings.heartbeat_interval_ms or 5000
+        # P-SDK-30: the loop time the heartbeat loop sleeps until, and the event that wakes
+        # it early when a task with a short lease is claimed meanwhile.
+        self.heartbeat_due = math.inf
+        self.heartbeat_wake = asyncio.Event()
 
     # --- identity and limits -------------------------------------------------------------
 
@@ -196,12 +211,14 @@ class Runtime:
         run: Callable[[Slot], Any],
         poll: object = None,
         model: ClaimedTask | None = None,
+        received_at: float | None = None,
     ) -> None:
         """Turn a claimed task (a ClaimedTask of the poll answer, as JSON) into a running
         slot; `run(slot)` is its coroutine.
 
         `poll` is what telemetry returned for the poll that claimed it (the receive span),
-        `model` the typed ClaimedTask telemetry reads (parsed only when telemetry is on).
+        `model` the typed ClaimedTask telemetry reads (parsed only when telemetry is on),
+        `received_at` the wall-clock time its poll answer arrived (P-SDK-30; now if None).
         """
         lease = claimed["lease"]
         checkpoint = claimed["checkpoint"]
@@ -231,10 +248,22 @@ class Runtime:
             self.superseded.add(previous)
         handler = self.handlers.get(ctx.handler_name) or self._no_handler(ctx.handler_name)
         slot = Slot(ctx=ctx, handler=handler)
+        self._pace_heartbeats(slot, time.time() if received_at is None else received_at)
         self.held[ctx.id] = slot
         if self.telemetry is not None:  # P-TEL-4: in_flight and free slots
             self.telemetry.held(1, self.free_slots())
         slot.runner = asyncio.ensure_future(run(slot))
+
+    def _pace_heartbeats(self, slot: Slot, received_at: float) -> None:
+        """P-SDK-30: keep the task's lease length (computed once, at the claim) and wake the
+        heartbeat loop when this task needs its first heartbeat before the loop's next one.
+        """
+        expires_at = slot.ctx.lease_expires_at.timestamp()
+        slot.lease_ms = max(0.0, (expires_at - received_at) * 1000)
+        slot.claimed_at = self.loop.time()
+        period_ms = lease_heartbeat_ms(self.heartbeat_interval_ms, slot.lease_ms)
+        if slot.claimed_at + period_ms / 1000 < self.heartbeat_due:
+            self.heartbeat_wake.set()
 
     def _no_handler(self, name: str) -> Handler:
         """P-SDK-14: a permanent `no_handler` failure naming the handlers this worker has."""
