@@ -15,7 +15,12 @@ export class TaskRun {
   readonly abort = new AbortController();
   /** Stops the re-sending of a result (the lease went away, or the worker gave up). */
   readonly stopDelivery = new AbortController();
-  readonly claimedAt = Date.now();
+  readonly claimedAt: number;
+  /**
+   * P-SDK-30: the lease's length as claimed, its `expires_at` minus the moment the poll
+   * answer arrived (>= 0), fixed at claim; undefined when `expires_at` is no date.
+   */
+  readonly leaseMs: number | undefined;
   leaseExpiresAt: string;
   phase: RunPhase = "running";
   /** Set once nothing more may be reported for this lease (P-SDK-5, P-SDK-7). */
@@ -34,8 +39,12 @@ export class TaskRun {
   tel: TaskTelemetry | undefined;
   done: Promise<void> = Promise.resolve();
 
-  constructor(readonly task: ClaimedTask) {
+  /** `receivedAt`: Date.now() when the poll answer that claimed it arrived. */
+  constructor(readonly task: ClaimedTask, receivedAt: number = Date.now()) {
+    this.claimedAt = receivedAt;
     this.leaseExpiresAt = task.lease.expires_at;
+    const expires = Date.parse(task.lease.expires_at);
+    this.leaseMs = Number.isFinite(expires) ? Math.max(0, expires - receivedAt) : undefined;
   }
 
   get leaseId(): string {

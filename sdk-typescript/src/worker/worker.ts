@@ -53,7 +53,10 @@ export interface WorkerOptions {
   leaseMs?: number;
   /** How long running handlers may finish after a shutdown begins (P-SDK-7). Default 25000. */
   gracePeriodMs?: number;
-  /** Worker heartbeat cadence; default the server's `heartbeat_interval_ms` (else 5000). */
+  /**
+   * Worker heartbeat cadence, kept as given; default the server's `heartbeat_interval_ms`
+   * (else 5000), shortened to a third of the shortest lease held (P-SDK-30).
+   */
   heartbeatIntervalMs?: number;
   /** Free-form labels sent at registration. */
   labels?: Record<string, string>;
@@ -320,14 +323,16 @@ export class Worker {
       this.pollCtl = ctl;
       let tasks: ClaimedTask[];
       let pause = 0;
+      let receivedAt = 0; // P-SDK-30: when the answer arrived, the start of each claimed lease
       const started = performance.now();
       const sentAt = Date.now();
       try {
         this.counters.polls++;
         const result = await this.client.pollTasks(this.plan.body(free), { signal: ctl.signal });
+        receivedAt = Date.now();
         tasks = result.tasks;
         pause = result.next_poll_after_ms;
-        this.lastPollAt = Date.now();
+        this.lastPollAt = receivedAt;
         backoff.reset(); // P-SDK-9: the first success resets the outage backoff
       } catch (err) {
         if (ctl.signal.aborted) continue; // quiet or shutdown interrupted it on purpose
@@ -342,13 +347,15 @@ export class Worker {
       }
       this.hook("onPoll", { claimed: tasks.length, durationMs: performance.now() - started });
       const link = this.tel?.polled(sentAt, tasks); // P-TEL-3: the receive span
-      for (const task of tasks) this.start(task, link);
+      for (const task of tasks) this.start(task, link, receivedAt);
+      // P-SDK-30: a short lease must not wait out the heartbeat loop's current sleep.
+      if (tasks.length > 0) this.heartbeats?.wake();
       if (pause > 0) await sleep(pause, this.stopCtl.signal);
     }
   }
 
-  private start(task: ClaimedTask, link: PollLink): void {
-    const run = new TaskRun(task);
+  private start(task: ClaimedTask, link: PollLink, receivedAt: number): void {
+    const run = new TaskRun(task, receivedAt); // P-SDK-30: its lease length, from the answer's arrival
     // A task reaped and claimed again while its first run goes: two runs, keyed by lease.
     // The new lease proves the old one gone (P-SDK-5); a result on its way is left to its answer.
     const stale = this.latestRun.get(task.id);
