@@ -85,18 +85,69 @@ func (w *Worker) setInterval(ms int) {
 	}
 }
 
+// minLeaseHeartbeat is the shortest cadence a short lease may ask for (P-SDK-30).
+const minLeaseHeartbeat = 100 * time.Millisecond
+
 // heartbeatLoop sends one worker heartbeat per interval listing every held task, on its
-// own goroutine so a busy handler never starves it (P-SDK-4).
+// own goroutine so a busy handler never starves it (P-SDK-4). The interval fits the
+// leases held now (P-SDK-30): the loop wakes whenever the held set changes and computes the
+// next heartbeat again, so a short-lease task claimed during a long wait gets its first
+// heartbeat within a third of its lease, and the server's interval is back once that task
+// has left.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
+	last := time.Now() // registration counts as the first heartbeat
 	for {
 		w.mu.Lock()
-		interval := w.interval
+		due, changed := w.nextHeartbeatLocked(last), w.changed
 		w.mu.Unlock()
-		if !sleepCtx(ctx, interval) {
+		if wait := time.Until(due); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-changed: // a task came or went: compute the next heartbeat again (P-SDK-30)
+				t.Stop()
+				continue
+			case <-t.C:
+			}
+		} else if ctx.Err() != nil {
 			return
 		}
+		last = time.Now()
 		w.heartbeat(ctx)
 	}
+}
+
+// leaseHeartbeat is how often a task with lease L needs a heartbeat: L/3, never under
+// 100 ms (P-SDK-30).
+func leaseHeartbeat(lease time.Duration) time.Duration {
+	return max(lease/3, minLeaseHeartbeat)
+}
+
+// nextHeartbeatLocked is when the next worker heartbeat is due, given the last one
+// (P-SDK-30): the server's interval after it, or sooner when a task a heartbeat would list
+// needs one within a third of its lease of the later of that heartbeat and its claim. So
+// the cadence is min(interval, L/3) for the shortest lease L held now. An explicit
+// WorkerOptions.HeartbeatInterval is kept as given (it can turn heartbeats off), as in the
+// other SDKs. Callers hold w.mu.
+func (w *Worker) nextHeartbeatLocked(last time.Time) time.Time {
+	due := last.Add(w.interval)
+	if w.opts.HeartbeatInterval > 0 {
+		return due
+	}
+	for _, r := range w.held {
+		if r.droppedCause() == nil {
+			since := last
+			if r.answered.After(since) {
+				since = r.answered
+			}
+			if d := since.Add(leaseHeartbeat(r.lease)); d.Before(due) {
+				due = d
+			}
+		}
+	}
+	return due
 }
 
 func (w *Worker) heartbeat(ctx context.Context) {

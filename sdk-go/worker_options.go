@@ -45,7 +45,8 @@ type WorkerOptions struct {
 	// default when zero.
 	LeaseDuration time.Duration
 	// HeartbeatInterval overrides the cadence the server asks for at registration
-	// (P-SDK-4); leave zero to follow the server.
+	// (P-SDK-4) and is kept as given; leave zero to follow the server, shortened to a
+	// third of the shortest lease held (P-SDK-30).
 	HeartbeatInterval time.Duration
 	// Labels are sent with the registration ({} when nil).
 	Labels map[string]string

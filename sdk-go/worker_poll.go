@@ -59,6 +59,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			LeaseMs:      optMillis(w.opts.LeaseDuration),
 			BatchSize:    Ptr(ask),
 		})
+		answered := time.Now() // each claimed lease starts here (P-SDK-30)
 		aborted := pollCtx.Err() != nil
 		w.mu.Lock()
 		w.pollCancel = nil
@@ -92,7 +93,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 				w.giveBack(ct) // more than asked for: never hold more than Concurrency
 				continue
 			}
-			w.start(base, receive, ct)
+			w.start(base, receive, ct, answered)
 		}
 		if res.NextPollAfterMs > 0 {
 			sleepCtx(stopCtx, time.Duration(res.NextPollAfterMs)*time.Millisecond)

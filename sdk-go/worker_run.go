@@ -37,6 +37,11 @@ type run struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{} // closed when the handler returned and its result is settled
 	started time.Time
+	// lease is the claim's lease length: lease.expires_at minus answered, the moment the
+	// poll answer arrived, at least 0. The worker heartbeat cadence fits the shortest held
+	// (P-SDK-30).
+	lease    time.Duration
+	answered time.Time
 
 	mu      sync.Mutex
 	phase   phase
@@ -136,8 +141,9 @@ func (w *Worker) heldLocked(taskID string) *run {
 }
 
 // start registers a claimed task as held and runs its handler on a new goroutine.
-// receive is the context Telemetry.Receive returned for the poll (base without telemetry).
-func (w *Worker) start(base, receive context.Context, ct ClaimedTask) {
+// receive is the context Telemetry.Receive returned for the poll (base without telemetry);
+// answered is when the poll answer arrived, the start of the claim's lease (P-SDK-30).
+func (w *Worker) start(base, receive context.Context, ct ClaimedTask, answered time.Time) {
 	t := newTask(ct, w.client, w.opts.LeaseDuration)
 	started := time.Now()
 	var span ProcessSpan
@@ -145,7 +151,8 @@ func (w *Worker) start(base, receive context.Context, ct ClaimedTask) {
 		base, span = w.startProcess(base, receive, ct, started) // current for the handler (P-TEL-3)
 	}
 	ctx, cancel := context.WithCancelCause(base)
-	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: started, span: span}
+	r := &run{task: t, ctx: ctx, cancel: cancel, done: make(chan struct{}), started: started, span: span,
+		lease: max(ct.Lease.ExpiresAt.Sub(answered), 0), answered: answered} // P-SDK-30
 	t.drop = func(cause error) { w.abandon(r, cause) }
 	w.mu.Lock()
 	r.handler = w.handlers[ct.HandlerName]
