@@ -13,7 +13,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from orch8_server.config import Settings
-from orch8_server.http import (
+from orch8_server.http import (  # noqa: F401 (the routes_* modules register their handlers)
     routes_auth,
     routes_history,
     routes_queues,
@@ -23,7 +23,8 @@ from orch8_server.http import (
     routes_workflows,
     ui,
 )
-from orch8_server.http.endpoint import Endpoint, internal_problem, problem_response
+from orch8_server.http.endpoint import Endpoint, internal_problem, pipeline, problem_response
+from orch8_server.http.operations import bound
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage import open_storage
@@ -52,18 +53,11 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
 
 
 def _routes() -> list[Route]:
-    """One Route per path, dispatching on the method, so a 405 names every allowed method."""
+    """The spec's operations, one Route per path dispatching on the method, so a 405 names
+    every allowed method."""
     by_path: dict[str, dict[str, Endpoint]] = {}
-    for method, path, handler in [
-        *routes_tasks.operations,
-        *routes_workers.operations,
-        *routes_queues.operations,
-        *routes_history.operations,
-        *routes_auth.operations,
-        *routes_tenants.operations,
-        *routes_workflows.operations,
-    ]:
-        by_path.setdefault(path, {})[method] = handler
+    for op, handler in bound():
+        by_path.setdefault(op.route_path, {})[op.method] = pipeline(op, handler)
     routes = []
     for path, handlers in by_path.items():
         if len(handlers) == 1:

@@ -2,8 +2,8 @@
 validation against the contract, roles and scopes, and problem rendering (P-ERR-1..3,
 P-AUTH-1..3).
 
-Written as a decorator rather than Starlette middleware: middleware costs a full ASGI
-hop per request on the hot path.
+`pipeline` wraps each operation's handler (http/app.py) rather than running as Starlette
+middleware: middleware costs a full ASGI hop per request on the hot path.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import orjson
 from starlette.requests import ClientDisconnect, Request
@@ -31,7 +31,8 @@ from orch8_server.auth import (
     tenant_of,
 )
 from orch8_server.http import json_guard
-from orch8_server.http.validation import ParamValidator, body_validator, spec
+from orch8_server.http.operations import Operation
+from orch8_server.http.validation import ParamValidator, body_validator
 from orch8_server.keys import KeyRing
 from orch8_server.lifecycle.tenancy import Confinement
 from orch8_server.problems import Problem
@@ -71,14 +72,19 @@ def internal_problem(request: Request, exc: BaseException, key_id: str | None = 
     )
 
 
+BodyT = TypeVar("BodyT")
+
+
 @dataclass
-class Call:
+class Call(Generic[BodyT]):
     """What a handler receives: validated params and body, the raw request, and who is
-    calling in which tenant (P-AUTH-2, P-TEN-2)."""
+    calling in which tenant (P-AUTH-2, P-TEN-2). `BodyT` is the generated TypedDict of the
+    operation's body schema (the spec's defaults filled in), None for an operation without
+    a body; tests/test_operations.py checks that each handler names the right one."""
 
     request: Request
     params: dict[str, Any]
-    body: dict[str, Any]
+    body: BodyT
     principal: Principal = OPEN
     tenant: str = DEFAULT_TENANT
 
@@ -88,7 +94,7 @@ class Call:
         return confinement(self.principal)
 
 
-Handler = Callable[[Call], Awaitable[Response]]
+Handler = Callable[[Call[Any]], Awaitable[Response]]
 Endpoint = Callable[[Request], Awaitable[Response]]  # what Starlette routes call
 
 
@@ -136,93 +142,71 @@ def keyring(request: Request) -> KeyRing:
     return keys
 
 
-def roles_of(path: str, method: str) -> frozenset[str] | None:
-    """P-AUTH-2: the operation's `x-orch8-roles` (admin implied); None for a public
-    operation (`security: []`). An operation declaring neither is refused at start-up."""
-    op = spec()["paths"][path][method.lower()]
-    if op.get("security") == []:
-        return None
-    if "x-orch8-roles" not in op:
-        raise RuntimeError(f"{op['operationId']}: openapi.yaml declares no x-orch8-roles")
-    return frozenset(op["x-orch8-roles"])
-
-
-def endpoint(
-    path: str,
-    method: str,
-    body_schema: str | None = None,
-    *,
-    body_required: bool = False,
-    public: bool = False,
-) -> Callable[[Handler], Endpoint]:
-    """Wrap `handler` with the shared pipeline for the operation at `method path`."""
-    params_of = ParamValidator(path, method.lower())
-    validate_body = body_validator(body_schema) if body_schema else None
-    operation: str = spec()["paths"][path][method.lower()]["operationId"]
-    roles = roles_of(path, method)
-    if public != (roles is None):
-        raise RuntimeError(f"{operation}: public= disagrees with the contract's security")
+def pipeline(op: Operation, handler: Handler) -> Endpoint:
+    """`handler` behind the shared pipeline for `op`: backpressure, auth, tenant, params,
+    body, scope, problems and the request_seconds metric."""
+    params_of = ParamValidator(op.path, op.method.lower())
+    validate_body = body_validator(op.body_schema) if op.body_schema else None
+    operation, roles, body_required = op.id, op.roles, op.body_required
     scoped = operation in SCOPED_OPERATIONS
     clock = time.perf_counter
     # P-BP-3: health and metrics never count against --max-inflight-requests.
-    capped = not (path.startswith("/health/") or path == "/metrics")
+    capped = not (op.path.startswith("/health/") or op.path == "/metrics")
 
-    def wrap(handler: Handler) -> Endpoint:
-        async def run(request: Request) -> Response:
-            started = clock()
-            engine = request.app.state.engine
-            counted = False
-            principal = OPEN
-            try:
-                if capped and engine.backpressure.max_inflight:  # P-BP-3
-                    engine.backpressure.enter_request()
-                    counted = True
-                settings = engine.settings
-                tenant = DEFAULT_TENANT
-                if roles is not None:
-                    keys = keyring(request)
-                    if keys.required:
-                        principal = authenticate(request, keys)  # P-AUTH-1: 401
-                        check_role(principal, roles, operation)  # P-AUTH-2/3: 403
-                    tenant = tenant_of(request, principal)  # P-TEN-2
-                params = params_of(request.path_params, request.query_params)
-                body: dict[str, Any] = {}
-                if validate_body is not None:
-                    raw = await _read_body(request, settings.max_body_bytes)
-                    if raw:  # whitespace alone is not JSON: 400 malformed_json (P-ERR-3)
-                        if not _is_json(request.headers.get("content-type", "")):
-                            raise Problem(
-                                "unsupported_media_type",
-                                "send the body as Content-Type: application/json",
-                            )
-                        try:
-                            body = orjson.loads(raw)
-                        except orjson.JSONDecodeError as exc:
-                            raise json_guard.decode_problem(exc) from None
-                        json_guard.check(raw, body)  # P-ERR-5, before anything reads it
-                        validate_body(body)
-                    elif body_required:
+    async def run(request: Request) -> Response:
+        started = clock()
+        engine = request.app.state.engine
+        counted = False
+        principal = OPEN
+        try:
+            if capped and engine.backpressure.max_inflight:  # P-BP-3
+                engine.backpressure.enter_request()
+                counted = True
+            settings = engine.settings
+            tenant = DEFAULT_TENANT
+            if roles is not None:
+                keys = keyring(request)
+                if keys.required:
+                    principal = authenticate(request, keys)  # P-AUTH-1: 401
+                    check_role(principal, roles, operation)  # P-AUTH-2/3: 403
+                tenant = tenant_of(request, principal)  # P-TEN-2
+            params = params_of(request.path_params, request.query_params)
+            body: Any = None
+            if validate_body is not None:
+                body = {}  # an optional body left out: its schema's defaults (below)
+                raw = await _read_body(request, settings.max_body_bytes)
+                if raw:  # whitespace alone is not JSON: 400 malformed_json (P-ERR-3)
+                    if not _is_json(request.headers.get("content-type", "")):
                         raise Problem(
-                            "validation_error",
-                            "a JSON request body is required",
-                            errors=[{"pointer": "", "detail": "request body is required"}],
+                            "unsupported_media_type",
+                            "send the body as Content-Type: application/json",
                         )
-                if scoped:
-                    check_scope(principal, operation, body)  # P-AUTH-3: worker key scope
-                return await handler(Call(request, params, body, principal, tenant))
-            except Problem as problem:
-                return problem_response(problem, request)
-            except StorageUnavailable as exc:  # P-ERR-1: a database outage is a 503, not a 500
-                unavailable = Problem("unavailable", str(exc), headers={"Retry-After": "1"})
-                return problem_response(unavailable, request)
-            except Exception as exc:
-                return internal_problem(request, exc, principal.key_id)
-            finally:  # P-TEL-6: one cached child, one observe (about 1 us a request)
-                if counted:
-                    engine.backpressure.leave_request()
-                engine.metrics.request_seconds[operation].observe(clock() - started)
+                    try:
+                        body = orjson.loads(raw)
+                    except orjson.JSONDecodeError as exc:
+                        raise json_guard.decode_problem(exc) from None
+                    json_guard.check(raw, body)  # P-ERR-5, before anything reads it
+                elif body_required:
+                    raise Problem(
+                        "validation_error",
+                        "a JSON request body is required",
+                        errors=[{"pointer": "", "detail": "request body is required"}],
+                    )
+                validate_body(body)  # fills the spec's defaults in place
+            if scoped:
+                check_scope(principal, operation, body)  # P-AUTH-3: worker key scope
+            return await handler(Call(request, params, body, principal, tenant))
+        except Problem as problem:
+            return problem_response(problem, request)
+        except StorageUnavailable as exc:  # P-ERR-1: a database outage is a 503, not a 500
+            unavailable = Problem("unavailable", str(exc), headers={"Retry-After": "1"})
+            return problem_response(unavailable, request)
+        except Exception as exc:
+            return internal_problem(request, exc, principal.key_id)
+        finally:  # P-TEL-6: one cached child, one observe (about 1 us a request)
+            if counted:
+                engine.backpressure.leave_request()
+            engine.metrics.request_seconds[operation].observe(clock() - started)
 
-        run.__name__ = handler.__name__
-        return run
-
-    return wrap
+    run.__name__ = handler.__name__
+    return run

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from orch8_server.http.endpoint import Call, endpoint, json_response, keyring
+from orch8_server.http.endpoint import Call, json_response, keyring
+from orch8_server.http.operations import operation
 
 
 def _names(values: frozenset[str] | None) -> list[str] | None:
     return None if values is None else sorted(values)
 
 
-@endpoint("/whoami", "GET")
-async def get_principal(call: Call) -> Response:
+@operation("getPrincipal")
+async def get_principal(call: Call[None]) -> Response:
     """The key's id (never the key), role, the tenant this request acts in, and its scope."""
     p = call.principal
     return json_response(
@@ -26,6 +27,3 @@ async def get_principal(call: Call) -> Response:
             "handlers": _names(p.handlers),
         }
     )
-
-
-operations = [("GET", "/whoami", get_principal)]

@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from starlette.requests import Request
 from starlette.responses import Response
 
-from orch8_server.http.endpoint import Call, endpoint, json_response
+from orch8_server.http.endpoint import Call, json_response
+from orch8_server.http.operations import operation
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage.base import TaskFilter
 from orch8_server.timefmt import parse
 
+if TYPE_CHECKING:
+    from orch8_server._generated.models import (
+        ManualCompletion,
+        ManualFailure,
+        NewTask,
+        NewTaskBatch,
+        PollBatchOptions,
+        PollOptions,
+        TaskCancellation,
+        TaskCompletion,
+        TaskCompletionBatch,
+        TaskFailureBatch,
+        TaskFailureReport,
+        TaskHeartbeat,
+        TaskRelease,
+        TaskRetry,
+    )
 
-def _engine(call: Call) -> Engine:
+
+def _engine(call: Call[Any]) -> Engine:
     engine: Engine = call.request.app.state.engine
     return engine
 
@@ -32,20 +53,20 @@ def _check_open(engine: Engine) -> None:
         )
 
 
-@endpoint("/tasks", "POST", "NewTask", body_required=True)
-async def enqueue_task(call: Call) -> Response:
+@operation("enqueueTask")
+async def enqueue_task(call: Call[NewTask]) -> Response:
     tasks, created = await _engine(call).tasks.enqueue(call.tenant, [call.body], "")
     return json_response(tasks[0], 201 if created else 200)
 
 
-@endpoint("/tasks/batch", "POST", "NewTaskBatch", body_required=True)
-async def enqueue_tasks(call: Call) -> Response:
+@operation("enqueueTasks")
+async def enqueue_tasks(call: Call[NewTaskBatch]) -> Response:
     tasks, _ = await _engine(call).tasks.enqueue(call.tenant, call.body["tasks"], "/tasks")
     return json_response({"tasks": tasks}, 201)
 
 
-@endpoint("/tasks", "GET")
-async def list_tasks(call: Call) -> Response:
+@operation("listTasks")
+async def list_tasks(call: Call[None]) -> Response:
     p = call.params
     flt = TaskFilter(
         tenant=call.tenant,  # P-TEN-3
@@ -64,57 +85,57 @@ async def list_tasks(call: Call) -> Response:
                 f"{name} must be an RFC 3339 date-time",
                 errors=[{"pointer": f"#/query/{name}", "detail": "must be an RFC 3339 date-time"}],
             )
-    page = await _engine(call).tasks.list(flt, p.get("limit", 50), p.get("cursor"))
+    page = await _engine(call).tasks.list(flt, p["limit"], p.get("cursor"))
     return json_response(page)
 
 
-@endpoint("/tasks/{task_id}", "GET")
-async def get_task(call: Call) -> Response:
+@operation("getTask")
+async def get_task(call: Call[None]) -> Response:
     engine = _engine(call)
-    wait_ms = min(call.params.get("wait_ms", 0), engine.settings.max_wait_ms)  # P-WF-9
+    wait_ms = min(call.params["wait_ms"], engine.settings.max_wait_ms)  # P-WF-9
     return json_response(
         await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms)
     )
 
 
-@endpoint("/tasks/{task_id}/cancel", "POST", "TaskCancellation")
-async def cancel_task(call: Call) -> Response:
+@operation("cancelTask")
+async def cancel_task(call: Call[TaskCancellation]) -> Response:
     task = await _engine(call).tasks.cancel(
         call.tenant, call.params["task_id"], call.body.get("reason")
     )
     return json_response(task)
 
 
-@endpoint("/tasks/{task_id}/retry", "POST", "TaskRetry")
-async def retry_task(call: Call) -> Response:
+@operation("retryTask")
+async def retry_task(call: Call[TaskRetry]) -> Response:
     return json_response(
         await _engine(call).tasks.retry(call.tenant, call.params["task_id"], call.body)
     )
 
 
-@endpoint("/tasks/{task_id}/complete", "POST", "ManualCompletion")
-async def complete_task_manually(call: Call) -> Response:
+@operation("completeTaskManually")
+async def complete_task_manually(call: Call[ManualCompletion]) -> Response:
     task = await _engine(call).tasks.resolve_manually(
         call.tenant, call.params["task_id"], "completed", call.body
     )
     return json_response(task)
 
 
-@endpoint("/tasks/{task_id}/fail", "POST", "ManualFailure", body_required=True)
-async def fail_task_manually(call: Call) -> Response:
+@operation("failTaskManually")
+async def fail_task_manually(call: Call[ManualFailure]) -> Response:
     task = await _engine(call).tasks.resolve_manually(
         call.tenant, call.params["task_id"], "failed", call.body
     )
     return json_response(task)
 
 
-@endpoint("/tasks/{task_id}/attempts", "GET")
-async def list_task_attempts(call: Call) -> Response:
+@operation("listTaskAttempts")
+async def list_task_attempts(call: Call[None]) -> Response:
     return json_response(await _engine(call).tasks.attempts(call.tenant, call.params["task_id"]))
 
 
-@endpoint("/workers/tasks/poll", "POST", "PollOptions")
-async def poll_task(call: Call) -> Response:
+@operation("pollTask")
+async def poll_task(call: Call[PollOptions]) -> Response:
     engine = _engine(call)
     _check_open(engine)
     tasks = await engine.leases.poll(
@@ -125,19 +146,22 @@ async def poll_task(call: Call) -> Response:
     return json_response(tasks[0])
 
 
-@endpoint("/workers/tasks/poll/batch", "POST", "PollBatchOptions")
-async def poll_tasks(call: Call) -> Response:
+@operation("pollTasks")
+async def poll_tasks(call: Call[PollBatchOptions]) -> Response:
     engine = _engine(call)
     _check_open(engine)
-    size = int(call.body.get("batch_size", 10))
     tasks = await engine.leases.poll(
-        call.tenant, call.body, size, lambda: _disconnected(call.request), call.confined
+        call.tenant,
+        call.body,
+        call.body["batch_size"],
+        lambda: _disconnected(call.request),
+        call.confined,
     )
     return json_response({"tasks": tasks, "next_poll_after_ms": 0})  # P-POLL-5
 
 
-@endpoint("/workers/tasks/{task_id}/complete", "POST", "TaskCompletion")
-async def complete_task(call: Call) -> Response:
+@operation("completeTask")
+async def complete_task(call: Call[TaskCompletion]) -> Response:
     return json_response(
         await _engine(call).leases.complete(
             call.tenant, call.params["task_id"], call.body, call.confined
@@ -145,8 +169,8 @@ async def complete_task(call: Call) -> Response:
     )
 
 
-@endpoint("/workers/tasks/{task_id}/fail", "POST", "TaskFailureReport", body_required=True)
-async def fail_task(call: Call) -> Response:
+@operation("failTask")
+async def fail_task(call: Call[TaskFailureReport]) -> Response:
     return json_response(
         await _engine(call).leases.fail(
             call.tenant, call.params["task_id"], call.body, call.confined
@@ -154,8 +178,8 @@ async def fail_task(call: Call) -> Response:
     )
 
 
-@endpoint("/workers/tasks/{task_id}/heartbeat", "POST", "TaskHeartbeat")
-async def heartbeat_task(call: Call) -> Response:
+@operation("heartbeatTask")
+async def heartbeat_task(call: Call[TaskHeartbeat]) -> Response:
     return json_response(
         await _engine(call).leases.heartbeat(
             call.tenant, call.params["task_id"], call.body, call.confined
@@ -163,8 +187,8 @@ async def heartbeat_task(call: Call) -> Response:
     )
 
 
-@endpoint("/workers/tasks/{task_id}/release", "POST", "TaskRelease")
-async def release_task(call: Call) -> Response:
+@operation("releaseTask")
+async def release_task(call: Call[TaskRelease]) -> Response:
     return json_response(
         await _engine(call).leases.release(
             call.tenant, call.params["task_id"], call.body, call.confined
@@ -172,36 +196,15 @@ async def release_task(call: Call) -> Response:
     )
 
 
-@endpoint("/workers/tasks/complete/batch", "POST", "TaskCompletionBatch", body_required=True)
-async def complete_tasks(call: Call) -> Response:
+@operation("completeTasks")
+async def complete_tasks(call: Call[TaskCompletionBatch]) -> Response:
     leases = _engine(call).leases
     return json_response(
         await leases.complete_batch(call.tenant, call.body["items"], call.confined)
     )
 
 
-@endpoint("/workers/tasks/fail/batch", "POST", "TaskFailureBatch", body_required=True)
-async def fail_tasks(call: Call) -> Response:
+@operation("failTasks")
+async def fail_tasks(call: Call[TaskFailureBatch]) -> Response:
     leases = _engine(call).leases
     return json_response(await leases.fail_batch(call.tenant, call.body["items"], call.confined))
-
-
-operations = [
-    ("POST", "/tasks", enqueue_task),
-    ("GET", "/tasks", list_tasks),
-    ("POST", "/tasks/batch", enqueue_tasks),
-    ("GET", "/tasks/{task_id}", get_task),
-    ("POST", "/tasks/{task_id}/cancel", cancel_task),
-    ("POST", "/tasks/{task_id}/retry", retry_task),
-    ("GET", "/tasks/{task_id}/attempts", list_task_attempts),
-    ("POST", "/tasks/{task_id}/complete", complete_task_manually),
-    ("POST", "/tasks/{task_id}/fail", fail_task_manually),
-    ("POST", "/workers/tasks/poll", poll_task),
-    ("POST", "/workers/tasks/poll/batch", poll_tasks),
-    ("POST", "/workers/tasks/complete/batch", complete_tasks),
-    ("POST", "/workers/tasks/fail/batch", fail_tasks),
-    ("POST", "/workers/tasks/{task_id}/complete", complete_task),
-    ("POST", "/workers/tasks/{task_id}/fail", fail_task),
-    ("POST", "/workers/tasks/{task_id}/heartbeat", heartbeat_task),
-    ("POST", "/workers/tasks/{task_id}/release", release_task),
-]

@@ -8,15 +8,14 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
-from orch8_server.http.endpoint import Call, endpoint, json_response
+from orch8_server.http.endpoint import Call, json_response
+from orch8_server.http.operations import operation
+from orch8_server.lifecycle.admin_views import tenant_list
 from orch8_server.lifecycle.engine import Engine
 
 
-@endpoint("/tenants", "GET")
-async def list_tenants(call: Call) -> Response:
+@operation("listTenants")
+async def list_tenants(call: Call[None]) -> Response:
     """Tenants with at least one task or worker, with their counts, in tenant order."""
     engine: Engine = call.request.app.state.engine
-    return json_response({"tenants": await engine.storage.list_tenants()})
-
-
-operations = [("GET", "/tenants", list_tenants)]
+    return json_response(await tenant_list(engine.storage))

@@ -2,55 +2,61 @@
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from starlette.responses import Response
 
 from orch8_server import __version__
 from orch8_server._generated import SPEC_SHA256, SPEC_VERSION
-from orch8_server.http.endpoint import Call, Endpoint, endpoint, json_response
+from orch8_server.http.endpoint import Call, Handler, json_response
+from orch8_server.http.operations import operation
+from orch8_server.http.validation import schema_property
+from orch8_server.lifecycle.admin_views import metrics_page
 from orch8_server.lifecycle.engine import Engine
-from orch8_server.lifecycle.queues import queue_stats
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
-    from orch8_server._generated.models import ServerInfo
+    from orch8_server._generated.models import (
+        ServerInfo,
+        WorkerDirective,
+        WorkerHeartbeat,
+        WorkerRegistration,
+    )
 
 
-def _engine(call: Call) -> Engine:
+def _engine(call: Call[Any]) -> Engine:
     engine: Engine = call.request.app.state.engine
     return engine
 
 
-@endpoint("/workers", "POST", "WorkerRegistration", body_required=True)
-async def register_worker(call: Call) -> Response:
+@operation("registerWorker")
+async def register_worker(call: Call[WorkerRegistration]) -> Response:
     workers = _engine(call).workers
     return json_response(
         await workers.register(call.tenant, call.body, call.principal.key_id, call.confined)
     )
 
 
-@endpoint("/workers", "GET")
-async def list_workers(call: Call) -> Response:
+@operation("listWorkers")
+async def list_workers(call: Call[None]) -> Response:
     return json_response(await _engine(call).workers.list(call.tenant, call.params.get("state")))
 
 
-@endpoint("/workers/{worker_id}", "GET")
-async def get_worker(call: Call) -> Response:
+@operation("getWorker")
+async def get_worker(call: Call[None]) -> Response:
     workers = _engine(call).workers
     return json_response(await workers.get(call.tenant, call.params["worker_id"], call.confined))
 
 
-@endpoint("/workers/{worker_id}", "DELETE")
-async def deregister_worker(call: Call) -> Response:
+@operation("deregisterWorker")
+async def deregister_worker(call: Call[None]) -> Response:
     return json_response(
         await _engine(call).workers.deregister(call.tenant, call.params["worker_id"], call.confined)
     )
 
 
-@endpoint("/workers/{worker_id}/heartbeat", "POST", "WorkerHeartbeat")
-async def heartbeat_worker(call: Call) -> Response:
+@operation("heartbeatWorker")
+async def heartbeat_worker(call: Call[WorkerHeartbeat]) -> Response:
     return json_response(
         await _engine(call).workers.heartbeat(
             call.tenant, call.params["worker_id"], call.body, call.principal.key_id, call.confined
@@ -58,9 +64,8 @@ async def heartbeat_worker(call: Call) -> Response:
     )
 
 
-def _directive(path: str, directive: str) -> Endpoint:
-    @endpoint(path, "POST")
-    async def set_directive(call: Call) -> Response:
+def _directive(directive: WorkerDirective) -> Handler:
+    async def set_directive(call: Call[None]) -> Response:
         return json_response(
             await _engine(call).workers.set_directive(
                 call.tenant, call.params["worker_id"], directive
@@ -70,13 +75,18 @@ def _directive(path: str, directive: str) -> Endpoint:
     return set_directive
 
 
-@endpoint("/health/live", "GET", public=True)
-async def get_liveness(call: Call) -> Response:
+quiet_worker = operation("quietWorker")(_directive("quiet"))
+resume_worker = operation("resumeWorker")(_directive("running"))
+terminate_worker = operation("terminateWorker")(_directive("terminate"))
+
+
+@operation("getLiveness")
+async def get_liveness(call: Call[None]) -> Response:
     return json_response({"status": "ok", "checks": {}})
 
 
-@endpoint("/health/ready", "GET", public=True)
-async def get_readiness(call: Call) -> Response:
+@operation("getReadiness")
+async def get_readiness(call: Call[None]) -> Response:
     engine = _engine(call)
     if engine.draining:
         raise Problem("unavailable", "server is shutting down", headers={"Retry-After": "1"})
@@ -89,24 +99,18 @@ async def get_readiness(call: Call) -> Response:
     return json_response({"status": "ok", "checks": {"storage": "ok"}})
 
 
-@endpoint("/metrics", "GET")
-async def get_metrics(call: Call) -> Response:
-    engine = _engine(call)
-    workers = await engine.storage.list_workers(None, None)
-    states = Counter((w["tenant"], w["state"]) for w in workers)  # P-TEL-6
+@operation("getMetrics")
+async def get_metrics(call: Call[None]) -> Response:
     principal = call.principal
     only: set[str] | None = None
     if principal.role == "metrics" and principal.tenants is not None:  # P-TEN-4
         only = {principal.tenant, *principal.tenants}
-    tenants = await engine.storage.tenant_names()
-    stats = {t: await queue_stats(engine, t, None) for t in tenants if only is None or t in only}
-    # Polls parked after an empty claim (a poll still on its first claim is not waiting).
-    body = engine.metrics.render(stats, engine.backpressure.sleeping, states, only)
+    body = await metrics_page(_engine(call), only)
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@endpoint("/info", "GET")
-async def get_server_info(call: Call) -> Response:
+@operation("getServerInfo")
+async def get_server_info(call: Call[None]) -> Response:
     s = _engine(call).settings
     info: ServerInfo = {
         "name": "orch8-server",
@@ -124,28 +128,8 @@ async def get_server_info(call: Call) -> Response:
             # Deprecated aliases (spec 1.1.0), emitted until the next major version.
             "worker_heartbeat_interval_ms": s.heartbeat_interval_ms,
             "worker_dead_after_ms": s.dead_after_ms,
-            "max_attempts": 3,
-            "max_batch_size": 100,
+            "max_attempts": schema_property("RetryPolicy", "max_attempts")["default"],
+            "max_batch_size": schema_property("PollBatchOptions", "batch_size")["maximum"],
         },
     }
     return json_response(info)
-
-
-operations = [
-    ("POST", "/workers", register_worker),
-    ("GET", "/workers", list_workers),
-    ("GET", "/workers/{worker_id}", get_worker),
-    ("DELETE", "/workers/{worker_id}", deregister_worker),
-    ("POST", "/workers/{worker_id}/heartbeat", heartbeat_worker),
-    ("POST", "/workers/{worker_id}/quiet", _directive("/workers/{worker_id}/quiet", "quiet")),
-    ("POST", "/workers/{worker_id}/resume", _directive("/workers/{worker_id}/resume", "running")),
-    (
-        "POST",
-        "/workers/{worker_id}/terminate",
-        _directive("/workers/{worker_id}/terminate", "terminate"),
-    ),
-    ("GET", "/health/live", get_liveness),
-    ("GET", "/health/ready", get_readiness),
-    ("GET", "/metrics", get_metrics),
-    ("GET", "/info", get_server_info),
-]

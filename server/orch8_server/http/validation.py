@@ -53,10 +53,27 @@ def _rewrite_refs(node: Any) -> Any:
     return node
 
 
+# Defaults the server's settings own: a poll naming no `wait_ms` waits --wait-ms (P-POLL-2),
+# which the spec's `default: 30000` only documents. Every other `default:` of a body schema
+# is filled in by the validator (fastjsonschema's use_default), so handlers and rules read
+# the value the spec states.
+SETTINGS_DEFAULTS = {"PollOptions": ("wait_ms",), "PollBatchOptions": ("wait_ms",)}
+
+
 @cache
 def _definitions() -> dict[str, Any]:
-    rewritten: dict[str, Any] = _rewrite_refs(copy.deepcopy(spec()["components"]["schemas"]))
+    schemas = copy.deepcopy(spec()["components"]["schemas"])
+    for name, fields in SETTINGS_DEFAULTS.items():
+        for field in fields:
+            del schemas[name]["properties"][field]["default"]
+    rewritten: dict[str, Any] = _rewrite_refs(schemas)
     return rewritten
+
+
+def schema_property(schema_name: str, field: str) -> dict[str, Any]:
+    """One property of a components schema as the spec states it (its default, bounds)."""
+    prop: dict[str, Any] = spec()["components"]["schemas"][schema_name]["properties"][field]
+    return prop
 
 
 def _document(schema: dict[str, Any]) -> dict[str, Any]:
@@ -219,7 +236,8 @@ _INT = re.compile(r"^-?\d+$")
 
 
 class ParamValidator:
-    """Path and query parameters of one operation, decoded from strings and validated."""
+    """Path and query parameters of one operation, decoded from strings and validated; an
+    absent parameter with a `default` in the spec is given that default."""
 
     def __init__(self, path: str, method: str) -> None:
         item = spec()["paths"][path]
@@ -238,9 +256,12 @@ class ParamValidator:
             )
             for p in resolved
         ]
+        self._defaults = {
+            p["name"]: p["schema"]["default"] for p in resolved if "default" in p["schema"]
+        }
 
     def __call__(self, path_params: dict[str, str], query: Any) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+        out: dict[str, Any] = dict(self._defaults)
         errors: list[FieldProblem] = []
         for name, where, validator, kind in self._params:
             if where == "path":

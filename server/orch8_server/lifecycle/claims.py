@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE
@@ -29,7 +29,7 @@ def _invalid(pointer: str, detail: str) -> Problem:
     )
 
 
-def poll_queues(body: dict[str, Any]) -> tuple[list[str], dict[str, int] | None]:
+def poll_queues(body: Mapping[str, Any]) -> tuple[list[str], dict[str, int] | None]:
     """The poll's queues in order and their weights (None: strict order); raises the
     422 of P-QUEUE-4 for the combinations the schema alone cannot refuse."""
     names: list[str] | None = body.get("queue_names")

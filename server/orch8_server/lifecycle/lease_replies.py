@@ -3,6 +3,7 @@ the manual-resolution test of an attempt, and the per-item answers of batches (P
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from orch8_server.lifecycle.attempts import MANUAL_CODE
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from orch8_server._generated.models import BatchItemOutcome, BatchItemStatus, TaskOutcome
 
 
-def heartbeat_lease_ms(body: dict[str, Any], default: int) -> int:
+def heartbeat_lease_ms(body: Mapping[str, Any], default: int) -> int:
     """`lease_ms`, or its deprecated alias `extend_ms` (spec 1.1.0); never two values."""
     lease_ms, extend_ms = body.get("lease_ms"), body.get("extend_ms")
     if lease_ms is not None and extend_ms is not None and lease_ms != extend_ms:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
@@ -28,8 +28,16 @@ if TYPE_CHECKING:
         BatchItemOutcome,
         BatchOutcome,
         ClaimedTask,
+        PollBatchOptions,
+        PollOptions,
+        TaskCompletion,
+        TaskCompletionItem,
+        TaskFailureItem,
+        TaskFailureReport,
+        TaskHeartbeat,
         TaskLeaseStatus,
         TaskOutcome,
+        TaskRelease,
     )
     from orch8_server.lifecycle.engine import Engine
 
@@ -44,7 +52,7 @@ class Leases:
     async def poll(
         self,
         tenant: str,
-        body: dict[str, Any],
+        body: PollOptions | PollBatchOptions,
         limit: int,
         abandoned: Callable[[], Awaitable[Any]] | None = None,
         confined: Confinement | None = None,
@@ -190,7 +198,7 @@ class Leases:
         self,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: TaskCompletion,
         confined: Confinement | None = None,
     ) -> TaskOutcome:
         item = {**body, "task_id": task_id}
@@ -203,7 +211,7 @@ class Leases:
         return outcome
 
     async def _complete_items(
-        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None
+        self, tenant: str, items: Sequence[Mapping[str, Any]], confined: Confinement | None
     ) -> tuple[list[TaskOutcome | Problem], list[Row | None]]:
         """Complete items in one transaction: the ones running under their lease by one
         set-based statement, the rest (replays, lost leases, no lease_id) by the
@@ -244,7 +252,7 @@ class Leases:
         tx: Tx,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: Mapping[str, Any],
         now: int,
         confined: Confinement | None,
     ) -> tuple[TaskOutcome, Row | None]:
@@ -287,7 +295,7 @@ class Leases:
         self,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: TaskFailureReport,
         confined: Confinement | None = None,
     ) -> TaskOutcome:
         now = timefmt.now_ms()
@@ -305,7 +313,7 @@ class Leases:
         tx: Tx,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: TaskFailureReport | TaskFailureItem,
         now: int,
         confined: Confinement | None,
     ) -> tuple[TaskOutcome, Row | None]:
@@ -355,7 +363,7 @@ class Leases:
         self,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: TaskHeartbeat,
         confined: Confinement | None = None,
     ) -> TaskLeaseStatus:
         """P-LEASE-5: extend the lease; keep progress and checkpoint (P-CKPT-1)."""
@@ -392,7 +400,7 @@ class Leases:
         self,
         tenant: str,
         task_id: str,
-        body: dict[str, Any],
+        body: TaskRelease,
         confined: Confinement | None = None,
     ) -> TaskOutcome:
         """P-LEASE-7: back to the queue without spending the attempt."""
@@ -425,7 +433,7 @@ class Leases:
         return batch_item_error(task_id, problem)
 
     async def complete_batch(
-        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None = None
+        self, tenant: str, items: list[TaskCompletionItem], confined: Confinement | None = None
     ) -> BatchOutcome:
         started = timefmt.now_ms()
         outcomes, rows = await self._complete_items(tenant, items, confined)
@@ -441,7 +449,7 @@ class Leases:
         }
 
     async def fail_batch(
-        self, tenant: str, items: list[dict[str, Any]], confined: Confinement | None = None
+        self, tenant: str, items: list[TaskFailureItem], confined: Confinement | None = None
     ) -> BatchOutcome:
         now = timefmt.now_ms()
         out, rows = [], []

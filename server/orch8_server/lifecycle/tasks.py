@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from orch8_server import ids, timefmt
 from orch8_server.lifecycle import views
@@ -18,8 +19,12 @@ from orch8_server.storage.base import Row, TaskFilter, wake_key
 if TYPE_CHECKING:
     from orch8_server._generated.models import (
         AttemptList,
+        ManualCompletion,
+        ManualFailure,
+        NewTask,
         Task,
         TaskPage,
+        TaskRetry,
     )
     from orch8_server.lifecycle.engine import Engine
 
@@ -30,7 +35,7 @@ def _field_problem(pointer: str, detail: str) -> Problem:
     return Problem("validation_error", detail, errors=[{"pointer": pointer, "detail": detail}])
 
 
-def _instant(body: dict[str, Any], name: str, pointer: str) -> int | None:
+def _instant(body: Mapping[str, Any], name: str, pointer: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -40,7 +45,9 @@ def _instant(body: dict[str, Any], name: str, pointer: str) -> int | None:
     return ms
 
 
-def new_task_row(body: dict[str, Any], now: int, pointer: str = "", tenant: str = "default") -> Row:
+def new_task_row(
+    body: Mapping[str, Any], now: int, pointer: str = "", tenant: str = "default"
+) -> Row:
     """Build the row of a new task of `tenant` from a validated NewTask body (P-TASK-1)."""
     run_at = _instant(body, "run_at", pointer)
     run_at = (now if run_at is None else run_at) + int(body.get("delay_ms", 0))  # P-TASK-1
@@ -99,7 +106,7 @@ class Tasks:
         self.engine = engine
 
     async def enqueue(
-        self, tenant: str, bodies: list[dict[str, Any]], pointer_prefix: str
+        self, tenant: str, bodies: list[NewTask], pointer_prefix: str
     ) -> tuple[list[Task], bool]:
         """Create tasks of `tenant` atomically; returns their views and whether any was new."""
         now = timefmt.now_ms()
@@ -233,8 +240,16 @@ class Tasks:
             )
         return views.task(row)
 
+    @overload
     async def resolve_manually(
-        self, tenant: str, task_id: str, outcome: str, body: dict[str, Any]
+        self, tenant: str, task_id: str, outcome: Literal["completed"], body: ManualCompletion
+    ) -> Task: ...
+    @overload
+    async def resolve_manually(
+        self, tenant: str, task_id: str, outcome: Literal["failed"], body: ManualFailure
+    ) -> Task: ...
+    async def resolve_manually(
+        self, tenant: str, task_id: str, outcome: str, body: Mapping[str, Any]
     ) -> Task:
         """P-MANUAL-1: an operator completes or fails a pending, scheduled or running task."""
         now = timefmt.now_ms()
@@ -283,7 +298,7 @@ class Tasks:
             )
         return views.task(row)
 
-    async def retry(self, tenant: str, task_id: str, body: dict[str, Any]) -> Task:
+    async def retry(self, tenant: str, task_id: str, body: TaskRetry) -> Task:
         """P-RETRY-6: failed/cancelled/expired -> pending with a fresh attempt budget."""
         now = timefmt.now_ms()
         async with self.engine.storage.transaction() as tx:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import timefmt
@@ -17,8 +18,10 @@ if TYPE_CHECKING:
     from orch8_server._generated.models import (
         ActiveTaskStatus,
         Worker,
+        WorkerHeartbeat,
         WorkerHeartbeatResult,
         WorkerList,
+        WorkerRegistration,
     )
     from orch8_server.lifecycle.engine import Engine
 
@@ -39,7 +42,7 @@ class Workers:
 
     @staticmethod
     def _new_row(
-        tenant: str, worker_id: str, body: dict[str, Any], now: int, key_id: str | None
+        tenant: str, worker_id: str, body: Mapping[str, Any], now: int, key_id: str | None
     ) -> Row:
         return {
             "key_id": key_id,  # P-AUTH-7
@@ -61,7 +64,7 @@ class Workers:
     async def register(
         self,
         tenant: str,
-        body: dict[str, Any],
+        body: WorkerRegistration,
         key_id: str | None = None,
         confined: Confinement | None = None,
     ) -> Worker:
@@ -97,7 +100,7 @@ class Workers:
         self,
         tenant: str,
         worker_id: str,
-        body: dict[str, Any],
+        body: WorkerHeartbeat,
         key_id: str | None = None,
         confined: Confinement | None = None,
     ) -> WorkerHeartbeatResult:

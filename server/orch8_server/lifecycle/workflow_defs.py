@@ -7,6 +7,7 @@ pointer into the request body.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from orch8_server.problems import Problem
@@ -87,7 +88,7 @@ def _check_reference(path: str, allowed: set[str], known: set[str], me: str) -> 
     return None
 
 
-def validate(body: dict[str, Any]) -> None:
+def validate(body: Mapping[str, Any]) -> None:
     """422 for what the schema cannot express (P-WF-2, P-WF-3)."""
     steps: list[dict[str, Any]] = body["steps"]
     errors: list[dict[str, str]] = []

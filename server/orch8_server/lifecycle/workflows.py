@@ -34,6 +34,7 @@ from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, StorageUnavailable, Tx
 
 if TYPE_CHECKING:
+    from orch8_server._generated.models import NewInstance, NewSequence
     from orch8_server.lifecycle.engine import Engine
 
 log = logging.getLogger("orch8.workflows")
@@ -80,7 +81,7 @@ class Workflows:
 
     # Sequences (P-WF-1, P-WF-2) -----------------------------------------------------
 
-    async def define(self, tenant: str, body: dict[str, Any]) -> tuple[Any, bool]:
+    async def define(self, tenant: str, body: NewSequence) -> tuple[Any, bool]:
         workflow_defs.validate(body)
         definition = {"steps": body["steps"], "on_error": body.get("on_error")}
         now = timefmt.now_ms()
@@ -116,7 +117,7 @@ class Workflows:
     # Instances (P-WF-4, P-WF-7..9) -------------------------------------------------------
 
     async def start(
-        self, tenant: str, body: dict[str, Any], headers: dict[str, str]
+        self, tenant: str, body: NewInstance, headers: dict[str, str]
     ) -> tuple[Any, bool]:
         now = timefmt.now_ms()
         version = body.get("version")
@@ -144,7 +145,7 @@ class Workflows:
         self._announce(wakes, now, inst)
         return workflow_views.instance(inst), created
 
-    async def _admit_start(self, tenant: str, body: dict[str, Any], now: int) -> int:
+    async def _admit_start(self, tenant: str, body: NewInstance, now: int) -> int:
         """P-BP-1, P-BP-2: a start takes enqueue tokens and checks the queue depth for the
         tasks it dispatches at once (found by running the state machine on a copy; pure),
         so it stores nothing when refused. Returns the version it admitted, which the start
