@@ -142,4 +142,6 @@ def test_a_poll_naming_no_wait_ms_waits_the_servers_wait_ms(
 def test_info_states_the_specs_defaults(api: httpx.Client) -> None:
     defaults = api.get("/info").json()["defaults"]
     assert defaults["max_attempts"] == schema_property("RetryPolicy", "max_attempts")["default"]
-    assert defaults["max_batch_size"] == schema_property("NewTaskBatch", "tasks")["maxItems"]
+    assert (
+        defaults["max_batch_size"] == schema_property("PollBatchOptions", "batch_size")["maximum"]
+    )
