@@ -1,13 +1,12 @@
 """Queue history (P-OBS-5): GET /queues/{queue_name}/history, one point per minute.
 
 Real traffic through HTTP on both backends; on PostgreSQL two replicas add their counts
-up; the stored minutes are also driven directly (additive upserts, merged histograms,
-depth, pruning).
+up. The stored minutes (additive upserts, merged histograms, depth, pruning) are the
+storage contract's (storage_contract/test_workers.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from conftest import assert_problem, claim, enqueue, eventually, launch, stop_se
 
 from orch8_server import timefmt
 from orch8_server.lifecycle.history import percentile, wait_bucket
-from orch8_server.storage import Storage, open_storage
 
 
 def _history(api: httpx.Client, queue: str, **params: Any) -> dict[str, Any]:
@@ -147,57 +145,3 @@ def test_p_obs_5_replicas_add_up_and_shutdown_flushes(
         stop_server(a)
         if b.running:
             stop_server(b)
-
-
-def _storage(backend: str, tmp_path: Path, new_database: Callable[[], str]) -> Storage:
-    return open_storage(
-        str(tmp_path / "h.db") if backend == "sqlite" else new_database(), pool_size=2
-    )
-
-
-def test_p_obs_5_stored_minutes_add_up_merge_waits_and_prune(
-    backend: str, new_database: Callable[[], str], tmp_path: Path
-) -> None:
-    storage = _storage(backend, tmp_path, new_database)
-    m = 29_000_000  # an epoch minute
-
-    def counts(minute: int, enq: int, done: int, failed: int, waits: Any) -> dict[str, Any]:
-        return {
-            "tenant": "default",
-            "queue_name": "q",
-            "minute": minute,
-            "enqueued": enq,
-            "completed": done,
-            "failed": failed,
-            "wait_hist": waits,
-        }
-
-    async def main() -> None:
-        await storage.open()
-        try:
-            await storage.add_queue_minutes([counts(m - 70, 9, 9, 9, None)], m - 70, {}, m - 200)
-            assert len(await storage.queue_minutes("default", "q", m - 100)) == 1
-            await storage.add_queue_minutes(
-                [counts(m, 2, 1, 0, {"3": 1, "10": 2})], m, {("default", "q"): 7}, m - 61
-            )
-            await storage.add_queue_minutes(
-                [counts(m, 3, 0, 1, {"10": 1, "20": 4})], m, {("default", "q"): 4}, m - 61
-            )
-            await storage.add_queue_minutes([counts(m, 1, 0, 0, None)], m, {}, m - 61)
-            rows = await storage.queue_minutes("default", "q", m - 100)  # old minute pruned
-            assert rows == [
-                {
-                    "minute": m,
-                    "enqueued": 6,
-                    "completed": 1,
-                    "failed": 1,
-                    "depth": 4,  # the latest sample wins
-                    "wait_hist": {"3": 1, "10": 3, "20": 4},  # bucket by bucket
-                }
-            ]
-            assert await storage.queue_minutes("default", "other", m - 100) == []
-            assert await storage.queue_minutes("other", "q", m - 100) == []  # P-TEN-3
-        finally:
-            await storage.close()
-
-    asyncio.run(main())

@@ -12,6 +12,7 @@ import asyncpg
 import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
 
 
@@ -75,7 +76,7 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
 
             storage._conn = recording  # type: ignore[method-assign]
             claimed, expired = await storage.claim(
-                "default", "default", ["h"], 5, 2_000, 500, "w", lambda: "l"
+                ClaimParams("default", "default", ["h"], 5, 2_000, 500, "w", lambda: "l")
             )
             assert expired == 0 and [r["lease_id"] for r in claimed] == ["l"]
             assert pools == [storage._claims]  # one statement, on the claims pool

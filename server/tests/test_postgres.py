@@ -1,4 +1,6 @@
-"""PostgreSQL-only behaviour: migrations, the claim plan, outages, dropped listeners."""
+"""PostgreSQL-only behaviour: migrations, the claim and completion plans, outages, dropped
+listeners, replicas and stale controls. The contract every backend keeps is tested by
+storage_contract/."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import asyncpg
 import httpx
@@ -16,6 +17,7 @@ from conftest import assert_problem, eventually, launch, stop_server
 from pg_cluster import PgCluster
 
 from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
 from orch8_server.storage.postgres_claim import claim_sql
 from orch8_server.storage.postgres_schema import LATEST, migrate
@@ -270,10 +272,9 @@ def test_scheduled_task_promoted_on_one_replica_wakes_a_poll_on_another(
 def test_a_plain_claim_never_passes_a_control_this_replica_has_not_heard_of(
     new_database: Callable[[], str],
 ) -> None:
-    """P-CTRL-1, P-CTRL-2: the uncapped claim (a replica whose cached controls are stale)
-    still skips paused and capped queues and capped handlers in its SQL; the capped claim
-    takes at most cap - running; labelled rows go only to claimers holding the labels
-    (P-LABEL-1) and never hold back the rows behind them (P-LABEL-2)."""
+    """P-CTRL-1, P-CTRL-2 across replicas: the uncapped claim (a replica whose cached
+    controls are stale) still skips paused and capped queues and capped handlers in its
+    SQL. Capped claims and label routing are the contract suite's (storage_contract/)."""
     url = new_database()
 
     async def main() -> None:
@@ -290,46 +291,18 @@ def test_a_plain_claim_never_passes_a_control_this_replica_has_not_heard_of(
             await storage.set_handler_control("default", "ch", 1, 1)
             lease = iter(range(1000)).__next__
 
-            async def claim(queue: str, handlers: list[str] | None, capped: bool, **kw: Any) -> int:
-                rows, _ = await storage.claim(
-                    "default",
-                    queue,
-                    handlers,
-                    5,
-                    2_000,
-                    500,
-                    "w",
-                    lambda: f"l{lease()}",
-                    capped=capped,
-                    **kw,
+            async def claim(queue: str, handlers: list[str] | None) -> int:
+                params = ClaimParams(
+                    "default", queue, handlers, 5, 2_000, 500, "w", lambda: f"l{lease()}"
                 )
-                return len(rows)
+                return len((await storage.claim(params))[0])
 
-            assert await claim("pq", None, False) == 0
-            assert await claim("cq", ["h"], False) == 0
-            assert await claim("default", None, False) == 0
-            assert await claim("default", ["ch"], False) == 0
-            assert await claim("pq", None, True) == 0
-            assert await claim("cq", None, True) == 2
-            assert await claim("cq", None, True) == 0
-            assert await claim("default", ["ch"], True) == 1
-            assert await claim("default", None, True) == 0
-            async with storage.transaction() as tx:
-                for labels in ({"gpu": "a"}, None):
-                    await tx.insert_task(
-                        new_task_row(
-                            {
-                                "handler_name": "l",
-                                "queue_name": "lq",
-                                "priority": -1 if labels else 0,
-                                "required_labels": labels,
-                            },
-                            1_000,
-                        )
-                    )
-            assert await claim("lq", ["l"], False, labels={"gpu": "b"}) == 1  # the unlabelled one
-            assert await claim("lq", ["l"], False) == 0
-            assert await claim("lq", None, False, labels={"gpu": "a", "x": "y"}) == 1
+            assert await claim("pq", None) == 0
+            assert await claim("cq", ["h"]) == 0
+            assert await claim("default", None) == 0
+            assert await claim("default", ["ch"]) == 0
+            await storage.set_queue_control("default", "pq", {"paused": False}, 2)
+            assert await claim("pq", None) == 3  # the guard reads the stored controls
         finally:
             await storage.close()
 

@@ -1,6 +1,7 @@
-"""The SQLite backend's group commit and buffered writes, driven directly (no HTTP):
-transactions of one loop turn share one COMMIT, each rolls back alone, nothing is
-acknowledged before it is committed, and reads see committed data only."""
+"""The SQLite backend's own mechanics, driven directly (no HTTP): transactions of one loop
+turn share one COMMIT, each rolls back alone, nothing is acknowledged before it is
+committed, reads see committed data only; its migrations and completion plan. What every
+backend must do is the contract suite's (storage_contract/)."""
 
 from __future__ import annotations
 
@@ -88,53 +89,6 @@ def test_a_read_outside_a_transaction_waits_for_the_commit(tmp_path: Path) -> No
 
         _, seen = await asyncio.gather(writer(), reader())
         assert seen is not None and seen["params"] == {"n": 1}
-        await storage.close()
-
-    asyncio.run(main())
-
-
-def test_buffered_writes_keep_their_order_and_reads_see_them(tmp_path: Path) -> None:
-    async def main() -> None:
-        storage = SqliteStorage(str(tmp_path / "b.db"))
-        await storage.open()
-        rows = [_row() for _ in range(5)]
-        async with storage.transaction() as tx:
-            for r in rows:
-                await tx.insert_task(r)
-            await tx.update_task(rows[0]["id"], {"priority": 7, "progress": {"p": 1}})
-            await tx.update_task(rows[0]["id"], {"status": "cancelled"})  # other shape
-            got = await tx.tasks_by_ids([r["id"] for r in rows])  # flushes the inserts
-            assert len(got) == 5
-            first = await tx.get_task(rows[0]["id"])
-            assert first is not None and first["status"] == "cancelled"
-        again = await storage.get_task(rows[0]["id"])
-        assert again is not None
-        assert (again["priority"], again["progress"], again["status"]) == (
-            7,
-            {"p": 1},
-            "cancelled",
-        )
-        await storage.close()
-
-    asyncio.run(main())
-
-
-def test_claim_returns_stored_json_spliced_as_fragments(tmp_path: Path) -> None:
-    import orjson
-
-    async def main() -> None:
-        storage = SqliteStorage(str(tmp_path / "c.db"))
-        await storage.open()
-        async with storage.transaction() as tx:
-            await tx.insert_task(_row("h"))
-        async with storage.transaction() as tx:
-            claimed, expired = await tx.claim(
-                "default", "default", ["h"], 10, 2_000, 500, "w", lambda: "l1"
-            )
-        assert expired == 0 and len(claimed) == 1
-        row = claimed[0]
-        assert (row["status"], row["attempt"], row["lease_id"]) == ("running", 1, "l1")
-        assert orjson.loads(orjson.dumps({"params": row["params"]})) == {"params": {"n": 1}}
         await storage.close()
 
     asyncio.run(main())

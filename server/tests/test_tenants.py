@@ -23,7 +23,7 @@ from pg_cluster import PgCluster
 
 from orch8_server.metrics import Metrics
 from orch8_server.storage import postgres_history as pg_history
-from orch8_server.storage.base import TaskFilter
+from orch8_server.storage.base import ClaimParams, TaskFilter
 from orch8_server.storage.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 from orch8_server.storage.postgres_schema import migrate as pg_migrate
 from orch8_server.storage.sqlite import SqliteStorage
@@ -295,20 +295,12 @@ def test_a_sqlite_database_of_schema_v2_migrates_to_tenant_default(tmp_path: Pat
             assert [(q["tenant"], q["queue_name"], q["paused"]) for q in queues] == [
                 ("default", "q", True)
             ]
-            claim = (
-                "q",
-                ["h"],
-                1,
-                2,
-                1000,
-                None,
-                lambda: "l",
-                None,
-                True,
+            claim = ClaimParams(
+                "default", "q", ["h"], 1, 2, 1000, None, lambda: "l", capped=True
             )  # capped: reads controls
-            assert (await storage.claim("default", *claim))[0] == []  # still paused
+            assert (await storage.claim(claim))[0] == []  # still paused
             await storage.set_queue_control("default", "q", {"paused": False}, 3)
-            assert [t["id"] for t in (await storage.claim("default", *claim))[0]] == ["t-old"]
+            assert [t["id"] for t in (await storage.claim(claim))[0]] == ["t-old"]
         finally:
             await storage.close()
 

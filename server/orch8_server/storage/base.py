@@ -1,10 +1,10 @@
-"""The storage interface every backend implements.
+"""The storage interface every backend implements (tests/storage/ checks it on each).
 
-Rows are plain dicts whose keys are the column names in schema order below; instants are
-epoch milliseconds; JSON columns (params, context, headers, retry, output, error,
-checkpoint, progress; handlers, queues, labels) come back parsed. Backends know SQL and
-nothing of HTTP or of the lifecycle rules: they store what the rules decided, atomically.
-A `Tx` is one transaction; on PostgreSQL `get_task` locks the row (FOR UPDATE).
+Rows are plain dicts typed by the TypedDicts of rows.py, keys in the column orders below;
+instants are epoch milliseconds; JSON columns (params, context, headers, retry, output,
+error, checkpoint, progress; handlers, queues, labels) come back parsed. Backends know SQL
+and nothing of HTTP or of the lifecycle rules: they store what the rules decided,
+atomically. A `Tx` is one transaction; on PostgreSQL `get_task` locks the row (FOR UPDATE).
 """
 
 from __future__ import annotations
@@ -14,7 +14,30 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-Row = dict[str, Any]
+from orch8_server.storage.rows import (
+    AttemptRow,
+    ClaimedRow,
+    CompletedRow,
+    HandlerControlRow,
+    InstanceEventRow,
+    InstanceRow,
+    NewInstanceRow,
+    NewTaskRow,
+    QueueControlRow,
+    QueueControlUpdate,
+    QueueMinuteCounts,
+    QueueMinuteRow,
+    QueueStatsRow,
+    SequenceRow,
+    TaskRow,
+    TaskUpdate,
+    TenantRow,
+    WorkerRow,
+    WorkerUpdate,
+)
+
+# What lifecycle code calls a row of no particular shape (a view's input, a reply).
+Row = Any
 
 TASK_COLUMNS = (
     "seq",
@@ -76,7 +99,7 @@ COMPLETED_COLUMNS = (
 )  # fmt: skip
 
 
-def completed_reply(row: Row) -> Row:
+def completed_reply(row: CompletedRow) -> dict[str, Any]:
     """The answer to a completion that completed `row` (the lifecycle's `outcome` of a
     completed task), as `complete_running` stores it with the attempt (P-IDEM-1)."""
     return {
@@ -132,6 +155,30 @@ class StorageUnavailable(Exception):
     exhausted): the call changed nothing durable and may be retried (HTTP 503)."""
 
 
+@dataclass(frozen=True, slots=True)
+class ClaimParams:
+    """One claim (Tx.claim, Storage.claim): up to `limit` pending tasks of the tenant's
+    queue (P-TEN-3), priority then FIFO (P-ORDER-1), leased to `worker_id` for `lease_ms`
+    from `now`, each under a lease id from `new_lease_id`."""
+
+    tenant: str
+    queue_name: str
+    handler_names: list[str] | None  # None or empty: every handler of the queue
+    limit: int
+    now: int
+    lease_ms: int
+    worker_id: str | None
+    new_lease_id: Callable[[], str]
+    # The claiming worker's labels: tasks whose required_labels they do not hold are
+    # skipped; None takes only tasks without required labels (P-LABEL-1/2).
+    labels: dict[str, str] | None = None
+    # The queue or a handler may be paused or capped: read the controls (locked on
+    # PostgreSQL) and claim at most cap - running (P-CTRL-1, P-CTRL-2). Uncapped claims
+    # still skip rows of paused or capped queues and handlers, so a replica whose view
+    # of the controls is stale never passes them.
+    capped: bool = False
+
+
 @dataclass(frozen=True)
 class TaskFilter:
     tenant: str = "default"  # P-TEN-3: lists cover one tenant
@@ -144,77 +191,121 @@ class TaskFilter:
     instance_id: str | None = None  # P-WF-4: context.instance_id
 
 
+class WorkflowStore(Protocol):
+    """The workflow tables (P-WF-1..10) inside one transaction (`Tx.workflows`), so the
+    lifecycle reads, decides and writes an instance atomically with the tasks it
+    dispatches. On PostgreSQL instances are read FOR UPDATE (replicas advancing one
+    instance take turns) and due events are taken with SKIP LOCKED."""
+
+    async def lock_sequence_name(self, tenant: str, name: str) -> None:
+        """Definers of one name take turns until commit, so versions never collide
+        (P-WF-1)."""
+
+    async def sequence(self, tenant: str, name: str, version: int | None) -> SequenceRow | None:
+        """That version of the sequence; its latest with version None."""
+
+    async def insert_sequence(self, row: SequenceRow) -> None: ...
+
+    async def list_sequences(self, tenant: str, limit: int, after: str | None) -> list[SequenceRow]:
+        """The latest version of each of the tenant's sequences named after `after`, by
+        name."""
+
+    async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
+        """Insert; with an existing idempotency_key of the tenant return (existing, False)."""
+
+    async def instance(self, instance_id: str) -> InstanceRow | None: ...
+
+    async def update_instance(self, row: InstanceRow) -> None:
+        """Store status, output, error, state, updated_at and finished_at."""
+
+    async def list_instances(
+        self,
+        tenant: str,
+        sequence: str | None,
+        statuses: tuple[str, ...],
+        limit: int,
+        before_seq: int | None,
+    ) -> list[InstanceRow]:
+        """The tenant's instances, newest first (seq descending)."""
+
+    async def add_timer(
+        self, tenant: str, instance_id: str, step_id: str, run: int, fire_at: int
+    ) -> None: ...
+
+    async def take_due_events(self, now: int, limit: int) -> list[InstanceEventRow]:
+        """Up to `limit` events due at `now` (timers, and task ends recorded by expiry),
+        oldest first, deleted as they are read."""
+
+    async def ended_events(self, ended: list[tuple[str, str, str]]) -> list[InstanceEventRow]:
+        """P-WF-5: the events of these (tenant, instance, task) ends, in the transaction
+        that ended the tasks; stored ones are taken (deleted)."""
+
+    async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
+        """These tasks' stored events, deleted, oldest first."""
+
+    async def next_event_at(self) -> int | None: ...
+
+
 class Tx(Protocol):
-    async def insert_task(self, row: Row) -> tuple[Row, bool]:
-        """Insert; with an existing idempotency_key return (existing row, False). A new
-        row's `seq` may be None until commit (PostgreSQL sends the insert then)."""
+    @property
+    def workflows(self) -> WorkflowStore:
+        """The workflow tables in this transaction."""
 
-    async def get_task(self, task_id: str) -> Row | None: ...
+    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
+        """Insert and return (row, True); with an existing idempotency_key of the tenant,
+        (the existing TaskRow, False) (P-TASK-3). A new row's seq is not known before
+        commit (PostgreSQL sends the insert then)."""
 
-    async def tasks_by_ids(self, task_ids: list[str]) -> list[Row]: ...
+    async def get_task(self, task_id: str) -> TaskRow | None: ...
 
-    async def update_task(self, task_id: str, fields: Row) -> None: ...
+    async def tasks_by_ids(self, task_ids: list[str]) -> list[TaskRow]: ...
 
-    async def insert_attempt(self, row: Row) -> None: ...
+    async def update_task(self, task_id: str, fields: TaskUpdate) -> None: ...
+
+    async def insert_attempt(self, row: AttemptRow) -> None:
+        """Insert, or replace the attempt of the same (task_id, lease_id)."""
 
     async def complete_running(
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
-    ) -> list[Row]:
+    ) -> list[CompletedRow]:
         """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task of
         `tenant` is running under that lease becomes completed at `now`, in one statement,
         and its attempt ends as `completed` with `completed_reply` stored for replays
-        (P-IDEM-1). Returns those rows with COMPLETED_COLUMNS (as after the update); items
-        not returned were left untouched for the per-item rules (replays, lease_lost,
-        not_found)."""
+        (P-IDEM-1). Returns those rows; items not returned were left untouched for the
+        per-item rules (replays, lease_lost, not_found)."""
 
-    async def get_attempt(self, task_id: str, lease_id: str) -> Row | None: ...
+    async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None: ...
 
-    async def latest_attempt(self, task_id: str) -> Row | None: ...
+    async def latest_attempt(self, task_id: str) -> AttemptRow | None: ...
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
-        """Claim up to `limit` pending tasks of the tenant's queue (P-TEN-3), priority then
-        FIFO (P-ORDER-1); pending
-        tasks past good_until met on the way become expired (P-EXPIRE-1). Returns the
-        claimed rows (status running, new lease, attempt + 1) and the number expired.
-
-        `labels`: the claiming worker's labels; tasks whose required_labels they do not
-        contain are skipped (None: only tasks without required labels; P-LABEL-1/2).
-        `capped`: the queue or a handler may be paused or capped: read the controls
-        (locked on PostgreSQL) and claim at most cap - running (P-CTRL-1, P-CTRL-2).
-        Uncapped claims still skip rows of paused or capped queues and handlers, so a
-        replica whose view of the controls is stale never passes them."""
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
+        """Claim up to `params.limit` pending tasks; pending tasks past good_until met on
+        the way become expired (P-EXPIRE-1). Returns the claimed rows (status running, a
+        new lease, attempt + 1) and the number expired."""
 
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         """scheduled -> pending where run_at <= now (every tenant); returns (tenant, queue,
         handler) triples."""
 
-    async def expire_overdue(self, now: int) -> int: ...
+    async def expire_overdue(self, now: int) -> int:
+        """pending or scheduled -> expired where good_until <= now (P-EXPIRE-1); a step
+        task's expiry records its instance event (P-WF-5). Returns how many."""
 
-    async def expired_leases(self, now: int, limit: int) -> list[Row]: ...
+    async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
+        """Running tasks whose lease expired at `now`, earliest first (P-LEASE-6)."""
 
-    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]: ...
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[TaskRow]: ...
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None: ...
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
 
-    async def upsert_worker(self, row: Row) -> None: ...
+    async def upsert_worker(self, row: WorkerRow) -> None: ...
 
-    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None: ...
+    async def update_worker(self, tenant: str, worker_id: str, fields: WorkerUpdate) -> None: ...
 
     async def delete_worker(self, tenant: str, worker_id: str) -> None: ...
 
-    async def silent_workers(self, before: int) -> list[Row]: ...
+    async def silent_workers(self, before: int) -> list[WorkerRow]:
+        """Workers not dead whose last heartbeat is before `before` (every tenant)."""
 
 
 class Storage(Protocol):
@@ -234,40 +325,25 @@ class Storage(Protocol):
 
     def transaction(self) -> AbstractAsyncContextManager[Tx]: ...
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
-        """Tx.claim in a transaction of its own (the backend picks the cheapest one).
-        Rows carry at least the columns of the ClaimedTask view; a backend may hand JSON
-        columns back as orjson.Fragment (stored text, spliced into the response)."""
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
+        """Tx.claim in a transaction of its own (the backend picks the cheapest one)."""
 
-    async def get_task(self, task_id: str) -> Row | None: ...
+    async def get_task(self, task_id: str) -> TaskRow | None: ...
 
     async def list_tasks(
         self, flt: TaskFilter, limit: int, before_seq: int | None
-    ) -> list[Row]: ...
+    ) -> list[TaskRow]: ...
 
-    async def list_attempts(self, task_id: str) -> list[Row]: ...
+    async def list_attempts(self, task_id: str) -> list[AttemptRow]: ...
 
-    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
-        """The tenant's rows of queue_name, handler_name, pending, scheduled, running,
-        failed, oldest_pending_run_at."""
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[QueueStatsRow]:
+        """The tenant's counts per (queue, handler) with an unfinished or failed task."""
 
     async def next_scheduled_at(self) -> int | None: ...
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None: ...
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
 
-    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[WorkerRow]:
         """The tenant's workers; every tenant's with tenant None (metrics)."""
 
     async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]: ...
@@ -275,29 +351,31 @@ class Storage(Protocol):
     async def tenant_names(self) -> list[str]:
         """Every tenant with a task or a worker, sorted (P-TEN-4); cheap (a skip scan)."""
 
-    async def list_tenants(self) -> list[Row]:
-        """P-TEN-4: rows of tenant, tasks, workers for every tenant in use, sorted."""
+    async def list_tenants(self) -> list[TenantRow]:
+        """P-TEN-4: every tenant in use with its task and worker counts, sorted."""
 
     # Queue controls and label routing (P-CTRL-1..3, P-LABEL-1..3) ------------------------
 
-    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
-        """Upsert the tenant's queue control row with `fields` (paused, paused_at, max_running)
-        and announce the change to every replica; returns the row (QUEUE_CONTROL_COLUMNS)."""
+    async def set_queue_control(
+        self, tenant: str, queue_name: str, fields: QueueControlUpdate, now: int
+    ) -> QueueControlRow:
+        """Upsert the tenant's queue control row with `fields` and announce the change to
+        every replica."""
 
     async def set_handler_control(
         self, tenant: str, handler_name: str, max_running: int | None, now: int
-    ) -> Row:
-        """Upsert the handler's cap and announce it; returns the row (HANDLER_CONTROL_COLUMNS)."""
+    ) -> HandlerControlRow:
+        """Upsert the handler's cap and announce it."""
 
-    async def controls(self) -> tuple[list[Row], list[Row]]:
-        """Every tenant's queue control rows and handler control rows (with `tenant`)."""
+    async def controls(self) -> tuple[list[QueueControlRow], list[HandlerControlRow]]:
+        """Every tenant's queue control rows and handler control rows."""
 
     async def running_counts(self) -> list[tuple[str, str, str, int]]:
         """(tenant, queue, handler, running tasks) for every triple with a running task."""
 
     async def pending_label_sets(
         self, tenant: str, queue_name: str | None
-    ) -> list[tuple[str, str, Any, int]]:
+    ) -> list[tuple[str, str, dict[str, str], int]]:
         """(queue, handler, required_labels, pending count) of the tenant's pending
         labelled tasks."""
 
@@ -326,16 +404,14 @@ class Storage(Protocol):
 
     async def add_queue_minutes(
         self,
-        counts: list[Row],
+        counts: list[QueueMinuteCounts],
         minute: int,
         depths: dict[tuple[str, str], int],
         prune_before: int,
     ) -> None:
-        """Add each row's counts (tenant, queue_name, minute, enqueued, completed, failed,
-        wait_hist) to the stored minute, additively: every replica adds its own. Set the
-        depth of `minute` per (tenant, queue) in `depths`; drop minutes before
-        `prune_before`."""
+        """Add each row's counts to the stored minute, additively: every replica adds its
+        own. Set the depth of `minute` per (tenant, queue) in `depths`; drop minutes
+        before `prune_before`."""
 
-    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
-        """Stored minutes of the tenant's queue from `since` on, oldest first (rows as
-        above plus depth)."""
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[QueueMinuteRow]:
+        """Stored minutes of the tenant's queue from `since` on, oldest first."""

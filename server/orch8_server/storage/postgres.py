@@ -32,7 +32,7 @@ import orjson
 from orch8_server.storage import postgres_controls as pc
 from orch8_server.storage import postgres_history
 from orch8_server.storage.base import (
-    Row,
+    ClaimParams,
     StorageUnavailable,
     TaskFilter,
     split_wake_key,
@@ -42,6 +42,19 @@ from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_listen import WakeListener
 from orch8_server.storage.postgres_schema import migrate
 from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx
+from orch8_server.storage.rows import (
+    AttemptRow,
+    ClaimedRow,
+    HandlerControlRow,
+    QueueControlRow,
+    QueueControlUpdate,
+    QueueMinuteCounts,
+    QueueMinuteRow,
+    QueueStatsRow,
+    TaskRow,
+    TenantRow,
+    WorkerRow,
+)
 
 log = logging.getLogger("orch8.storage.postgres")
 
@@ -234,44 +247,31 @@ class PgStorage:
                     await tx.rollback()
                 raise
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
         """A claim in autocommit on a connection with synchronous_commit off (P-LEASE-8):
         one round trip, where BEGIN, SET LOCAL, the claim and COMMIT took four. A capped
         claim is a transaction of its own there (postgres_claim.py)."""
-        claim = capped_claim_rows if capped else claim_rows
+        claim = capped_claim_rows if params.capped else claim_rows
         async with self._conn(self._claims) as conn:
-            return await claim(
-                conn, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
-                labels,
-            )  # fmt: skip
+            return await claim(conn, params)
 
     # Queue controls and label routing (postgres_controls.py) ----------------------------
 
-    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
+    async def set_queue_control(
+        self, tenant: str, queue_name: str, fields: QueueControlUpdate, now: int
+    ) -> QueueControlRow:
         async with self._conn() as conn:
             return await pc.set_queue_control(conn, self.replica, tenant, queue_name, fields, now)
 
     async def set_handler_control(
         self, tenant: str, handler_name: str, max_running: int | None, now: int
-    ) -> Row:
+    ) -> HandlerControlRow:
         async with self._conn() as conn:
             return await pc.set_handler_control(
                 conn, self.replica, tenant, handler_name, max_running, now
             )
 
-    async def controls(self) -> tuple[list[Row], list[Row]]:
+    async def controls(self) -> tuple[list[QueueControlRow], list[HandlerControlRow]]:
         async with self._conn() as conn:
             return await pc.controls(conn)
 
@@ -281,7 +281,7 @@ class PgStorage:
 
     async def pending_label_sets(
         self, tenant: str, queue_name: str | None
-    ) -> list[tuple[str, str, Any, int]]:
+    ) -> list[tuple[str, str, dict[str, str], int]]:
         async with self._conn() as conn:
             return await pc.pending_label_sets(conn, tenant, queue_name)
 
@@ -293,11 +293,12 @@ class PgStorage:
         async with self._conn() as conn:
             await pc.notify(conn, self.replica, queue_name, handler_name)
 
-    async def _fetch(self, sql: str, *args: Any) -> list[Row]:
+    async def _fetch(self, sql: str, *args: Any) -> list[Any]:
+        """The rows as dicts (each method names their row type)."""
         async with self._conn() as conn:
             return [dict(r) for r in await conn.fetch(sql, *args)]
 
-    async def _fetchrow(self, sql: str, *args: Any) -> Row | None:
+    async def _fetchrow(self, sql: str, *args: Any) -> Any:
         rows = await self._fetch(sql, *args)
         return rows[0] if rows else None
 
@@ -305,10 +306,13 @@ class PgStorage:
         async with self._conn() as conn:
             await conn.fetchval("SELECT 1", timeout=self.acquire_timeout)
 
-    async def get_task(self, task_id: str) -> Row | None:
-        return await self._fetchrow(_TASKS + " WHERE id = $1", task_id)
+    async def get_task(self, task_id: str) -> TaskRow | None:
+        row: TaskRow | None = await self._fetchrow(_TASKS + " WHERE id = $1", task_id)
+        return row
 
-    async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]:
+    async def list_tasks(
+        self, flt: TaskFilter, limit: int, before_seq: int | None
+    ) -> list[TaskRow]:
         where: list[str] = []
         args: list[Any] = []
 
@@ -331,15 +335,19 @@ class PgStorage:
         if before_seq is not None:
             where.append(f"seq < {arg(before_seq)}")
         sql = _TASKS + " WHERE " + " AND ".join(where)
-        return await self._fetch(sql + f" ORDER BY seq DESC LIMIT {arg(limit)}", *args)
+        rows: list[TaskRow] = await self._fetch(
+            sql + f" ORDER BY seq DESC LIMIT {arg(limit)}", *args
+        )
+        return rows
 
-    async def list_attempts(self, task_id: str) -> list[Row]:
-        return await self._fetch(
+    async def list_attempts(self, task_id: str) -> list[AttemptRow]:
+        rows: list[AttemptRow] = await self._fetch(
             _ATTEMPTS + " WHERE task_id = $1 ORDER BY started_at, attempt", task_id
         )
+        return rows
 
-    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
-        rows = await self._fetch(
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[QueueStatsRow]:
+        rows: list[QueueStatsRow] = await self._fetch(
             "SELECT queue_name, handler_name, "
             "count(*) FILTER (WHERE status = 'pending') AS pending, "
             "count(*) FILTER (WHERE status = 'scheduled') AS scheduled, "
@@ -358,19 +366,21 @@ class PgStorage:
         row = await self._fetchrow("SELECT min(run_at) AS at FROM tasks WHERE status = 'scheduled'")
         return None if row is None else row["at"]
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
-        return await self._fetchrow(
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
+        row: WorkerRow | None = await self._fetchrow(
             _WORKERS + " WHERE tenant = $2 AND worker_id = $1", worker_id, tenant
         )
+        return row
 
-    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[WorkerRow]:
         """One tenant's workers (P-TEN-3), or every tenant's with tenant None (metrics)."""
-        return await self._fetch(
+        rows: list[WorkerRow] = await self._fetch(
             _WORKERS + " WHERE ($1::text IS NULL OR state = $1) "
             "AND ($2::text IS NULL OR tenant = $2) ORDER BY last_heartbeat_at DESC",
             state,
             tenant,
         )
+        return rows
 
     async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]:
         if not worker_ids:
@@ -418,7 +428,7 @@ class PgStorage:
 
     async def add_queue_minutes(
         self,
-        counts: list[Row],
+        counts: list[QueueMinuteCounts],
         minute: int,
         depths: dict[tuple[str, str], int],
         prune_before: int,
@@ -426,7 +436,7 @@ class PgStorage:
         async with self._conn() as conn:
             await postgres_history.add_queue_minutes(conn, counts, minute, depths, prune_before)
 
-    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[QueueMinuteRow]:
         async with self._conn() as conn:
             return await postgres_history.queue_minutes(conn, tenant, queue_name, since)
 
@@ -434,6 +444,6 @@ class PgStorage:
         async with self._conn() as conn:
             return await postgres_history.tenant_names(conn)
 
-    async def list_tenants(self) -> list[Row]:
+    async def list_tenants(self) -> list[TenantRow]:
         async with self._conn() as conn:
             return await postgres_history.list_tenants(conn)

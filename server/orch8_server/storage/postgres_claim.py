@@ -22,8 +22,9 @@ from typing import Any
 import asyncpg
 import orjson
 
-from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, ClaimParams
 from orch8_server.storage.claim_budget import split_candidates
+from orch8_server.storage.rows import ClaimedRow
 
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
 _LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
@@ -118,44 +119,34 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
     )
 
 
-def _claimed(record: asyncpg.Record) -> Row:
-    row = dict(record)
+def _claimed(record: asyncpg.Record) -> ClaimedRow:
+    row: Any = dict(record)
     row["headers_json"] = row["headers"]  # the stored text, for P-TEL-2 claim spans
     for col in CLAIM_JSON:
         value = row[col]
         if value is not None:
             row[col] = orjson.Fragment(value)
-    return row
+    claimed: ClaimedRow = row
+    return claimed
 
 
-async def claim_rows(
-    conn: asyncpg.Connection,
-    tenant: str,
-    queue_name: str,
-    handler_names: list[str] | None,
-    limit: int,
-    now: int,
-    lease_ms: int,
-    worker_id: str | None,
-    new_lease_id: Any,
-    labels: dict[str, str] | None = None,
-) -> tuple[list[Row], int]:
+async def claim_rows(conn: asyncpg.Connection, p: ClaimParams) -> tuple[list[ClaimedRow], int]:
     """The plain claim's statements (Tx.claim in base.py). Each is atomic by itself, so
     they also run in autocommit (PgStorage.claim). P-LEASE-8: a claim need not wait for
     its WAL flush; lost in a crash, the task is still pending and is delivered again
     (at-least-once) while enqueues and results stay fully durable."""
-    claimed: list[Row] = []
+    claimed: list[ClaimedRow] = []
     expired = 0
-    sql = claim_sql(bool(handler_names), labels is not None)
-    while len(claimed) < limit:
-        want = limit - len(claimed)
-        args: list[Any] = [queue_name, want, now, lease_ms, worker_id]
-        args.append([new_lease_id() for _ in range(want)])
-        if handler_names:
-            args.append(handler_names)
-        if labels is not None:
-            args.append(labels)
-        args.append(tenant)
+    sql = claim_sql(bool(p.handler_names), p.labels is not None)
+    while len(claimed) < p.limit:
+        want = p.limit - len(claimed)
+        args: list[Any] = [p.queue_name, want, p.now, p.lease_ms, p.worker_id]
+        args.append([p.new_lease_id() for _ in range(want)])
+        if p.handler_names:
+            args.append(p.handler_names)
+        if p.labels is not None:
+            args.append(p.labels)
+        args.append(p.tenant)
         rows = [_claimed(r) for r in await conn.fetch(sql, *args)]
         fresh = sorted(
             (r for r in rows if r["status"] == "running"),
@@ -257,22 +248,14 @@ async def _budgets(
 
 
 async def capped_claim_rows(
-    conn: asyncpg.Connection,
-    tenant: str,
-    queue_name: str,
-    handler_names: list[str] | None,
-    limit: int,
-    now: int,
-    lease_ms: int,
-    worker_id: str | None,
-    new_lease_id: Any,
-    labels: dict[str, str] | None = None,
-) -> tuple[list[Row], int]:
+    conn: asyncpg.Connection, p: ClaimParams
+) -> tuple[list[ClaimedRow], int]:
     """A claim of a paused or capped queue or handler, in one transaction (P-CTRL-2)."""
-    claimed: list[Row] = []
+    claimed: list[ClaimedRow] = []
     expired = 0
+    queue_name, handler_names, labels, now = p.queue_name, p.handler_names, p.labels, p.now
     async with conn.transaction():
-        limit, room = await _budgets(conn, tenant, queue_name, handler_names, limit)
+        limit, room = await _budgets(conn, p.tenant, queue_name, handler_names, p.limit)
         excluded = {h for h, left in room.items() if left <= 0}
         while len(claimed) < limit:
             want = limit - len(claimed)
@@ -285,7 +268,7 @@ async def capped_claim_rows(
                 args = [queue_name, want, sorted(excluded)]
             if labels is not None:
                 args.append(labels)
-            args.append(tenant)
+            args.append(p.tenant)
             candidates = await conn.fetch(_pick_sql(bool(handler_names), labels is not None), *args)
             if not candidates:
                 break
@@ -296,8 +279,8 @@ async def capped_claim_rows(
                 expired += len(stale)
             if take:
                 seqs = [r["seq"] for r in take]
-                leases = [new_lease_id() for _ in take]
-                rows = await conn.fetch(_LEASE_PICKED, seqs, now, lease_ms, worker_id, leases)
+                leases = [p.new_lease_id() for _ in take]
+                rows = await conn.fetch(_LEASE_PICKED, seqs, now, p.lease_ms, p.worker_id, leases)
                 claimed += sorted(
                     (_claimed(r) for r in rows), key=lambda r: (r["priority"], r["seq"])
                 )

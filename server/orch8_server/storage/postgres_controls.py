@@ -8,7 +8,7 @@ controls (postgres_claim.py), so a replica that has not heard yet never passes t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 import asyncpg
 
@@ -17,10 +17,10 @@ from orch8_server.storage.base import (
     CONTROLS_CHANGED,
     HANDLER_CONTROL_COLUMNS,
     QUEUE_CONTROL_COLUMNS,
-    Row,
     wake_key,
 )
 from orch8_server.storage.postgres_listen import CHANNEL
+from orch8_server.storage.rows import HandlerControlRow, QueueControlRow, QueueControlUpdate
 
 _NOTIFY = f"SELECT pg_notify('{CHANNEL}', json_build_array($1::text, $2::text, $3::text)::text)"
 
@@ -30,8 +30,13 @@ async def notify(conn: asyncpg.Connection, replica: str, queue_name: str, handle
 
 
 async def set_queue_control(
-    conn: asyncpg.Connection, replica: str, tenant: str, queue_name: str, fields: Row, now: int
-) -> Row:
+    conn: asyncpg.Connection,
+    replica: str,
+    tenant: str,
+    queue_name: str,
+    fields: QueueControlUpdate,
+    now: int,
+) -> QueueControlRow:
     cols = list(fields)
     marks = ", ".join(f"${i + 3}" for i in range(len(cols)))
     at = f"${len(cols) + 3}"
@@ -48,7 +53,7 @@ async def set_queue_control(
             now,
         )
         await notify(conn, replica, wake_key(tenant, queue_name), CONTROLS_CHANGED)
-    return dict(row)
+    return cast(QueueControlRow, dict(row))
 
 
 async def set_handler_control(
@@ -58,7 +63,7 @@ async def set_handler_control(
     handler_name: str,
     max_running: int | None,
     now: int,
-) -> Row:
+) -> HandlerControlRow:
     async with conn.transaction():
         row = await conn.fetchrow(
             "INSERT INTO handler_controls (tenant, handler_name, max_running, updated_at) "
@@ -71,10 +76,12 @@ async def set_handler_control(
             now,
         )
         await notify(conn, replica, wake_key(tenant, ANY_QUEUE), CONTROLS_CHANGED)
-    return dict(row)
+    return cast(HandlerControlRow, dict(row))
 
 
-async def controls(conn: asyncpg.Connection) -> tuple[list[Row], list[Row]]:
+async def controls(
+    conn: asyncpg.Connection,
+) -> tuple[list[QueueControlRow], list[HandlerControlRow]]:
     queues = await conn.fetch(
         "SELECT "
         + ", ".join(QUEUE_CONTROL_COLUMNS)
@@ -85,7 +92,10 @@ async def controls(conn: asyncpg.Connection) -> tuple[list[Row], list[Row]]:
         + ", ".join(HANDLER_CONTROL_COLUMNS)
         + " FROM handler_controls ORDER BY tenant, handler_name"
     )
-    return [dict(r) for r in queues], [dict(r) for r in handlers]
+    return (
+        cast("list[QueueControlRow]", [dict(r) for r in queues]),
+        cast("list[HandlerControlRow]", [dict(r) for r in handlers]),
+    )
 
 
 async def running_counts(conn: asyncpg.Connection) -> list[tuple[str, str, str, int]]:
@@ -99,7 +109,7 @@ async def running_counts(conn: asyncpg.Connection) -> list[tuple[str, str, str, 
 
 async def pending_label_sets(
     conn: asyncpg.Connection, tenant: str, queue_name: str | None
-) -> list[tuple[str, str, Any, int]]:
+) -> list[tuple[str, str, dict[str, str], int]]:
     rows = await conn.fetch(
         "SELECT queue_name, handler_name, required_labels, count(*) FROM tasks "
         "WHERE status = 'pending' AND required_labels IS NOT NULL AND tenant = $2 "

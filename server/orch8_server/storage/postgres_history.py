@@ -10,10 +10,11 @@ every replica.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import asyncpg
 
-from orch8_server.storage.base import Row
+from orch8_server.storage.rows import QueueMinuteCounts, QueueMinuteRow, TenantRow
 
 _ADD = """
 INSERT INTO queue_minutes AS m (queue_name, minute, enqueued, completed, failed, wait_hist,
@@ -68,7 +69,7 @@ async def queue_depth(conn: asyncpg.Connection, tenant: str, queue_name: str, li
 
 async def add_queue_minutes(
     conn: asyncpg.Connection,
-    counts: Sequence[Row],
+    counts: Sequence[QueueMinuteCounts],
     minute: int,
     depths: dict[tuple[str, str], int],
     prune_before: int,
@@ -101,7 +102,7 @@ async def add_queue_minutes(
 
 async def queue_minutes(
     conn: asyncpg.Connection, tenant: str, queue_name: str, since: int
-) -> list[Row]:
+) -> list[QueueMinuteRow]:
     """The stored minutes of the tenant's `queue_name` from `since` on, oldest first."""
     rows = await conn.fetch(
         "SELECT minute, enqueued, completed, failed, depth, wait_hist FROM queue_minutes "
@@ -110,10 +111,10 @@ async def queue_minutes(
         since,
         tenant,
     )
-    return [dict(r) for r in rows]
+    return cast("list[QueueMinuteRow]", [dict(r) for r in rows])
 
 
-async def list_tenants(conn: asyncpg.Connection) -> list[Row]:
+async def list_tenants(conn: asyncpg.Connection) -> list[TenantRow]:
     """P-TEN-4: every tenant with a task or a worker, with both counts, in tenant order."""
     rows = await conn.fetch(
         "SELECT tenant, sum(tasks)::bigint AS tasks, sum(workers)::bigint AS workers FROM ("

@@ -23,7 +23,8 @@ round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
 
 from __future__ import annotations
 
-from typing import Any
+from functools import cached_property
+from typing import Any, cast
 
 import asyncpg
 import orjson
@@ -33,7 +34,7 @@ from orch8_server.storage.base import (
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
-    Row,
+    ClaimParams,
 )
 from orch8_server.storage.postgres_bulk import (
     BULK,
@@ -42,6 +43,17 @@ from orch8_server.storage.postgres_bulk import (
     UPSERT_ATTEMPT,
 )
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
+from orch8_server.storage.postgres_workflows import PostgresWorkflows
+from orch8_server.storage.rows import (
+    AttemptRow,
+    ClaimedRow,
+    CompletedRow,
+    NewTaskRow,
+    TaskRow,
+    TaskUpdate,
+    WorkerRow,
+    WorkerUpdate,
+)
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
@@ -93,11 +105,13 @@ _COMPLETE_RUNNING = (
 )
 
 
-def _row(record: asyncpg.Record | None) -> Row | None:
-    return None if record is None else dict(record)
+def _attempt(record: asyncpg.Record | None) -> AttemptRow | None:
+    row: Any = None if record is None else dict(record)
+    attempt: AttemptRow | None = row
+    return attempt
 
 
-def _sets(fields: Row, first: int) -> str:
+def _sets(fields: TaskUpdate | WorkerUpdate, first: int) -> str:
     return ", ".join(f"{k} = ${i}" for i, k in enumerate(fields, start=first))
 
 
@@ -107,7 +121,7 @@ class PgTx:
     def __init__(self, conn: asyncpg.Connection) -> None:
         self.c = conn
         self._tx: Any = None  # the asyncpg Transaction, once BEGIN was sent
-        self._locked: dict[str, Row | None] = {}  # task id -> row as this tx left it
+        self._locked: dict[str, TaskRow | None] = {}  # task id -> row as this tx left it
         self._writes: dict[
             str, list[tuple[Any, ...]]
         ] = {}  # statement -> argument tuples, in order
@@ -118,6 +132,15 @@ class PgTx:
             await self.flush()  # the same row written by another statement: keep the order
         self._written_by[key] = sql
         self._writes.setdefault(sql, []).append(args)
+
+    @cached_property
+    def workflows(self) -> PostgresWorkflows:
+        return PostgresWorkflows(self.ready)
+
+    async def ready(self) -> asyncpg.Connection:
+        """The connection, once BEGIN and this transaction's buffered writes were sent."""
+        await self.flush()
+        return self.c
 
     async def begin(self) -> None:
         if self._tx is None:
@@ -153,32 +176,31 @@ class PgTx:
             else:
                 await self.c.executemany(sql, rows)
 
-    async def insert_task(self, row: Row) -> tuple[Row, bool]:
+    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
         values = tuple(row.get(c) for c in NEW_TASK_COLS)
-        if row.get("idempotency_key") is None:
+        if row["idempotency_key"] is None:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).
             await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)
-            return {**row, "seq": None}, True
+            return row, True
         await self.flush()
-        seq = await self.c.fetchval(_INSERT_TASK, *values)
-        if seq is not None:
-            return {**row, "seq": seq}, True
+        if await self.c.fetchval(_INSERT_TASK, *values) is not None:
+            return row, True
         # P-TASK-3: the key exists (ON CONFLICT waited for its writer to commit).
         existing = await self.c.fetchrow(  # P-TEN-3: idempotency keys are per tenant
             _TASKS + " WHERE tenant = $1 AND idempotency_key = $2",
             row["tenant"],
             row["idempotency_key"],
         )
-        return dict(existing), False
+        return cast(TaskRow, dict(existing)), False
 
-    async def get_task(self, task_id: str) -> Row | None:
+    async def get_task(self, task_id: str) -> TaskRow | None:
         if task_id not in self._locked:
             await self.tasks_by_ids([task_id])
         row = self._locked[task_id]
-        return None if row is None else dict(row)
+        return None if row is None else row.copy()
 
-    async def tasks_by_ids(self, task_ids: list[str]) -> list[Row]:
+    async def tasks_by_ids(self, task_ids: list[str]) -> list[TaskRow]:
         """Lock the rows (in id order, so concurrent batches cannot deadlock)."""
         missing = sorted({t for t in task_ids if t not in self._locked})
         if missing:
@@ -187,24 +209,24 @@ class PgTx:
                 _TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE", missing
             )
             self._locked.update(dict.fromkeys(missing))
-            self._locked.update((r["id"], dict(r)) for r in rows)
+            self._locked.update(cast("dict[str, TaskRow]", {r["id"]: dict(r) for r in rows}))
         found = (self._locked[t] for t in dict.fromkeys(task_ids))
-        return [dict(row) for row in found if row is not None]
+        return [row.copy() for row in found if row is not None]
 
-    async def update_task(self, task_id: str, fields: Row) -> None:
+    async def update_task(self, task_id: str, fields: TaskUpdate) -> None:
         row = self._locked.get(task_id)
         if row is not None:
-            row.update(fields)
+            row.update(fields)  # type: ignore[typeddict-item]  # TaskUpdate keys are TaskRow's
         sql = f"UPDATE tasks SET {_sets(fields, 2)} WHERE id = $1"
         await self._write(("t", task_id), sql, (task_id, *fields.values()))
 
-    async def insert_attempt(self, row: Row) -> None:
+    async def insert_attempt(self, row: AttemptRow) -> None:
         key = ("a", row["task_id"], row["lease_id"])
         await self._write(key, UPSERT_ATTEMPT, tuple(row.get(c) for c in ATTEMPT_COLUMNS))
 
     async def complete_running(
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
-    ) -> list[Row]:
+    ) -> list[CompletedRow]:
         if not items:
             return []
         if self._tx is not None or self._writes:
@@ -219,47 +241,32 @@ class PgTx:
             now,
             tenant,
         )
-        return [dict(r) for r in rows]
+        return cast("list[CompletedRow]", [dict(r) for r in rows])
 
-    async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
+    async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None:
         await self.flush()
-        return _row(
+        return _attempt(
             await self.c.fetchrow(
                 _ATTEMPTS + " WHERE task_id = $1 AND lease_id = $2", task_id, lease_id
             )
         )
 
-    async def latest_attempt(self, task_id: str) -> Row | None:
+    async def latest_attempt(self, task_id: str) -> AttemptRow | None:
         await self.flush()
-        return _row(
+        return _attempt(
             await self.c.fetchrow(
                 _ATTEMPTS + " WHERE task_id = $1 ORDER BY ended_at DESC, attempt DESC LIMIT 1",
                 task_id,
             )
         )
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
         await self.flush()
         self._locked.clear()  # rows written below bypass update_task
         # P-LEASE-8: a claim need not wait for its WAL flush (see claim_rows).
         await self.c.execute("SET LOCAL synchronous_commit = off")
-        claim = capped_claim_rows if capped else claim_rows  # a savepoint inside this tx
-        return await claim(
-            self.c, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
-            labels,
-        )  # fmt: skip
+        claim = capped_claim_rows if params.capped else claim_rows  # a savepoint inside this tx
+        return await claim(self.c, params)
 
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         await self.flush()
@@ -284,7 +291,7 @@ class PgTx:
         )
         return int(status.rsplit(" ", 1)[-1])
 
-    async def expired_leases(self, now: int, limit: int) -> list[Row]:
+    async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         await self.flush()
         rows = await self.c.fetch(
             _TASKS + " WHERE status = 'running' AND lease_expires_at <= $1 "
@@ -292,9 +299,9 @@ class PgTx:
             now,
             limit,
         )
-        return [dict(r) for r in rows]
+        return cast("list[TaskRow]", [dict(r) for r in rows])
 
-    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]:
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[TaskRow]:
         await self.flush()
         rows = await self.c.fetch(
             _TASKS + " WHERE tenant = $2 AND worker_id = $1 AND status = 'running' "
@@ -302,21 +309,20 @@ class PgTx:
             worker_id,
             tenant,
         )
-        return [dict(r) for r in rows]
+        return cast("list[TaskRow]", [dict(r) for r in rows])
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
         await self.flush()
-        return _row(
-            await self.c.fetchrow(
-                _WORKERS + " WHERE tenant = $2 AND worker_id = $1 FOR UPDATE", worker_id, tenant
-            )
+        record = await self.c.fetchrow(
+            _WORKERS + " WHERE tenant = $2 AND worker_id = $1 FOR UPDATE", worker_id, tenant
         )
+        return None if record is None else cast(WorkerRow, dict(record))
 
-    async def upsert_worker(self, row: Row) -> None:
+    async def upsert_worker(self, row: WorkerRow) -> None:
         await self.flush()
         await self.c.execute(_UPSERT_WORKER, *[row.get(c) for c in WORKER_COLUMNS])
 
-    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None:
+    async def update_worker(self, tenant: str, worker_id: str, fields: WorkerUpdate) -> None:
         sql = f"UPDATE workers SET {_sets(fields, 3)} WHERE worker_id = $1 AND tenant = $2"
         await self._write(("w", tenant, worker_id), sql, (worker_id, tenant, *fields.values()))
 
@@ -326,11 +332,11 @@ class PgTx:
             "DELETE FROM workers WHERE worker_id = $1 AND tenant = $2", worker_id, tenant
         )
 
-    async def silent_workers(self, before: int) -> list[Row]:
+    async def silent_workers(self, before: int) -> list[WorkerRow]:
         await self.flush()
         rows = await self.c.fetch(
             _WORKERS + " WHERE state IN ('running', 'quiet', 'terminating') "
             "AND last_heartbeat_at < $1 ORDER BY worker_id FOR UPDATE SKIP LOCKED",
             before,
         )
-        return [dict(r) for r in rows]
+        return cast("list[WorkerRow]", [dict(r) for r in rows])

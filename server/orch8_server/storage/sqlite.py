@@ -23,21 +23,33 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from orch8_server.storage import sqlite_controls, sqlite_history
-from orch8_server.storage.base import ATTEMPT_COLUMNS, WORKER_COLUMNS, Row, TaskFilter
-from orch8_server.storage.sqlite_schema import migrate
-from orch8_server.storage.sqlite_tx import (
-    ATTEMPT_JSON,
+from orch8_server.storage.base import ClaimParams, TaskFilter
+from orch8_server.storage.rows import (
+    AttemptRow,
+    ClaimedRow,
+    HandlerControlRow,
+    QueueControlRow,
+    QueueControlUpdate,
+    QueueMinuteCounts,
+    QueueMinuteRow,
+    QueueStatsRow,
+    TaskRow,
+    TenantRow,
+    WorkerRow,
+)
+from orch8_server.storage.sqlite_rows import (
     ATTEMPT_SELECT,
     TASK_SELECT,
-    WORKER_JSON,
     WORKER_SELECT,
-    SqliteTx,
-    decode,
+    attempt,
     task,
+    worker,
 )
+from orch8_server.storage.sqlite_schema import migrate
+from orch8_server.storage.sqlite_tx import SqliteTx
 
 log = logging.getLogger("orch8.storage.sqlite")
 
@@ -119,24 +131,9 @@ class SqliteStorage:
             conn.execute("RELEASE tx")
         await asyncio.shield(group)  # acknowledged only once durable
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
         async with self.transaction() as tx:
-            return await tx.claim(
-                tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
-                labels, capped,
-            )  # fmt: skip
+            return await tx.claim(params)
 
     def _roll_back_savepoint(self, exc: BaseException) -> None:
         conn = self.c
@@ -185,12 +182,14 @@ class SqliteStorage:
             with contextlib.suppress(Exception):
                 await asyncio.shield(group)
 
-    async def get_task(self, task_id: str) -> Row | None:
+    async def get_task(self, task_id: str) -> TaskRow | None:
         await self._settled()
         raw = self.c.execute(TASK_SELECT + " WHERE id = ?", (task_id,)).fetchone()
         return None if raw is None else task(raw)
 
-    async def list_tasks(self, flt: TaskFilter, limit: int, before_seq: int | None) -> list[Row]:
+    async def list_tasks(
+        self, flt: TaskFilter, limit: int, before_seq: int | None
+    ) -> list[TaskRow]:
         await self._settled()
         where: list[str] = ["tenant = ?"]  # P-TEN-3
         args: list[Any] = [flt.tenant]
@@ -216,22 +215,22 @@ class SqliteStorage:
         sql = TASK_SELECT + " WHERE " + " AND ".join(where)
         return [task(r) for r in self.c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*args, limit])]
 
-    async def list_attempts(self, task_id: str) -> list[Row]:
+    async def list_attempts(self, task_id: str) -> list[AttemptRow]:
         await self._settled()
         return [
-            decode(ATTEMPT_COLUMNS, ATTEMPT_JSON, r)
+            attempt(r)
             for r in self.c.execute(
                 ATTEMPT_SELECT + " WHERE task_id = ? ORDER BY started_at, attempt", (task_id,)
             )
         ]
 
-    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[Row]:
+    async def queue_stats(self, tenant: str, queue_name: str | None) -> list[QueueStatsRow]:
         await self._settled()
         q = " AND tenant = ?" + (" AND queue_name = ?" if queue_name is not None else "")
         args = (tenant, queue_name) if queue_name is not None else (tenant,)
-        stats: dict[tuple[str, str], Row] = {}
+        stats: dict[tuple[str, str], dict[str, Any]] = {}
 
-        def slot(queue: str, handler: str) -> Row:
+        def slot(queue: str, handler: str) -> dict[str, Any]:
             return stats.setdefault(
                 (queue, handler),
                 {
@@ -259,7 +258,7 @@ class SqliteStorage:
                 (status, *args),
             ):
                 slot(queue, handler)[status] = n
-        return list(stats.values())
+        return cast("list[QueueStatsRow]", list(stats.values()))
 
     async def next_scheduled_at(self) -> int | None:
         await self._settled()
@@ -270,19 +269,21 @@ class SqliteStorage:
 
     # Queue controls and label routing (sqlite_controls.py) ------------------------------
 
-    async def set_queue_control(self, tenant: str, queue_name: str, fields: Row, now: int) -> Row:
+    async def set_queue_control(
+        self, tenant: str, queue_name: str, fields: QueueControlUpdate, now: int
+    ) -> QueueControlRow:
         async with self.transaction():
             return sqlite_controls.set_queue_control(self.c, tenant, queue_name, fields, now)
 
     async def set_handler_control(
         self, tenant: str, handler_name: str, max_running: int | None, now: int
-    ) -> Row:
+    ) -> HandlerControlRow:
         async with self.transaction():
             return sqlite_controls.set_handler_control(
                 self.c, tenant, handler_name, max_running, now
             )
 
-    async def controls(self) -> tuple[list[Row], list[Row]]:
+    async def controls(self) -> tuple[list[QueueControlRow], list[HandlerControlRow]]:
         await self._settled()
         return sqlite_controls.controls(self.c)
 
@@ -292,7 +293,7 @@ class SqliteStorage:
 
     async def pending_label_sets(
         self, tenant: str, queue_name: str | None
-    ) -> list[tuple[str, str, Any, int]]:
+    ) -> list[tuple[str, str, dict[str, str], int]]:
         await self._settled()
         return sqlite_controls.pending_label_sets(self.c, tenant, queue_name)
 
@@ -303,11 +304,11 @@ class SqliteStorage:
     async def announce(self, queue_name: str, handler_name: str) -> None:
         """One process: the engine already woke its own polls."""
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
         await self._settled()
         return await SqliteTx(self.c).get_worker(tenant, worker_id)
 
-    async def list_workers(self, tenant: str | None, state: str | None) -> list[Row]:
+    async def list_workers(self, tenant: str | None, state: str | None) -> list[WorkerRow]:
         """One tenant's workers (P-TEN-3), or every tenant's with tenant None (metrics)."""
         await self._settled()
         where, args = [], []
@@ -317,10 +318,7 @@ class SqliteStorage:
             where.append("state = ?")
             args.append(state)
         sql = WORKER_SELECT + (" WHERE " + " AND ".join(where) if where else "")
-        return [
-            decode(WORKER_COLUMNS, WORKER_JSON, r)
-            for r in self.c.execute(sql + " ORDER BY last_heartbeat_at DESC", args)
-        ]
+        return [worker(r) for r in self.c.execute(sql + " ORDER BY last_heartbeat_at DESC", args)]
 
     async def active_task_counts(self, tenant: str, worker_ids: list[str]) -> dict[str, int]:
         if not worker_ids:
@@ -347,7 +345,7 @@ class SqliteStorage:
 
     async def add_queue_minutes(
         self,
-        counts: list[Row],
+        counts: list[QueueMinuteCounts],
         minute: int,
         depths: dict[tuple[str, str], int],
         prune_before: int,
@@ -356,7 +354,7 @@ class SqliteStorage:
         async with self.transaction():
             sqlite_history.add_queue_minutes(self.c, counts, minute, depths, prune_before)
 
-    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[Row]:
+    async def queue_minutes(self, tenant: str, queue_name: str, since: int) -> list[QueueMinuteRow]:
         await self._settled()
         return sqlite_history.queue_minutes(self.c, tenant, queue_name, since)
 
@@ -364,7 +362,7 @@ class SqliteStorage:
         await self._settled()
         return sqlite_history.tenant_names(self.c)
 
-    async def list_tenants(self) -> list[Row]:
+    async def list_tenants(self) -> list[TenantRow]:
         """P-TEN-4: tenants with a task or a worker, with their counts, in tenant order."""
         await self._settled()
         return sqlite_history.list_tenants(self.c)

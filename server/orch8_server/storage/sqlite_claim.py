@@ -15,8 +15,10 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, Row
+from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, ClaimParams
 from orch8_server.storage.claim_budget import split_candidates
+from orch8_server.storage.rows import ClaimedRow
+from orch8_server.storage.sqlite_rows import dumps
 
 _CLAIM_SELECT = "SELECT " + ", ".join(CLAIM_COLUMNS) + " FROM tasks"
 _LEASE = (
@@ -42,31 +44,26 @@ _LABELS_HELD = (
 )
 
 
-def _claimed(raw: tuple[Any, ...]) -> Row:
-    row = dict(zip(CLAIM_COLUMNS, raw, strict=True))
+def _claimed(raw: tuple[Any, ...]) -> ClaimedRow:
+    row: Any = dict(zip(CLAIM_COLUMNS, raw, strict=True))
     row["headers_json"] = row["headers"]  # the stored text, for P-TEL-2 claim spans
     for col in CLAIM_JSON:
         value = row[col]
         if value is not None:
             row[col] = orjson.Fragment(value)
-    return row
+    claimed: ClaimedRow = row  # its lease columns are set by claim()
+    return claimed
 
 
 def _candidates(
-    conn: sqlite3.Connection,
-    tenant: str,
-    queue_name: str,
-    handler_names: list[str] | None,
-    want: int,
-    labels: str | None,
-    excluded: set[str],
-) -> list[Row]:
+    conn: sqlite3.Connection, p: ClaimParams, want: int, held: str | None, excluded: set[str]
+) -> list[ClaimedRow]:
     # P-LABEL-1/2: rows this claimer may not take are filtered, never block the rest.
-    if labels is None:
+    if held is None:
         match, extra = _UNLABELLED, []
     else:
-        match, extra = _LABELS_HELD, [labels]
-    if not handler_names:
+        match, extra = _LABELS_HELD, [held]
+    if not p.handler_names:
         skip = ""
         if excluded:  # handlers at their running cap (P-CTRL-2)
             skip = f" AND handler_name NOT IN ({','.join('?' * len(excluded))})"
@@ -78,13 +75,13 @@ def _candidates(
                 + match
                 + skip
                 + " ORDER BY priority, seq LIMIT ?",
-                (tenant, queue_name, *extra, *excluded, want),
+                (p.tenant, p.queue_name, *extra, *excluded, want),
             )
         ]
     # One indexed, ordered scan per handler, merged here: each uses
     # tasks_claim_handler and reads at most `want` rows (P-ORDER-1).
-    rows: list[Row] = []
-    for name in handler_names:
+    rows: list[ClaimedRow] = []
+    for name in p.handler_names:
         if name in excluded:
             continue
         rows += [
@@ -92,10 +89,10 @@ def _candidates(
             for r in conn.execute(
                 _CLAIM_SELECT + " WHERE status = 'pending' AND tenant = ? AND queue_name = ? "
                 "AND handler_name = ?" + match + " ORDER BY priority, seq LIMIT ?",
-                (tenant, queue_name, name, *extra, want),
+                (p.tenant, p.queue_name, name, *extra, want),
             )
         ]
-    if len(handler_names) > 1:
+    if len(p.handler_names) > 1:
         rows.sort(key=lambda r: (r["priority"], r["seq"]))
     return rows[:want]
 
@@ -143,31 +140,22 @@ def _budgets(
     return limit, {h: cap - running_of.get(h, 0) for h, cap in caps.items()}
 
 
-def claim(
-    conn: sqlite3.Connection,
-    tenant: str,
-    queue_name: str,
-    handler_names: list[str] | None,
-    limit: int,
-    now: int,
-    lease_ms: int,
-    worker_id: str | None,
-    new_lease_id: Any,
-    held: str | None,
-    capped: bool,
-) -> tuple[list[Row], int]:
-    """Claim up to `limit` tasks; `held` is the worker's labels as JSON (None: only
-    unlabelled tasks). Returns the claimed rows and how many expired on the way."""
+def claim(conn: sqlite3.Connection, p: ClaimParams) -> tuple[list[ClaimedRow], int]:
+    """Claim up to `p.limit` tasks. Returns the claimed rows and how many expired on the
+    way."""
+    held = None if p.labels is None else dumps(p.labels)  # P-LABEL-1: matched as JSON
+    limit, now = p.limit, p.now
     room: dict[str, int] = {}
-    if capped:
-        limit, room = _budgets(conn, tenant, queue_name, handler_names, limit)
+    if p.capped:
+        limit, room = _budgets(conn, p.tenant, p.queue_name, p.handler_names, limit)
     excluded = {h for h, left in room.items() if left <= 0}
-    claimed: list[Row] = []
+    claimed: list[ClaimedRow] = []
     expired = 0
-    expires_at = now + lease_ms
+    expires_at = now + p.lease_ms
+    worker_id, lease_ms, new_lease_id = p.worker_id, p.lease_ms, p.new_lease_id
     while len(claimed) < limit:
         want = limit - len(claimed)
-        candidates = _candidates(conn, tenant, queue_name, handler_names, want, held, excluded)
+        candidates = _candidates(conn, p, want, held, excluded)
         if not candidates:
             break
         # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets
@@ -184,9 +172,9 @@ def claim(
         for row in fresh:
             attempt, lease = row["attempt"] + 1, new_lease_id()
             started = row["started_at"] if row["started_at"] is not None else now
-            row.update(status="running", attempt=attempt, lease_id=lease,
-                       lease_expires_at=expires_at, lease_ms=lease_ms, lease_started_at=now,
-                       worker_id=worker_id, updated_at=now, started_at=started)  # fmt: skip
+            row["status"], row["attempt"], row["lease_id"] = "running", attempt, lease
+            row["lease_expires_at"], row["lease_ms"] = expires_at, lease_ms
+            row["lease_started_at"], row["worker_id"], row["started_at"] = now, worker_id, started
             updates.append(
                 (attempt, lease, expires_at, lease_ms, now, worker_id, now, started, row["seq"])
             )

@@ -8,25 +8,27 @@ the engine's own view of the controls is the whole truth.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
-from orch8_server.storage.base import HANDLER_CONTROL_COLUMNS, QUEUE_CONTROL_COLUMNS, Row
+from orch8_server.storage.base import HANDLER_CONTROL_COLUMNS, QUEUE_CONTROL_COLUMNS
+from orch8_server.storage.rows import HandlerControlRow, QueueControlRow, QueueControlUpdate
 
 _QUEUE_SELECT = "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls"
 _HANDLER_SELECT = "SELECT " + ", ".join(HANDLER_CONTROL_COLUMNS) + " FROM handler_controls"
 
 
-def _queue_row(raw: tuple[Any, ...]) -> Row:
-    row = dict(zip(QUEUE_CONTROL_COLUMNS, raw, strict=True))
+def _queue_row(raw: tuple[Any, ...]) -> QueueControlRow:
+    row: Any = dict(zip(QUEUE_CONTROL_COLUMNS, raw, strict=True))
     row["paused"] = bool(row["paused"])
-    return row
+    control: QueueControlRow = row
+    return control
 
 
 def set_queue_control(
-    conn: sqlite3.Connection, tenant: str, queue_name: str, fields: Row, now: int
-) -> Row:
+    conn: sqlite3.Connection, tenant: str, queue_name: str, fields: QueueControlUpdate, now: int
+) -> QueueControlRow:
     cols = list(fields)
     conn.execute(
         f"INSERT INTO queue_controls (tenant, queue_name, {', '.join(cols)}, updated_at) "
@@ -44,22 +46,28 @@ def set_queue_control(
 
 def set_handler_control(
     conn: sqlite3.Connection, tenant: str, handler_name: str, max_running: int | None, now: int
-) -> Row:
+) -> HandlerControlRow:
     conn.execute(
         "INSERT INTO handler_controls (tenant, handler_name, max_running, updated_at) "
         "VALUES (?, ?, ?, ?) ON CONFLICT (tenant, handler_name) DO UPDATE SET "
         "max_running = excluded.max_running, updated_at = excluded.updated_at",
         (tenant, handler_name, max_running, now),
     )
-    return dict(zip(HANDLER_CONTROL_COLUMNS, (handler_name, max_running, now, tenant), strict=True))
+    return {
+        "handler_name": handler_name, "max_running": max_running, "updated_at": now,
+        "tenant": tenant,
+    }  # fmt: skip
 
 
-def controls(conn: sqlite3.Connection) -> tuple[list[Row], list[Row]]:
+def controls(conn: sqlite3.Connection) -> tuple[list[QueueControlRow], list[HandlerControlRow]]:
     queues = [_queue_row(r) for r in conn.execute(_QUEUE_SELECT + " ORDER BY tenant, queue_name")]
-    handlers = [
-        dict(zip(HANDLER_CONTROL_COLUMNS, r, strict=True))
-        for r in conn.execute(_HANDLER_SELECT + " ORDER BY tenant, handler_name")
-    ]
+    handlers = cast(
+        "list[HandlerControlRow]",
+        [
+            dict(zip(HANDLER_CONTROL_COLUMNS, r, strict=True))
+            for r in conn.execute(_HANDLER_SELECT + " ORDER BY tenant, handler_name")
+        ],
+    )
     return queues, handlers
 
 
@@ -73,7 +81,7 @@ def running_counts(conn: sqlite3.Connection) -> list[tuple[str, str, str, int]]:
 
 def pending_label_sets(
     conn: sqlite3.Connection, tenant: str, queue_name: str | None
-) -> list[tuple[str, str, Any, int]]:
+) -> list[tuple[str, str, dict[str, str], int]]:
     q, args = " AND tenant = ?", [tenant]
     if queue_name is not None:
         q, args = q + " AND queue_name = ?", [tenant, queue_name]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Any, cast
 
 import orjson
 
-from orch8_server.storage.base import Row
+from orch8_server.storage.rows import QueueMinuteCounts, QueueMinuteRow, TenantRow
 
 _ADD = (
     "INSERT INTO queue_minutes (tenant, queue_name, minute, enqueued, completed, failed, "
@@ -56,7 +57,7 @@ def queue_depth(conn: sqlite3.Connection, tenant: str, queue_name: str, limit: i
 
 def add_queue_minutes(
     conn: sqlite3.Connection,
-    counts: Sequence[Row],
+    counts: Sequence[QueueMinuteCounts],
     minute: int,
     depths: dict[tuple[str, str], int],
     prune_before: int,
@@ -87,10 +88,12 @@ def add_queue_minutes(
     conn.execute("DELETE FROM queue_minutes WHERE minute < ?", (prune_before,))
 
 
-def queue_minutes(conn: sqlite3.Connection, tenant: str, queue_name: str, since: int) -> list[Row]:
+def queue_minutes(
+    conn: sqlite3.Connection, tenant: str, queue_name: str, since: int
+) -> list[QueueMinuteRow]:
     """The stored minutes of `queue_name` from `since` on, oldest first."""
     cols = ("minute", "enqueued", "completed", "failed", "depth", "wait_hist")
-    out = []
+    out: list[Any] = []
     for raw in conn.execute(
         "SELECT " + ", ".join(cols) + " FROM queue_minutes "
         "WHERE tenant = ? AND queue_name = ? AND minute >= ? ORDER BY minute",
@@ -99,15 +102,16 @@ def queue_minutes(conn: sqlite3.Connection, tenant: str, queue_name: str, since:
         row = dict(zip(cols, raw, strict=True))
         row["wait_hist"] = orjson.loads(row["wait_hist"]) if row["wait_hist"] else None
         out.append(row)
-    return out
+    return cast("list[QueueMinuteRow]", out)
 
 
-def list_tenants(conn: sqlite3.Connection) -> list[Row]:
+def list_tenants(conn: sqlite3.Connection) -> list[TenantRow]:
     """P-TEN-4: every tenant with a task or a worker, with both counts, in tenant order."""
-    counts: dict[str, Row] = {}
-    for table, col in (("tasks", "tasks"), ("workers", "workers")):
-        for tenant, n in conn.execute(f"SELECT tenant, COUNT(*) FROM {table} GROUP BY tenant"):
-            counts.setdefault(tenant, {"tenant": tenant, "tasks": 0, "workers": 0})[col] = n
+    counts: dict[str, TenantRow] = {}
+    for tenant, n in conn.execute("SELECT tenant, COUNT(*) FROM tasks GROUP BY tenant"):
+        counts.setdefault(tenant, {"tenant": tenant, "tasks": 0, "workers": 0})["tasks"] = n
+    for tenant, n in conn.execute("SELECT tenant, COUNT(*) FROM workers GROUP BY tenant"):
+        counts.setdefault(tenant, {"tenant": tenant, "tasks": 0, "workers": 0})["workers"] = n
     return [counts[t] for t in sorted(counts)]
 
 

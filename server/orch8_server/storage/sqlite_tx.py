@@ -12,9 +12,8 @@ Claims: sqlite_claim.py.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
-
-import orjson
+from functools import cached_property
+from typing import Any, cast
 
 from orch8_server.storage import sqlite_claim
 from orch8_server.storage.base import (
@@ -22,21 +21,33 @@ from orch8_server.storage.base import (
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
-    Row,
+    ClaimParams,
     completed_reply,
 )
+from orch8_server.storage.rows import (
+    AttemptRow,
+    ClaimedRow,
+    CompletedRow,
+    NewTaskRow,
+    TaskRow,
+    TaskUpdate,
+    WorkerRow,
+    WorkerUpdate,
+)
+from orch8_server.storage.sqlite_rows import (
+    ATTEMPT_JSON,
+    ATTEMPT_SELECT,
+    TASK_JSON,
+    TASK_SELECT,
+    WORKER_JSON,
+    WORKER_SELECT,
+    attempt,
+    dumps,
+    task,
+    worker,
+)
+from orch8_server.storage.sqlite_workflows import SqliteWorkflows
 
-TASK_JSON = frozenset(
-    (
-        "params", "context", "headers", "retry", "output", "error", "checkpoint", "progress",
-        "required_labels",
-    )
-)  # fmt: skip
-ATTEMPT_JSON = frozenset(("error", "reply"))
-WORKER_JSON = frozenset(("handlers", "queues", "labels"))
-TASK_SELECT = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
-ATTEMPT_SELECT = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
-WORKER_SELECT = "SELECT " + ", ".join(WORKER_COLUMNS) + " FROM workers"
 _NEW_TASK = tuple((c, c in TASK_JSON) for c in TASK_COLUMNS if c != "seq")
 _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(c for c, _ in _NEW_TASK)}) "
@@ -70,27 +81,9 @@ def _complete_statement(n: int) -> str:
 
 
 _COMPLETED_KEYS = (*COMPLETED_COLUMNS, "instance_id")
-_loads = orjson.loads
 
 
-def dumps(value: Any) -> str | None:
-    return None if value is None else orjson.dumps(value).decode()
-
-
-def decode(columns: tuple[str, ...], json_cols: frozenset[str], raw: tuple[Any, ...]) -> Row:
-    row = dict(zip(columns, raw, strict=True))
-    for col in json_cols:
-        value = row[col]
-        if value is not None:
-            row[col] = _loads(value)
-    return row
-
-
-def task(raw: tuple[Any, ...]) -> Row:
-    return decode(TASK_COLUMNS, TASK_JSON, raw)
-
-
-def _encoded(fields: Row, json_cols: frozenset[str]) -> list[Any]:
+def _encoded(fields: TaskUpdate | WorkerUpdate, json_cols: frozenset[str]) -> list[Any]:
     return [dumps(v) if k in json_cols else v for k, v in fields.items()]
 
 
@@ -99,7 +92,7 @@ class SqliteTx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.c = conn
-        self._rows: dict[str, Row | None] = {}  # task id -> row as this tx left it
+        self._rows: dict[str, TaskRow | None] = {}  # task id -> row as this tx left it
         self._writes: dict[str, list[Any]] = {}  # statement -> parameter rows, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
 
@@ -108,6 +101,15 @@ class SqliteTx:
             self.flush()  # the same row written by another statement: keep the order
         self._written_by[key] = sql
         self._writes.setdefault(sql, []).append(params)
+
+    @cached_property
+    def workflows(self) -> SqliteWorkflows:
+        return SqliteWorkflows(self.ready)
+
+    def ready(self) -> sqlite3.Connection:
+        """The connection, once this transaction's buffered writes ran (before a read)."""
+        self.flush()
+        return self.c
 
     def flush(self) -> None:
         """Run buffered writes (before any read, and at commit)."""
@@ -120,30 +122,30 @@ class SqliteTx:
             else:
                 self.c.executemany(sql, rows)
 
-    async def insert_task(self, row: Row) -> tuple[Row, bool]:
+    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
         values = [dumps(row.get(c)) if js else row.get(c) for c, js in _NEW_TASK]
-        key = row.get("idempotency_key")
+        key = row["idempotency_key"]
         if key is None:
             # No conflict is possible: buffer it; its seq is known after the flush only,
             # and nothing needs it before (the list cursor reads seq from the table).
             self._write(("t", row["id"]), _INSERT_TASK, values)
-            return {**row, "seq": None}, True
+            return row, True
         self.flush()  # a key buffered earlier in this transaction must be seen
         existing = self.c.execute(  # P-TEN-3: idempotency keys are per tenant
             TASK_SELECT + " WHERE tenant = ? AND idempotency_key = ?", (row["tenant"], key)
         ).fetchone()
         if existing is not None:
             return task(existing), False  # P-TASK-3
-        cur = self.c.execute(_INSERT_TASK, values)
-        return {**row, "seq": cur.lastrowid}, True
+        self.c.execute(_INSERT_TASK, values)
+        return row, True
 
-    async def get_task(self, task_id: str) -> Row | None:
+    async def get_task(self, task_id: str) -> TaskRow | None:
         if task_id not in self._rows:
             await self.tasks_by_ids([task_id])
         row = self._rows[task_id]
-        return None if row is None else dict(row)
+        return None if row is None else row.copy()
 
-    async def tasks_by_ids(self, task_ids: list[str]) -> list[Row]:
+    async def tasks_by_ids(self, task_ids: list[str]) -> list[TaskRow]:
         missing = [t for t in dict.fromkeys(task_ids) if t not in self._rows]
         if missing:
             self.flush()
@@ -152,12 +154,12 @@ class SqliteTx:
             for raw in self.c.execute(TASK_SELECT + f" WHERE id IN ({marks})", missing):
                 self._rows[raw[1]] = task(raw)
         found = (self._rows[t] for t in dict.fromkeys(task_ids))
-        return [dict(row) for row in found if row is not None]
+        return [row.copy() for row in found if row is not None]
 
-    async def update_task(self, task_id: str, fields: Row) -> None:
+    async def update_task(self, task_id: str, fields: TaskUpdate) -> None:
         row = self._rows.get(task_id)
         if row is not None:
-            row.update(fields)
+            row.update(fields)  # type: ignore[typeddict-item]  # TaskUpdate keys are TaskRow's
         cols = tuple(fields)
         sql = _update_sql.get(cols)
         if sql is None:
@@ -165,13 +167,13 @@ class SqliteTx:
             sql = _update_sql[cols] = f"UPDATE tasks SET {sets} WHERE id = ?"
         self._write(("t", task_id), sql, [*_encoded(fields, TASK_JSON), task_id])
 
-    async def insert_attempt(self, row: Row) -> None:
+    async def insert_attempt(self, row: AttemptRow) -> None:
         values = [dumps(row.get(c)) if c in ATTEMPT_JSON else row.get(c) for c in ATTEMPT_COLUMNS]
         self._write(("a", row["task_id"], row["lease_id"]), _UPSERT_ATTEMPT, values)
 
     async def complete_running(
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
-    ) -> list[Row]:
+    ) -> list[CompletedRow]:
         if not items:
             return []
         self.flush()
@@ -182,7 +184,9 @@ class SqliteTx:
         rows = self.c.execute(
             _complete_statement(len(items)), [*params, now, now, tenant]
         ).fetchall()
-        done = [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
+        done = cast(
+            "list[CompletedRow]", [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
+        )
         for row in done:  # P-DONE-1: the attempt ends with the reply replays get (P-IDEM-1)
             await self.insert_attempt(
                 {"task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
@@ -192,41 +196,25 @@ class SqliteTx:
             )  # fmt: skip
         return done
 
-    async def get_attempt(self, task_id: str, lease_id: str) -> Row | None:
+    async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None:
         self.flush()
         raw = self.c.execute(
             ATTEMPT_SELECT + " WHERE task_id = ? AND lease_id = ?", (task_id, lease_id)
         ).fetchone()
-        return None if raw is None else decode(ATTEMPT_COLUMNS, ATTEMPT_JSON, raw)
+        return None if raw is None else attempt(raw)
 
-    async def latest_attempt(self, task_id: str) -> Row | None:
+    async def latest_attempt(self, task_id: str) -> AttemptRow | None:
         self.flush()
         raw = self.c.execute(
             ATTEMPT_SELECT + " WHERE task_id = ? ORDER BY ended_at DESC, attempt DESC LIMIT 1",
             (task_id,),
         ).fetchone()
-        return None if raw is None else decode(ATTEMPT_COLUMNS, ATTEMPT_JSON, raw)
+        return None if raw is None else attempt(raw)
 
-    async def claim(
-        self,
-        tenant: str,
-        queue_name: str,
-        handler_names: list[str] | None,
-        limit: int,
-        now: int,
-        lease_ms: int,
-        worker_id: str | None,
-        new_lease_id: Any,
-        labels: dict[str, str] | None = None,
-        capped: bool = False,
-    ) -> tuple[list[Row], int]:
+    async def claim(self, params: ClaimParams) -> tuple[list[ClaimedRow], int]:
         self.flush()
         self._rows.clear()  # rows written below bypass update_task
-        held = None if labels is None else dumps(labels)
-        return sqlite_claim.claim(
-            self.c, tenant, queue_name, handler_names, limit, now, lease_ms, worker_id, new_lease_id,
-            held, capped,
-        )  # fmt: skip
+        return sqlite_claim.claim(self.c, params)
 
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         self.flush()
@@ -249,7 +237,7 @@ class SqliteTx:
         )
         return cur.rowcount
 
-    async def expired_leases(self, now: int, limit: int) -> list[Row]:
+    async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         self.flush()
         return [
             task(r)
@@ -260,7 +248,7 @@ class SqliteTx:
             )
         ]
 
-    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[Row]:
+    async def running_tasks_of(self, tenant: str, worker_id: str) -> list[TaskRow]:
         self.flush()
         return [
             task(r)
@@ -270,14 +258,14 @@ class SqliteTx:
             )
         ]
 
-    async def get_worker(self, tenant: str, worker_id: str) -> Row | None:
+    async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
         self.flush()
         raw = self.c.execute(
             WORKER_SELECT + " WHERE tenant = ? AND worker_id = ?", (tenant, worker_id)
         ).fetchone()
-        return None if raw is None else decode(WORKER_COLUMNS, WORKER_JSON, raw)
+        return None if raw is None else worker(raw)
 
-    async def upsert_worker(self, row: Row) -> None:
+    async def upsert_worker(self, row: WorkerRow) -> None:
         self.flush()
         self.c.execute(
             f"INSERT OR REPLACE INTO workers ({', '.join(WORKER_COLUMNS)}) "
@@ -285,7 +273,7 @@ class SqliteTx:
             [dumps(row.get(c)) if c in WORKER_JSON else row.get(c) for c in WORKER_COLUMNS],
         )
 
-    async def update_worker(self, tenant: str, worker_id: str, fields: Row) -> None:
+    async def update_worker(self, tenant: str, worker_id: str, fields: WorkerUpdate) -> None:
         self.flush()
         sets = ", ".join(f"{k} = ?" for k in fields)
         self.c.execute(
@@ -299,10 +287,10 @@ class SqliteTx:
             "DELETE FROM workers WHERE tenant = ? AND worker_id = ?", (tenant, worker_id)
         )
 
-    async def silent_workers(self, before: int) -> list[Row]:
+    async def silent_workers(self, before: int) -> list[WorkerRow]:
         self.flush()
         return [
-            decode(WORKER_COLUMNS, WORKER_JSON, r)
+            worker(r)
             for r in self.c.execute(
                 WORKER_SELECT + " WHERE state IN ('running', 'quiet', 'terminating') "
                 "AND last_heartbeat_at < ?",

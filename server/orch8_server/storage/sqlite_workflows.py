@@ -1,15 +1,23 @@
 """Workflow rows on SQLite: sequences, instances and instance events (P-WF-1..10).
 
-Every method runs inside a transaction of the storage (`tx` is a SqliteTx) so the
-lifecycle can read, decide and write an instance atomically with the tasks it dispatches.
+The `WorkflowStore` of one transaction (`SqliteTx.workflows`): every statement runs after
+the transaction's buffered writes, on the single connection, so the lifecycle reads,
+decides and writes an instance atomically with the tasks it dispatches.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import sqlite3
+from collections.abc import Callable
+from typing import Any, cast
 
-from orch8_server.storage.base import Row
-from orch8_server.storage.sqlite_tx import SqliteTx, decode, dumps
+from orch8_server.storage.rows import (
+    InstanceEventRow,
+    InstanceRow,
+    NewInstanceRow,
+    SequenceRow,
+)
+from orch8_server.storage.sqlite_rows import decode, dumps
 
 INSTANCE_COLUMNS = (
     "seq", "id", "tenant", "sequence", "version", "status", "input", "output", "error",
@@ -18,81 +26,91 @@ INSTANCE_COLUMNS = (
 _INSTANCE_JSON = frozenset(("input", "output", "error", "state"))
 _SELECT_INSTANCE = "SELECT " + ", ".join(INSTANCE_COLUMNS) + " FROM instances"
 _SEQUENCE_COLUMNS = ("tenant", "name", "version", "definition", "created_at")
+_SEQUENCE_JSON = frozenset(("definition",))
 _SELECT_SEQUENCE = "SELECT " + ", ".join(_SEQUENCE_COLUMNS) + " FROM sequences"
+_EVENT_COLUMNS = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
 
 
-def _instance(raw: tuple[Any, ...] | None) -> Row | None:
-    return None if raw is None else decode(INSTANCE_COLUMNS, _INSTANCE_JSON, raw)
+def _instance(raw: tuple[Any, ...] | None) -> InstanceRow | None:
+    if raw is None:
+        return None
+    row: InstanceRow = decode(INSTANCE_COLUMNS, _INSTANCE_JSON, raw)
+    return row
 
 
-def _sequence(raw: tuple[Any, ...] | None) -> Row | None:
-    return None if raw is None else decode(_SEQUENCE_COLUMNS, frozenset(("definition",)), raw)
+def _sequence(raw: tuple[Any, ...] | None) -> SequenceRow | None:
+    if raw is None:
+        return None
+    row: SequenceRow = decode(_SEQUENCE_COLUMNS, _SEQUENCE_JSON, raw)
+    return row
+
+
+def _events(rows: list[Any]) -> list[InstanceEventRow]:
+    events = [dict(zip(_EVENT_COLUMNS, r, strict=True)) for r in rows]
+    return cast("list[InstanceEventRow]", sorted(events, key=lambda e: e["id"]))
 
 
 class SqliteWorkflows:
-    """The workflow tables of one SQLite database."""
+    """The workflow tables in one transaction; `ready` flushes its buffered writes and
+    returns the connection."""
 
-    async def sequence(self, tx: Any, tenant: str, name: str, version: int | None) -> Row | None:
-        t: SqliteTx = tx
-        t.flush()
+    def __init__(self, ready: Callable[[], sqlite3.Connection]) -> None:
+        self._ready = ready
+
+    async def lock_sequence_name(self, tenant: str, name: str) -> None:
+        """The single connection already serialises definers: no version race."""
+
+    async def sequence(self, tenant: str, name: str, version: int | None) -> SequenceRow | None:
+        c = self._ready()
         if version is None:
             sql = _SELECT_SEQUENCE + " WHERE tenant = ? AND name = ? ORDER BY version DESC LIMIT 1"
-            return _sequence(t.c.execute(sql, (tenant, name)).fetchone())
+            return _sequence(c.execute(sql, (tenant, name)).fetchone())
         sql = _SELECT_SEQUENCE + " WHERE tenant = ? AND name = ? AND version = ?"
-        return _sequence(t.c.execute(sql, (tenant, name, version)).fetchone())
+        return _sequence(c.execute(sql, (tenant, name, version)).fetchone())
 
-    async def insert_sequence(self, tx: Any, row: Row) -> None:
-        t: SqliteTx = tx
-        t.flush()  # the single connection serialises definers: no version race
-        t.c.execute(
+    async def insert_sequence(self, row: SequenceRow) -> None:
+        self._ready().execute(
             "INSERT INTO sequences (tenant, name, version, definition, created_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (row["tenant"], row["name"], row["version"], dumps(row["definition"]),
              row["created_at"]),
         )  # fmt: skip
 
-    async def list_sequences(
-        self, tx: Any, tenant: str, limit: int, after: str | None
-    ) -> list[Row]:
-        t: SqliteTx = tx
-        t.flush()
+    async def list_sequences(self, tenant: str, limit: int, after: str | None) -> list[SequenceRow]:
         sql = (
             _SELECT_SEQUENCE + " s WHERE tenant = ? AND name > ? AND version = "
             "(SELECT max(version) FROM sequences m WHERE m.tenant = s.tenant AND m.name = s.name)"
             " ORDER BY name LIMIT ?"
         )
-        rows = t.c.execute(sql, (tenant, after or "", limit)).fetchall()
+        rows = self._ready().execute(sql, (tenant, after or "", limit)).fetchall()
         return [r for r in (_sequence(raw) for raw in rows) if r is not None]
 
-    async def insert_instance(self, tx: Any, row: Row) -> tuple[Row, bool]:
-        t: SqliteTx = tx
-        t.flush()
-        key = row.get("idempotency_key")
+    async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
+        c = self._ready()
+        key = row["idempotency_key"]
         if key is not None:
             existing = _instance(
-                t.c.execute(
+                c.execute(
                     _SELECT_INSTANCE + " WHERE tenant = ? AND idempotency_key = ?",
                     (row["tenant"], key),
                 ).fetchone()
             )
             if existing is not None:
                 return existing, False
-        cols = [c for c in INSTANCE_COLUMNS if c != "seq"]
-        cur = t.c.execute(
+        values: dict[str, Any] = {**row}
+        cols = INSTANCE_COLUMNS[1:]  # all but seq
+        cur = c.execute(
             f"INSERT INTO instances ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-            [dumps(row[c]) if c in _INSTANCE_JSON else row[c] for c in cols],
+            [dumps(values[col]) if col in _INSTANCE_JSON else values[col] for col in cols],
         )
-        return {**row, "seq": cur.lastrowid}, True
+        return {**row, "seq": cur.lastrowid or 0}, True
 
-    async def instance(self, tx: Any, instance_id: str) -> Row | None:
-        t: SqliteTx = tx
-        t.flush()
-        return _instance(t.c.execute(_SELECT_INSTANCE + " WHERE id = ?", (instance_id,)).fetchone())
+    async def instance(self, instance_id: str) -> InstanceRow | None:
+        c = self._ready()
+        return _instance(c.execute(_SELECT_INSTANCE + " WHERE id = ?", (instance_id,)).fetchone())
 
-    async def update_instance(self, tx: Any, row: Row) -> None:
-        t: SqliteTx = tx
-        t.flush()
-        t.c.execute(
+    async def update_instance(self, row: InstanceRow) -> None:
+        self._ready().execute(
             "UPDATE instances SET status = ?, output = ?, error = ?, state = ?, "
             "updated_at = ?, finished_at = ? WHERE id = ?",
             (row["status"], dumps(row["output"]), dumps(row["error"]), dumps(row["state"]),
@@ -101,15 +119,12 @@ class SqliteWorkflows:
 
     async def list_instances(
         self,
-        tx: Any,
         tenant: str,
         sequence: str | None,
         statuses: tuple[str, ...],
         limit: int,
         before_seq: int | None,
-    ) -> list[Row]:
-        t: SqliteTx = tx
-        t.flush()
+    ) -> list[InstanceRow]:
         where: list[str] = ["tenant = ?"]  # P-TEN-3
         args: list[Any] = [tenant]
         if sequence is not None:
@@ -122,57 +137,54 @@ class SqliteWorkflows:
             where.append("seq < ?")
             args.append(before_seq)
         sql = _SELECT_INSTANCE + " WHERE " + " AND ".join(where) + " ORDER BY seq DESC LIMIT ?"
-        rows = t.c.execute(sql, [*args, limit]).fetchall()
+        rows = self._ready().execute(sql, [*args, limit]).fetchall()
         return [r for r in (_instance(raw) for raw in rows) if r is not None]
 
     async def add_timer(
-        self, tx: Any, tenant: str, instance_id: str, step_id: str, run: int, fire_at: int
+        self, tenant: str, instance_id: str, step_id: str, run: int, fire_at: int
     ) -> None:
-        t: SqliteTx = tx
-        t.flush()
-        t.c.execute(
+        self._ready().execute(
             "INSERT INTO instance_events (tenant, instance_id, step_id, run, fire_at) "
             "VALUES (?, ?, ?, ?, ?)",
             (tenant, instance_id, step_id, run, fire_at),
         )
 
-    async def take_due_events(self, tx: Any, now: int, limit: int) -> list[Row]:
-        """Due events, deleted as they are read (the transaction consumes them)."""
-        t: SqliteTx = tx
-        t.flush()
-        rows = t.c.execute(
-            "DELETE FROM instance_events WHERE id IN (SELECT id FROM instance_events "
-            "WHERE fire_at <= ? ORDER BY id LIMIT ?) "
-            "RETURNING id, tenant, instance_id, task_id, step_id, run",
-            (now, limit),
-        ).fetchall()
-        cols = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
-        return sorted((dict(zip(cols, r, strict=True)) for r in rows), key=lambda e: e["id"])
+    async def take_due_events(self, now: int, limit: int) -> list[InstanceEventRow]:
+        return _events(
+            self._ready()
+            .execute(
+                "DELETE FROM instance_events WHERE id IN (SELECT id FROM instance_events "
+                "WHERE fire_at <= ? ORDER BY id LIMIT ?) "
+                "RETURNING " + ", ".join(_EVENT_COLUMNS),
+                (now, limit),
+            )
+            .fetchall()
+        )
 
-    async def ended_events(self, tx: Any, ended: list[tuple[str, str, str]]) -> list[Row]:
-        """P-WF-5: the (tenant, instance, task) ends as instance events. The caller advances
-        in the transaction that ended the tasks, so nothing is stored (schema v6 dropped
-        the trigger that made every status change pay for it)."""
+    async def ended_events(self, ended: list[tuple[str, str, str]]) -> list[InstanceEventRow]:
+        """The ends themselves: the caller advances in the transaction that ended the
+        tasks, so nothing is stored (schema v6 dropped the trigger that made every status
+        change pay for it)."""
         return [
-            {"tenant": tenant, "instance_id": instance_id, "task_id": task_id, "step_id": None,
-             "run": None}
+            {"id": None, "tenant": tenant, "instance_id": instance_id, "task_id": task_id,
+             "step_id": None, "run": None}
             for tenant, instance_id, task_id in ended
         ]  # fmt: skip
 
-    async def take_task_events(self, tx: Any, task_ids: list[str]) -> list[Row]:
-        """These tasks' stored events (expiry's, or a schema v5 trigger's), deleted."""
-        t: SqliteTx = tx
-        t.flush()
-        rows = t.c.execute(
-            f"DELETE FROM instance_events WHERE task_id IN ({','.join('?' * len(task_ids))}) "
-            "RETURNING id, tenant, instance_id, task_id, step_id, run",
-            task_ids,
-        ).fetchall()
-        cols = ("id", "tenant", "instance_id", "task_id", "step_id", "run")
-        return sorted((dict(zip(cols, r, strict=True)) for r in rows), key=lambda e: e["id"])
+    async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
+        """Expiry's events of these tasks (or a schema v5 trigger's)."""
+        return _events(
+            self._ready()
+            .execute(
+                f"DELETE FROM instance_events WHERE task_id IN ({','.join('?' * len(task_ids))}) "
+                "RETURNING " + ", ".join(_EVENT_COLUMNS),
+                task_ids,
+            )
+            .fetchall()
+        )
 
-    async def next_event_at(self, tx: Any) -> int | None:
-        t: SqliteTx = tx
-        t.flush()
-        value: int | None = t.c.execute("SELECT min(fire_at) FROM instance_events").fetchone()[0]
+    async def next_event_at(self) -> int | None:
+        value: int | None = (
+            self._ready().execute("SELECT min(fire_at) FROM instance_events").fetchone()[0]
+        )
         return value

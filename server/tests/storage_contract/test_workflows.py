@@ -1,0 +1,149 @@
+"""Contract: the workflow store of a transaction (Tx.workflows, P-WF-1..10)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orch8_server.storage import Storage
+from storage_contract.support import NOW, TENANT, Backend, insert, task
+
+
+def _sequence(name: str, version: int, tenant: str = TENANT) -> dict[str, Any]:
+    return {"tenant": tenant, "name": name, "version": version, "created_at": NOW + version,
+            "definition": {"steps": [{"id": f"s{version}"}], "on_error": None}}  # fmt: skip
+
+
+def _instance(instance_id: str, **fields: Any) -> dict[str, Any]:
+    row = {"id": instance_id, "tenant": TENANT, "sequence": "seq", "version": 1,
+           "status": "running", "input": {"x": [1]}, "output": None, "error": None,
+           "state": {"run": 1, "steps": {}}, "idempotency_key": None, "created_at": NOW,
+           "updated_at": NOW, "finished_at": None}  # fmt: skip
+    row.update(fields)
+    return row
+
+
+def test_sequences_are_versioned_per_tenant_and_listed_at_their_latest(store: Backend) -> None:
+    """P-WF-1."""
+    rows = [_sequence("b", 1), _sequence("a", 1), _sequence("a", 2), _sequence("c", 1),
+            _sequence("a", 3, tenant="t2")]  # fmt: skip
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            await store_.lock_sequence_name(TENANT, "a")  # definers of a name take turns
+            assert await store_.sequence(TENANT, "a", None) is None
+            for row in rows:
+                await store_.insert_sequence(row)  # type: ignore[arg-type]
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            assert await store_.sequence(TENANT, "a", None) == rows[2]  # the latest
+            assert await store_.sequence(TENANT, "a", 1) == rows[1]
+            assert await store_.sequence(TENANT, "a", 3) is None  # t2's
+            assert await store_.list_sequences(TENANT, 10, None) == [rows[2], rows[0], rows[3]]
+            assert await store_.list_sequences(TENANT, 1, "a") == [rows[0]]  # after "a"
+            assert await store_.list_sequences("t2", 10, None) == [rows[4]]
+
+    store.run(check)
+
+
+def test_instances_are_inserted_once_per_key_updated_and_listed(store: Backend) -> None:
+    """P-WF-4 (idempotent start per tenant), P-WF-8 (listing)."""
+    first = _instance("i1", idempotency_key="k")
+    again = _instance("i2", idempotency_key="k")
+    other_tenant = _instance("i3", idempotency_key="k", tenant="t2")
+    done = _instance("i4", sequence="other", status="completed")
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            stored, created = await store_.insert_instance(first)  # type: ignore[arg-type]
+            assert created and isinstance(stored["seq"], int)
+            assert {k: stored[k] for k in first} == first
+            existing, created = await store_.insert_instance(again)  # type: ignore[arg-type]
+            assert not created and existing == stored
+            for row in (other_tenant, done):
+                assert (await store_.insert_instance(row))[1]  # type: ignore[arg-type]
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            assert await store_.instance("i2") is None
+            ended = {**stored, "status": "failed", "output": None, "error": {"code": "x"},
+                     "state": {"run": 2}, "updated_at": NOW + 5, "finished_at": NOW + 5}  # fmt: skip
+            await store_.update_instance(ended)  # type: ignore[arg-type]
+            assert await store_.instance("i1") == ended
+
+            async def ids(**kw: Any) -> list[str]:
+                args = {"tenant": TENANT, "sequence": None, "statuses": (), "limit": 10,
+                        "before_seq": None, **kw}  # fmt: skip
+                return [r["id"] for r in await store_.list_instances(**args)]
+
+            assert await ids() == ["i4", "i1"]  # newest first
+            assert await ids(sequence="seq") == ["i1"]
+            assert await ids(statuses=("completed", "running")) == ["i4"]
+            assert await ids(limit=1) == ["i4"]
+            i4 = await store_.instance("i4")
+            assert i4 is not None and await ids(before_seq=i4["seq"]) == ["i1"]
+            assert await ids(tenant="t2") == ["i3"]  # P-TEN-3
+
+    store.run(check)
+
+
+def test_timers_fire_when_due_and_are_taken_once(store: Backend) -> None:
+    """P-WF-3 sleeps: events with a fire_at, taken in the order they were stored by the
+    transaction that takes them."""
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            assert await tx.workflows.next_event_at() is None
+            await tx.workflows.add_timer(TENANT, "i1", "nap", 1, NOW + 10)
+            await tx.workflows.add_timer("t2", "i2", "nap", 2, NOW)
+            await tx.workflows.add_timer(TENANT, "i3", "nap", 1, NOW + 99)
+        async with s.transaction() as tx:
+            assert await tx.workflows.next_event_at() == NOW
+            due = await tx.workflows.take_due_events(NOW + 10, 10)
+            assert [(e["tenant"], e["instance_id"], e["step_id"], e["run"], e["task_id"])
+                    for e in due] == [(TENANT, "i1", "nap", 1, None), ("t2", "i2", "nap", 2, None)]  # fmt: skip
+            assert await tx.workflows.take_due_events(NOW + 10, 10) == []  # taken
+        async with s.transaction() as tx:
+            assert len(await tx.workflows.take_due_events(NOW + 99, 1)) == 1
+            assert await tx.workflows.next_event_at() is None
+
+    store.run(check)
+
+
+def test_a_step_tasks_end_is_handed_to_the_transaction_that_ended_it(store: Backend) -> None:
+    """P-WF-5: ended_events gives the ends of step tasks to advance inline; whatever a
+    backend stored for them is taken with them, so the pump does not see them again."""
+    step = task(context={"instance_id": "i1", "step_id": "s1"})
+    plain = task()
+
+    async def check(s: Storage) -> None:
+        await insert(s, step, plain)
+        async with s.transaction() as tx:
+            await tx.update_task(step["id"], {"status": "completed", "finished_at": NOW})
+            events = await tx.workflows.ended_events([(TENANT, "i1", step["id"])])
+            assert [(e["tenant"], e["instance_id"], e["task_id"]) for e in events] == [
+                (TENANT, "i1", step["id"])
+            ]
+        async with s.transaction() as tx:
+            assert await tx.workflows.take_due_events(NOW + 1, 10) == []
+            assert await tx.workflows.take_task_events([step["id"], plain["id"]]) == []
+
+    store.run(check)
+
+
+def test_take_task_events_takes_the_stored_events_of_those_tasks(store: Backend) -> None:
+    """Events stored for a task (expiry's, P-WF-5) are dropped with it, e.g. when its
+    instance is cancelled (P-WF-7)."""
+    steps = [task(good_until=NOW, context={"instance_id": f"i{n}", "step_id": "s"}) for n in (1, 2)]
+
+    async def check(s: Storage) -> None:
+        await insert(s, *steps)
+        async with s.transaction() as tx:
+            assert await tx.expire_overdue(NOW) == 2
+            taken = await tx.workflows.take_task_events([steps[0]["id"]])
+            assert [(e["instance_id"], e["task_id"]) for e in taken] == [("i1", steps[0]["id"])]
+        async with s.transaction() as tx:
+            left = await tx.workflows.take_due_events(NOW, 10)
+            assert [e["instance_id"] for e in left] == ["i2"]
+
+    store.run(check)
