@@ -1,6 +1,7 @@
-"""The storage interface every backend implements (tests/storage/ checks it on each).
+"""The storage interface every backend implements (tests/storage_contract/ checks it on
+each).
 
-Rows are plain dicts typed by the TypedDicts of rows.py, keys in the column orders below;
+Rows are plain dicts typed by the TypedDicts of rows.py, keys in its column orders;
 instants are epoch milliseconds; JSON columns (params, context, headers, retry, output,
 error, checkpoint, progress; handlers, queues, labels) come back parsed. Backends know SQL
 and nothing of HTTP or of the lifecycle rules: they store what the rules decided,
@@ -36,67 +37,9 @@ from orch8_server.storage.rows import (
     WorkerUpdate,
 )
 
-# What lifecycle code calls a row of no particular shape (a view's input, a reply).
+# A row in lifecycle code not yet written against the row types of rows.py: Any, so it
+# accepts and yields them as it did plain dicts while it moves to them.
 Row = Any
-
-TASK_COLUMNS = (
-    "seq",
-    "id",
-    "handler_name",
-    "queue_name",
-    "status",
-    "priority",
-    "params",
-    "context",
-    "headers",
-    "attempt",
-    "max_attempts",
-    "retry",
-    "run_at",
-    "good_until",
-    "idempotency_key",
-    "created_at",
-    "updated_at",
-    "started_at",
-    "finished_at",
-    "worker_id",
-    "lease_id",
-    "lease_expires_at",
-    "lease_ms",
-    "lease_started_at",
-    "output",
-    "error",
-    "checkpoint",
-    "progress",
-    "cancel_reason",
-    "required_labels",  # NULL for none (P-LABEL-1): the plain claim's test is IS NULL
-    "tenant",  # P-TEN-1
-)
-ATTEMPT_COLUMNS = (
-    "task_id",
-    "lease_id",
-    "attempt",
-    "worker_id",
-    "started_at",
-    "ended_at",
-    "outcome",
-    "error",
-    "reply",
-)
-# What a claim returns at least: the ClaimedTask view's columns and what the claim needs.
-CLAIM_COLUMNS = (
-    "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
-    "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
-    "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
-    "tenant",
-)  # fmt: skip
-CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
-# What complete_running returns: the outcome, the attempt record, metrics and spans need.
-COMPLETED_COLUMNS = (
-    "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
-    "queue_name", "handler_name", "run_at", "tenant",
-    "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
-)  # fmt: skip
 
 
 def completed_reply(row: CompletedRow) -> dict[str, Any]:
@@ -112,10 +55,6 @@ def completed_reply(row: CompletedRow) -> dict[str, Any]:
     }
 
 
-QUEUE_CONTROL_COLUMNS = (
-    "queue_name", "paused", "paused_at", "max_running", "updated_at", "tenant",
-)  # fmt: skip
-HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at", "tenant")
 # Announced on the wake channel when a control changes: waiters re-read the controls.
 CONTROLS_CHANGED = "!controls"  # never a valid handler name
 ANY_QUEUE = ""  # never a valid queue name: every queue (of the tenant)
@@ -130,24 +69,6 @@ def wake_key(tenant: str, queue: str) -> str:
 def split_wake_key(key: str) -> tuple[str, str]:
     tenant, _, queue = key.partition("/")
     return tenant, queue
-
-
-WORKER_COLUMNS = (
-    "worker_id",
-    "state",
-    "directive",
-    "hostname",
-    "pid",
-    "handlers",
-    "queues",
-    "concurrency",
-    "labels",
-    "sdk",
-    "registered_at",
-    "last_heartbeat_at",
-    "tenant",  # P-TEN-1: worker ids are unique per tenant
-    "key_id",  # P-AUTH-7: the key that registered the worker (None without keys)
-)
 
 
 class StorageUnavailable(Exception):
@@ -173,9 +94,10 @@ class ClaimParams:
     # skipped; None takes only tasks without required labels (P-LABEL-1/2).
     labels: dict[str, str] | None = None
     # The queue or a handler may be paused or capped: read the controls (locked on
-    # PostgreSQL) and claim at most cap - running (P-CTRL-1, P-CTRL-2). Uncapped claims
-    # still skip rows of paused or capped queues and handlers, so a replica whose view
-    # of the controls is stale never passes them.
+    # PostgreSQL) and claim at most cap - running (P-CTRL-1, P-CTRL-2). On a multi-replica
+    # backend uncapped claims still skip rows of paused or capped queues and handlers, so
+    # a replica whose view of the controls is stale never passes them; a single process
+    # (SQLite) made every change itself, so its engine's view is exact.
     capped: bool = False
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS
+from orch8_server.storage.rows import ATTEMPT_COLUMNS, TASK_COLUMNS
 
 NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
 INSERT_TASK_PLAIN = (

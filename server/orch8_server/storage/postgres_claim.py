@@ -22,9 +22,9 @@ from typing import Any
 import asyncpg
 import orjson
 
-from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, ClaimParams
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.claim_budget import split_candidates
-from orch8_server.storage.rows import ClaimedRow
+from orch8_server.storage.rows import CLAIM_COLUMNS, CLAIM_JSON, ClaimedRow
 
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
 _LIVE = "(t.good_until IS NULL OR t.good_until > $3)"

@@ -12,15 +12,15 @@ from typing import cast
 
 import asyncpg
 
-from orch8_server.storage.base import (
-    ANY_QUEUE,
-    CONTROLS_CHANGED,
+from orch8_server.storage.base import ANY_QUEUE, CONTROLS_CHANGED, wake_key
+from orch8_server.storage.postgres_listen import CHANNEL
+from orch8_server.storage.rows import (
     HANDLER_CONTROL_COLUMNS,
     QUEUE_CONTROL_COLUMNS,
-    wake_key,
+    HandlerControlRow,
+    QueueControlRow,
+    QueueControlUpdate,
 )
-from orch8_server.storage.postgres_listen import CHANNEL
-from orch8_server.storage.rows import HandlerControlRow, QueueControlRow, QueueControlUpdate
 
 _NOTIFY = f"SELECT pg_notify('{CHANNEL}', json_build_array($1::text, $2::text, $3::text)::text)"
 

@@ -29,13 +29,7 @@ from typing import Any, cast
 import asyncpg
 import orjson
 
-from orch8_server.storage.base import (
-    ATTEMPT_COLUMNS,
-    COMPLETED_COLUMNS,
-    TASK_COLUMNS,
-    WORKER_COLUMNS,
-    ClaimParams,
-)
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres_bulk import (
     BULK,
     INSERT_TASK_PLAIN,
@@ -45,6 +39,10 @@ from orch8_server.storage.postgres_bulk import (
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_workflows import PostgresWorkflows
 from orch8_server.storage.rows import (
+    ATTEMPT_COLUMNS,
+    COMPLETED_COLUMNS,
+    TASK_COLUMNS,
+    WORKER_COLUMNS,
     AttemptRow,
     ClaimedRow,
     CompletedRow,

@@ -13,16 +13,13 @@ from typing import Any, cast
 import asyncpg
 
 from orch8_server.storage.rows import (
+    INSTANCE_COLUMNS,
     InstanceEventRow,
     InstanceRow,
     NewInstanceRow,
     SequenceRow,
 )
 
-INSTANCE_COLUMNS = (
-    "seq", "id", "tenant", "sequence", "version", "status", "input", "output", "error",
-    "state", "idempotency_key", "created_at", "updated_at", "finished_at",
-)  # fmt: skip
 _NEW_INSTANCE = INSTANCE_COLUMNS[1:]
 _SELECT_INSTANCE = "SELECT " + ", ".join(INSTANCE_COLUMNS) + " FROM instances"
 _SELECT_SEQUENCE = "SELECT tenant, name, version, definition, created_at FROM sequences"

@@ -20,6 +20,93 @@ TaskStatus = Literal[
 WorkerDirective = Literal["running", "quiet", "terminate"]
 
 
+# Column orders: what backends select and zip into the rows below (tests/storage_contract/
+# test_rows.py holds each TypedDict to its tuple).
+TASK_COLUMNS = (
+    "seq",
+    "id",
+    "handler_name",
+    "queue_name",
+    "status",
+    "priority",
+    "params",
+    "context",
+    "headers",
+    "attempt",
+    "max_attempts",
+    "retry",
+    "run_at",
+    "good_until",
+    "idempotency_key",
+    "created_at",
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "worker_id",
+    "lease_id",
+    "lease_expires_at",
+    "lease_ms",
+    "lease_started_at",
+    "output",
+    "error",
+    "checkpoint",
+    "progress",
+    "cancel_reason",
+    "required_labels",  # NULL for none (P-LABEL-1): the plain claim's test is IS NULL
+    "tenant",  # P-TEN-1
+)
+ATTEMPT_COLUMNS = (
+    "task_id",
+    "lease_id",
+    "attempt",
+    "worker_id",
+    "started_at",
+    "ended_at",
+    "outcome",
+    "error",
+    "reply",
+)
+# What a claim returns at least: the ClaimedTask view's columns and what the claim needs.
+CLAIM_COLUMNS = (
+    "seq", "id", "handler_name", "queue_name", "priority", "params", "context", "headers",
+    "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
+    "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
+    "tenant",
+)  # fmt: skip
+CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
+# What complete_running returns: the outcome, the attempt record, metrics and spans need.
+COMPLETED_COLUMNS = (
+    "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
+    "queue_name", "handler_name", "run_at", "tenant",
+    "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
+)  # fmt: skip
+QUEUE_CONTROL_COLUMNS = (
+    "queue_name", "paused", "paused_at", "max_running", "updated_at", "tenant",
+)  # fmt: skip
+HANDLER_CONTROL_COLUMNS = ("handler_name", "max_running", "updated_at", "tenant")
+WORKER_COLUMNS = (
+    "worker_id",
+    "state",
+    "directive",
+    "hostname",
+    "pid",
+    "handlers",
+    "queues",
+    "concurrency",
+    "labels",
+    "sdk",
+    "registered_at",
+    "last_heartbeat_at",
+    "tenant",  # P-TEN-1: worker ids are unique per tenant
+    "key_id",  # P-AUTH-7: the key that registered the worker (None without keys)
+)
+
+INSTANCE_COLUMNS = (
+    "seq", "id", "tenant", "sequence", "version", "status", "input", "output", "error",
+    "state", "idempotency_key", "created_at", "updated_at", "finished_at",
+)  # fmt: skip
+
+
 class NewTaskRow(TypedDict):
     """A task as the lifecycle builds it for `Tx.insert_task`: every column but seq."""
 

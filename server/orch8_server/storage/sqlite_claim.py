@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.base import CLAIM_COLUMNS, CLAIM_JSON, ClaimParams
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.claim_budget import split_candidates
-from orch8_server.storage.rows import ClaimedRow
+from orch8_server.storage.rows import CLAIM_COLUMNS, CLAIM_JSON, ClaimedRow
 from orch8_server.storage.sqlite_rows import dumps
 
 _CLAIM_SELECT = "SELECT " + ", ".join(CLAIM_COLUMNS) + " FROM tasks"

@@ -12,8 +12,13 @@ from typing import Any, cast
 
 import orjson
 
-from orch8_server.storage.base import HANDLER_CONTROL_COLUMNS, QUEUE_CONTROL_COLUMNS
-from orch8_server.storage.rows import HandlerControlRow, QueueControlRow, QueueControlUpdate
+from orch8_server.storage.rows import (
+    HANDLER_CONTROL_COLUMNS,
+    QUEUE_CONTROL_COLUMNS,
+    HandlerControlRow,
+    QueueControlRow,
+    QueueControlUpdate,
+)
 
 _QUEUE_SELECT = "SELECT " + ", ".join(QUEUE_CONTROL_COLUMNS) + " FROM queue_controls"
 _HANDLER_SELECT = "SELECT " + ", ".join(HANDLER_CONTROL_COLUMNS) + " FROM handler_controls"

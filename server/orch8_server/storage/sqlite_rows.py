@@ -6,8 +6,14 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.base import ATTEMPT_COLUMNS, TASK_COLUMNS, WORKER_COLUMNS
-from orch8_server.storage.rows import AttemptRow, TaskRow, WorkerRow
+from orch8_server.storage.rows import (
+    ATTEMPT_COLUMNS,
+    TASK_COLUMNS,
+    WORKER_COLUMNS,
+    AttemptRow,
+    TaskRow,
+    WorkerRow,
+)
 
 TASK_JSON = frozenset(
     (

@@ -16,15 +16,12 @@ from functools import cached_property
 from typing import Any, cast
 
 from orch8_server.storage import sqlite_claim
-from orch8_server.storage.base import (
+from orch8_server.storage.base import ClaimParams, completed_reply
+from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
     COMPLETED_COLUMNS,
     TASK_COLUMNS,
     WORKER_COLUMNS,
-    ClaimParams,
-    completed_reply,
-)
-from orch8_server.storage.rows import (
     AttemptRow,
     ClaimedRow,
     CompletedRow,

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from orch8_server.storage.rows import (
+    INSTANCE_COLUMNS,
     InstanceEventRow,
     InstanceRow,
     NewInstanceRow,
@@ -19,10 +20,6 @@ from orch8_server.storage.rows import (
 )
 from orch8_server.storage.sqlite_rows import decode, dumps
 
-INSTANCE_COLUMNS = (
-    "seq", "id", "tenant", "sequence", "version", "status", "input", "output", "error",
-    "state", "idempotency_key", "created_at", "updated_at", "finished_at",
-)  # fmt: skip
 _INSTANCE_JSON = frozenset(("input", "output", "error", "state"))
 _SELECT_INSTANCE = "SELECT " + ", ".join(INSTANCE_COLUMNS) + " FROM instances"
 _SEQUENCE_COLUMNS = ("tenant", "name", "version", "definition", "created_at")

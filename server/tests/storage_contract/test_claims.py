@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 
 from orch8_server.storage import Storage
-from orch8_server.storage.base import CLAIM_COLUMNS
+from orch8_server.storage.rows import CLAIM_COLUMNS
 from storage_contract.support import (
     NOW,
     TENANT,

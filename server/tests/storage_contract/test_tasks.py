@@ -8,7 +8,8 @@ from typing import Any
 import orjson
 
 from orch8_server.storage import Storage
-from orch8_server.storage.base import COMPLETED_COLUMNS, TASK_COLUMNS, TaskFilter, completed_reply
+from orch8_server.storage.base import TaskFilter, completed_reply
+from orch8_server.storage.rows import COMPLETED_COLUMNS, TASK_COLUMNS
 from storage_contract.support import NOW, TENANT, Backend, insert, running, status_of, task
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from orch8_server.storage import Storage
-from orch8_server.storage.base import WORKER_COLUMNS, wake_key
+from orch8_server.storage.base import wake_key
+from orch8_server.storage.rows import WORKER_COLUMNS
 from storage_contract.support import NOW, TENANT, Backend, insert, running, task, worker
 
 
