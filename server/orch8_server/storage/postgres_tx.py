@@ -104,9 +104,7 @@ _COMPLETE_RUNNING = (
 
 
 def _attempt(record: asyncpg.Record | None) -> AttemptRow | None:
-    row: Any = None if record is None else dict(record)
-    attempt: AttemptRow | None = row
-    return attempt
+    return None if record is None else cast(AttemptRow, dict(record))
 
 
 def _sets(fields: TaskUpdate | WorkerUpdate, first: int) -> str:
