@@ -8,38 +8,16 @@ tenant `X-Tenant-Id` names (`default` when absent), exactly as before tenants ex
 from __future__ import annotations
 
 import functools
-import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from orch8_server.lifecycle.tenancy import Confinement
+from orch8_server.principal import DEFAULT_TENANT, TENANT_HEADER, TENANT_RE, Principal
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
     from orch8_server.keys import KeyRing
-
-DEFAULT_TENANT = "default"
-TENANT_HEADER = "x-tenant-id"
-TENANT_RE = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-ROLES = ("worker", "producer", "operator", "admin", "metrics")
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """The caller: a key's id (never the key), role and scope."""
-
-    key_id: str | None
-    role: str
-    tenant: str  # the key's own tenant
-    tenants: frozenset[str] | None = None  # others X-Tenant-Id may select; None = any
-    queues: frozenset[str] | None = None  # worker keys: allowed queues; None = any
-    handlers: frozenset[str] | None = None  # worker keys: allowed handlers; None = any
-
-    def may_select(self, tenant: str) -> bool:
-        return self.tenants is None or tenant == self.tenant or tenant in self.tenants
-
 
 OPEN = Principal(key_id=None, role="admin", tenant=DEFAULT_TENANT)  # a server without keys
 

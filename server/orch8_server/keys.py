@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orch8_server.auth import DEFAULT_TENANT, ROLES, TENANT_RE, Principal
+from orch8_server.principal import DEFAULT_TENANT, ROLES, TENANT_RE, Principal
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -9,8 +9,8 @@ import argparse
 import secrets
 import sys
 
-from orch8_server.auth import DEFAULT_TENANT, ROLES, TENANT_RE
 from orch8_server.keys import KEY_ID_RE, digest
+from orch8_server.principal import DEFAULT_TENANT, ROLES, TENANT_RE
 
 PREFIX = "o8k_"
 
