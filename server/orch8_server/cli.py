@@ -386,8 +386,7 @@ def main(argv: list[str] | None = None) -> None:
         keyring = KeyRing(settings.api_keys, settings.keys_file)
     except KeysFileError as exc:  # changed since the check of parse_settings
         sys.exit(f"orch8-server: {exc}")
-    app = create_app(settings)
-    app.state.keyring = keyring
+    app = create_app(settings, keyring=keyring)
 
     def refused(code: str) -> None:  # P-HTTP-1/2 answers never reach problem_response
         app.state.engine.metrics.problems.labels(code).inc()

@@ -25,6 +25,8 @@ from orch8_server.http import (  # noqa: F401 (the routes_* modules register the
 )
 from orch8_server.http.endpoint import Endpoint, internal_problem, pipeline, problem_response
 from orch8_server.http.operations import bound
+from orch8_server.keys import KeyRing
+from orch8_server.lifecycle.compose import build
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage import open_storage
@@ -95,9 +97,14 @@ def _until_connected(route: Route) -> Route:
     return Route(route.path, gated, methods=list(route.methods or ()))
 
 
-def create_app(settings: Settings, span_exporter: SpanExporter | None = None) -> Starlette:
+def create_app(
+    settings: Settings,
+    span_exporter: SpanExporter | None = None,
+    keyring: KeyRing | None = None,
+) -> Starlette:
     """The server's app. `span_exporter` (tests) receives the P-TEL-2 spans instead of
-    the OTLP endpoint; with neither, OpenTelemetry is never imported."""
+    the OTLP endpoint; with neither, OpenTelemetry is never imported. `keyring` is the
+    launcher's (it reloads it on SIGHUP); without one, the settings' keys are read here."""
     storage = open_storage(
         settings.db,
         settings.sqlite_synchronous,
@@ -110,7 +117,7 @@ def create_app(settings: Settings, span_exporter: SpanExporter | None = None) ->
         from orch8_server.tracing import ServerSpans
 
         spans = ServerSpans.create(settings, span_exporter)
-    engine = Engine(settings, storage, spans)
+    engine = build(settings, storage, spans)  # the composition root
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -126,4 +133,5 @@ def create_app(settings: Settings, span_exporter: SpanExporter | None = None) ->
         lifespan=lifespan,
     )
     app.state.engine = engine
+    app.state.keyring = keyring or KeyRing(settings.api_keys, settings.keys_file)
     return app

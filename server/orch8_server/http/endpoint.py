@@ -20,10 +20,8 @@ from starlette.responses import Response
 
 from orch8_server import ids
 from orch8_server.auth import (
-    DEFAULT_TENANT,
     OPEN,
     SCOPED_OPERATIONS,
-    Principal,
     authenticate,
     check_role,
     check_scope,
@@ -35,6 +33,7 @@ from orch8_server.http.operations import Operation
 from orch8_server.http.validation import ParamValidator, body_validator
 from orch8_server.keys import KeyRing
 from orch8_server.lifecycle.tenancy import Confinement
+from orch8_server.principal import DEFAULT_TENANT, Principal
 from orch8_server.problems import Problem
 from orch8_server.storage.base import StorageUnavailable
 
@@ -133,12 +132,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def keyring(request: Request) -> KeyRing:
-    """The app's keys in force (set by the launcher, which reloads them on SIGHUP)."""
-    state = request.app.state
-    keys: KeyRing | None = getattr(state, "keyring", None)
-    if keys is None:  # an app built without the launcher (in-process tests)
-        settings = state.engine.settings
-        keys = state.keyring = KeyRing(settings.api_keys, settings.keys_file)
+    """The app's keys in force (create_app sets them; the launcher reloads its ring on
+    SIGHUP)."""
+    keys: KeyRing = request.app.state.keyring
     return keys
 
 

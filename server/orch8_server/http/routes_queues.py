@@ -23,13 +23,15 @@ def _engine(call: Call[Any]) -> Engine:
 
 
 def _controls(call: Call[Any]) -> Controls:
-    return _engine(call).leases.controls
+    return _engine(call).controls
 
 
 @operation("getQueueStats")
 async def get_queue_stats(call: Call[None]) -> Response:
     return json_response(
-        await queue_stats(_engine(call), call.tenant, call.params.get("queue_name"))
+        await queue_stats(
+            _engine(call).storage, _engine(call).pollers, call.tenant, call.params.get("queue_name")
+        )
     )
 
 

@@ -105,7 +105,10 @@ async def get_metrics(call: Call[None]) -> Response:
     only: set[str] | None = None
     if principal.role == "metrics" and principal.tenants is not None:  # P-TEN-4
         only = {principal.tenant, *principal.tenants}
-    body = await metrics_page(_engine(call), only)
+    engine = _engine(call)
+    body = await metrics_page(
+        engine.storage, engine.pollers, engine.metrics, engine.backpressure, only
+    )
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
 

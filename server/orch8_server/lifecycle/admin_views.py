@@ -7,12 +7,14 @@ from collections import Counter
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from orch8_server.lifecycle.backpressure import Backpressure
+from orch8_server.lifecycle.pollers import PollerRegistry
 from orch8_server.lifecycle.queues import queue_stats
+from orch8_server.metrics import Metrics
+from orch8_server.storage.base import Storage
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import Tenant, TenantList
-    from orch8_server.lifecycle.engine import Engine
-    from orch8_server.storage.base import Storage
 
 
 async def tenant_list(storage: Storage) -> TenantList:
@@ -24,12 +26,21 @@ async def tenant_list(storage: Storage) -> TenantList:
     return {"tenants": tenants}
 
 
-async def metrics_page(engine: Engine, only: Collection[str] | None) -> bytes:
+async def metrics_page(
+    storage: Storage,
+    pollers: PollerRegistry,
+    metrics: Metrics,
+    backpressure: Backpressure,
+    only: Collection[str] | None,
+) -> bytes:
     """The Prometheus exposition: every tenant's series, or those of `only` (P-TEN-4)."""
-    storage = engine.storage
     workers = await storage.list_workers(None, None)
     states = Counter((w["tenant"], w["state"]) for w in workers)  # P-TEL-6
     tenants = await storage.tenant_names()
-    stats = {t: await queue_stats(engine, t, None) for t in tenants if only is None or t in only}
+    stats = {
+        t: await queue_stats(storage, pollers, t, None)
+        for t in tenants
+        if only is None or t in only
+    }
     # Polls parked after an empty claim (a poll still on its first claim is not waiting).
-    return engine.metrics.render(stats, engine.backpressure.sleeping, states, only)
+    return metrics.render(stats, backpressure.sleeping, states, only)

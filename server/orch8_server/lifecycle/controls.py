@@ -23,19 +23,20 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from orch8_server import timefmt
-from orch8_server.storage.base import ANY_QUEUE, Row, wake_key
+from orch8_server.lifecycle.dispatcher import Dispatcher
+from orch8_server.storage.base import ANY_QUEUE, Row, Storage, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import HandlerControl, QueueControl
-    from orch8_server.lifecycle.engine import Engine
 
 log = logging.getLogger("orch8.controls")
 LABELS_TTL_MS = 1000
 
 
 class Controls:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, storage: Storage, dispatcher: Dispatcher) -> None:
+        self.storage = storage
+        self.dispatcher = dispatcher
         # wake_key(tenant, queue) -> its control row, paused or capped only
         self._queues: dict[str, Row] = {}
         self._handler_caps: dict[tuple[str, str], int] = {}  # (tenant, handler) -> max_running
@@ -43,8 +44,6 @@ class Controls:
         self.any_cap = False  # a running cap exists: finished tasks may wake polls
         self._reading = asyncio.Lock()
         self._workers: dict[tuple[str, str], tuple[int, Row | None]] = {}
-        engine.dispatcher.is_paused = self.paused
-        engine.dispatcher.on_controls_changed = self.mark_stale
 
     # This replica's view -----------------------------------------------------------------
 
@@ -59,7 +58,7 @@ class Controls:
             if self._stale:
                 self._stale = False  # a change announced during the read marks it again
                 try:
-                    queues, handlers = await self.engine.storage.controls()
+                    queues, handlers = await self.storage.controls()
                 except BaseException:
                     self._stale = True
                     raise
@@ -117,9 +116,9 @@ class Controls:
                 continue
             announced.add((wake_key(tenant, queue), handler))
         for queue, handler in sorted(announced):
-            self.engine.dispatcher.wake(queue, handler)
+            self.dispatcher.wake(queue, handler)
             try:
-                await self.engine.storage.announce(queue, handler)
+                await self.storage.announce(queue, handler)
             except Exception as exc:  # the others' polls still re-poll within wait_ms
                 log.warning("could not announce a freed running slot: %s", exc)
 
@@ -127,7 +126,7 @@ class Controls:
 
     async def _set_queue(self, tenant: str, queue: str, fields: Row) -> QueueControl:
         now = timefmt.now_ms()
-        row = await self.engine.storage.set_queue_control(tenant, queue, fields, now)
+        row = await self.storage.set_queue_control(tenant, queue, fields, now)
         await self._reread()
         return await self.queue_view(row)
 
@@ -146,28 +145,28 @@ class Controls:
     async def resume(self, tenant: str, queue: str) -> QueueControl:
         """P-CTRL-1: ends the pause and wakes the queue's waiting polls at once."""
         view = await self._set_queue(tenant, queue, {"paused": False, "paused_at": None})
-        self.engine.dispatcher.wake(wake_key(tenant, queue))
+        self.dispatcher.wake(wake_key(tenant, queue))
         return view
 
     async def set_queue_limit(
         self, tenant: str, queue: str, max_running: int | None
     ) -> QueueControl:
         view = await self._set_queue(tenant, queue, {"max_running": max_running})
-        self.engine.dispatcher.wake(wake_key(tenant, queue))  # a higher cap may free slots
+        self.dispatcher.wake(wake_key(tenant, queue))  # a higher cap may free slots
         return view
 
     async def set_handler_limit(
         self, tenant: str, handler: str, max_running: int | None
     ) -> HandlerControl:
         now = timefmt.now_ms()
-        row = await self.engine.storage.set_handler_control(tenant, handler, max_running, now)
+        row = await self.storage.set_handler_control(tenant, handler, max_running, now)
         await self._reread()
-        self.engine.dispatcher.wake(wake_key(tenant, ANY_QUEUE), handler)
+        self.dispatcher.wake(wake_key(tenant, ANY_QUEUE), handler)
         running = await self._running(tenant)
         return handler_view(row, sum(n for (_, h), n in running.items() if h == handler))
 
     async def _running(self, tenant: str) -> dict[tuple[str, str], int]:
-        counts = await self.engine.storage.running_counts()
+        counts = await self.storage.running_counts()
         return {(q, h): n for t, q, h, n in counts if t == tenant}
 
     async def queue_view(self, row: Row) -> QueueControl:
@@ -183,7 +182,7 @@ class Controls:
         cached = self._workers.get((tenant, worker_id))
         if cached is not None and cached[0] > now:
             return cached[1]
-        row = await self.engine.storage.get_worker(tenant, worker_id)
+        row = await self.storage.get_worker(tenant, worker_id)
         if len(self._workers) > 10_000:
             self._workers.clear()  # bounded: curl polls may send any worker_id
         self._workers[(tenant, worker_id)] = (now + LABELS_TTL_MS, row)

@@ -60,6 +60,7 @@ class Dispatcher:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: int | None = None
         self._promote: Callable[[], Awaitable[int | None]] | None = None
+        self._firing: asyncio.Task[None] | None = None
         # Queue controls (lifecycle/controls.py): a paused queue wakes nobody (P-CTRL-1);
         # a control changed elsewhere (or wake-ups were missed) makes the view stale.
         self.is_paused: Callable[[str], bool] = lambda _queue: False
@@ -149,7 +150,11 @@ class Dispatcher:
         loop = asyncio.get_running_loop()
         delay = max(0.0, (run_at - now_ms()) / 1000.0)
         self._timer_at = run_at
-        self._timer = loop.call_later(delay, lambda: asyncio.ensure_future(self._fire()))
+        self._timer = loop.call_later(delay, self._start_fire)
+
+    def _start_fire(self) -> None:
+        # Owned: close() awaits a promotion in progress.
+        self._firing = asyncio.get_running_loop().create_task(self._fire(), name="orch8-promote")
 
     async def _fire(self) -> None:
         self._timer = None
@@ -164,8 +169,11 @@ class Dispatcher:
         if next_at is not None:
             self.schedule(next_at)
 
-    def close(self) -> None:
+    async def close(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self.wake_all()
+        if self._firing is not None:
+            await self._firing
+            self._firing = None

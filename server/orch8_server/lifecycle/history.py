@@ -16,7 +16,6 @@ its bucket (at most ~19 % off).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import math
 from collections import Counter
@@ -115,7 +114,6 @@ class History:
         self._queues: dict[tuple[str, str], int] = {}  # (tenant, queue) -> last active minute
         self._depth_at = 0.0
         self._lock = asyncio.Lock()
-        self._task: asyncio.Task[None] | None = None
 
     # The hot path: in-memory increments only -------------------------------------------
 
@@ -159,30 +157,15 @@ class History:
         else:
             slot.failed += 1
 
-    # The flusher -------------------------------------------------------------------------
+    # The flusher (run by the history service, compose.py) -----------------------------
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="orch8-history")
-
-    async def stop(self) -> None:
-        """Stop the flusher and flush what is left (shutdown)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-            try:  # bounded: a database that is gone must not hold the shutdown up
-                await asyncio.wait_for(self.flush(depth=False), timeout=STOP_FLUSH_S)
-            except Exception as exc:  # storage gone: these counts are lost, say so
-                log.warning("queue history not flushed at shutdown: %s", exc)
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(FLUSH_S)
-            try:
-                await self.flush()
-            except Exception as exc:  # storage outage: the counts wait for the next round
-                log.warning("queue history flush failed; retrying: %s", exc)
+    async def final_flush(self) -> None:
+        """At shutdown: flush what is left, bounded, so a database that is gone does not
+        hold the shutdown up; counts that could not be written are named as lost."""
+        try:
+            await asyncio.wait_for(self.flush(depth=False), timeout=STOP_FLUSH_S)
+        except Exception as exc:
+            log.warning("queue history not flushed at shutdown: %s", exc)
 
     async def flush(self, depth: bool = True) -> None:
         """Add this replica's counts to the stored minutes; sample depth when it is due."""

@@ -11,22 +11,23 @@ from typing import TYPE_CHECKING, Any
 
 from orch8_server import timefmt
 from orch8_server.lifecycle.controls import handler_view, queue_view
-from orch8_server.storage.base import split_wake_key, wake_key
+from orch8_server.lifecycle.pollers import PollerRegistry
+from orch8_server.storage.base import Storage, split_wake_key, wake_key
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import BlockedReason, QueueStatsList
-    from orch8_server.lifecycle.engine import Engine
 
 
-async def queue_stats(engine: Engine, tenant: str, queue_name: str | None) -> QueueStatsList:
+async def queue_stats(
+    storage: Storage, pollers: PollerRegistry, tenant: str, queue_name: str | None
+) -> QueueStatsList:
     """The tenant's QueueStatsList: rows sorted by (queue, handler), then the controls."""
-    storage = engine.storage
     now = timefmt.now_ms()
-    stats = {
-        (r["queue_name"], r["handler_name"]): r
+    stats: dict[tuple[str, str], dict[str, Any]] = {
+        (r["queue_name"], r["handler_name"]): dict(r)
         for r in await storage.queue_stats(tenant, queue_name)
     }
-    for key, handler in engine.pollers.pairs(now):  # P-OBS-1: a polled, empty queue shows
+    for key, handler in pollers.pairs(now):  # P-OBS-1: a polled, empty queue shows
         owner, queue = split_wake_key(key)
         pair = (queue, handler)
         if owner == tenant and (queue_name is None or queue == queue_name):
@@ -54,12 +55,12 @@ async def queue_stats(engine: Engine, tenant: str, queue_name: str | None) -> Qu
             handler_running[handler] += n
     controls = {q["queue_name"]: q for q in queues}
     caps = {h["handler_name"]: h["max_running"] for h in handlers}
-    unroutable = await _unroutable(engine, tenant, queue_name)
+    unroutable = await _unroutable(storage, tenant, queue_name)
     rows: list[Any] = []
     for (queue, handler), s in sorted(stats.items()):
         oldest = s.pop("oldest_pending_run_at")
         s["oldest_pending_age_ms"] = None if oldest is None else max(0, now - oldest)
-        s["active_pollers"] = engine.pollers.count(wake_key(tenant, queue), handler, now)
+        s["active_pollers"] = pollers.count(wake_key(tenant, queue), handler, now)
         control = controls.get(queue)
         s["unroutable"] = unroutable.get((queue, handler), 0)
         s["paused"] = bool(control and control["paused"])
@@ -103,14 +104,14 @@ def _blocked(row: dict[str, Any], queue_running: int, handler_running: int) -> B
 
 
 async def _unroutable(
-    engine: Engine, tenant: str, queue_name: str | None
+    storage: Storage, tenant: str, queue_name: str | None
 ) -> dict[tuple[str, str], int]:
     """P-LABEL-3: pending tasks whose required labels no live registered worker of the
     tenant holds."""
-    sets = await engine.storage.pending_label_sets(tenant, queue_name)
+    sets = await storage.pending_label_sets(tenant, queue_name)
     if not sets:
         return {}
-    workers = await engine.storage.live_worker_labels(tenant)
+    workers = await storage.live_worker_labels(tenant)
     out: Counter[tuple[str, str]] = Counter()
     for queue, handler, required, n in sets:
         if not any(all(w.get(k) == v for k, v in required.items()) for w in workers):

@@ -7,37 +7,51 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import timefmt
-from orch8_server.lifecycle import views
+from orch8_server.config import Settings
+from orch8_server.lifecycle import transitions, views
 from orch8_server.lifecycle.attempts import WORKER_LOST_CODE
-from orch8_server.lifecycle.reclaim import reclaim
+from orch8_server.lifecycle.controls import Controls
+from orch8_server.lifecycle.effects import UnitOfWork, Work
 from orch8_server.lifecycle.tenancy import Confinement, owned
 from orch8_server.problems import not_found
-from orch8_server.storage.base import Row, Tx
+from orch8_server.storage.base import Row, Storage, Tx
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import (
         ActiveTaskStatus,
         Worker,
+        WorkerDirective,
         WorkerHeartbeat,
         WorkerHeartbeatResult,
         WorkerList,
         WorkerRegistration,
     )
-    from orch8_server.lifecycle.engine import Engine
 
 log = logging.getLogger("orch8.workers")
 
 
+async def reclaim_held(uow: UnitOfWork, tenant: str, worker_id: str, message: str) -> None:
+    """P-WORKER-5: the running tasks a lost worker held come back (or fail), each
+    attempt ended as worker_lost."""
+    for task in await uow.db.running_tasks_of(tenant, worker_id):
+        await uow.apply(transitions.reclaim(task, uow.now, WORKER_LOST_CODE, message))
+
+
 class Workers:
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(
+        self, settings: Settings, storage: Storage, work: Work, controls: Controls
+    ) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.work = work
+        self.controls = controls  # its cache of workers' labels (P-LABEL-1, P-AUTH-7)
 
     def _view(self, row: Row, active: int) -> Worker:
-        s = self.engine.settings
+        s = self.settings
         return views.worker(row, active, s.heartbeat_interval_ms, s.dead_after_ms)
 
     async def _active(self, tenant: str, worker_id: str) -> int:
-        counts = await self.engine.storage.active_task_counts(tenant, [worker_id])
+        counts = await self.storage.active_task_counts(tenant, [worker_id])
         return counts.get(worker_id, 0)
 
     @staticmethod
@@ -72,18 +86,18 @@ class Workers:
         directive running. The worker belongs to the key that registers it (P-AUTH-7)."""
         now = timefmt.now_ms()
         row = self._new_row(tenant, body["worker_id"], body, now, key_id)
-        async with self.engine.storage.transaction() as tx:
+        async with self.storage.transaction() as tx:
             if confined is not None:
                 confined.check_claim(
                     await tx.get_worker(tenant, row["worker_id"]), row["worker_id"]
                 )
             await tx.upsert_worker(row)
         # P-LABEL-1: its latest labels
-        self.engine.leases.controls.forget_worker(tenant, row["worker_id"])
+        self.controls.forget_worker(tenant, row["worker_id"])
         return self._view(row, await self._active(tenant, row["worker_id"]))
 
     async def get(self, tenant: str, worker_id: str, confined: Confinement | None = None) -> Worker:
-        row = await self.engine.storage.get_worker(tenant, worker_id)  # P-TEN-3
+        row = await self.storage.get_worker(tenant, worker_id)  # P-TEN-3
         if confined is not None:
             confined.check_worker(row, worker_id)  # P-AUTH-7
         if row is None:
@@ -91,9 +105,9 @@ class Workers:
         return self._view(row, await self._active(tenant, worker_id))
 
     async def list(self, tenant: str, state: str | None) -> WorkerList:
-        rows = await self.engine.storage.list_workers(tenant, state)  # P-TEN-3
+        rows = await self.storage.list_workers(tenant, state)  # P-TEN-3
         ids = [r["worker_id"] for r in rows]
-        counts = await self.engine.storage.active_task_counts(tenant, ids)
+        counts = await self.storage.active_task_counts(tenant, ids)
         return {"workers": [self._view(r, counts.get(r["worker_id"], 0)) for r in rows]}
 
     async def heartbeat(
@@ -109,7 +123,7 @@ class Workers:
         task_ids = list(dict.fromkeys(body.get("active_task_ids", [])))
         lease_override = body.get("lease_ms")
         answers = []
-        async with self.engine.storage.transaction() as tx:
+        async with self.storage.transaction() as tx:
             row = await tx.get_worker(tenant, worker_id)
             if confined is not None:
                 confined.check_worker(row, worker_id)  # P-AUTH-7
@@ -129,7 +143,7 @@ class Workers:
                 )
         return {
             "directive": row["directive"],
-            "heartbeat_interval_ms": self.engine.settings.heartbeat_interval_ms,
+            "heartbeat_interval_ms": self.settings.heartbeat_interval_ms,
             "tasks": answers,
         }
 
@@ -166,9 +180,11 @@ class Workers:
             "lease_lost": True,
         }
 
-    async def set_directive(self, tenant: str, worker_id: str, directive: str) -> Worker:
+    async def set_directive(
+        self, tenant: str, worker_id: str, directive: WorkerDirective
+    ) -> Worker:
         """P-WORKER-4: the directive reaches the worker with its next heartbeat."""
-        async with self.engine.storage.transaction() as tx:
+        async with self.storage.transaction() as tx:
             row = await tx.get_worker(tenant, worker_id)  # P-TEN-3
             if row is None:
                 raise not_found("worker", worker_id)
@@ -184,51 +200,34 @@ class Workers:
         self, tenant: str, worker_id: str, confined: Confinement | None = None
     ) -> Worker:
         """P-WORKER-5: a deregistered worker's leftover tasks are reclaimed at once."""
-        now = timefmt.now_ms()
-        async with self.engine.storage.transaction() as tx:
-            row = await tx.get_worker(tenant, worker_id)  # P-TEN-3
+        async with self.work() as uow:
+            row = await uow.db.get_worker(tenant, worker_id)  # P-TEN-3
             if confined is not None:
                 confined.check_worker(row, worker_id)  # P-AUTH-7
             if row is None:
                 raise not_found("worker", worker_id)
-            await tx.delete_worker(tenant, worker_id)
-            row.update(state="deregistered", last_heartbeat_at=now)
-            reclaimed = await reclaim(
-                tx,
-                await tx.running_tasks_of(tenant, worker_id),
-                WORKER_LOST_CODE,
-                f"worker {worker_id} deregistered while holding the task",
-                now,
+            await uow.db.delete_worker(tenant, worker_id)
+            row.update({"state": "deregistered", "last_heartbeat_at": uow.now})
+            await reclaim_held(
+                uow, tenant, worker_id, f"worker {worker_id} deregistered while holding the task"
             )
-            advanced = await self.engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
-        self.engine.workflows.announce(advanced)
-        self.engine.leases.controls.forget_worker(tenant, worker_id)
-        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
+        self.controls.forget_worker(tenant, worker_id)
         return self._view(row, 0)
 
-    async def sweep_dead(self, now: int) -> int:
+    async def sweep_dead(self) -> int:
         """P-WORKER-5: workers silent for dead_after_ms are dead; their tasks come back."""
-        before = now - self.engine.settings.dead_after_ms
-        async with self.engine.storage.transaction() as tx:
-            dead = await tx.silent_workers(before)
-            reclaimed: list[Row] = []
+        async with self.work() as uow:
+            dead = await uow.db.silent_workers(uow.now - self.settings.dead_after_ms)
             for worker in dead:  # every tenant's; each keeps its own tenant
-                tenant = worker["tenant"]
-                await tx.update_worker(tenant, worker["worker_id"], {"state": "dead"})
-                reclaimed += await reclaim(
-                    tx,
-                    await tx.running_tasks_of(tenant, worker["worker_id"]),
-                    WORKER_LOST_CODE,
-                    f"worker {worker['worker_id']} stopped heartbeating",
-                    now,
+                tenant, worker_id = worker["tenant"], worker["worker_id"]
+                await uow.db.update_worker(tenant, worker_id, {"state": "dead"})
+                await reclaim_held(
+                    uow, tenant, worker_id, f"worker {worker_id} stopped heartbeating"
                 )
-            advanced = await self.engine.workflows.advance(tx, reclaimed, now)  # P-WF-5
-        self.engine.workflows.announce(advanced)
         for worker in dead:
             log.warning(
                 "worker declared dead",
                 extra={"tenant": worker["tenant"], "worker_id": worker["worker_id"]},
             )
-            self.engine.leases.controls.forget_worker(worker["tenant"], worker["worker_id"])
-        await self.engine.reclaims.announce(reclaimed)  # after commit; P-CTRL-2
+            self.controls.forget_worker(worker["tenant"], worker["worker_id"])
         return len(dead)
