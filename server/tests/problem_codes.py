@@ -10,6 +10,7 @@ Hooked in by conftest.py.
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ _METRIC = re.compile(r'^orch8_problems_total\{code="([^"]+)"\} ([0-9.e+]+)$', re
 seen: dict[str, str] = {}
 
 
+@functools.cache  # parsing openapi.yaml takes ~0.6 s of CPU; callers ask once per code
 def declared_codes() -> dict[str, str]:
     """The x-orch8-codes map of Problem.code (code -> meaning)."""
     spec = yaml.safe_load((REPO / "openapi.yaml").read_text())
