@@ -6,7 +6,8 @@ For each of 3.10, 3.11, 3.12 and 3.13 (found with pyenv):
   3. the README's worker snippet (`<!-- consumer-test: worker -->`) run as written against a
      live server, fed by the README's enqueue snippet (`<!-- consumer-test: enqueue -->`)
      until it completed real tasks, then stopped with SIGTERM.
-A missing interpreter is reported (and fails the run unless ORCH8_ALLOW_MISSING_PYTHON=1).
+Two runtimes run at a time, each with a server of its own. A missing interpreter is
+reported (and fails the run unless ORCH8_ALLOW_MISSING_PYTHON=1).
 Prints one summary line per runtime.
 """
 
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,7 +90,8 @@ def run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: f
     return done.stdout
 
 
-def consumer(version: str, wheel: Path, readme: str, url: str) -> Result:
+def consumer(version: str, wheel: Path, readme: str) -> Result:
+    print(f"runtimes: Python {version} ...", flush=True)
     result = Result(version)
     started = time.monotonic()
     python = interpreter(version)
@@ -121,28 +124,30 @@ def consumer(version: str, wheel: Path, readme: str, url: str) -> Result:
         )
         result.steps["unit"] = out.strip().splitlines()[-1]
 
-        # The README's worker, run as written, fed by the README's enqueue snippet.
+        # The README's worker, run as written, fed by the README's enqueue snippet, on a
+        # server of its own: another runtime's worker must not complete this one's tasks.
         (workdir / "worker.py").write_text(snippet(readme, "worker"))
         (workdir / "enqueue.py").write_text(snippet(readme, "enqueue"))
-        app_env = {**env, "ORCH8_URL": url}
-        log = (workdir / "worker.log").open("wb")
-        worker = subprocess.Popen(
-            [py, "worker.py"], cwd=workdir, env=app_env, stdout=log, stderr=subprocess.STDOUT
-        )
-        try:
-            for _ in range(ENQUEUES):
-                printed = run([py, "enqueue.py"], workdir, env=app_env, timeout=60).strip()
-                if not printed.startswith("completed {'words': 5"):
-                    raise RuntimeError(f"enqueue snippet printed {printed!r}")
-            result.steps["readme"] = f"{ENQUEUES} tasks completed"
-        finally:
-            worker.send_signal(signal.SIGTERM)
+        with start_server() as server:
+            app_env = {**env, "ORCH8_URL": server.url}
+            log = (workdir / "worker.log").open("wb")
+            worker = subprocess.Popen(
+                [py, "worker.py"], cwd=workdir, env=app_env, stdout=log, stderr=subprocess.STDOUT
+            )
             try:
-                code = worker.wait(35)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                code = None
-            log.close()
+                for _ in range(ENQUEUES):
+                    printed = run([py, "enqueue.py"], workdir, env=app_env, timeout=60).strip()
+                    if not printed.startswith("completed {'words': 5"):
+                        raise RuntimeError(f"enqueue snippet printed {printed!r}")
+                result.steps["readme"] = f"{ENQUEUES} tasks completed"
+            finally:
+                worker.send_signal(signal.SIGTERM)
+                try:
+                    code = worker.wait(35)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    code = None
+                log.close()
         text = (workdir / "worker.log").read_text(errors="replace")
         if code != 0 or "worker stopped" not in text:
             raise RuntimeError(f"worker exited {code} after SIGTERM:\n{text[-3000:]}")
@@ -164,11 +169,9 @@ def main() -> int:
     keep = Path(tempfile.mkdtemp(prefix="orch8-wheel-"))
     wheels = [Path(shutil.copy2(built[0], keep))]
     readme = (HERE / "README.md").read_text()
-    results: list[Result] = []
-    with start_server() as server:
-        for version in VERSIONS:
-            print(f"runtimes: Python {version} ...", flush=True)
-            results.append(consumer(version, wheels[0], readme, server.url))
+    # Two runtimes at a time: each mostly waits on pip and on its subprocesses.
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda v: consumer(v, wheels[0], readme), VERSIONS))
     allow_missing = os.environ.get("ORCH8_ALLOW_MISSING_PYTHON") == "1"
     print(f"\nconsumer test of {wheels[0].name} (outside the repo), per runtime:")
     failed = 0
