@@ -16,6 +16,8 @@ PER_RUN = (
     "cpu_us_per_task",
     "worker_cpu_us_per_task",
     "db_us_per_task",
+    "polls_per_1000",
+    "completion_requests_per_1000",
 )
 
 

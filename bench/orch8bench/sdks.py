@@ -11,7 +11,8 @@ drift of the shared machine's load hits all three alike:
 - `before`: the same worker on the SDK before issue 18 (before.py): off must match it.
 
 Besides tasks/s, each round records the worker process's CPU time per task, the steadier
-measure of an instrumentation's cost on a shared machine.
+measure of an instrumentation's cost on a shared machine, and the polls and completion
+requests the server answered per 1,000 tasks (issue 32: the batching of P-SDK-12/13/26).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -54,6 +56,28 @@ STALL_S = 60  # no task of the handler finished for this long: the worker is stu
 TICK_S = 0.01
 
 
+# The server's answered requests per operationId (the count of its request histogram).
+# Other variants' idle workers add their parked polls (at most one per 30 s wait each).
+COUNTED = {"polls": ("pollTasks",), "completion_requests": ("completeTasks", "completeTask")}
+_ANSWERED = re.compile(r'^orch8_request_duration_seconds_count\{operation="(\w+)"\} (\S+)$', re.M)
+
+
+def request_counts(metrics: str) -> dict[str, float]:
+    """Answered requests so far of each COUNTED kind, read from a /metrics page."""
+    by_op = {m[1]: float(m[2]) for m in _ANSWERED.finditer(metrics)}
+    return {kind: sum(by_op.get(op, 0.0) for op in ops) for kind, ops in COUNTED.items()}
+
+
+def answered(url: str) -> dict[str, float]:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as r:
+        return request_counts(r.read().decode())
+
+
+def per_1000(before: dict[str, float], after: dict[str, float], n: int) -> dict[str, float]:
+    """`polls_per_1000`, `completion_requests_per_1000` of a run of n tasks."""
+    return {f"{k}_per_1000": round((after[k] - before[k]) * 1000 / n, 1) for k in COUNTED}
+
+
 def left(url: str, handler: str) -> int:
     """Tasks of `handler` pending or running (another variant's leftovers do not count)."""
     with urllib.request.urlopen(url + "/queues", timeout=5) as r:
@@ -70,8 +94,10 @@ def drained(done: int, n: int, filling: bool, left: Callable[[], int]) -> bool:
 class RunningWorker:
     """One SDK worker process and the timed fill + drain of its handler's tasks."""
 
-    def __init__(self, label: str, cmd: list[str], env: dict[str, str], handler: str) -> None:
-        self.label, self.handler = label, handler
+    def __init__(
+        self, label: str, cmd: list[str], env: dict[str, str], handler: str, server_pid: int = 0
+    ) -> None:
+        self.label, self.handler, self.server_pid = label, handler, server_pid
         self.handled = 0  # handler calls so far, as the program last printed
         # The last lines the worker logged: read all along, so a worker that logs a lot
         # never blocks on a full pipe (it would look stalled), and an error can say why.
@@ -106,8 +132,13 @@ class RunningWorker:
 
     def once(self, url: str, n: int) -> dict:
         """Enqueue n tasks (batch 100) and time them to the server showing none pending
-        or running."""
+        or running; count the requests the server answered meanwhile.
+
+        The server's CPU (`cpu_s`) is read inside the two /metrics reads, so rendering
+        them is not counted."""
         self._alive()  # one that exited since the last run has no CPU time to read
+        counts = answered(url)
+        server0 = cpu_seconds(self.server_pid) if self.server_pid else 0.0
         start = time.perf_counter()
         cpu0 = cpu_seconds(self.proc.pid)
         base = self.handled
@@ -134,8 +165,11 @@ class RunningWorker:
             time.sleep(TICK_S)
         secs = time.perf_counter() - start
         worker_us = (cpu_seconds(self.proc.pid) - cpu0) / n * 1e6
-        return {"tasks_per_s": n / secs, "seconds": secs, "tasks": n,
-                "worker_cpu_us_per_task": round(worker_us, 1)}  # fmt: skip
+        out = {"tasks_per_s": n / secs, "seconds": secs, "tasks": n,
+               "worker_cpu_us_per_task": round(worker_us, 1)}  # fmt: skip
+        if self.server_pid:
+            out["cpu_s"] = cpu_seconds(self.server_pid) - server0
+        return out | per_1000(counts, answered(url), n)
 
     def stop(self) -> None:
         self.proc.send_signal(signal.SIGTERM)
@@ -176,7 +210,7 @@ def sdk_variants(name: str, server: RunningServer, cfg: dict, workdir: Path) -> 
                     cmd, env = worker_cmd(name, url, c, handler), {}
                 if v == "on":
                     env["ORCH8_TELEMETRY"] = "1"
-                w = workers[v] = RunningWorker(label, cmd, env, handler)
+                w = workers[v] = RunningWorker(label, cmd, env, handler, server.process.pid)
                 w.once(url, max(200, n // 10))  # warm-up, not counted
             except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
                 log(f"  {label} FAILED: {exc}")

@@ -146,3 +146,58 @@ def test_a_worker_that_logs_a_lot_is_not_blocked_and_its_exit_says_why() -> None
             w.once("http://127.0.0.1:9", 100)
     finally:
         w.stop()
+
+
+METRICS = """\
+# TYPE orch8_request_duration_seconds histogram
+orch8_request_duration_seconds_bucket{operation="pollTasks",le="0.001"} 3.0
+orch8_request_duration_seconds_count{operation="pollTasks"} 12.0
+orch8_request_duration_seconds_count{operation="completeTasks"} 20.0
+orch8_request_duration_seconds_count{operation="completeTask"} 5.0
+orch8_request_duration_seconds_count{operation="heartbeatWorker"} 7.0
+"""
+
+
+def test_requests_are_counted_from_the_servers_request_histogram() -> None:
+    from orch8bench import sdks
+
+    before = sdks.request_counts(METRICS)
+    assert before == {"polls": 12.0, "completion_requests": 25.0}  # heartbeats do not count
+    after = {"polls": 17.0, "completion_requests": 35.0}
+    assert sdks.per_1000(before, after, 500) == {
+        "polls_per_1000": 10.0,
+        "completion_requests_per_1000": 20.0,
+    }
+
+
+def test_the_sdk_table_shows_requests_per_1000_tasks() -> None:
+    res = _res(5000.0, 4900.0, 4000.0)
+    res["sdk_concurrency"] = 100
+    res["sdk"][1] |= {"polls_per_1000": 10.0, "completion_requests_per_1000": 25.5}
+    text = "\n".join(report.sdk_table(res))
+    assert "| polls / 1,000 tasks | completion requests / 1,000 tasks | load |" in text
+    row = next(line for line in text.splitlines() if line.startswith("| Go | 4,900 |"))
+    assert row.endswith("| 10.0 | 25.5 |  |")
+    raw = next(line for line in text.splitlines() if line.startswith("| raw | 9,000 |"))
+    assert raw.endswith("|  |  |  |")  # not counted: blank, not zero
+
+
+def test_a_worker_run_counts_the_requests_the_server_answered(tmp_path: Path) -> None:
+    """The Python SDK's bench worker against a real server: every claim and every result
+    travels in batches of at most 100, so 500 tasks take at least 5 of each."""
+    from orch8bench import sdks
+    from orch8bench.env import launch_server
+
+    server = launch_server(str(tmp_path / "t.db"), tmp_path, "requests")
+    w = None
+    try:
+        cmd = sdks.worker_cmd("Python", server.url, "100", "noop_count")
+        w = sdks.RunningWorker("Python", cmd, {}, "noop_count", server.process.pid)
+        out = w.once(server.url, 500)
+        assert out["tasks"] == 500 and out["cpu_s"] > 0
+        assert 10.0 <= out["polls_per_1000"] <= 200.0, out
+        assert 10.0 <= out["completion_requests_per_1000"] <= 200.0, out
+    finally:
+        if w is not None:
+            w.stop()
+        server.stop()
