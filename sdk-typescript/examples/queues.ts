@@ -16,4 +16,4 @@ const worker = new Worker({
   },
 });
 
-await worker.run(); // until SIGTERM / Ctrl-C
+worker.run(); // until SIGTERM / Ctrl-C; then it finishes what it holds and deregisters

@@ -15,5 +15,6 @@ const worker = new Worker({
   },
 });
 
-await worker.run(); // until SIGTERM / Ctrl-C; then finishes what it holds and deregisters
-console.log("worker stopped", worker.stats());
+// Until SIGTERM / Ctrl-C; then finishes what it holds and deregisters. No top-level await:
+// in a CommonJS project (npm init -y's default) this file compiles to CommonJS.
+worker.run().then(() => console.log("worker stopped", worker.stats()));
