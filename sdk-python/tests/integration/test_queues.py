@@ -63,10 +63,10 @@ def test_p_sdk_23_weighted_list_shares_claims_by_weight(server, client, run_work
 
 
 def _readme_block(name: str) -> str:
-    """The python block after `<!-- readme-test: NAME -->` in this package's README."""
+    """The python block after `<!-- consumer-test: NAME -->` in this package's README."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    match = re.search(rf"<!-- readme-test: {name} -->\s*```python\n(.*?)```", readme, re.S)
-    assert match, f"README.md has no readme-test {name} block"
+    match = re.search(rf"<!-- consumer-test: {name} -->\s*```python\n(.*?)```", readme, re.S)
+    assert match, f"README.md has no consumer-test {name} block"
     return match.group(1)
 
 

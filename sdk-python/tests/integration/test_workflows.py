@@ -11,10 +11,10 @@ from orch8 import Orch8Client, PermanentError, TaskContext, WaitTimeoutError, Wo
 
 
 def _readme_block(name: str) -> str:
-    """The python block after `<!-- readme-test: NAME -->` in this package's README."""
+    """The python block after `<!-- consumer-test: NAME -->` in this package's README."""
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    match = re.search(rf"<!-- readme-test: {name} -->\s*```python\n(.*?)```", readme, re.S)
-    assert match, f"README.md has no readme-test {name} block"
+    match = re.search(rf"<!-- consumer-test: {name} -->\s*```python\n(.*?)```", readme, re.S)
+    assert match, f"README.md has no consumer-test {name} block"
     return match.group(1)
 
 
