@@ -4,14 +4,22 @@ Usage: python py_worker.py URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
 Every 100th handler call prints the count so far on stdout: the bench follows a drain by
 it, instead of asking the server (orch8bench/sdks.py).
 
+ORCH8_BENCH_SLEEP_MS=M makes each call sleep a uniform random 0..M ms first, and
+ORCH8_BENCH_SYNC=1 makes the handler a plain function, run in the worker's threads: the
+handler shapes under which orch8bench/requests.py counts each SDK's requests (issue 32).
+
 ORCH8_TELEMETRY=1 passes `orch8.otel.OpenTelemetry` (issue 18) on the OpenTelemetry SDK's
 own providers: spans through a BatchSpanProcessor into an exporter that drops them, metrics
 aggregated by an in-memory reader that is never read. That is the SDK's instrumentation
 cost (spans, attributes, histograms) without a network exporter's.
 """
 
+import asyncio
+import itertools
 import os
+import random
 import sys
+import time
 
 from orch8 import Worker
 
@@ -49,16 +57,32 @@ worker = Worker(
 )
 
 
-handled = 0
+SLEEP_S = float(os.environ.get("ORCH8_BENCH_SLEEP_MS", "0")) / 1000
+calls = itertools.count(1)  # next() is atomic: sync handlers count from many threads
 
 
-@worker.handler(handler)
-async def noop(ctx):
-    global handled
-    handled += 1
-    if handled % 100 == 0:
-        print(handled, flush=True)
-    return None
+def counted() -> None:
+    n = next(calls)
+    if n % 100 == 0:
+        sys.stdout.write(f"{n}\n")  # one write: lines of two threads never mix
+        sys.stdout.flush()
+
+
+if os.environ.get("ORCH8_BENCH_SYNC") == "1":
+
+    @worker.handler(handler)
+    def sync_handler(ctx):
+        if SLEEP_S:
+            time.sleep(random.random() * SLEEP_S)
+        counted()
+
+else:
+
+    @worker.handler(handler)
+    async def noop(ctx):
+        if SLEEP_S:
+            await asyncio.sleep(random.random() * SLEEP_S)
+        counted()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 // Usage: node ts_worker.mjs URL CONCURRENCY [HANDLER]  (stops on SIGTERM)
 // Every 100th handler call prints the count so far on stdout: the bench follows a drain
 // by it, instead of asking the server (orch8bench/sdks.py).
+// ORCH8_BENCH_SLEEP_MS=M: each call first sleeps a uniform random 0..M ms, the handler
+// shape under which orch8bench/requests.py counts each SDK's requests (issue 32).
 // ORCH8_TS_SDK: the SDK's built entry point (default ../../sdk-typescript/dist/index.js;
 // orch8bench/before.py points it at the SDK as it was before issue 18).
 //
@@ -39,6 +41,7 @@ async function telemetry() {
 }
 
 const tel = await telemetry();
+const sleepMs = Number(process.env.ORCH8_BENCH_SLEEP_MS ?? 0);
 let handled = 0;
 const worker = new Worker({
   client: new Orch8Client({ baseUrl, ...(tel ? { telemetry: tel } : {}) }),
@@ -47,6 +50,7 @@ const worker = new Worker({
   ...(tel ? { telemetry: tel } : {}),
   handlers: {
     async [handler]() {
+      if (sleepMs > 0) await new Promise((resolve) => setTimeout(resolve, Math.random() * sleepMs));
       if (++handled % 100 === 0) process.stdout.write(`${handled}\n`);
       return null;
     },

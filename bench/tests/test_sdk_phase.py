@@ -201,3 +201,18 @@ def test_a_worker_run_counts_the_requests_the_server_answered(tmp_path: Path) ->
         if w is not None:
             w.stop()
         server.stop()
+
+
+def test_the_requests_tool_prints_the_median_and_each_round() -> None:
+    from orch8bench import requests
+
+    def run(rate: float, polls: float, completions: float) -> dict:
+        return {"tasks_per_s": rate, "polls_per_1000": polls,
+                "completion_requests_per_1000": completions}  # fmt: skip
+
+    lines = requests.table({"Go": [run(900.0, 12.0, 30.0), run(1100.0, 11.0, 24.0),
+                                   run(1000.0, 15.0, 25.5)]})  # fmt: skip
+    assert lines[0] == (
+        "| worker | tasks/s | polls / 1,000 tasks | completion requests / 1,000 tasks |"
+    )
+    assert lines[2] == "| Go | 1,000 | 12 (12, 11, 15) | 25.5 (30, 24, 25.5) |"
