@@ -1,6 +1,7 @@
 package integration_test
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,20 +26,111 @@ const sdkModule = "github.com/orch8/orch8-workers/sdk-go"
 // and its runtime dependencies (none), never the code generators (issue 14).
 var runtimeModules = []string{sdkModule}
 
-// readmeBlock returns the fenced code block that follows `<!-- consumer-test: NAME -->`
-// (or `<!-- readme-test: NAME -->`).
-func readmeBlock(t *testing.T, path, name string) string {
+// readmeBlock is one fenced block of a README and its marker: `<!-- consumer-test: NAME -->`
+// (a program, built as NAME/main.go and run by the consumer test) or
+// `<!-- not-runnable: why -->` (skipped, with the README's reason).
+type readmeBlock struct {
+	line             int
+	lang, code       string
+	name, notRunning string
+}
+
+var (
+	fence  = regexp.MustCompile("^```(\\S*)$")
+	marker = regexp.MustCompile(`^<!-- (consumer-test|not-runnable): (.+?) -->$`)
+)
+
+// readmeBlocks returns every fenced block of the README at path; a block with neither
+// marker fails the test, so a new example cannot go untested by accident (issue 32).
+func readmeBlocks(t *testing.T, path string) []readmeBlock {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	re := regexp.MustCompile("(?s)<!-- (?:consumer|readme)-test: " + regexp.QuoteMeta(name) + " -->\\s*```[a-z]*\\n(.*?)```")
-	m := re.FindSubmatch(raw)
-	if m == nil {
-		t.Fatalf("%s has no block marked <!-- consumer-test: %s --> or <!-- readme-test: %s -->", path, name, name)
+	lines := strings.Split(string(raw), "\n")
+	var blocks []readmeBlock
+	var unmarked []int
+	for i := 0; i < len(lines); i++ {
+		open := fence.FindStringSubmatch(lines[i])
+		if open == nil {
+			continue
+		}
+		end := i + 1
+		for end < len(lines) && lines[end] != "```" {
+			end++
+		}
+		if end == len(lines) {
+			t.Fatalf("%s:%d: the code block is never closed", path, i+1)
+		}
+		before := i - 1
+		for before >= 0 && strings.TrimSpace(lines[before]) == "" {
+			before--
+		}
+		b := readmeBlock{line: i + 1, lang: cmp.Or(open[1], "text"), code: strings.Join(lines[i+1:end], "\n") + "\n"}
+		switch m := marker.FindStringSubmatch(lines[max(before, 0)]); {
+		case before < 0 || m == nil:
+			unmarked = append(unmarked, i+1)
+		case m[1] == "consumer-test":
+			b.name = m[2]
+			blocks = append(blocks, b)
+		default:
+			b.notRunning = m[2]
+			blocks = append(blocks, b)
+		}
+		i = end
 	}
-	return string(m[1])
+	if len(unmarked) > 0 {
+		t.Fatalf("%s: the blocks at line %v have neither <!-- consumer-test: NAME --> nor <!-- not-runnable: why --> before them", path, unmarked)
+	}
+	return blocks
+}
+
+// readmePrograms runs each README program (`<!-- consumer-test: NAME -->`), built as bin,
+// against a server of its own and checks what it did.
+var readmePrograms = map[string]func(t *testing.T, bin string){
+	"worker":   runConsumerWorker,
+	"queues":   runQueuesExample,
+	"tenants":  runTenantsExample,
+	"workflow": runWorkflowExample,
+}
+
+// runnableBlocks is the README's programs by name, checked against readmePrograms.
+func runnableBlocks(t *testing.T) map[string]string {
+	t.Helper()
+	programs := map[string]string{}
+	for _, b := range readmeBlocks(t, "../README.md") {
+		if b.name == "" {
+			continue
+		}
+		if _, dup := programs[b.name]; dup || b.lang != "go" {
+			t.Fatalf("README.md:%d: consumer-test %q is repeated or not a go block", b.line, b.name)
+		}
+		programs[b.name] = b.code
+	}
+	for name := range programs {
+		if readmePrograms[name] == nil {
+			t.Errorf("README program %q has no entry in readmePrograms", name)
+		}
+	}
+	for name := range readmePrograms {
+		if _, ok := programs[name]; !ok {
+			t.Errorf("readmePrograms[%q] is no README block", name)
+		}
+	}
+	return programs
+}
+
+// TestReadmeBlocksAreRunOrMarked lists each not-runnable block as a skipped subtest with
+// the README's reason (go test -v shows them), after checking every other block is run.
+func TestReadmeBlocksAreRunOrMarked(t *testing.T) {
+	t.Parallel()
+	runnableBlocks(t)
+	for _, b := range readmeBlocks(t, "../README.md") {
+		if b.notRunning != "" {
+			t.Run(fmt.Sprintf("README.md:%d_%s", b.line, b.lang), func(t *testing.T) { t.Skip(b.notRunning) })
+		}
+	}
 }
 
 // goDirective is the go line of the SDK's go.mod, e.g. "1.24.0".
@@ -55,20 +147,13 @@ func goDirective(t *testing.T) string {
 	return string(m[1])
 }
 
-// TestConsumerRunsReadmeWorker installs the SDK as a user does before publication (the
+// TestConsumerRunsReadmePrograms installs the SDK as a user does before publication (the
 // GOPROXY directory of `make dist`, as the README says) into a fresh module outside the
-// repo, checks its module graph, and runs the README's worker, extracted from the README,
-// until it completes real tasks: on the go directive's toolchain and on the current one.
-func TestConsumerRunsReadmeWorker(t *testing.T) {
+// repo, checks its module graph, builds every README program there (NAME/main.go) and runs
+// each against a live server: on the go directive's toolchain and on the current one.
+func TestConsumerRunsReadmePrograms(t *testing.T) {
 	t.Parallel()
-	src := readmeBlock(t, "../README.md", "worker")
-	example, err := os.ReadFile("../examples/worker/main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(example) != src {
-		t.Fatal("examples/worker/main.go differs from the README's worker block; keep them identical")
-	}
+	programs := runnableBlocks(t)
 	repo, _ := filepath.Abs("../..")
 	proxy := filepath.Join(t.TempDir(), "goproxy")
 	mk := exec.Command("go", "run", "./cmd/mkproxy", "-module", "..", "-out", proxy)
@@ -113,8 +198,13 @@ func TestConsumerRunsReadmeWorker(t *testing.T) {
 			}
 			t.Logf("consumer module %s, %s", mod, strings.TrimSpace(v))
 			goCmd("mod", "init", "example.com/consumer")
-			if err := os.WriteFile(filepath.Join(mod, "main.go"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
+			for name, src := range programs {
+				if err := os.MkdirAll(filepath.Join(mod, name), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(mod, name, "main.go"), []byte(src), 0o644); err != nil {
+					t.Fatal(err)
+				}
 			}
 			goCmd("get", sdkModule+"@v"+orch8.Version)
 			goCmd("mod", "tidy")
@@ -129,13 +219,18 @@ func TestConsumerRunsReadmeWorker(t *testing.T) {
 			if fmt.Sprint(graph) != fmt.Sprint(runtimeModules) {
 				t.Fatalf("go list -m all holds %v, want only the runtime modules %v", graph, runtimeModules)
 			}
-			goCmd("build", "-o", "worker", ".")
-			runConsumerWorker(t, filepath.Join(mod, "worker"))
+			goCmd("build", "-o", "bin"+string(filepath.Separator), "./...")
+			for name := range programs {
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					readmePrograms[name](t, filepath.Join(mod, "bin", name))
+				})
+			}
 		})
 	}
 }
 
-// runConsumerWorker runs the built README worker against a live server until it completes
+// runConsumerWorker runs the README's worker against a live server until it completes
 // tasks, then stops it with SIGTERM and expects a clean exit.
 func runConsumerWorker(t *testing.T, bin string) {
 	s := startServer(t)

@@ -16,14 +16,25 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/internal/refserver"
 )
 
-// TestReadmeQueuesExample runs the README's "Several queues" program (P-SDK-23), which
-// must be examples/queues/main.go word for word, against the real server: its two workers
-// register their queue lists, complete a task from each of the four queues (reporting the
-// queue each came from), and exit cleanly on SIGTERM.
-func TestReadmeQueuesExample(t *testing.T) {
+// TestReadmeProgramsAreTheExamples: each README program is examples/NAME/main.go word for
+// word, so the linked file is what the consumer test runs.
+func TestReadmeProgramsAreTheExamples(t *testing.T) {
 	t.Parallel()
-	bin := buildReadmeExample(t, "queues")
+	for name, src := range runnableBlocks(t) {
+		example, err := os.ReadFile(filepath.Join("..", "examples", name, "main.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(example) != src {
+			t.Errorf("examples/%s/main.go differs from the README's %s block; keep them identical", name, name)
+		}
+	}
+}
 
+// runQueuesExample runs the README's "Several queues" program (P-SDK-23) against the real
+// server: its two workers register their queue lists, complete a task from each of the four
+// queues (reporting the queue each came from), and exit cleanly on SIGTERM.
+func runQueuesExample(t *testing.T, bin string) {
 	s := startServer(t)
 	c := newClient(t, s, nil)
 	logs := &refserver.LogBuffer{}
@@ -81,14 +92,10 @@ func TestReadmeQueuesExample(t *testing.T) {
 	}
 }
 
-// TestReadmeTenantsExample runs the README's "Tenants and API keys" program (P-SDK-24),
-// which must be examples/tenants/main.go word for word, against the real server with a
-// keys file: its worker key of tenant acme learns its role, is refused the worker list
-// (ErrForbidden), completes acme's task and exits cleanly on SIGTERM.
-func TestReadmeTenantsExample(t *testing.T) {
-	t.Parallel()
-	bin := buildReadmeExample(t, "tenants")
-
+// runTenantsExample runs the README's "Tenants and API keys" program (P-SDK-24) against
+// the real server with a keys file: its worker key of tenant acme learns its role, is
+// refused the worker list (ErrForbidden), completes acme's task and exits cleanly on SIGTERM.
+func runTenantsExample(t *testing.T, bin string) {
 	keys := filepath.Join(t.TempDir(), "keys.toml")
 	writeKeysFile(t, keys, keyEntry("admin", "admin-secret-0123456789", "admin", "default", "")+
 		keyEntry("w-acme", "worker-secret-0123456789", "worker", "acme", ""))
@@ -134,25 +141,4 @@ func TestReadmeTenantsExample(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("example did not exit within 30 s of SIGTERM")
 	}
-}
-
-// buildReadmeExample checks that examples/<name>/main.go is the README's <name> block word
-// for word and builds it; it returns the binary's path.
-func buildReadmeExample(t *testing.T, name string) string {
-	t.Helper()
-	src := readmeBlock(t, "../README.md", name)
-	example, err := os.ReadFile("../examples/" + name + "/main.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(example) != src {
-		t.Fatalf("examples/%s/main.go differs from the README's %s block; keep them identical", name, name)
-	}
-	bin := filepath.Join(t.TempDir(), name)
-	build := exec.Command("go", "build", "-o", bin, "./examples/"+name)
-	build.Dir = ".."
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./examples/%s: %v\n%s", name, err, out)
-	}
-	return bin
 }

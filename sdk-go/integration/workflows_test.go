@@ -13,14 +13,10 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/internal/refserver"
 )
 
-// TestReadmeWorkflowExample runs the README's "Workflows" program (P-SDK-25, P-WF-2),
-// which must be examples/workflow/main.go word for word, against the real server: it
-// defines resize -> publish, starts an instance, runs its own worker and prints the
-// instance's final output, which holds resize's URL passed on by {"$from": ...}.
-func TestReadmeWorkflowExample(t *testing.T) {
-	t.Parallel()
-	bin := buildReadmeExample(t, "workflow")
-
+// runWorkflowExample runs the README's "Workflows" program (P-SDK-25, P-WF-2) against the
+// real server: it defines resize -> publish, starts an instance, runs its own worker and
+// prints the instance's final output, which holds resize's URL passed on by {"$from": ...}.
+func runWorkflowExample(t *testing.T, bin string) {
 	s := startServer(t)
 	var stdout strings.Builder
 	logs := &refserver.LogBuffer{}
