@@ -8,6 +8,7 @@ from typing import Any
 
 import asyncpg
 
+from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage import Storage, open_storage
 from orch8_server.storage.base import ClaimParams
 
@@ -55,38 +56,14 @@ class Backend:
 
 def task(handler: str = "h", queue: str = "q", **fields: Any) -> dict[str, Any]:
     """A NewTaskRow of a pending task created at NOW; `fields` override any column."""
-    row: dict[str, Any] = {
-        "id": fields.pop("id", None) or f"t-{next(_ids)}",
-        "handler_name": handler,
-        "queue_name": queue,
-        "status": "pending",
-        "priority": 0,
-        "params": {"n": 1},
-        "context": {},
-        "headers": {},
-        "attempt": 0,
-        "max_attempts": 3,
-        "retry": {"max_attempts": 3},
-        "run_at": NOW,
-        "good_until": None,
-        "idempotency_key": None,
-        "created_at": NOW,
-        "updated_at": NOW,
-        "started_at": None,
-        "finished_at": None,
-        "worker_id": None,
-        "lease_id": None,
-        "lease_expires_at": None,
-        "lease_ms": None,
-        "lease_started_at": None,
-        "output": None,
-        "error": None,
-        "checkpoint": None,
-        "progress": None,
-        "cancel_reason": None,
-        "required_labels": None,
-        "tenant": TENANT,
-    }
+    row: dict[str, Any] = new_task_row(
+        {"handler_name": handler, "queue_name": queue, "params": {"n": 1},
+         "retry": {"max_attempts": 3}},
+        NOW,
+        tenant=TENANT,
+    )  # fmt: skip
+    row["retry"] = {"max_attempts": 3}  # the policy as given, not the effective one
+    row["id"] = f"t-{next(_ids)}"  # ordered, readable ids (a test may pass its own)
     row.update(fields)
     return row
 
