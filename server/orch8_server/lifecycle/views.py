@@ -18,7 +18,6 @@ if TYPE_CHECKING:
         ClaimedTask,
         Lease,
         Task,
-        TaskOutcome,
         Worker,
     )
 
@@ -119,23 +118,6 @@ def running_attempt(row: Row) -> Attempt:
             "error": None,
         }
     )
-
-
-def outcome(row: Row, error_code: str | None = None) -> TaskOutcome:
-    status = row["status"]
-    left = (
-        0
-        if status in ("failed", "cancelled", "expired")
-        else max(0, row["max_attempts"] - row["attempt"])
-    )
-    return {
-        "task_id": row["id"],
-        "status": status,
-        "attempt": row["attempt"],
-        "attempts_left": left,
-        "next_attempt_at": iso(row["run_at"]) if status == "scheduled" else None,
-        "error_code": error_code,
-    }
 
 
 def worker(row: Row, active_tasks: int, heartbeat_ms: int, dead_after_ms: int) -> Worker:
