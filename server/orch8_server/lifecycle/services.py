@@ -40,11 +40,7 @@ class Service:
         self._poked = asyncio.Event()
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
-        self.ticks = 0  # completed ticks, failed or not (tests wait on it)
-
-    @property
-    def running(self) -> bool:
-        return self._task is not None
+        self.ticks = 0  # ticks run, failed or not
 
     def start(self) -> None:
         self._stopping = False
