@@ -334,7 +334,7 @@ func waitInstance(client *orch8.Client) {
 }
 
 func main() {
-	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, nil)))
+	slog.SetDefault(slog.New(logEvents{next: slog.NewTextHandler(os.Stderr, nil)}))
 	// An empty Config: the SDK reads ORCH8_URL and ORCH8_API_KEY itself (P-SDK-1).
 	client, err := orch8.NewClient(orch8.Config{})
 	if err != nil {

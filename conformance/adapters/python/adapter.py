@@ -28,8 +28,19 @@ def emit(event: str, ctx: TaskContext | None = None, **fields) -> None:
         record.update(task_id=ctx.id, handler=ctx.handler_name, attempt=ctx.attempt)
     record.update(fields)
     with _out:
-        sys.stdout.write(json.dumps(record) + "\n")
+        sys.stdout.write(json.dumps(record, default=str) + "\n")
         sys.stdout.flush()
+
+
+_RECORD_KEYS = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+
+
+class LogEvents(logging.Handler):
+    """Reports each line of the `orch8` logger as a `log` event with its fields (P-SDK-31)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields = {k: v for k, v in vars(record).items() if k not in _RECORD_KEYS}
+        emit("log", level=record.levelname.lower(), message=record.getMessage(), fields=fields)
 
 
 def output(ctx: TaskContext, **extra) -> dict:
@@ -317,6 +328,7 @@ def wait_instance(env) -> None:
 
 def main() -> None:
     logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    logging.getLogger("orch8").addHandler(LogEvents())
     env = os.environ
     global WORKER_ID
     telemetry, provider = tracing.build()

@@ -25,6 +25,20 @@ function emit(event, ctx, fields = {}) {
   writeSync(1, JSON.stringify({ ...record, ...fields }) + "\n");
 }
 
+/** P-SDK-31: each line at info and above goes to stderr and is reported as a `log` event. */
+function logAt(level, write) {
+  return (message, fields = {}, ...rest) => {
+    write(message, fields, ...rest);
+    emit("log", undefined, { level, message, fields });
+  };
+}
+const logger = {
+  debug: () => {},
+  info: logAt("info", console.error),
+  warn: logAt("warning", console.error),
+  error: logAt("error", console.error),
+};
+
 const output = (ctx, extra = {}) => ({ handler: ctx.handlerName, attempt: ctx.attempt, worker_id: WORKER_ID, ...extra });
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const reported = new WeakSet();
@@ -247,6 +261,7 @@ try {
   worker = new Worker({
     handlers: table,
     hooks,
+    logger,
     workerId: WORKER_ID,
     concurrency: num("ORCH8_CONCURRENCY"),
     queueName: env.ORCH8_QUEUE || undefined,
