@@ -25,6 +25,7 @@ from orch8_server.http import (  # noqa: F401 (the routes_* modules register the
 )
 from orch8_server.http.endpoint import Endpoint, internal_problem, pipeline, problem_response
 from orch8_server.http.operations import bound
+from orch8_server.http.router import IndexedRouter
 from orch8_server.keys import KeyRing
 from orch8_server.lifecycle.compose import build
 from orch8_server.lifecycle.engine import Engine
@@ -127,10 +128,10 @@ def create_app(
         finally:
             await engine.stop()
 
-    app = Starlette(
-        routes=[_until_connected(r) for r in [*_routes(), *ui.routes()]],
-        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
-        lifespan=lifespan,
+    app = Starlette(exception_handlers={HTTPException: _http_error, Exception: _unexpected})
+    # Set before the first request builds the middleware stack around `app.router`.
+    app.router = IndexedRouter(
+        [_until_connected(r) for r in [*_routes(), *ui.routes()]], lifespan=lifespan
     )
     app.state.engine = engine
     app.state.keyring = keyring or KeyRing(settings.api_keys, settings.keys_file)
