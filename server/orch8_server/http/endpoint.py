@@ -108,11 +108,14 @@ def _is_json(content_type: str) -> bool:
 _DRAIN_FACTOR = 16
 
 
+def _too_large(limit: int) -> Problem:
+    return Problem("payload_too_large", f"body exceeds {limit} bytes")
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
-    too_large = Problem("payload_too_large", f"body exceeds {limit} bytes")
     if declared is not None and declared.isdigit() and int(declared) > limit * _DRAIN_FACTOR:
-        raise too_large  # not worth draining: the connection is closed instead
+        raise _too_large(limit)  # not worth draining: the connection is closed instead
     chunks: list[bytes] = []
     size = 0
     try:
@@ -120,14 +123,14 @@ async def _read_body(request: Request, limit: int) -> bytes:
             size += len(chunk)
             if size > limit:
                 if size > limit * _DRAIN_FACTOR:
-                    raise too_large
+                    raise _too_large(limit)
                 chunks.clear()  # P-ERR-3: drained, then answered 413 below
                 continue
             chunks.append(chunk)
     except ClientDisconnect:  # P-HTTP-2 answered 408 (http/limits.py), or the client left
         raise Problem("request_timeout", "the request body did not arrive") from None
     if size > limit:
-        raise too_large
+        raise _too_large(limit)
     return b"".join(chunks)
 
 

@@ -52,7 +52,7 @@ UNFINISHED = ("pending", "scheduled", "running")
 FINISHED = ("completed", "failed", "cancelled", "expired")
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: one per task ending, a frozen __init__ costs more
 class Transition:
     kind: Kind
     task: Row  # the row after the transition (a new dict; the input is not changed)

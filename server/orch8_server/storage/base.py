@@ -76,7 +76,7 @@ class StorageUnavailable(Exception):
     exhausted): the call changed nothing durable and may be retried (HTTP 503)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs ~1 us more per claim
 class ClaimParams:
     """One claim (Tx.claim, Storage.claim): up to `limit` pending tasks of the tenant's
     queue (P-TEN-3), priority then FIFO (P-ORDER-1), leased to `worker_id` for `lease_ms`
