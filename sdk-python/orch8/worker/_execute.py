@@ -114,6 +114,19 @@ def strict_json(output: Any) -> Outcome | None:
     return None
 
 
+def output_rejected(status: int | None, code: str | None) -> Outcome:
+    """P-SDK-15: the permanent fail of an output the server refused on its own.
+
+    It carries no output, so it fits.
+    """
+    return Outcome(
+        error=f"the server refused the completion ({status} {code})",
+        retryable=False,
+        code=OUTPUT_REJECTED,
+        details={"status": status, "code": code},
+    )
+
+
 @dataclass(eq=False)  # identity semantics: slots live in sets
 class Slot:
     """One held task: its context, handler and the asyncio work running it."""

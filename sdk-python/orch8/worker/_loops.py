@@ -23,11 +23,11 @@ from ..telemetry import WorkerTelemetry
 from . import _wire
 from ._completer import Completer
 from ._execute import (
-    OUTPUT_REJECTED,
     Outcome,
     Slot,
     deliver_fail,
     elapsed_ms,
+    output_rejected,
     run_handler,
 )
 from ._runtime import Settings, lease_heartbeat_ms
@@ -382,13 +382,7 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
             return "completed"
         if verdict.kind != "rejected":
             return verdict.kind
-        # P-SDK-15: refused alone: a permanent fail, which carries no output, so it fits.
-        outcome = Outcome(
-            error=f"the server refused the completion ({verdict.status} {verdict.code})",
-            retryable=False,
-            code=OUTPUT_REJECTED,
-            details={"status": verdict.status, "code": verdict.code},
-        )
+        outcome = output_rejected(verdict.status, verdict.code)  # P-SDK-15: refused alone
     ended = await deliver_fail(deps, slot, outcome)
     if ended == "failed":
         deps.observer.failed(
