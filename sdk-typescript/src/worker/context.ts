@@ -32,7 +32,7 @@ export class TaskContext {
 
   constructor(
     private readonly run: TaskRun,
-    private readonly client: Orch8Client,
+    private readonly client: Pick<Orch8Client, "heartbeatTask">, // the test kit answers it too
     workerId: string,
     private readonly onLoss: LossListener,
     private readonly leaseMs?: number,

@@ -10,7 +10,7 @@ import { boundReport, refusedReport } from "./bound.js";
 import { describeCause } from "./cause.js";
 import { TaskContext } from "./context.js";
 import { checkOutput, InvalidOutputError } from "./output.js";
-import { failureReport } from "./report.js";
+import { failureReport, invalidOutputReport, outputRejectedReport } from "./report.js";
 import type { ErrorOperation, Logger, WorkerHooks } from "./stats.js";
 import type { LossReason, Outcome, TaskRun } from "./task-run.js";
 
@@ -106,7 +106,7 @@ export class TaskExecutor {
       // P-SDK-15: never re-sent, never sent as a completion.
       const e = err as InvalidOutputError;
       this.d.log.warn(`orch8: task ${run.task.id} failed with invalid_output: ${e.message}`);
-      await this.fail(run, { lease_id: run.leaseId, error: e.message, retryable: false, code: "invalid_output", details: { type: e.type, message: e.message } });
+      await this.fail(run, invalidOutputReport(e, run.leaseId));
       return;
     }
     await this.complete(run, value);
@@ -130,10 +130,7 @@ export class TaskExecutor {
       case "refused": {
         // P-SDK-15: refused on its own, so no re-send helps; the fail carries no output.
         this.d.log.warn(`orch8: task ${run.task.id} failed with output_rejected: the server refused its completion (${describeCause(d.error)})`);
-        await this.fail(run, {
-          lease_id: run.leaseId, error: `output rejected by the server: ${d.error.message}`, retryable: false,
-          code: "output_rejected", details: { status: d.error.status, code: d.error.code },
-        });
+        await this.fail(run, outputRejectedReport(d.error, run.leaseId));
       }
     }
   }

@@ -1,6 +1,8 @@
 // Turns what a handler threw into the failure report the server stores (P-SDK-6, P-SDK-20).
+import type { Orch8Error } from "../errors.js";
 import type { TaskFailureReport } from "../types.js";
 import { PermanentError, RetryableError } from "./errors.js";
+import type { InvalidOutputError } from "./output.js";
 
 // Not cut here: every fail is bounded once, where it is sent (P-SDK-27, bound.ts).
 function messageOf(error: unknown): string {
@@ -25,5 +27,18 @@ export function failureReport(error: unknown, leaseId: string): TaskFailureRepor
   return {
     lease_id: leaseId, error: messageOf(error), retryable: true, code: "unhandled_error",
     details: { type, message: error instanceof Error ? error.message : String(error), stack },
+  };
+}
+
+/** P-SDK-15: an output that is not strict JSON fails permanently; it is never re-sent. */
+export function invalidOutputReport(error: InvalidOutputError, leaseId: string): TaskFailureReport {
+  return { lease_id: leaseId, error: error.message, retryable: false, code: "invalid_output", details: { type: error.type, message: error.message } };
+}
+
+/** P-SDK-15: a completion the server refused on its own; the fail carries no output, so it fits. */
+export function outputRejectedReport(refusal: Orch8Error, leaseId: string): TaskFailureReport {
+  return {
+    lease_id: leaseId, error: `output rejected by the server: ${refusal.message}`, retryable: false,
+    code: "output_rejected", details: { status: refusal.status, code: refusal.code },
   };
 }
