@@ -10,14 +10,15 @@ from typing import Any
 from ..errors import Orch8Error, is_outage
 from . import _wire
 from ._execute import DeliverDeps, Slot, lease_deadline_passed
-from .observe import log
+from ._logs import ERROR, cause_text
 
 MAX_BATCH = 100  # items per POST /workers/tasks/complete/batch (openapi maxItems)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """How a completion ended: `completed`, `lease_lost`, `cancelled` or `rejected`.
+    """How a completion ended: `completed`, `lease_lost`, `cancelled`, `rejected` or
+    `given_up` (undeliverable at the lease deadline: counted as lease lost, already logged).
 
     `rejected` carries the refusal's HTTP status and problem code; the caller then fails
     the task permanently with `output_rejected` (P-SDK-15).
@@ -56,6 +57,7 @@ class Completer:
         self.deps = deps
         self._queue: deque[_Pending] = deque()
         self._sender: asyncio.Task[None] | None = None
+        self._outage: Orch8Error | None = None  # the last one met, named when logging
 
     @property
     def in_flight(self) -> bool:
@@ -101,11 +103,12 @@ class Completer:
                     retry = self._keep_for_resend(retry)
                     if retry:
                         delay = backoff.next_delay_ms(after_ms)
-                        log.warning(
-                            "%d completion(s) not delivered (outage), retrying in %.0f ms",
-                            len(retry),
-                            delay,
-                            extra=self.deps.observer.extra(),
+                        self.deps.observer.call_failed(
+                            "complete",
+                            self._outage or Orch8Error("no outcome", code="connection_error"),
+                            f"completion batch of {len(retry)}",
+                            f"retrying in {delay:.0f} ms",
+                            retry_in_ms=delay,
                         )
                         await asyncio.sleep(delay / 1000)
                         self._queue.extendleft(reversed(retry))  # the same items go first
@@ -131,15 +134,11 @@ class Completer:
         except Orch8Error as exc:
             self.deps.observer.error("complete", exc)
             if is_outage(exc):
-                log.warning("completion batch failed: %s", exc, extra=self.deps.observer.extra())
+                self._outage = exc
                 return batch, exc.retry_after_ms
             if len(batch) > 1:  # P-SDK-15: refused as a whole: halves, until items go alone
-                log.warning(
-                    "completion batch of %d refused (%s), splitting",
-                    len(batch),
-                    exc,
-                    extra=self.deps.observer.extra(),
-                )
+                subject = f"completion batch of {len(batch)}"
+                self.deps.observer.call_failed("complete", exc, subject, "splitting it")
                 half = len(batch) // 2
                 first, after_first = await self._send(batch[:half])
                 second, after_second = await self._send(batch[half:])
@@ -160,6 +159,8 @@ class Completer:
                 status = problem.get("status")
                 code = problem.get("code")
                 if isinstance(status, int) and is_outage(status):
+                    detail = str(problem.get("detail") or "")
+                    self._outage = Orch8Error(detail, status=status, code=code or None)
                     retry.append(entry)
                 else:
                     self._refused(entry, status if isinstance(status, int) else None, code)
@@ -186,11 +187,16 @@ class Completer:
             if ctx.is_cancelled:
                 entry.settle(Verdict(ctx.cancel_reason or "lease_lost"))
             elif lease_deadline_passed(ctx):
-                log.error(
-                    "completion undeliverable before the lease deadline (outage)",
-                    extra=self.deps.observer.extra(ctx),
+                cause = cause_text(self._outage) if self._outage else "outage"
+                self.deps.observer.line(
+                    ERROR,
+                    "given_up",
+                    "completion still undeliverable at the lease deadline; task given up as lease lost",
+                    ctx,
+                    cause,
+                    operation="complete",
                 )
-                entry.settle(Verdict("lease_lost"))
+                entry.settle(Verdict("given_up"))
             else:
                 keep.append(entry)
         return keep

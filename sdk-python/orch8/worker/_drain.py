@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Sequence
 from typing import Protocol
 
 from ..async_client import AsyncOrch8Client
 from ._execute import SHUTDOWN, Outcome, Slot, elapsed_ms, report, send_fail
-from ._report import ReportRefused
+from ._logs import ERROR, WARNING, cause_text
 from ._runtime import Settings
-from .observe import Observer, log
+from .observe import Observer
 
 # P-SDK-17: after the grace period the worker returns within 5 s: 2 s for the shutdown
 # fails, then the steps of worker.py (completions in flight, deregistration).
@@ -42,12 +41,6 @@ async def drain(deps: DrainDeps) -> None:
     if not runners:
         return
     grace_ms = deps.settings.grace_period_ms
-    log.info(
-        "draining %d in-flight task(s), grace period %d ms",
-        len(runners),
-        grace_ms,
-        extra=deps.observer.extra(),
-    )
     # Every runner done, or a second signal (P-SDK-17), or the grace period is over.
     all_done = asyncio.ensure_future(asyncio.wait(runners))
     ended = asyncio.ensure_future(deps.end_grace.wait())
@@ -65,6 +58,9 @@ async def drain(deps: DrainDeps) -> None:
         slot.abandoned = True
         slot.cancel(SHUTDOWN)  # the handler's cancellation signal fires first
     why = shutdown_message(deps.settings.worker_id, grace_ms, deps.second_signal)
+    if leftovers:
+        message = f"{len(leftovers)} task(s) still running, failed with shutdown"
+        deps.observer.line(WARNING, "grace_ended", message, None, why, tasks=len(leftovers))
     outcome = Outcome(error=why, retryable=True, code=SHUTDOWN)
     sends = [
         asyncio.ensure_future(send_fail(deps.client, s.ctx, report(deps.observer, s.ctx, outcome)))
@@ -81,14 +77,17 @@ async def drain(deps: DrainDeps) -> None:
             exc = send.exception() if send.done() and not send.cancelled() else None
             send.cancel()
             deps.observer.error("fail", exc or TimeoutError("shutdown failure timed out"))
-            log.log(
-                logging.ERROR if isinstance(exc, ReportRefused) else logging.WARNING,  # P-SDK-27
-                "shutdown failure not delivered: %s",
-                exc if exc is not None else "timed out",
-                extra=deps.observer.extra(slot.ctx),
+            cause = cause_text(exc) if exc is not None else "timed out"
+            deps.observer.line(
+                ERROR,
+                "given_up",
+                "shutdown failure not delivered; task given up as lease lost",
+                slot.ctx,
+                cause,
+                operation="fail",
             )
             lost = "shutdown failure not delivered"
-            deps.observer.abandoned(slot.ctx, "lease_lost", lost, elapsed_ms(slot))
+            deps.observer.abandoned(slot.ctx, "lease_lost", lost, elapsed_ms(slot), logged=True)
         slot.abort()
         if slot.runner is not None:
             slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped

@@ -24,10 +24,11 @@ from ..errors import (
     TaskCancelledError,
     is_outage,
 )
+from ._logs import ERROR, cause_text
 from ._report import Report, ReportRefused, bound_message
 from .backoff import Backoff
 from .context import TaskContext
-from .observe import Observer, log
+from .observe import Observer
 
 Handler = Callable[[TaskContext], Any | Awaitable[Any]]
 
@@ -281,27 +282,26 @@ async def deliver_fail(deps: DeliverDeps, slot: Slot, outcome: Outcome) -> str:
             return "cancelled"
         except ReportRefused as exc:  # P-SDK-27: only a second refusal gives the task up
             deps.observer.error("fail", exc.second)
-            log.error("%s; task given up as lease lost", exc, extra=deps.observer.extra(ctx))
-            return "lease_lost"
+            cause = f"{cause_text(exc.first)}; then {cause_text(exc.second)}"
+            _given_up(deps.observer, ctx, "failure report refused twice", cause)
+            return "given_up"
         except Orch8Error as exc:
             deps.observer.error("fail", exc)
             if not is_outage(exc):
-                log.error(
-                    "failure report rejected by the server: %s", exc, extra=deps.observer.extra(ctx)
-                )
-                return "lease_lost"  # it runs again once its lease expires
+                _given_up(deps.observer, ctx, "failure report refused", cause_text(exc))
+                return "given_up"  # it runs again once its lease expires
             if lease_deadline_passed(ctx):
-                log.error(
-                    "failure undeliverable before the lease deadline: %s",
-                    exc,
-                    extra=deps.observer.extra(ctx),
-                )
-                return "lease_lost"
+                message = "failure report still undeliverable at the lease deadline"
+                _given_up(deps.observer, ctx, message, cause_text(exc))
+                return "given_up"
             delay = backoff.next_delay_ms(exc.retry_after_ms)
-            log.warning(
-                "failure report not delivered (%s), retrying in %.0f ms",
-                exc,
-                delay,
-                extra=deps.observer.extra(ctx),
+            deps.observer.call_failed(
+                "fail", exc, "failure report", f"retrying in {delay:.0f} ms", ctx, delay
             )
             await asyncio.sleep(delay / 1000)
+
+
+def _given_up(observer: Observer, ctx: TaskContext, why: str, cause: str) -> None:
+    """P-SDK-31 `given_up`: a failure the worker could not deliver; counted as lease lost."""
+    message = f"{why}; task given up as lease lost"
+    observer.line(ERROR, "given_up", message, ctx, cause, operation="fail")

@@ -12,8 +12,6 @@ import json
 import time
 from typing import Any, Protocol
 
-from .observe import log
-
 HEALTHY_HEARTBEATS = 3  # P-TEL-5: the last success is at most 3 heartbeat intervals old
 _READ_TIMEOUT_S = 5.0
 
@@ -89,10 +87,13 @@ async def serve_health(deps: HealthDeps, port: int) -> asyncio.Server:
                 + (payload if method != b"HEAD" else b"")
             )
             await writer.drain()
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError):
-            pass  # a client that sent no complete request gets nothing
-        except ConnectionError as exc:
-            log.debug("health endpoint: client went away (%s)", exc)
+        except (
+            asyncio.IncompleteReadError,
+            asyncio.LimitOverrunError,
+            asyncio.TimeoutError,
+            ConnectionError,
+        ):
+            pass  # a probe that sent no complete request, or went away, gets nothing
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):

@@ -30,13 +30,17 @@ from ._execute import (
     output_rejected,
     run_handler,
 )
+from ._logs import ERROR, INFO, WARNING, answer_fields, cause_text
 from ._runtime import Settings, lease_heartbeat_ms
 from .backoff import Backoff
-from .observe import Observer, log
+from .observe import Observer
 
 # P-SDK-17: after the grace period the worker returns within 5 s: 2 s for the shutdown
 # fails (_drain.py), 1.5 s for completions still in flight, 1.5 s to deregister.
 SHUTDOWN_STEP_S = 1.5
+
+# P-SDK-14, P-SDK-15: codes of the fails the worker decides on its own (P-SDK-31 `task_rejected`).
+REJECTED_BY_WORKER = ("no_handler", "invalid_output", "output_rejected")
 
 
 async def _sleep_unless(event: asyncio.Event, ms: float) -> None:
@@ -79,24 +83,38 @@ async def register_until_ok(deps: RegisterDeps) -> int | None:
         except Orch8Error as exc:
             deps.observer.error("register", exc)
             # P-SDK-24: a refused key (401/403) is not fatal: it may be fixed on the server.
-            refused = refusal(exc)
-            if refused is None and not is_outage(exc):
-                raise configuration_error(deps.client.config.base_url, exc) from exc
+            if refusal(exc) is None and not is_outage(exc):
+                url = deps.client.config.base_url
+                deps.observer.line(
+                    ERROR,
+                    "config_error",
+                    f"registration at {url} refused for good; the worker stops",
+                    None,
+                    cause_text(exc),
+                    url=url,
+                    **answer_fields(exc),
+                )
+                raise configuration_error(url, exc) from exc
             delay = backoff.next_delay_ms(exc.retry_after_ms)
-            log.warning(
-                "register %s, retrying in %.0f ms",
-                f"refused: {refused}" if refused else f"failed ({exc})",
-                delay,
-                extra=deps.observer.extra(),
+            deps.observer.call_failed(
+                "register",
+                exc,
+                "registration",
+                f"retrying in {delay:.0f} ms",
+                retry_in_ms=delay,
             )
             await _sleep_unless(deps.stopping, delay)
             continue
         deps.last_heartbeat_at = time.time()  # P-TEL-5: registration counts as a heartbeat
-        log.info(
+        interval_ms = cfg.heartbeat_interval_ms or record.heartbeat_interval_ms or 5000
+        deps.observer.line(
+            INFO,
+            "registered",
             "worker registered",
-            extra=deps.observer.extra(handlers=deps.handler_names, queues=cfg.queues.registered),
+            url=deps.client.config.base_url,
+            heartbeat_interval_ms=interval_ms,
         )
-        return cfg.heartbeat_interval_ms or record.heartbeat_interval_ms or 5000
+        return interval_ms
     return None
 
 
@@ -191,11 +209,17 @@ async def heartbeat_loop(deps: HeartbeatDeps, interval_ms: int) -> None:
             if deps.telemetry is not None:
                 deps.telemetry.heartbeat(False)
             deps.observer.error("heartbeat", exc)
-            log.warning("worker heartbeat failed: %s", exc, extra=deps.observer.extra())
+            deps.observer.call_failed("heartbeat", exc, "worker heartbeat")
         except Exception as exc:  # a bug here must not silently end the heartbeats
             deps.observer.error("heartbeat", exc)
-            log.exception(
-                "worker heartbeat crashed: %s", type(exc).__name__, extra=deps.observer.extra()
+            deps.observer.line(
+                ERROR,
+                "internal_error",
+                "worker heartbeat crashed",
+                None,
+                cause_text(exc),
+                exc,
+                operation="heartbeat",
             )
 
 
@@ -308,12 +332,9 @@ async def poll_loop(deps: PollDeps, run: Callable[[Slot], Any]) -> None:
                 deps.telemetry.polled(started_ns, None)  # P-TEL-4: orch8.outcome = error
             deps.observer.poll_failed(exc)
             delay = backoff.next_delay_ms(exc.retry_after_ms if is_outage(exc) else None)
-            refused = refusal(exc)  # P-SDK-24: 401/403 back off like an outage, named as such
-            log.warning(
-                "poll %s, backing off %.0f ms",
-                f"refused: {refused}" if refused else f"failed ({exc})",
-                delay,
-                extra=deps.observer.extra(),
+            # P-SDK-24: 401/403 back off like an outage, logged as `refused`
+            deps.observer.call_failed(
+                "poll", exc, "poll", f"backing off {delay:.0f} ms", retry_in_ms=delay
             )
             await _sleep_unless(deps.stopping, delay)  # P-SDK-9
             continue
@@ -358,10 +379,20 @@ async def run_slot(deps: ExecutorDeps, slot: Slot) -> None:
         settled = True
         if ended in ("lease_lost", "cancelled"):
             deps.observer.abandoned(ctx, ended, duration_ms=elapsed_ms(slot))
+        elif ended == "given_up":
+            deps.observer.abandoned(ctx, "lease_lost", duration_ms=elapsed_ms(slot), logged=True)
     except asyncio.CancelledError:
         raise
     except Exception as exc:  # never let one task's bug escape as an unretrieved exception
-        log.exception("task runner crashed: %s", type(exc).__name__, extra=deps.observer.extra(ctx))
+        deps.observer.line(
+            ERROR,
+            "internal_error",
+            "task runner crashed",
+            ctx,
+            cause_text(exc),
+            exc,
+            operation="run",
+        )
     finally:
         if not settled and not slot.abandoned:
             why = "runner ended without a result"
@@ -383,6 +414,15 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
         if verdict.kind != "rejected":
             return verdict.kind
         outcome = output_rejected(verdict.status, verdict.code)  # P-SDK-15: refused alone
+    if outcome.code in REJECTED_BY_WORKER:
+        deps.observer.line(
+            WARNING,
+            "task_rejected",
+            f"task failed with {outcome.code}",
+            ctx,
+            outcome.message,
+            code=outcome.code,
+        )
     ended = await deliver_fail(deps, slot, outcome)
     if ended == "failed":
         deps.observer.failed(

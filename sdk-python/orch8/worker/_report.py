@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import Orch8Error
 from .context import TaskContext
-from .observe import Observer, log
+from .observe import Observer
 
 MAX_MESSAGE_BYTES = 16_384  # P-SDK-27: of UTF-8 in a fail's `error`
 MAX_DETAILS_BYTES = 65_536  # P-SDK-27: of JSON text in a fail's `details`
@@ -108,9 +108,5 @@ class Report:
                     "checkpoint": None,
                     "details": {"report_refused": {"status": exc.status, "code": exc.code}},
                 }
-                log.warning(
-                    "failure report refused (%s): re-sending it once without checkpoint,"
-                    " its details replaced by report_refused",
-                    exc,
-                    extra=self.observer.extra(self.ctx, status=exc.status, code=exc.code),
-                )
+                then = "re-sending it once without checkpoint, details replaced by report_refused"
+                self.observer.call_failed("fail", exc, "failure report", then, self.ctx)

@@ -22,10 +22,11 @@ from ..telemetry import WorkerTelemetry
 from . import _wire
 from ._completer import Completer
 from ._execute import NO_HANDLER, Handler, Slot
+from ._logs import INFO, WARNING
 from ._queues import QueueSelection
 from .backoff import Backoff
 from .context import TaskContext
-from .observe import Observer, log
+from .observe import Observer
 
 MAX_BATCH_SIZE = 100  # P-SDK-13: the contract's maximum batch_size
 MAX_HANDLER_NAMES = 50  # P-SDK-13: the contract's maximum handler_names per poll
@@ -160,7 +161,10 @@ class Runtime:
         if self.stop_requested:
             return
         self.stop_requested = True
-        log.info("worker stopping: %s", why, extra=self.observer.extra(reason=why))
+        grace_ms = self.settings.grace_period_ms
+        self.observer.line(
+            INFO, "stopping", f"worker stopping: {why}", reason=why, grace_period_ms=grace_ms
+        )
         self.stopping.set()
         self.interrupt.set()
         self.wake.set()
@@ -173,13 +177,13 @@ class Runtime:
         if self.stop_requested:
             if self.second_signal is None:
                 self.second_signal = name
-            log.warning(
-                "received %s while stopping: ending the grace period now",
-                name,
-                extra=self.observer.extra(signal=name),
-            )
+            message = f"received a second signal {name}: ending the grace period now"
+            self.observer.line(WARNING, "second_signal", message, signal=name)
             self.end_grace.set()
             return
+        grace_ms = self.settings.grace_period_ms
+        message = f"received {name}: shutting down, running tasks get {grace_ms} ms"
+        self.observer.line(INFO, "signal", message, signal=name, grace_period_ms=grace_ms)
         self.request_stop(f"received {name}")
 
     def set_local_quiet(self, quiet: bool) -> None:
@@ -187,12 +191,15 @@ class Runtime:
         self.local_quiet = quiet
         if quiet:
             self.interrupt.set()
-        log.info("worker %s (local)", "quiet" if quiet else "resumed", extra=self.observer.extra())
+        message = "claiming paused (local quiet)" if quiet else "claiming resumed (local)"
+        self.observer.line(INFO, "local_quiet", message, quiet=quiet)
         self.wake.set()
 
     def apply_directive(self, directive: str) -> None:
         """P-WORKER-3 / P-SDK-18: `quiet` and `running` touch only the operator flag."""
         if directive == "terminate":  # wins over both quiet flags
+            if not self.stop_requested:
+                self.observer.line(INFO, "directive", "directive terminate", directive=directive)
             self.request_stop("terminate directive")
             return
         quiet = directive == "quiet"
@@ -200,7 +207,7 @@ class Runtime:
             self.server_quiet = quiet
             if quiet:
                 self.interrupt.set()
-            log.info("directive %s", directive, extra=self.observer.extra(directive=directive))
+            self.observer.line(INFO, "directive", f"directive {directive}", directive=directive)
             self.wake.set()
 
     # --- held tasks ----------------------------------------------------------------------

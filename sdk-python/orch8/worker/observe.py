@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ._logs import DEBUG, INFO, WARNING, answer_fields, call_event, cause_text, emit
 from .context import TaskContext
-
-log = logging.getLogger("orch8.worker")
 
 
 @dataclass(frozen=True)
@@ -90,6 +88,7 @@ class Observer:
 
     def __init__(self, worker_id: str) -> None:
         self.worker_id = worker_id
+        self.url = ""  # the server's base URL, named by call failures (P-SDK-31)
         self._stats = WorkerStats()
         self._lock = threading.Lock()
         self.hooks: dict[str, list[Callable[[Any], Any]]] = {name: [] for name in HOOKS}
@@ -106,9 +105,41 @@ class Observer:
         """Structured log fields: worker id, and the task's id, handler and attempt."""
         out: dict[str, Any] = {"worker_id": self.worker_id}
         if ctx is not None:
-            out.update(task_id=ctx.id, handler_name=ctx.handler_name, attempt=ctx.attempt)
+            out.update(task_id=ctx.id, handler=ctx.handler_name, attempt=ctx.attempt)
         out.update(fields)
         return out
+
+    def line(
+        self,
+        level: int,
+        event: str,
+        message: str,
+        ctx: TaskContext | None = None,
+        cause: str | None = None,
+        exc_info: BaseException | None = None,
+        **fields: Any,
+    ) -> None:
+        """One log line: an event of P-SDK-31's table with its fields."""
+        emit(level, event, message, self.extra(ctx, **fields), cause, exc_info)
+
+    def call_failed(
+        self,
+        operation: str,
+        exc: BaseException,
+        subject: str,
+        then: str = "",
+        ctx: TaskContext | None = None,
+        retry_in_ms: float | None = None,
+    ) -> None:
+        """A call the worker made failed: `outage` or `refused`, naming URL and cause;
+        "<subject> failed|refused[, <then>]: <cause>"."""
+        fields: dict[str, Any] = {"operation": operation, "url": self.url, **answer_fields(exc)}
+        if retry_in_ms is not None:
+            fields["retry_in_ms"] = round(retry_in_ms)
+        event = call_event(exc)
+        message = f"{subject} {'failed' if event == 'outage' else 'refused'}"
+        message += f", {then}" if then else ""
+        self.line(WARNING, event, message, ctx, cause_text(exc), **fields)
 
     def fire(self, name: str, event: Any) -> None:
         # P-SDK-11: a broken hook is logged, naming the hook and its exception, and ignored.
@@ -116,13 +147,13 @@ class Observer:
             try:
                 hook(event)
             except Exception as exc:
-                log.warning(
-                    "worker hook on_%s (%r) raised %s: %s",
-                    name,
-                    hook,
-                    type(exc).__name__,
-                    exc,
-                    extra=self.extra(hook=name),
+                self.line(
+                    WARNING,
+                    "hook_error",
+                    f"hook on_{name} raised; ignored",
+                    None,
+                    cause_text(exc),
+                    hook=name,
                 )
 
     # --- the events; each keeps the counters' invariant ----------------------------------
@@ -141,15 +172,13 @@ class Observer:
         self.fire("poll", PollEvent(claimed, duration_ms))
 
     def started(self, ctx: TaskContext) -> None:
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("task started", extra=self.extra(ctx))
+        self.line(DEBUG, "task_started", "task started", ctx)
         if self.hooks["task_start"]:
             self.fire("task_start", TaskStartEvent(ctx))
 
     def completed(self, ctx: TaskContext, duration_ms: float) -> None:
         self._settle("tasks_completed", ctx, "completed", None, duration_ms)
-        if log.isEnabledFor(logging.DEBUG):
-            log.debug("task completed", extra=self.extra(ctx))
+        self.line(DEBUG, "task_completed", "task completed", ctx)
         if self.hooks["task_complete"]:
             self.fire("task_complete", TaskCompleteEvent(ctx, duration_ms))
 
@@ -157,28 +186,34 @@ class Observer:
         self, ctx: TaskContext, error: object, code: str, retryable: bool, duration_ms: float
     ) -> None:
         self._settle("tasks_failed", ctx, "failed", code, duration_ms)
-        log.warning(
-            "task failed: %s (code %s, %s)",
-            error,
-            code,
-            "retryable" if retryable else "permanent",
-            extra=self.extra(ctx, error_code=code, retryable=retryable),
+        kind = "retryable" if retryable else "permanent"
+        self.line(
+            DEBUG,
+            "task_failed",
+            f"task failed with {code} ({kind})",
+            ctx,
+            code=code,
+            retryable=retryable,
         )
         self.fire("task_fail", TaskFailEvent(ctx, code, retryable, duration_ms))
 
     def abandoned(
-        self, ctx: TaskContext, reason: str, why: str = "", duration_ms: float | None = None
+        self,
+        ctx: TaskContext,
+        reason: str,
+        why: str = "",
+        duration_ms: float | None = None,
+        logged: bool = False,
     ) -> None:
-        """Given up without a result: lease lost or cancelled (P-SDK-5)."""
+        """Given up without a result: lease lost or cancelled (P-SDK-5); `logged`: the
+        caller already logged why (`given_up`)."""
         reason = "cancelled" if reason == "cancelled" else "lease_lost"
         counter = "tasks_cancelled" if reason == "cancelled" else "tasks_lease_lost"
         self._settle(counter, ctx, reason, None, duration_ms)
-        log.warning(
-            "task abandoned, no result sent: %s%s",
-            reason,
-            f" ({why})" if why else "",
-            extra=self.extra(ctx, reason=reason),
-        )
+        if not logged:
+            level = INFO if reason == "cancelled" else WARNING
+            message = f"task given up, no result sent: {reason}"
+            self.line(level, "abandoned", message, ctx, why or reason, reason=reason)
         self.fire("task_abandoned", TaskAbandonedEvent(ctx, reason))
 
     def error(self, operation: str, error: BaseException) -> None:

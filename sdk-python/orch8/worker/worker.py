@@ -26,12 +26,13 @@ from ..telemetry import Telemetry
 from ._drain import drain
 from ._execute import Handler
 from ._health import serve_health
+from ._logs import INFO, WARNING
 from ._loops import SHUTDOWN_STEP_S, heartbeat_loop, poll_loop, register_until_ok, run_slot
 from ._pool import DaemonPool
 from ._queues import select_queues
 from ._runtime import Runtime, Settings
 from ._runtime import poll_threshold as poll_threshold_for
-from .observe import Observer, WorkerStats, log
+from .observe import Observer, WorkerStats
 
 H = TypeVar("H", bound=Handler)
 F = TypeVar("F", bound=Callable[[Any], Any])
@@ -307,11 +308,22 @@ class Worker:
         )
         rt = Runtime(settings, self._handlers, self.observer, client, executor, telemetry)
         self._runtime = rt
+        self.observer.url = client.config.base_url
+        self.observer.line(
+            INFO,
+            "start",
+            f"worker starting against {client.config.base_url}",
+            url=client.config.base_url,
+            handlers=rt.handler_names,
+            queues=settings.queues.registered,
+            concurrency=settings.concurrency,
+        )
         health = None if self.health_port is None else await serve_health(rt, self.health_port)
         if health is not None:
             host, port = health.sockets[0].getsockname()[:2]
             self._health_address = (host, port)
-            log.info("health endpoint on http://%s:%d/health", host, port)
+            addr = f"http://{host}:{port}/health"
+            self.observer.line(INFO, "health", f"health endpoint on {addr}", addr=addr)
         if self._stop_early:
             rt.request_stop("stop() called before run")
         rt.local_quiet = self._quiet_early
@@ -341,7 +353,7 @@ class Worker:
                 self._health_address = None
                 await health.wait_closed()
             self._runtime = None
-            log.info("worker stopped", extra=self.observer.extra(None, **self.stats().as_dict()))
+            self.observer.line(INFO, "stopped", "worker stopped", stats=self.stats().as_dict())
 
     async def _finish(self, rt: Runtime, registered: bool) -> None:
         """Results in flight land, then deregister; bounded so shutdown ends (P-SDK-17)."""
@@ -349,16 +361,22 @@ class Worker:
         try:
             await asyncio.wait_for(rt.completer.aclose(), budget)
         except asyncio.TimeoutError:
-            log.warning("completions still in flight at shutdown", extra=self.observer.extra())
+            self.observer.line(
+                WARNING,
+                "outage",
+                "completions still in flight when the worker stopped",
+                None,
+                f"no answer within {budget} s",
+                operation="complete",
+                url=self.observer.url,
+            )
         if not registered:
             return
         try:
             await asyncio.wait_for(rt.client.deregister_worker(self.worker_id), budget)
         except Exception as exc:  # best effort: the server declares us dead anyway
             self.observer.error("deregister", exc)
-            log.warning(
-                "deregister failed: %s", exc or type(exc).__name__, extra=self.observer.extra()
-            )
+            self.observer.call_failed("deregister", exc, "deregister")
 
     def _install_signals(self, rt: Runtime) -> list[int]:
         """P-SDK-7 / P-SDK-8 / P-SDK-17 signal handling; only possible on the main thread."""

@@ -95,7 +95,7 @@ def test_p_sdk_24_a_refused_worker_keeps_running_until_its_key_is_fixed(
         refused = lambda: [  # noqa: E731
             r.getMessage()
             for r in caplog.records
-            if "register refused: 403 forbidden" in r.getMessage()
+            if "registration refused" in r.getMessage() and "HTTP 403 forbidden" in r.getMessage()
         ]
         wait_until(lambda: len(refused()) >= 2, what="two refused registrations")
         assert rw.thread.is_alive() and worker.stats().polls == 0

@@ -193,11 +193,16 @@ def test_p_sdk_22_worker_log_names_the_url_on_transport_errors(
     with caplog.at_level(logging.WARNING, logger="orch8"):
         run = Running(worker)
         try:
-            wait_until(lambda: any("register" in r.getMessage() for r in caplog.records))
+            wait_until(lambda: any("registration" in r.getMessage() for r in caplog.records))
         finally:
             run.stop()
-    line = next(r.getMessage() for r in caplog.records if "register" in r.getMessage())
+    record = next(r for r in caplog.records if "registration" in r.getMessage())
+    line = record.getMessage()
     assert f"{url}/workers" in line and "ECONNREFUSED" in line, line
+    # P-SDK-31: an `outage` line whose fields name the operation, the URL and the cause
+    fields = vars(record)
+    assert (fields["event"], fields["operation"], fields["url"]) == ("outage", "register", url)
+    assert fields["cause"].startswith("connection_error: ") and line.endswith(fields["cause"])
 
 
 def test_p_sdk_22_problem_text_has_status_code_and_detail() -> None:

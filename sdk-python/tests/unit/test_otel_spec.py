@@ -107,12 +107,16 @@ def test_registration_counts_as_a_heartbeat_p_tel_5() -> None:
     """P-TEL-5: a successful registration sets last_heartbeat_at before any worker heartbeat."""
 
     class Client:
+        config = types.SimpleNamespace(base_url="http://orch8.test")
+
         async def register_worker(self, worker_id: str, **kw: Any) -> Any:
             return types.SimpleNamespace(heartbeat_interval_ms=5000)
 
     deps = types.SimpleNamespace(
         client=Client(),
-        observer=types.SimpleNamespace(extra=lambda **kw: {}, error=lambda *a: None),
+        observer=types.SimpleNamespace(
+            extra=lambda **kw: {}, error=lambda *a: None, line=lambda *a, **kw: None
+        ),
         settings=types.SimpleNamespace(
             worker_id="w1",
             queues=types.SimpleNamespace(registered=["default"]),

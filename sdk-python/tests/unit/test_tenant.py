@@ -188,7 +188,10 @@ def test_p_sdk_24_poll_refused_keeps_the_worker_running(caplog: pytest.LogCaptur
             wait_until(lambda: server.completed == ["t1"])
         finally:
             run.stop()
-    assert any(w.startswith(f"poll refused: 403 forbidden: {detail}") for w in _warnings(caplog))
+    said = "poll refused, backing off"
+    assert any(
+        said in w and w.endswith(f": HTTP 403 forbidden: {detail}") for w in _warnings(caplog)
+    )
 
 
 def test_p_sdk_24_registration_refused_is_retried_until_the_key_works(
@@ -220,10 +223,9 @@ def test_p_sdk_24_registration_refused_is_retried_until_the_key_works(
     paths = [p for _, p, _ in server.requests]
     assert paths[:4] == ["/workers"] * 4, "no poll before the registration succeeded"
     warnings = _warnings(caplog)
-    assert any(
-        w.startswith("register refused: 401 unauthorized: unauthorized key") for w in warnings
-    )
-    assert any(w.startswith("register refused: 403 forbidden: forbidden key") for w in warnings)
+    refused = [w for w in warnings if w.startswith("orch8: registration refused, retrying in ")]
+    assert any(w.endswith(": HTTP 401 unauthorized: unauthorized key") for w in refused), warnings
+    assert any(w.endswith(": HTTP 403 forbidden: forbidden key") for w in refused), warnings
     assert [type(e.error) for e in errors[:3]] == [
         orch8.AuthError,
         orch8.ForbiddenError,

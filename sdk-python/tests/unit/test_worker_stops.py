@@ -118,8 +118,12 @@ def test_p_sdk_29_second_signal_message_and_logs(
     [fail] = server.failed
     expected = f"worker w shut down: second signal {signal_name} ended the grace period"
     assert fail["error"] == expected
-    said = [(r.levelno, r.getMessage()) for r in caplog.records if signal_name in r.getMessage()]
-    assert [level for level, _ in said[:2]] == [logging.INFO, logging.WARNING], said
+    said = [(r.levelno, vars(r).get("event"), vars(r).get("signal")) for r in caplog.records]
+    signals = [s for s in said if s[1] in ("signal", "second_signal")]
+    assert signals == [
+        (logging.INFO, "signal", signal_name),
+        (logging.WARNING, "second_signal", signal_name),
+    ], said
 
 
 SCRIPT = """
