@@ -29,9 +29,9 @@ type Task struct {
 	// Claimed is the task exactly as the server handed it over.
 	Claimed ClaimedTask
 
-	client *Client
-	lease  time.Duration     // lease_ms asked on per-task heartbeats; zero: server default
-	drop   func(cause error) // fires the cancellation signal, sends nothing (P-SDK-5)
+	beat  heartbeatFunc     // the task's heartbeat call: the server's, or orch8test's (KitTask)
+	lease time.Duration     // lease_ms asked on per-task heartbeats; zero: server default
+	drop  func(cause error) // fires the cancellation signal, sends nothing (P-SDK-5)
 
 	mu             sync.Mutex
 	leaseExpiresAt time.Time
@@ -43,8 +43,13 @@ func newTask(ct ClaimedTask, c *Client, lease time.Duration) *Task {
 		Params: ct.Params, Context: ct.Context, Headers: ct.Headers,
 		Priority: ct.Priority, Attempt: ct.Attempt, MaxAttempts: ct.MaxAttempts,
 		Checkpoint: ct.Checkpoint, LeaseID: ct.Lease.ID, CreatedAt: ct.CreatedAt, GoodUntil: ct.GoodUntil,
-		Claimed: ct, client: c, lease: lease, leaseExpiresAt: ct.Lease.ExpiresAt,
+		Claimed: ct, lease: lease, leaseExpiresAt: ct.Lease.ExpiresAt,
 		drop: func(error) {},
+	}
+	if c != nil {
+		t.beat = func(ctx context.Context, body TaskHeartbeat) (*TaskLeaseStatus, error) {
+			return c.HeartbeatTask(ctx, ct.ID, body)
+		}
 	}
 	if t.Params == nil {
 		t.Params = map[string]any{}
@@ -75,7 +80,7 @@ func (t *Task) setLeaseExpiresAt(at time.Time) {
 // matching ErrLeaseLost or ErrTaskCancelled, so the handler can stop; the worker then
 // sends no result for the task (P-SDK-19).
 func (t *Task) Heartbeat(ctx context.Context, progress any, checkpoint map[string]any) error {
-	st, err := t.client.HeartbeatTask(ctx, t.ID, TaskHeartbeat{LeaseID: Ptr(t.LeaseID), Progress: progress,
+	st, err := t.beat(ctx, TaskHeartbeat{LeaseID: Ptr(t.LeaseID), Progress: progress,
 		Checkpoint: checkpoint, LeaseMs: optMillis(t.lease)})
 	switch {
 	case errors.Is(err, ErrLeaseLost):

@@ -210,8 +210,7 @@ func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 func (w *Worker) rejectOutput(c *completion, pe *ProblemError) {
 	t := c.r.task
 	w.log.Warn("orch8: output refused by the server; failing the task", append(causeAttrs(pe), "task_id", t.ID)...)
-	rep := TaskFailureReport{Error: "the server refused the task's output: " + pe.Error(), Retryable: Ptr(false),
-		Code: Ptr(CodeOutputRejected), Details: JSONObject{"status": pe.Status, "code": pe.Code}}
+	rep := outputRejected(pe)
 	go func() {
 		defer close(c.done)
 		w.deliverFailure(c.r, rep, time.Time{})

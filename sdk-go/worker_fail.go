@@ -60,12 +60,31 @@ func shutdownMessage(workerID string, grace time.Duration, signal string) string
 	return fmt.Sprintf("worker %s shut down: second signal %s ended the grace period", workerID, signal)
 }
 
+// shutdownFailure is the fail of a handler still running when the grace period ended:
+// code "shutdown", retryable, message from shutdownMessage (P-SDK-7, P-SDK-29).
+func shutdownFailure(message string) TaskFailureReport {
+	return TaskFailureReport{Error: message, Retryable: Ptr(true), Code: Ptr(CodeShutdown)}
+}
+
+// invalidOutput is the permanent fail of an output that is not strict JSON; it is never
+// re-sent (P-SDK-15).
+func invalidOutput(jerr error) TaskFailureReport {
+	return TaskFailureReport{Error: "output cannot be encoded as JSON: " + jerr.Error(), Retryable: Ptr(false),
+		Code: Ptr(CodeInvalidOutput), Details: JSONObject{"type": typeName(jerr), "message": jerr.Error()}}
+}
+
+// outputRejected is the permanent fail of a completion the server refused on its own
+// (P-SDK-15); it carries no output, so it fits.
+func outputRejected(pe *ProblemError) TaskFailureReport {
+	return TaskFailureReport{Error: "the server refused the task's output: " + pe.Error(), Retryable: Ptr(false),
+		Code: Ptr(CodeOutputRejected), Details: JSONObject{"status": pe.Status, "code": pe.Code}}
+}
+
 // failForShutdown fails a task whose handler outlived the grace period: code "shutdown",
 // retryable, sent with a fresh context, not the cancelled one (P-SDK-7), by deadline.
 func (w *Worker) failForShutdown(r *run, message string, deadline time.Time) {
 	r.cancel(ErrShutdown)
-	rep := TaskFailureReport{Error: message, Retryable: Ptr(true), Code: Ptr(CodeShutdown), LeaseID: Ptr(r.task.LeaseID)}
-	w.deliverFailure(r, rep, deadline)
+	w.deliverFailure(r, shutdownFailure(message), deadline)
 	w.release(r) // its handler may never return; the slot and the count are settled now
 }
 

@@ -224,8 +224,7 @@ func (w *Worker) execute(r *run) {
 	if jerr != nil {
 		// P-SDK-15: an output that is not strict JSON can never be delivered; fail it once.
 		log.Warn("orch8: output is not JSON; failing the task", "err", jerr.Error(), "type", typeName(jerr))
-		w.deliverFailure(r, TaskFailureReport{Error: "output cannot be encoded as JSON: " + jerr.Error(), Retryable: Ptr(false),
-			Code: Ptr(CodeInvalidOutput), Details: JSONObject{"type": typeName(jerr), "message": jerr.Error()}}, time.Time{})
+		w.deliverFailure(r, invalidOutput(jerr), time.Time{})
 		return
 	}
 	w.complete(r, json.RawMessage(raw)) // batched with other completions (P-SDK-12)
