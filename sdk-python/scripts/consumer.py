@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -267,6 +268,22 @@ def client(c: Consumer) -> None:
         expect([t.handler_name for t in tasks] == ["word_count"], f"tasks: {tasks}")
 
 
+def test_worker(c: Consumer) -> None:
+    """The README's handler unit tests, run by pytest in the user's venv with no server."""
+    pytest = f"pytest=={version('pytest')}"
+    subprocess.run([c.python, "-m", "pip", "install", "-q", pytest], check=True, cwd=c.workdir)
+    done = subprocess.run(
+        [c.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_worker.py"],
+        cwd=c.workdir,
+        env=c.env("http://127.0.0.1:9"),  # nothing listens there: the tests need no server
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    expect(done.returncode == 0 and "4 passed" in done.stdout, f"pytest: {done.stdout[-3000:]}")
+
+
 # Which README blocks each scenario runs.
 SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("worker", "enqueue"), worker_and_enqueue),
@@ -276,6 +293,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("tenants",), tenants),
     (("workflows",), workflows),
     (("client",), client),
+    (("test_worker",), test_worker),
 ]
 
 
