@@ -24,6 +24,13 @@ export type Delivery =
   | { kind: "unsent" } // the lease was lost or cancelled before the item went out
   | { kind: "refused"; error: Orch8Error }; // refused on its own: no re-send can fix it (P-SDK-15)
 
+/**
+ * A failure: logged with `line` (P-SDK-31), told to onError when `request` (a failed request;
+ * an outage of one item inside a 200 answer is only logged).
+ */
+export type BatchFailure = (err: unknown, line: BatchLine | undefined, request: boolean) => void;
+export interface BatchLine { subject: string; then: string; retryInMs?: number }
+
 interface Pending {
   run: TaskRun;
   item: TaskCompletionItem;
@@ -54,7 +61,7 @@ export class CompletionBatcher {
   private gathering = false;
   private readonly backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
 
-  constructor(private readonly client: Orch8Client, private readonly onError: (err: unknown) => void) {}
+  constructor(private readonly client: Orch8Client, private readonly onError: BatchFailure) {}
 
   /** Queues `run`'s output; resolves once the server answered for it or it was given up. */
   submit(run: TaskRun, output: unknown): Promise<Delivery> {
@@ -101,15 +108,16 @@ export class CompletionBatcher {
     try {
       items = (await this.client.completeTasks(batch.map((p) => p.item))).items;
     } catch (err) {
-      this.onError(err);
-      if (isOutage(err)) return this.retry(batch, err);
+      if (isOutage(err)) return this.retry(batch, err, true);
       if (refusesContent(err) && batch.length > 1) {
         // P-SDK-15: refused as a whole (e.g. 413 for the sum of outputs): halves, until alone.
+        this.onError(err, { subject: `completion batch of ${batch.length}`, then: "splitting it" }, true);
         const mid = Math.ceil(batch.length / 2);
         await this.send(batch.slice(0, mid));
         await this.send(batch.slice(mid));
         return;
       }
+      this.onError(err, undefined, true); // an item refused alone is logged as its task's output_rejected
       for (const p of batch) {
         if (err instanceof Orch8Error) p.resolve({ kind: "refused", error: err });
         else p.resolve({ kind: "given_up", error: err });
@@ -133,7 +141,7 @@ export class CompletionBatcher {
         again.push(p);
       } else p.resolve({ kind: "refused", error: err });
     });
-    if (again.length > 0) await this.retry(again, outage);
+    if (again.length > 0) await this.retry(again, outage, false);
   }
 
   /**
@@ -141,7 +149,7 @@ export class CompletionBatcher {
    * the rest go back to the front of the queue after the outage backoff (or Retry-After,
    * P-SDK-16). Results that become ready meanwhile wait too, and join them in the next request.
    */
-  private async retry(batch: Pending[], err: unknown): Promise<void> {
+  private async retry(batch: Pending[], err: unknown, requestFailed: boolean): Promise<void> {
     const now = Date.now();
     const keep: Pending[] = [];
     let left = Infinity;
@@ -153,8 +161,11 @@ export class CompletionBatcher {
         left = Math.min(left, remaining);
       }
     }
-    if (keep.length === 0) return;
     const delay = Math.min(outageWait(err, this.backoff.next()), left);
+    // onError hears of failed requests only; an item's outage inside an answer is logged too.
+    const line = keep.length === 0 ? undefined : { subject: `completion batch of ${keep.length}`, then: `retrying in ${delay} ms`, retryInMs: delay };
+    this.onError(err, line, requestFailed);
+    if (keep.length === 0) return;
     await sleep(delay, keep.map((p) => p.run.stopDelivery.signal));
     this.queue.unshift(...keep);
   }

@@ -4,7 +4,7 @@
 import { sleep } from "../backoff.js";
 import type { TaskFailureReport } from "../types.js";
 import { ShutdownError } from "./errors.js";
-import type { Logger } from "./stats.js";
+import type { WorkerLog } from "./logs.js";
 import type { TaskRun } from "./task-run.js";
 
 /** P-SDK-17: shutdown's own calls (leftover fails, deregister) get this long after the grace period. */
@@ -20,7 +20,7 @@ export interface DrainDeps {
   /** The signal that cut it, once one did. */
   secondSignal(): string | undefined;
   fail(run: TaskRun, report: TaskFailureReport, stop: AbortSignal): Promise<void>;
-  log: Logger;
+  log: WorkerLog;
 }
 
 /** P-SDK-29: `worker <id> shut down: ...`, the stored message of every `shutdown` fail. */
@@ -42,13 +42,14 @@ export async function drain(d: DrainDeps): Promise<void> {
   // hold the worker past grace + a few seconds.
   const stop = AbortSignal.timeout(SHUTDOWN_CALLS_MS);
   const why = shutdownMessage(d.workerId, d.gracePeriodMs, d.secondSignal());
+  const left = d.runs().filter((run) => run.phase === "running").length;
+  if (left > 0) d.log.line("warn", "grace_ended", `${left} task(s) still running, failed with shutdown`, { tasks: left }, why);
   await Promise.all(d.runs().map(async (run) => {
     if (run.phase !== "running") {
       run.stopDelivery.abort(); // a result stuck in an outage: give up re-sending
       return;
     }
     if (!run.settle("shutdown", new ShutdownError(why))) return;
-    d.log.warn(`orch8: task ${run.task.id} still running at shutdown (${why}); failing it with shutdown (retryable)`);
     await d.fail(run, { lease_id: run.leaseId, error: why, retryable: true, code: "shutdown" }, stop);
   }));
 }

@@ -9,9 +9,10 @@ import { CompletionBatcher, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, refusesContent } f
 import { boundReport, refusedReport } from "./bound.js";
 import { describeCause } from "./cause.js";
 import { TaskContext } from "./context.js";
+import { taskFields, type WorkerLog } from "./logs.js";
 import { checkOutput, InvalidOutputError } from "./output.js";
 import { failureReport, invalidOutputReport, outputRejectedReport } from "./report.js";
-import type { ErrorOperation, Logger, WorkerHooks } from "./stats.js";
+import type { ErrorOperation, WorkerHooks } from "./stats.js";
 import type { LossReason, Outcome, TaskRun } from "./task-run.js";
 
 /** A handler: gets the task context, returns the task's output (any JSON value). */
@@ -24,9 +25,10 @@ export interface ExecutorDeps {
   workerId: string;
   handlers: Record<string, Handler>;
   leaseMs: number | undefined;
-  log: Logger;
+  log: WorkerLog;
   count(outcome: Outcome): void;
   hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void;
+  /** A call failed: tells onError (the caller logs it). */
   error(operation: ErrorOperation, error: unknown): void;
 }
 
@@ -35,7 +37,10 @@ export class TaskExecutor {
   private readonly completions: CompletionBatcher;
 
   constructor(private readonly d: ExecutorDeps) {
-    this.completions = new CompletionBatcher(d.client, (err) => d.error("complete", err));
+    this.completions = new CompletionBatcher(d.client, (err, line, request) => {
+      if (line) d.log.callFailed("complete", err, line.subject, line.then, line.retryInMs === undefined ? {} : { retry_in_ms: line.retryInMs });
+      if (request) d.error("complete", err);
+    });
   }
 
   /** Counts `run` once under `outcome` (P-SDK-11: claimed = the sum of outcomes + in flight). */
@@ -56,7 +61,8 @@ export class TaskExecutor {
     // P-SDK-22: a run already counted (completed, failed) was not given up; never say it was.
     if (run.outcome !== undefined) return;
     if (!run.settle(by, error)) return;
-    this.d.log.info(`orch8: task ${run.task.id} attempt ${run.task.attempt} given up: ${by} (${describeCause(error)})`);
+    this.d.log.line(by === "cancelled" ? "info" : "warn", "abandoned", `task given up, no result sent: ${by}`,
+      { ...taskFields(run.task), reason: by }, describeCause(error));
     this.finish(run, by);
   };
 
@@ -66,7 +72,7 @@ export class TaskExecutor {
     if (!handler) {
       // P-SDK-14: no handler here will ever run it; fail it for good at once.
       const known = Object.keys(this.d.handlers);
-      this.d.log.warn(`orch8: task ${run.task.id} failed with no_handler: no handler named ${JSON.stringify(run.task.handler_name)} (known: ${known.join(", ")})`);
+      this.rejected(run, "no_handler", `no handler named ${JSON.stringify(run.task.handler_name)} (known: ${known.join(", ")})`);
       run.phase = "delivering";
       // P-TEL-3, P-TEL-4: no handler ran, yet the task still gets its duration point (the
       // time to refuse it, as in the other SDKs) and its process span, failed with no_handler.
@@ -78,6 +84,7 @@ export class TaskExecutor {
       return;
     }
     const ctx = new TaskContext(run, this.d.client, this.d.workerId, this.lose, this.d.leaseMs);
+    this.d.log.line("debug", "task_started", "task started", taskFields(run.task));
     this.d.hook("onTaskStart", { task: run.task });
     let ok = false;
     let value: unknown;
@@ -105,7 +112,7 @@ export class TaskExecutor {
     } catch (err) {
       // P-SDK-15: never re-sent, never sent as a completion.
       const e = err as InvalidOutputError;
-      this.d.log.warn(`orch8: task ${run.task.id} failed with invalid_output: ${e.message}`);
+      this.rejected(run, "invalid_output", e.message);
       await this.fail(run, invalidOutputReport(e, run.leaseId));
       return;
     }
@@ -116,7 +123,7 @@ export class TaskExecutor {
     const d = await this.completions.submit(run, output);
     switch (d.kind) {
       case "sent":
-        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} completed`);
+        this.d.log.line("debug", "task_completed", "task completed", taskFields(run.task));
         this.finish(run, "completed");
         this.d.hook("onTaskComplete", { task: run.task, durationMs: run.handlerMs });
         return;
@@ -129,7 +136,7 @@ export class TaskExecutor {
         return;
       case "refused": {
         // P-SDK-15: refused on its own, so no re-send helps; the fail carries no output.
-        this.d.log.warn(`orch8: task ${run.task.id} failed with output_rejected: the server refused its completion (${describeCause(d.error)})`);
+        this.rejected(run, "output_rejected", describeCause(d.error));
         await this.fail(run, outputRejectedReport(d.error, run.leaseId));
       }
     }
@@ -149,7 +156,8 @@ export class TaskExecutor {
     for (;;) {
       try {
         await this.d.client.failTask(run.task.id, body, stop ? { signal: stop } : undefined);
-        this.d.log.debug(`orch8: task ${run.task.id} attempt ${run.task.attempt} failed with ${body.code}`);
+        const kind = body.retryable ? "retryable" : "permanent";
+        this.d.log.line("debug", "task_failed", `task failed with ${body.code} (${kind})`, { ...taskFields(run.task), code: body.code, retryable: body.retryable ?? false });
         this.finish(run, "failed", body.code ?? "");
         this.d.hook("onTaskFail", { task: run.task, code: body.code ?? "", retryable: body.retryable ?? false, durationMs: run.handlerMs });
         return;
@@ -162,11 +170,10 @@ export class TaskExecutor {
             // P-SDK-27: a checkpoint over the body limit, say: store the real error without it.
             refused = err;
             body = refusedReport(body, err.status, err.code);
-            this.d.log.warn(`orch8: fail of task ${run.task.id} refused (${describeCause(err)}); re-sending it once without checkpoint and details`);
+            this.d.log.callFailed("fail", err, "failure report", "re-sending it once without checkpoint, details replaced by report_refused", taskFields(run.task));
             continue;
           }
-          this.d.log.error(`orch8: fail of task ${run.task.id} given up, counted as lease lost: refused twice (${describeCause(refused)}; then ${describeCause(err)})`);
-          this.finish(run, "lease_lost");
+          this.givenUp(run, "fail", "failure report refused twice", `${describeCause(refused)}; then ${describeCause(err)}`);
           return;
         }
         const left = Date.parse(run.leaseExpiresAt) - Date.now();
@@ -174,7 +181,9 @@ export class TaskExecutor {
           this.undeliverable(run, "fail", err);
           return;
         }
-        await sleep(Math.min(outageWait(err, backoff.next()), left), halt);
+        const wait = Math.min(outageWait(err, backoff.next()), left);
+        this.d.log.callFailed("fail", err, "failure report", `retrying in ${wait} ms`, { ...taskFields(run.task), retry_in_ms: wait });
+        await sleep(wait, halt);
       }
     }
   }
@@ -183,8 +192,18 @@ export class TaskExecutor {
   private undeliverable(run: TaskRun, what: "complete" | "fail", err: unknown): void {
     if (run.outcome !== undefined) return;
     const why = err === undefined ? "its lease was lost first" : describeCause(err);
-    this.d.log.warn(`orch8: ${what} of task ${run.task.id} given up, counted as lease lost (${why})`);
+    this.givenUp(run, what, `${what === "fail" ? "failure report" : "completion"} not delivered`, why);
+  }
+
+  /** P-SDK-31 `given_up`: no result reached the server; the task counts as lease lost. */
+  private givenUp(run: TaskRun, operation: "complete" | "fail", why: string, cause: string): void {
+    this.d.log.line("error", "given_up", `${why}; task given up as lease lost`, { ...taskFields(run.task), operation }, cause);
     this.finish(run, "lease_lost");
+  }
+
+  /** P-SDK-31 `task_rejected`: the worker fails the task itself (P-SDK-14, P-SDK-15). */
+  private rejected(run: TaskRun, code: string, cause: string): void {
+    this.d.log.line("warn", "task_rejected", `task failed with ${code}`, { ...taskFields(run.task), code }, cause);
   }
 
   private dropped(run: TaskRun, by: "lease_lost" | "cancelled", err: Orch8Error): void {

@@ -8,16 +8,16 @@ import { isOutage, outageWait } from "../outage.js";
 import type { WorkerInfo, WorkerRegistration } from "../types.js";
 import { describeCause } from "./cause.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS } from "./executor.js";
-import type { Logger } from "./stats.js";
+import { answerFields, type WorkerLog } from "./logs.js";
 
 export interface RegisterDeps {
   client: Orch8Client;
   registration: WorkerRegistration;
   /** Fires when shutdown begins: registration stops trying. */
   stop: AbortSignal;
-  log: Logger;
-  /** A failed attempt to report (log line, onError); `extra` says when the next one goes. */
-  error(err: unknown, extra: string): void;
+  log: WorkerLog;
+  /** A failed attempt to report (log line, onError); the next one goes in `waitMs`. */
+  error(err: unknown, waitMs: number): void;
 }
 
 /**
@@ -54,11 +54,12 @@ export async function registerUntilAnswered(d: RegisterDeps): Promise<WorkerInfo
       // A refused key (401/403) may be fixed on the server (SIGHUP): keep trying (P-SDK-24).
       if (!worthRetrying(err)) {
         const fatal = configurationError(d.client.baseUrl, err);
-        d.log.error(`orch8: worker ${d.registration.worker_id} stopped: ${fatal.message}`);
+        d.log.line("error", "config_error", `registration at ${d.client.baseUrl} refused for good; the worker stops`,
+          { url: d.client.baseUrl, ...answerFields(err) }, describeCause(err));
         throw fatal;
       }
       const wait = outageWait(err, backoff.next());
-      d.error(err, `; retrying in ${wait} ms`);
+      d.error(err, wait);
       await sleep(wait, d.stop);
     }
   }

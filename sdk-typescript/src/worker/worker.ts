@@ -9,7 +9,7 @@ import { isOutage, outageWait } from "../outage.js";
 import type { PollLink, Telemetry, WorkerTelemetry } from "../telemetry.js";
 import type { ClaimedTask, WorkerDirective } from "../types.js";
 import { USER_AGENT } from "../version.js";
-import { describeCause, describeRefusal } from "./cause.js";
+import { describeCause } from "./cause.js";
 import { drain, SHUTDOWN_CALLS_MS } from "./drain.js";
 import { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, TaskExecutor, type Handler } from "./executor.js";
 import { HealthServer, type HealthAddress } from "./health.js";
@@ -20,6 +20,7 @@ import { gatherSlots, pollThreshold, PollPlan } from "./poller.js";
 import { registeredQueues, selectQueues, type QueueSelection } from "./queues.js";
 import { registerUntilAnswered } from "./register.js";
 import { installSignals } from "./signals.js";
+import { taskFields, WorkerLog } from "./logs.js";
 import { consoleAtWarn, emptyStats, type ErrorOperation, type Logger, type WorkerHooks, type WorkerStats } from "./stats.js";
 import { TaskRun } from "./task-run.js";
 
@@ -90,7 +91,7 @@ export class Worker {
   readonly concurrency: number;
   private readonly pollThreshold: number;
   private readonly o: WorkerOptions;
-  private readonly log: Logger;
+  private readonly log: WorkerLog;
   private readonly handlerNames: string[];
   private readonly queues: QueueSelection;
   private readonly runs = new Map<string, TaskRun>(); // by runKey: one entry per claimed lease
@@ -118,9 +119,9 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     this.o = options;
-    this.log = options.logger ?? consoleAtWarn;
     this.client = options.client ?? new Orch8Client(options.telemetry ? { telemetry: options.telemetry } : {});
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
+    this.log = new WorkerLog(options.logger ?? consoleAtWarn, this.workerId, this.client.baseUrl);
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
     this.handlerNames = Object.keys(options.handlers);
     if (this.handlerNames.length === 0) throw new Error("Worker needs at least one handler");
@@ -144,7 +145,7 @@ export class Worker {
       log: this.log,
       count: (outcome) => this.counters[`tasks_${outcome}`]++,
       hook: (name, ...args) => this.hook(name, ...args),
-      error: (operation, error) => this.error(operation, error),
+      error: (operation, error) => this.hook("onError", { operation, error }),
     });
   }
 
@@ -176,12 +177,17 @@ export class Worker {
 
   /** Begins a graceful shutdown and resolves when it is over. Safe to call more than once. */
   stop(): Promise<void> {
+    return this.beginStop("stop() called");
+  }
+
+  private beginStop(reason: string): Promise<void> {
     if (this.phase === "new") {
       this.phase = "stopped";
       this.finished ??= Promise.resolve();
     }
     if (this.phase === "running") {
       this.phase = "stopping";
+      this.log.line("info", "stopping", `worker stopping: ${reason}`, { reason, grace_period_ms: this.gracePeriodMs });
       this.stopCtl.abort();
       this.pollCtl?.abort(); // P-SDK-7: the in-flight long-poll is aborted at once
       this.wake.notify();
@@ -191,11 +197,13 @@ export class Worker {
 
   /** Local quiet: stops claiming; in-flight tasks go on (P-SDK-8). */
   quiet(): void {
+    this.log.line("info", "local_quiet", "claiming paused (local quiet)", { quiet: true });
     this.setQuiet("local", true);
   }
 
   /** Clears local quiet only; an operator's `quiet` stays in force (P-SDK-18). */
   resume(): void {
+    this.log.line("info", "local_quiet", "claiming resumed (local)", { quiet: false });
     this.setQuiet("local", false);
   }
 
@@ -216,6 +224,10 @@ export class Worker {
       resume: () => this.resume(),
     });
     const untrackTimers = trackHandlerTimers();
+    const url = this.client.baseUrl;
+    this.log.line("info", "start", `worker starting against ${url}`, {
+      url, handlers: this.handlerNames, queues: registeredQueues(this.queues), concurrency: this.concurrency,
+    });
     try {
       if (this.o.healthPort !== undefined) await this.serveHealth(this.o.healthPort);
       const interval = await this.register();
@@ -228,7 +240,7 @@ export class Worker {
         leaseMs: this.o.leaseMs,
         lose: this.executor.lose,
         directive: (d) => this.obey(d),
-        error: (err) => this.error("heartbeat", err),
+        error: (err) => this.error("heartbeat", err, "worker heartbeat"),
         answered: (ok) => {
           if (ok) this.lastHeartbeatAt = Date.now();
           this.tel?.heartbeat(ok);
@@ -237,13 +249,13 @@ export class Worker {
       this.heartbeats.start();
       await this.pollLoop();
       await drain({
-        workerId: this.workerId, gracePeriodMs: this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS,
+        workerId: this.workerId, gracePeriodMs: this.gracePeriodMs,
         runs: () => [...this.runs.values()], cut: this.graceCtl.signal, secondSignal: () => this.secondSignal,
         fail: (run, report, stop) => this.executor.fail(run, report, stop), log: this.log,
       });
       await this.heartbeats.stop();
       await this.client.deregisterWorker(this.workerId, { signal: AbortSignal.timeout(SHUTDOWN_CALLS_MS) })
-        .catch((err) => this.error("deregister", err));
+        .catch((err) => this.error("deregister", err, "deregister"));
     } finally {
       this.phase = "stopped";
       removeSignals();
@@ -252,21 +264,26 @@ export class Worker {
       for (const run of this.runs.values()) if (!run.handlerReturned) run.timers.release();
       untrackTimers();
       await this.health?.close();
+      this.log.line("info", "stopped", "worker stopped", { stats: this.stats() });
     }
+  }
+
+  private get gracePeriodMs(): number {
+    return this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
   }
 
   /** P-SDK-7, P-SDK-17, P-SDK-29: each signal is logged; a second one ends the grace period now. */
   private onSignal(signal: "SIGTERM" | "SIGINT"): void {
     if (this.phase === "running") {
-      const grace = this.o.gracePeriodMs ?? DEFAULT_GRACE_PERIOD_MS;
-      this.log.info(`orch8: worker ${this.workerId} received ${signal}: shutting down, running tasks get a grace period of ${grace} ms`);
-      void this.stop();
+      const grace = this.gracePeriodMs;
+      this.log.line("info", "signal", `received ${signal}: shutting down, running tasks get ${grace} ms`, { signal, grace_period_ms: grace });
+      void this.beginStop(`received ${signal}`);
     } else if (this.phase === "stopping" && this.secondSignal === undefined) {
       this.secondSignal = signal;
-      this.log.warn(`orch8: worker ${this.workerId} received a second signal ${signal}: ending the grace period now`);
+      this.log.line("warn", "second_signal", `received a second signal ${signal}: ending the grace period now`, { signal });
       this.graceCtl.abort();
     } else {
-      this.log.warn(`orch8: worker ${this.workerId} received ${signal} again; already ending the grace period`);
+      this.log.line("warn", "second_signal", `received ${signal} again: already ending the grace period`, { signal });
     }
   }
 
@@ -282,7 +299,9 @@ export class Worker {
       lastHeartbeatAt: () => this.lastHeartbeatAt,
       heartbeatIntervalMs: () => this.heartbeats?.intervalMs ?? this.o.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
     });
-    await this.health.listen(port);
+    const bound = await this.health.listen(port);
+    const addr = `http://${bound.address}:${bound.port}/health`;
+    this.log.line("info", "health", `health endpoint on ${addr}`, { addr });
   }
 
   /** Registers the worker (P-SDK-21), riding out outages; resolves to the heartbeat interval. */
@@ -301,12 +320,14 @@ export class Worker {
       },
       stop: this.stopCtl.signal,
       log: this.log,
-      error: (err, extra) => this.error("register", err, extra),
+      error: (err, wait) => this.error("register", err, "registration", `retrying in ${wait} ms`, wait),
     });
     if (info === undefined) return undefined;
+    const interval = info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
+    this.log.line("info", "registered", "worker registered", { url: this.client.baseUrl, heartbeat_interval_ms: this.o.heartbeatIntervalMs ?? interval });
     this.obey(info.directive);
     this.lastHeartbeatAt = Date.now(); // registration is the server's first news of us
-    return info.heartbeat_interval_ms > 0 ? info.heartbeat_interval_ms : DEFAULT_HEARTBEAT_INTERVAL_MS;
+    return interval;
   }
 
   /** P-SDK-3, P-SDK-13: long-poll for the free slots (at most 100), never with zero free. */
@@ -339,7 +360,7 @@ export class Worker {
         this.counters.poll_errors++;
         this.tel?.polled(sentAt, undefined);
         const wait = isOutage(err) ? outageWait(err, backoff.next()) : backoff.next();
-        this.error("poll", err, `; next poll in ${wait} ms`);
+        this.error("poll", err, "poll", `backing off ${wait} ms`, wait);
         await sleep(wait, this.stopCtl.signal); // P-SDK-9, P-SDK-16
         continue;
       } finally {
@@ -371,7 +392,7 @@ export class Worker {
       this.tel.held(1, this.concurrency - this.runs.size);
     }
     run.done = this.executor.execute(run)
-      .catch((err) => this.log.error(`orch8: task ${task.id}: unexpected ${describeCause(err)}`))
+      .catch((err) => this.log.line("error", "internal_error", "task runner crashed", { operation: "run", ...taskFields(task) }, describeCause(err)))
       .finally(() => {
         run.phase = "done";
         this.runs.delete(key);
@@ -385,9 +406,10 @@ export class Worker {
   private obey(directive: WorkerDirective): void {
     if (directive === this.lastDirective) return;
     this.lastDirective = directive;
+    if (directive !== "terminate" || this.phase === "running") this.log.line("info", "directive", `directive ${directive}`, { directive });
     if (directive === "quiet") this.setQuiet("operator", true);
     else if (directive === "running") this.setQuiet("operator", false);
-    else if (directive === "terminate") void this.stop();
+    else if (directive === "terminate") void this.beginStop("terminate directive");
   }
 
   private hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void {
@@ -396,15 +418,13 @@ export class Worker {
     try {
       fn(...args);
     } catch (error) {
-      this.log.warn(`orch8: hook ${name} threw (${describeCause(error)}); ignored`);
+      this.log.line("warn", "hook_error", `hook ${name} threw; ignored`, { hook: name }, describeCause(error));
     }
   }
 
-  /** A call the worker made failed: log why (P-SDK-22, P-SDK-24) and tell onError (P-SDK-11). */
-  private error(operation: ErrorOperation, error: unknown, extra = ""): void {
-    const refused = describeRefusal(error);
-    const what = refused === undefined ? `failed (${describeCause(error)})` : `refused: ${refused}`;
-    this.log.warn(`orch8: worker ${this.workerId}: ${operation} ${what}${extra}`);
+  /** A call the worker made failed: log why (P-SDK-22, P-SDK-31) and tell onError (P-SDK-11). */
+  private error(operation: ErrorOperation, error: unknown, subject: string, then = "", retryInMs?: number): void {
+    this.log.callFailed(operation, error, subject, then, retryInMs === undefined ? {} : { retry_in_ms: retryInMs });
     this.hook("onError", { operation, error });
   }
 }

@@ -96,7 +96,7 @@ test("P-SDK-24: a worker refused by its key (403) keeps running and works once t
   let settled = false;
   void run.finally(() => (settled = true));
   try {
-    const refused = () => warnings.filter((l) => l.includes("register refused: 403 forbidden: ")).length;
+    const refused = () => warnings.filter((l) => l.includes("registration refused, retrying in ") && l.includes(": HTTP 403 forbidden: ")).length;
     await waitFor(() => refused() >= 2, "two refused registrations");
     assert.equal(settled, false, "run() is still running");
     assert.equal(w.stats().polls, 0);

@@ -107,10 +107,10 @@ test("P-SDK-24: polls refused with 403 are logged with status, code and detail a
   await until(() => w.stats().tasks_completed === 1, "the task claimed once the key works", 10_000);
   await w.stop();
   await run;
-  const refusals = log.warnings.filter((l) => l.includes(`poll refused: 403 forbidden: ${detail}; next poll in `));
+  const refusals = log.warnings.filter((l) => l.includes("poll refused, backing off ") && l.endsWith(`: HTTP 403 forbidden: ${detail}`));
   assert.ok(refusals.length >= 2, log.warnings.join("\n"));
   // P-SDK-9: 500 ms doubling with full jitter: the first wait is at most 500 ms, the second 1 s.
-  const waits = refusals.map((l) => Number(/next poll in (\d+) ms/.exec(l)![1]));
+  const waits = refusals.map((l) => Number(/backing off (\d+) ms/.exec(l)![1]));
   assert.ok(waits[0]! <= 500 && waits[1]! <= 1000, String(waits));
 });
 
@@ -134,6 +134,7 @@ test("P-SDK-24: a registration refused (401, then 403) is retried with the outag
   await run;
   assert.deepEqual(m.calls.slice(0, 3).map((c) => c.key), ["POST /workers", "POST /workers", "POST /workers"]);
   assert.ok(errors[0] instanceof AuthError && errors[1] instanceof ForbiddenError);
-  assert.ok(log.warnings.some((l) => l.includes("register refused: 401 unauthorized: 401 key; retrying in ")), log.warnings.join("\n"));
-  assert.ok(log.warnings.some((l) => l.includes("register refused: 403 forbidden: 403 key; retrying in ")), log.warnings.join("\n"));
+  const refused = log.warnings.filter((l) => l.startsWith("orch8: registration refused, retrying in "));
+  assert.ok(refused.some((l) => l.endsWith(": HTTP 401 unauthorized: 401 key")), log.warnings.join("\n"));
+  assert.ok(refused.some((l) => l.endsWith(": HTTP 403 forbidden: 403 key")), log.warnings.join("\n"));
 });

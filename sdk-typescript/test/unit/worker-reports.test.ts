@@ -19,13 +19,11 @@ const base = (poll: Route, extra: Record<string, Route> = {}): Record<string, Ro
   ...extra,
 });
 const once = (tasks: unknown[]): Route => (req, n) => (n === 1 ? json(200, { tasks, next_poll_after_ms: 0 }) : hangUntilAborted(req, n));
-/** A logger that keeps every line with its level. */
+/** A logger that keeps every line with its level and fields (P-SDK-31). */
 const recording = () => {
-  const lines: Array<[string, string]> = [];
-  const logger: Logger = {
-    debug: (m) => lines.push(["debug", m]), info: (m) => lines.push(["info", m]),
-    warn: (m) => lines.push(["warn", m]), error: (m) => lines.push(["error", m]),
-  };
+  const lines: Array<[string, string, Record<string, unknown>]> = [];
+  const keep = (level: string) => (m: string, fields?: unknown) => lines.push([level, m, (fields ?? {}) as Record<string, unknown>]);
+  const logger: Logger = { debug: keep("debug"), info: keep("info"), warn: keep("warn"), error: keep("error") };
   return { logger, lines, text: () => lines.map(([l, m]) => `${l} ${m}`).join("\n") };
 };
 const make = (m: ReturnType<typeof routed>, o: Partial<WorkerOptions> & Pick<WorkerOptions, "handlers">) =>
@@ -153,8 +151,9 @@ test("P-SDK-29: a second SIGINT ends the grace period; the message names it; bot
   await run;
   assert.ok(Date.now() - t0 < 5000, "did not wait out the 25 s grace period");
   assert.equal(bodies(m, "POST /workers/tasks/s1/fail")[0]!.error, "worker w shut down: second signal SIGINT ended the grace period");
-  const signals = rec.lines.filter(([, msg]) => /received/.test(msg));
+  const signals = rec.lines.filter(([, , fields]) => fields.event === "signal" || fields.event === "second_signal");
   assert.equal(signals.length, 2, rec.text());
+  assert.deepEqual(signals.map(([, , f]) => [f.event, f.signal]), [["signal", "SIGINT"], ["second_signal", "SIGINT"]]);
   assert.equal(signals[0]![0], "info");
   assert.match(signals[0]![1], /SIGINT/);
   assert.equal(signals[1]![0], "warn");
@@ -171,7 +170,7 @@ test("P-SDK-22: a batch item's lease_lost is logged with the item's 409 and deta
   await until(() => w.stats().tasks_lease_lost === 1, "the loss");
   await w.stop();
   await run;
-  assert.match(rec.text(), /given up: lease_lost \(HTTP 409 lease_lost: detail of lease_lost\)/);
+  assert.match(rec.text(), /^warn orch8: task given up, no result sent: lease_lost: HTTP 409 lease_lost: detail of lease_lost$/m);
   assert.doesNotMatch(rec.text(), /HTTP 2\d\d/);
 });
 
