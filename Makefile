@@ -37,10 +37,14 @@ lint: setup
 	@scripts/lint-spec.sh
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p lint || exit 1; done
 
+# openapi.sdk.json (the SDK facts of openapi.yaml) first: every SDK generator reads it.
 generate: setup
+	@.venv/bin/python scripts/gen_sdk_facts.py openapi.sdk.json
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p generate || exit 1; done
 
 check-generated: setup
+	@scripts/check-drift.sh openapi.sdk.json openapi.sdk.json "make generate" \
+		bash -c '.venv/bin/python scripts/gen_sdk_facts.py "$$OUT/openapi.sdk.json"'
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p check-generated || exit 1; done
 
 check-spec: setup

@@ -97,11 +97,11 @@ type call struct {
 
 // maxClientRetryAfter is the longest Retry-After the client waits out by itself; a longer
 // one surfaces as the error, carrying RetryAfter (P-SDK-16).
-const maxClientRetryAfter = 30 * time.Second
+const maxClientRetryAfter = api.ClientRetryAfterLimitMs * time.Millisecond
 
 // retryAfterBudget is how much Retry-After one call waits out in all (P-SDK-2), so an
 // idempotent enqueue rides out a sustained 429 flood for about 30 s, not 3 retries.
-const retryAfterBudget = 30 * time.Second
+const retryAfterBudget = api.RetryAfterBudgetMs * time.Millisecond
 
 // invoke runs send, maps error answers to *ProblemError and retries safe calls on outages
 // (P-SDK-2, classified by IsOutage, P-SDK-16).
@@ -198,11 +198,6 @@ func hasIdempotencyKey(body any) bool {
 		return len(b.Tasks) > 0
 	}
 	return false
-}
-
-// Heartbeat is the former name of HeartbeatTask, kept so existing callers still build.
-func (c *Client) Heartbeat(ctx context.Context, taskID string, body TaskHeartbeat) (*TaskLeaseStatus, error) {
-	return c.HeartbeatTask(ctx, taskID, body)
 }
 
 // first returns the first non-nil typed body, or an error naming the unexpected status.

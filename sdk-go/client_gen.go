@@ -266,6 +266,11 @@ func (c *Client) HealthReady(ctx context.Context) (*api.HealthStatus, error) {
 		})
 }
 
+// Ready is another name of HealthReady (x-orch8-sdk aliases: kept for existing callers).
+func (c *Client) Ready(ctx context.Context) (*api.HealthStatus, error) {
+	return c.HealthReady(ctx)
+}
+
 // HeartbeatTask sends POST /workers/tasks/{task_id}/heartbeat: extend a task's lease; optionally save progress and a checkpoint. Operation heartbeatTask, retry safe.
 func (c *Client) HeartbeatTask(ctx context.Context, taskID string, body api.TaskHeartbeat) (*api.TaskLeaseStatus, error) {
 	return invoke(ctx, c, call{op: "heartbeatTask", safe: true},
@@ -277,6 +282,11 @@ func (c *Client) HeartbeatTask(ctx context.Context, taskID string, body api.Task
 			}
 			return first("heartbeatTask", r, p.JSON200)
 		})
+}
+
+// Heartbeat is another name of HeartbeatTask (x-orch8-sdk aliases: kept for existing callers).
+func (c *Client) Heartbeat(ctx context.Context, taskID string, body api.TaskHeartbeat) (*api.TaskLeaseStatus, error) {
+	return c.HeartbeatTask(ctx, taskID, body)
 }
 
 // HeartbeatWorker sends POST /workers/{worker_id}/heartbeat: one heartbeat for the worker and every task it holds. Operation heartbeatWorker, retry safe.

@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
 // tenantID is the form of a tenant id (P-TEN-2).
@@ -15,30 +17,31 @@ var tenantID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 const Version = "0.1.0"
 
 // DefaultBaseURL is used when neither Config.BaseURL nor ORCH8_URL is set (P-SDK-1).
-const DefaultBaseURL = "http://localhost:3001"
+const DefaultBaseURL = api.DefaultBaseURL
 
-// Defaults of section 14; every SDK uses the same numbers.
+// Defaults of section 14; every SDK uses the same numbers, generated from openapi.yaml
+// (x-orch8-constants and the schema numbers it names; package api).
 const (
-	DefaultTimeout      = 10 * time.Second       // P-SDK-1 request timeout
-	LongPollSlack       = 10 * time.Second       // P-SDK-1 long-poll timeout = wait_ms + this
-	DefaultMaxRetries   = 3                      // P-SDK-2
-	DefaultRetryBase    = 200 * time.Millisecond // P-SDK-2
-	DefaultRetryCap     = 5 * time.Second        // P-SDK-2
-	DefaultPollWait     = 30 * time.Second       // P-POLL-2, P-SDK-3: the long-poll wait_ms
-	DefaultConcurrency  = 10                     // P-SDK-3
-	DefaultGracePeriod  = 25 * time.Second       // P-SDK-7
-	DefaultHeartbeat    = 5 * time.Second        // P-SDK-4, until the server says otherwise
-	DefaultOutageBase   = 500 * time.Millisecond // P-SDK-9
-	DefaultOutageCap    = 30 * time.Second       // P-SDK-9
-	CodeUnhandledError  = "unhandled_error"      // P-SDK-6
-	CodeRetryableError  = "retryable_error"      // P-SDK-6
-	CodePermanentError  = "permanent_error"      // P-SDK-6
-	CodeShutdown        = "shutdown"             // P-SDK-7
-	CodeNoHandler       = "no_handler"           // P-SDK-14
-	CodeInvalidOutput   = "invalid_output"       // P-SDK-15
-	CodeOutputRejected  = "output_rejected"      // P-SDK-15
-	MaxPollBatchSize    = 100                    // P-SDK-13: most tasks one poll asks for
-	MaxPollHandlers     = 50                     // P-SDK-13: most handler names in one poll
+	DefaultTimeout      = api.RequestTimeoutMs * time.Millisecond           // P-SDK-1 request timeout
+	LongPollSlack       = api.LongPollMarginMs * time.Millisecond           // P-SDK-1 long-poll timeout = wait_ms + this
+	DefaultMaxRetries   = api.ClientMaxRetries                              // P-SDK-2
+	DefaultRetryBase    = api.ClientRetryBaseMs * time.Millisecond          // P-SDK-2
+	DefaultRetryCap     = api.ClientRetryCapMs * time.Millisecond           // P-SDK-2
+	DefaultPollWait     = api.DefaultPollWaitMs * time.Millisecond          // P-POLL-2, P-SDK-3: the long-poll wait_ms
+	DefaultConcurrency  = api.DefaultConcurrency                            // P-SDK-3
+	DefaultGracePeriod  = api.DefaultGracePeriodMs * time.Millisecond       // P-SDK-7
+	DefaultHeartbeat    = api.DefaultHeartbeatIntervalMs * time.Millisecond // P-SDK-4, until the server says otherwise
+	DefaultOutageBase   = api.OutageBackoffBaseMs * time.Millisecond        // P-SDK-9
+	DefaultOutageCap    = api.OutageBackoffCapMs * time.Millisecond         // P-SDK-9
+	CodeUnhandledError  = "unhandled_error"                                 // P-SDK-6
+	CodeRetryableError  = "retryable_error"                                 // P-SDK-6
+	CodePermanentError  = "permanent_error"                                 // P-SDK-6
+	CodeShutdown        = "shutdown"                                        // P-SDK-7
+	CodeNoHandler       = "no_handler"                                      // P-SDK-14
+	CodeInvalidOutput   = "invalid_output"                                  // P-SDK-15
+	CodeOutputRejected  = "output_rejected"                                 // P-SDK-15
+	MaxPollBatchSize    = api.MaxPollBatchSize                              // P-SDK-13: most tasks one poll asks for
+	MaxPollHandlers     = api.MaxPollHandlers                               // P-SDK-13: most handler names in one poll
 	headerAuthorization = "Authorization"
 	headerTenant        = "X-Tenant-Id" // P-SDK-24
 )

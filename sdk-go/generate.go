@@ -6,4 +6,4 @@ package orch8
 // `make generate` runs these; `make check-generated` runs them in a scratch copy and diffs.
 //go:generate go -C tools tool oapi-codegen -config ../oapi-codegen.yaml ../../openapi.yaml
 //go:generate go -C tools run ./cmd/genspec -spec ../../openapi.yaml -out ../api/spec.gen.go
-//go:generate go -C tools run ./cmd/gencalls -spec ../../openapi.yaml -api ../api/api.gen.go -out ../client_gen.go
+//go:generate go -C tools run ./cmd/gencalls -facts ../../openapi.sdk.json -api ../api/api.gen.go -out ../client_gen.go

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
 // IsOutage is the SDK's one outage classifier (P-SDK-16): a transport failure (connection
@@ -29,7 +31,7 @@ func IsOutage(err error) bool {
 
 // maxWorkerRetryAfter caps how long the worker honours a Retry-After before its next poll
 // or re-send (P-SDK-16).
-const maxWorkerRetryAfter = 60 * time.Second
+const maxWorkerRetryAfter = api.WorkerRetryAfterCapMs * time.Millisecond
 
 // withJitter adds a random 0-10% to a server-given delay (P-SDK-16), so many workers told
 // the same Retry-After do not come back at the same instant.

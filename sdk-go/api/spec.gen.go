@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "14654f667b3aa409d09bff0b83249f02ae2a31d1919d9ffa2e5c01b661dd4cdf"
+const SpecSHA256 = "ba9ff3473686a0090c72bda5ecf3eed8216355ab38f33fae46cbb4fc4db300d4"

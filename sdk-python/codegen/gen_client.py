@@ -1,16 +1,24 @@
 """Generate the client methods of Orch8Client and AsyncOrch8Client from openapi.yaml (P-SDK-2).
 
-Usage: gen_client.py OPENAPI_YAML OUT_FILE. A generator post-hook (codegen/config.yaml): it
-runs inside the output dir of openapi-python-client, so `make generate` writes it and
-`make check-generated` drift-checks it with the rest of orch8/_generated.
+Usage: gen_client.py OPENAPI_YAML SDK_FACTS_JSON OUT_FILE. A generator post-hook
+(codegen/config.yaml): it runs inside the output dir of openapi-python-client, so
+`make generate` writes it and `make check-generated` drift-checks it with the rest of
+orch8/_generated.
 
-One method per operation, named by `x-orch8-method` (snake_cased); `x-orch8-retry` decides
-whether the client may repeat the call and `x-orch8-long-poll` its timeout. The sync and the
-async class come from ONE template (codegen/client_methods.py.jinja), rendered twice.
+One method per operation of openapi.sdk.json (scripts/gen_sdk_facts.py), named by
+`x-orch8-method` (snake_cased); `x-orch8-retry` decides whether the client may repeat the
+call and `x-orch8-long-poll` its timeout. Of its `x-orch8-sdk` facts, `unwrap` (where its
+`sdks` list Python) returns that field of the answer and `aliases` become other names of
+the method; keyword-only arguments never break a caller, so `signature: frozen` needs
+nothing here, and the first required body property is already the positional argument
+(`body-argument`). Argument types come from openapi.yaml's schemas. The sync and the async
+class come from ONE template (codegen/client_methods.py.jinja), rendered twice. No
+operation is named here (scripts/check_generators.py).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass, field
@@ -21,10 +29,6 @@ import jinja2
 import yaml
 
 HERE = Path(__file__).resolve().parent
-
-# Return values kept as they were before the methods were generated: enqueue_batch has always
-# returned the list of tasks, not the EnqueuedTasks wrapper (issue 13: keep public APIs).
-UNWRAP = {"enqueueBatch": "tasks"}
 
 
 def snake(name: str) -> str:
@@ -83,8 +87,9 @@ class Operation:
     returns: str
     unwrap: str | None
     body_model: str | None
-    # A long-poll whose wait_ms is a query parameter (getTask, getInstance) waits its own
-    # default (0) when omitted, not the poll's; None: wait_ms is in the body.
+    aliases: list[str] = field(default_factory=list)
+    # A long-poll whose wait_ms is a query parameter (a wait for a final state, P-WF-9) waits
+    # its own default (0) when omitted, not the poll's; None: wait_ms is in the body.
     wait_default: int | None = None
     positional: list[Arg] = field(default_factory=list)
     keywords: list[Arg] = field(default_factory=list)
@@ -117,8 +122,9 @@ class Operation:
 
 
 class Spec:
-    def __init__(self, raw: dict[str, Any]) -> None:
+    def __init__(self, raw: dict[str, Any], facts: dict[str, Any]) -> None:
         self.raw = raw
+        self.facts = facts
         self.schemas: dict[str, Any] = raw["components"]["schemas"]
 
     def resolve(self, node: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
@@ -195,20 +201,20 @@ class Spec:
     def operations(self) -> list[Operation]:
         ops: list[Operation] = []
         shared: dict[str, Any] = self.raw["components"].get("parameters", {})
-        for path, item in self.raw["paths"].items():
-            for verb, op in item.items():
-                if verb == "parameters" or not isinstance(op, dict):
-                    continue
-                params = [*item.get("parameters", []), *op.get("parameters", [])]
-                params = [shared[p["$ref"].split("/")[-1]] if "$ref" in p else p for p in params]
-                ops.append(self._operation(path, op, params))
+        for fact in self.facts["operations"]:
+            item = self.raw["paths"][fact["path"]]
+            op = item[fact["verb"].lower()]
+            params = [*item.get("parameters", []), *op.get("parameters", [])]
+            params = [shared[p["$ref"].split("/")[-1]] if "$ref" in p else p for p in params]
+            ops.append(self._operation(fact, op, params))
         return ops
 
-    def _operation(self, path: str, op: dict[str, Any], params: list[Any]) -> Operation:
-        base = op["x-orch8-method"]
-        method = snake(base)
+    def _operation(self, fact: dict[str, Any], op: dict[str, Any], params: list[Any]) -> Operation:
+        method = snake(fact["name"])
         returns = self.response_type(op)
-        unwrap = UNWRAP.get(base)
+        unwrap = (
+            fact["unwrap"]["field"] if "python" in (fact["unwrap"] or {}).get("sdks", []) else None
+        )
         if unwrap:
             _, schema = self.resolve({"$ref": f"#/components/schemas/{returns}"})
             inner, _ = self.py_type(schema["properties"][unwrap]["items"])
@@ -216,14 +222,15 @@ class Spec:
             returns = f"list[{name or inner}]"
         result = Operation(
             method=method,
-            summary=op.get("summary", method).rstrip("."),
-            module=f"{snake(op['tags'][0]).replace('-', '_')}",
-            endpoint=snake(op["operationId"]),
-            retry=op["x-orch8-retry"],
-            long_poll=bool(op.get("x-orch8-long-poll")),
+            summary=fact["summary"] or method,
+            module=f"{snake(fact['tag']).replace('-', '_')}",
+            endpoint=snake(fact["operationId"]),
+            retry=fact["retry"],
+            long_poll=fact["longPoll"],
             returns=returns,
             unwrap=unwrap,
             body_model=None,
+            aliases=[snake(a) for a in fact["aliases"]],
         )
         for p in params:
             if p["name"] == "wait_ms" and p["in"] == "query":
@@ -252,7 +259,7 @@ class Spec:
                 if type_ == "bool" and isinstance(node.get("default"), bool):
                     arg.flag_default = node["default"]
                 # The first required property of a call without path parameters is its subject
-                # (enqueue's handler_name, register_worker's worker_id, a batch's items).
+                # (a task's handler_name, a worker's worker_id, a batch's items).
                 if arg.required and not result.positional:
                     result.positional.append(arg)
                 else:
@@ -261,12 +268,14 @@ class Spec:
         return result
 
 
-def render(spec_path: str, out_file: str) -> None:
-    spec = Spec(yaml.safe_load(Path(spec_path).read_text()))
+def render(spec_path: str, facts_path: str, out_file: str) -> None:
+    spec = Spec(
+        yaml.safe_load(Path(spec_path).read_text()), json.loads(Path(facts_path).read_text())
+    )
     ops = spec.operations()
-    names = [o.method for o in ops]
+    names = [name for o in ops for name in (o.method, *o.aliases)]
     if len(set(names)) != len(names):
-        raise SystemExit(f"gen_client: duplicate x-orch8-method in {names}")
+        raise SystemExit(f"gen_client: a method name used twice in {names}")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE),
         trim_blocks=True,
@@ -286,4 +295,4 @@ def render(spec_path: str, out_file: str) -> None:
 
 
 if __name__ == "__main__":
-    render(sys.argv[1], sys.argv[2])
+    render(sys.argv[1], sys.argv[2], sys.argv[3])

@@ -25,17 +25,19 @@ from typing import Any
 import httpx
 
 from ._generated import Client as GeneratedClient
+from ._generated import _constants as C
 from ._generated.types import UNSET
 from ._units import ms_option
 from ._version import USER_AGENT
 from .errors import Orch8Error, UnavailableError, error_class, is_outage
 
-DEFAULT_URL = "http://localhost:3001"
-DEFAULT_TIMEOUT_MS = 10_000  # P-SDK-1 per request
-LONG_POLL_MARGIN_MS = 10_000  # P-SDK-1: a long-poll's timeout is its wait_ms + 10 s
-DEFAULT_WAIT_MS = 30_000  # P-POLL-2
-MAX_CLIENT_RETRY_AFTER_MS = 30_000  # P-SDK-16: a longer Retry-After surfaces the error
-RETRY_AFTER_BUDGET_MS = 30_000  # P-SDK-2: Retry-After delays one call may wait in all
+# The contract's numbers (x-orch8-constants, generated), under this module's older names.
+DEFAULT_URL = C.DEFAULT_BASE_URL
+DEFAULT_TIMEOUT_MS = C.REQUEST_TIMEOUT_MS  # P-SDK-1 per request
+LONG_POLL_MARGIN_MS = C.LONG_POLL_MARGIN_MS  # P-SDK-1: a long-poll's timeout is its wait_ms + this
+DEFAULT_WAIT_MS = C.DEFAULT_POLL_WAIT_MS  # P-POLL-2
+MAX_CLIENT_RETRY_AFTER_MS = C.CLIENT_RETRY_AFTER_LIMIT_MS  # P-SDK-16: a longer one surfaces
+RETRY_AFTER_BUDGET_MS = C.RETRY_AFTER_BUDGET_MS  # P-SDK-2: Retry-After one call may wait in all
 TENANT_HEADER = "X-Tenant-Id"  # P-SDK-24
 TENANT_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # P-TEN-2
 
@@ -55,7 +57,7 @@ class RetryPolicy:
 
     def __init__(
         self,
-        max_retries: int = 3,
+        max_retries: int = C.CLIENT_MAX_RETRIES,
         base_delay_ms: int | None = None,
         max_delay_ms: int | None = None,
         *,
@@ -64,10 +66,20 @@ class RetryPolicy:
     ) -> None:
         self.max_retries = max_retries
         self.base_delay_ms = ms_option(
-            "RetryPolicy", "base_delay_ms", base_delay_ms, "base_delay", base_delay, 200
+            "RetryPolicy",
+            "base_delay_ms",
+            base_delay_ms,
+            "base_delay",
+            base_delay,
+            C.CLIENT_RETRY_BASE_MS,
         )
         self.max_delay_ms = ms_option(
-            "RetryPolicy", "max_delay_ms", max_delay_ms, "max_delay", max_delay, 5000
+            "RetryPolicy",
+            "max_delay_ms",
+            max_delay_ms,
+            "max_delay",
+            max_delay,
+            C.CLIENT_RETRY_CAP_MS,
         )
 
     def __repr__(self) -> str:

@@ -93,6 +93,3 @@ class AsyncOrch8Client(AsyncMethods, AsyncWaiting):
                 if delay is None:
                     return call.parse(self._generated, response)
             await asyncio.sleep(delay / 1000)
-
-    # Names of earlier releases, kept as aliases (documented in the README).
-    heartbeat = AsyncMethods.heartbeat_task

@@ -93,6 +93,3 @@ class Orch8Client(SyncMethods, SyncWaiting):
                 if delay is None:
                     return call.parse(self._generated, response)
             time.sleep(delay / 1000)
-
-    # Names of earlier releases, kept as aliases (documented in the README).
-    heartbeat = SyncMethods.heartbeat_task

@@ -11,6 +11,8 @@ from collections.abc import MutableMapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ._generated._constants import PRODUCES
+
 if TYPE_CHECKING:
     from ._generated.models import ClaimedTask
 
@@ -75,13 +77,12 @@ class Telemetry(Protocol):
 
 # --- the client's call site (P-TEL-1) ------------------------------------------------------
 
-_SEND_OPERATIONS = {"/tasks": False, "/tasks/batch": True}
-
 
 def send_tasks(request: dict[str, Any]) -> tuple[list[dict[str, Any]], bool] | None:
-    """The task bodies of an enqueue or enqueue_batch request, and whether it is a batch."""
-    batch = _SEND_OPERATIONS.get(request.get("url", ""))
-    if batch is None or str(request.get("method", "")).lower() != "post":
+    """The task bodies of a request that creates tasks (x-orch8-sdk produces), and whether
+    it is a batch; None for any other request."""
+    batch = PRODUCES.get((str(request.get("method", "")).upper(), request.get("url", "")))
+    if batch is None:
         return None
     body = request.get("json")
     if not isinstance(body, dict):

@@ -1,10 +1,12 @@
 // Writes src/generated/client.ts: the call-policy table (OPERATIONS) and one client method
-// per operation, both read from openapi.yaml's x-orch8-method / x-orch8-retry /
-// x-orch8-long-poll (P-SDK-2). Signatures: path parameters (camelCase) first, then the JSON
-// body or the query object (unless `omitQuery` keeps an older signature), then the
-// per-call options. scripts/client-shapes.json keeps a
-// few existing public shapes and aliases; nothing here is typed by hand per operation.
-const HTTP = ["get", "post", "put", "patch", "delete"];
+// per operation of openapi.sdk.json (scripts/gen_sdk_facts.py): x-orch8-method,
+// x-orch8-retry, x-orch8-long-poll (P-SDK-2) and the x-orch8-sdk facts. Signatures: path
+// parameters (camelCase) first, then the JSON body (only its `body-argument` field when
+// one is named) or the query object (none when `signature: frozen` keeps the signature from
+// before the query existed), then the per-call options; `unwrap` (where its `sdks` list
+// TypeScript) resolves to that field of the answer; `aliases` are other names of a method.
+// Types come from openapi.yaml's schemas. No operation is named here
+// (scripts/check_generators.py).
 
 const camel = (s) => s.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
 
@@ -24,13 +26,9 @@ function typeOf(schema, fallback) {
   return m ? `Schemas[${JSON.stringify(m[1])}]` : fallback;
 }
 
-function describe(spec, path, method, op, shapes) {
-  const name = op["x-orch8-method"];
-  const retry = op["x-orch8-retry"];
-  if (!name || !["safe", "idempotency-key", "never"].includes(retry)) {
-    throw new Error(`${method.toUpperCase()} ${path}: x-orch8-method and x-orch8-retry are required`);
-  }
-  const opId = op.operationId;
+function describe(spec, fact) {
+  const { name, retry, path, operationId: opId } = fact;
+  const op = spec.paths[path][fact.verb.toLowerCase()];
   const pathParams = [...path.matchAll(/\{([a-z_]+)\}/g)].map((m) => m[1]);
   const params = [...(spec.paths[path].parameters ?? []), ...(op.parameters ?? [])].map((p) => deref(spec, p));
   const query = params.filter((p) => p.in === "query");
@@ -63,9 +61,11 @@ function describe(spec, path, method, op, shapes) {
     }
   }
   return {
-    name, opId, retry, longPoll: op["x-orch8-long-poll"] === true, method: method.toUpperCase(), path,
+    name, opId, retry, longPoll: fact.longPoll, method: fact.verb, path, produces: fact.produces,
     summary: op.summary ?? opId, pathParams, query: query.length > 0 ? { optional: !query.some((q) => q.required) } : undefined,
-    body, result: nullable && result !== "void" ? `${result} | null` : result, rawResult: result, parseAs, shape: shapes.shapes?.[name],
+    body, result: nullable && result !== "void" ? `${result} | null` : result, rawResult: result, parseAs,
+    bodyArgument: fact.bodyArgument, frozen: fact.signature === "frozen", aliases: fact.aliases,
+    unwrap: fact.unwrap?.sdks.includes("typescript") ? fact.unwrap.field : undefined,
   };
 }
 
@@ -73,14 +73,14 @@ function signature(d) {
   const args = d.pathParams.map((p) => `${camel(p)}: string`);
   const call = [];
   const pathArg = d.pathParams.length ? `path: { ${d.pathParams.map((p) => (camel(p) === p ? p : `${p}: ${camel(p)}`)).join(", ")} }` : "";
-  if (d.shape?.arrayBody) {
-    const field = d.shape.arrayBody;
+  if (d.bodyArgument) {
+    const field = d.bodyArgument;
     args.push(`${field}: ${d.body.type}[${JSON.stringify(field)}]`);
     call.push(`body: { ${field} }`);
   } else if (d.body) {
     args.push(d.body.optional ? `body: ${d.body.type} = {}` : `body: ${d.body.type}`);
     call.push("body");
-  } else if (d.query && !d.shape?.omitQuery) {
+  } else if (d.query && !d.frozen) {
     const t = `NonNullable<operations[${JSON.stringify(d.opId)}]["parameters"]["query"]>`;
     args.push(d.query.optional ? `query: ${t} = {}` : `query: ${t}`);
     call.push("query");
@@ -88,21 +88,13 @@ function signature(d) {
   if (pathArg) call.unshift(pathArg);
   args.push("call?: CallOptions");
   let result = d.result;
-  if (d.shape?.unwrap) result = `${d.rawResult}[${JSON.stringify(d.shape.unwrap)}]`;
+  if (d.unwrap) result = `${d.rawResult}[${JSON.stringify(d.unwrap)}]`;
   return { args, call: `{ ${call.join(", ")} }`, result };
 }
 
-/** The source of src/generated/client.ts for `spec` (parsed openapi.yaml). */
-export function generateClient(spec, shapes) {
-  const ops = [];
-  for (const [path, item] of Object.entries(spec.paths)) {
-    for (const method of HTTP) if (item[method]) ops.push(describe(spec, path, method, item[method], shapes));
-  }
-  const seen = new Set();
-  for (const d of ops) {
-    if (seen.has(d.name)) throw new Error(`x-orch8-method ${d.name} is used twice`);
-    seen.add(d.name);
-  }
+/** The source of src/generated/client.ts for `spec` (parsed openapi.yaml) and `facts` (openapi.sdk.json). */
+export function generateClient(spec, facts) {
+  const ops = facts.operations.map((fact) => describe(spec, fact));
   const out = [
     "// Generated by sdk-typescript/scripts/generate.mjs from ../openapi.yaml. DO NOT EDIT.",
     "// Regenerate with `make generate`; `make check-generated` fails when this is stale.",
@@ -125,13 +117,15 @@ export function generateClient(spec, shapes) {
     "  /** Timeout is the body's wait_ms plus the long-poll slack (P-SDK-1). */",
     "  readonly longPoll: boolean;",
     '  readonly parseAs: "json" | "text";',
+    "  /** The body creates one task, or lists several in `tasks` (P-TEL-1's producer span). */",
+    '  readonly produces: "task" | "tasks" | null;',
     "}",
     "",
     "/** Every operation of openapi.yaml by its SDK method name. */",
     "export const OPERATIONS = {",
   ];
   for (const d of ops) {
-    out.push(`  ${d.name}: { operationId: ${JSON.stringify(d.opId)}, method: ${JSON.stringify(d.method)}, path: ${JSON.stringify(d.path)}, retry: ${JSON.stringify(d.retry)}, longPoll: ${d.longPoll}, parseAs: ${JSON.stringify(d.parseAs)} },`);
+    out.push(`  ${d.name}: { operationId: ${JSON.stringify(d.opId)}, method: ${JSON.stringify(d.method)}, path: ${JSON.stringify(d.path)}, retry: ${JSON.stringify(d.retry)}, longPoll: ${d.longPoll}, parseAs: ${JSON.stringify(d.parseAs)}, produces: ${JSON.stringify(d.produces)} },`);
   }
   out.push(
     "} as const satisfies Record<string, OperationPolicy>;",
@@ -160,25 +154,24 @@ export function generateClient(spec, shapes) {
       `  /** ${d.summary} (\`${d.method} ${d.path}\`, ${policy}${d.longPoll ? ", long-poll" : ""}). */`,
       `  ${d.name}(${s.args.join(", ")}): Promise<${s.result}> {`,
     );
-    if (d.shape?.unwrap) {
-      out.push(`    return this.invoke<${d.rawResult}>(${JSON.stringify(d.name)}, ${s.call}, call).then((r) => r[${JSON.stringify(d.shape.unwrap)}]);`);
+    if (d.unwrap) {
+      out.push(`    return this.invoke<${d.rawResult}>(${JSON.stringify(d.name)}, ${s.call}, call).then((r) => r[${JSON.stringify(d.unwrap)}]);`);
     } else {
       out.push(`    return this.invoke(${JSON.stringify(d.name)}, ${s.call}, call);`);
     }
     out.push("  }");
   }
-  for (const [alias, target] of Object.entries(shapes.aliases ?? {})) {
-    const found = sigs.get(target);
-    if (!found) throw new Error(`alias ${alias}: no operation has x-orch8-method ${target}`);
-    const { d, s } = found;
+  for (const { d, s } of sigs.values()) {
     const names = s.args.map((a) => a.split(/[?:]/)[0]);
-    out.push(
-      "",
-      `  /** Alias of \`${target}\`, kept for existing callers. */`,
-      `  ${alias}(${s.args.join(", ")}): Promise<${s.result}> {`,
-      `    return this.${d.name}(${names.join(", ")});`,
-      "  }",
-    );
+    for (const alias of d.aliases) {
+      out.push(
+        "",
+        `  /** Alias of \`${d.name}\`, kept for existing callers. */`,
+        `  ${alias}(${s.args.join(", ")}): Promise<${s.result}> {`,
+        `    return this.${d.name}(${names.join(", ")});`,
+        "  }",
+      );
+    }
   }
   out.push("}", "");
   return out.join("\n");

@@ -3,6 +3,7 @@
 // the server is, the key, and invoke(), which sends an operation under its policy. Bodies
 // use the wire's snake_case names so the seed's example and curl calls read the same.
 import { OPERATIONS, Orch8Operations, type Invocation, type OperationName } from "./generated/client.js";
+import * as C from "./generated/constants.js";
 import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 import type { Telemetry } from "./telemetry.js";
 import { Transport, type CallOptions } from "./transport.js";
@@ -70,13 +71,14 @@ function checkBaseUrl(value: unknown, source: string): string {
   return value.trim().replace(/\/+$/, "");
 }
 
-export const DEFAULT_BASE_URL = "http://localhost:3001";
-export const DEFAULT_TIMEOUT_MS = 10_000;
-export const DEFAULT_MAX_RETRIES = 3;
+// The contract's numbers (generated from x-orch8-constants), under this SDK's public names.
+export const DEFAULT_BASE_URL = C.DEFAULT_BASE_URL;
+export const DEFAULT_TIMEOUT_MS = C.REQUEST_TIMEOUT_MS;
+export const DEFAULT_MAX_RETRIES = C.CLIENT_MAX_RETRIES;
 /** The protocol's default long-poll budget (P-POLL-2). */
-export const DEFAULT_WAIT_MS = 30_000;
+export const DEFAULT_WAIT_MS = C.DEFAULT_POLL_WAIT_MS;
 /** Added to a long-poll's wait_ms to get its request timeout (P-SDK-1). */
-export const LONG_POLL_SLACK_MS = 10_000;
+export const LONG_POLL_SLACK_MS = C.LONG_POLL_MARGIN_MS;
 
 type Keyed = { idempotency_key?: unknown };
 
@@ -150,13 +152,16 @@ export class Orch8Client extends Orch8Operations {
 
   protected invoke<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
     const tel = this.telemetry;
-    if (tel === undefined || (name !== "enqueue" && name !== "enqueueBatch")) return this.request(name, request, call);
-    return this.traced(tel, name, request, call);
+    const produces = OPERATIONS[name].produces;
+    if (tel === undefined || produces === null) return this.request(name, request, call);
+    return this.traced(tel, name, produces === "tasks", request, call);
   }
 
-  /** P-TEL-1: an enqueue inside the telemetry's producer span, with trace headers injected. */
-  private async traced<T>(tel: Telemetry, name: "enqueue" | "enqueueBatch", request: Invocation, call: CallOptions | undefined): Promise<T> {
-    const batch = name === "enqueueBatch";
+  /**
+   * P-TEL-1: a call whose body creates tasks (x-orch8-sdk produces) inside the telemetry's
+   * producer span, with trace headers injected; a batch lists them in `tasks`.
+   */
+  private async traced<T>(tel: Telemetry, name: OperationName, batch: boolean, request: Invocation, call: CallOptions | undefined): Promise<T> {
     const body = request.body as NewTask | { tasks: NewTask[] };
     const tasks = batch ? (body as { tasks: NewTask[] }).tasks : [body as NewTask];
     let answer: unknown;

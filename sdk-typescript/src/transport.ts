@@ -2,6 +2,7 @@
 // this wrapper adds timeouts, safe automatic retries and typed errors around every call.
 import createClient, { type Client } from "openapi-fetch";
 import type { paths } from "./generated/schema.js";
+import { CLIENT_RETRY_BASE_MS, CLIENT_RETRY_CAP_MS, RETRY_AFTER_BUDGET_MS as BUDGET_MS } from "./generated/constants.js";
 import { Backoff, parseRetryAfter, sleep } from "./backoff.js";
 import { connectionError, errorFromResponse, type Orch8Error } from "./errors.js";
 import { CLIENT_RETRY_AFTER_LIMIT_MS, isOutage, jitterRetryAfter } from "./outage.js";
@@ -34,10 +35,10 @@ interface RawResult<T> {
   response: Response;
 }
 
-const RETRY_INITIAL_MS = 200; // P-SDK-2
-const RETRY_MAX_MS = 5000;
+const RETRY_INITIAL_MS = CLIENT_RETRY_BASE_MS; // P-SDK-2
+const RETRY_MAX_MS = CLIENT_RETRY_CAP_MS;
 /** P-SDK-2: answers with Retry-After are retried while the call's waits add up to at most this. */
-export const RETRY_AFTER_BUDGET_MS = 30_000;
+export const RETRY_AFTER_BUDGET_MS = BUDGET_MS;
 
 /** What send() needs of one request; the generated table supplies method, path and parseAs. */
 export interface SendInit {

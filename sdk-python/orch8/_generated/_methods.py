@@ -1083,6 +1083,10 @@ class SyncMethods:
         )
         return cast("TenantList", self._run(call))
 
+    # Other names of these methods, kept for existing callers (x-orch8-sdk aliases).
+    heartbeat = heartbeat_task
+    ready = health_ready
+
 
 class AsyncMethods:
     """The async methods; the client class supplies `_run` (send, retry, parse)."""
@@ -2053,3 +2057,7 @@ class AsyncMethods:
             safe=True,
         )
         return cast("TenantList", await self._run(call))
+
+    # Other names of these methods, kept for existing callers (x-orch8-sdk aliases).
+    heartbeat = heartbeat_task
+    ready = health_ready

@@ -19,55 +19,57 @@ export interface OperationPolicy {
   /** Timeout is the body's wait_ms plus the long-poll slack (P-SDK-1). */
   readonly longPoll: boolean;
   readonly parseAs: "json" | "text";
+  /** The body creates one task, or lists several in `tasks` (P-TEL-1's producer span). */
+  readonly produces: "task" | "tasks" | null;
 }
 
 /** Every operation of openapi.yaml by its SDK method name. */
 export const OPERATIONS = {
-  listTasks: { operationId: "listTasks", method: "GET", path: "/tasks", retry: "safe", longPoll: false, parseAs: "json" },
-  enqueue: { operationId: "enqueueTask", method: "POST", path: "/tasks", retry: "idempotency-key", longPoll: false, parseAs: "json" },
-  enqueueBatch: { operationId: "enqueueTasks", method: "POST", path: "/tasks/batch", retry: "idempotency-key", longPoll: false, parseAs: "json" },
-  getTask: { operationId: "getTask", method: "GET", path: "/tasks/{task_id}", retry: "safe", longPoll: true, parseAs: "json" },
-  cancelTask: { operationId: "cancelTask", method: "POST", path: "/tasks/{task_id}/cancel", retry: "never", longPoll: false, parseAs: "json" },
-  retryTask: { operationId: "retryTask", method: "POST", path: "/tasks/{task_id}/retry", retry: "never", longPoll: false, parseAs: "json" },
-  completeTaskManually: { operationId: "completeTaskManually", method: "POST", path: "/tasks/{task_id}/complete", retry: "never", longPoll: false, parseAs: "json" },
-  failTaskManually: { operationId: "failTaskManually", method: "POST", path: "/tasks/{task_id}/fail", retry: "never", longPoll: false, parseAs: "json" },
-  listTaskAttempts: { operationId: "listTaskAttempts", method: "GET", path: "/tasks/{task_id}/attempts", retry: "safe", longPoll: false, parseAs: "json" },
-  pollTask: { operationId: "pollTask", method: "POST", path: "/workers/tasks/poll", retry: "never", longPoll: true, parseAs: "json" },
-  pollTasks: { operationId: "pollTasks", method: "POST", path: "/workers/tasks/poll/batch", retry: "never", longPoll: true, parseAs: "json" },
-  completeTask: { operationId: "completeTask", method: "POST", path: "/workers/tasks/{task_id}/complete", retry: "safe", longPoll: false, parseAs: "json" },
-  failTask: { operationId: "failTask", method: "POST", path: "/workers/tasks/{task_id}/fail", retry: "safe", longPoll: false, parseAs: "json" },
-  heartbeatTask: { operationId: "heartbeatTask", method: "POST", path: "/workers/tasks/{task_id}/heartbeat", retry: "safe", longPoll: false, parseAs: "json" },
-  releaseTask: { operationId: "releaseTask", method: "POST", path: "/workers/tasks/{task_id}/release", retry: "safe", longPoll: false, parseAs: "json" },
-  completeTasks: { operationId: "completeTasks", method: "POST", path: "/workers/tasks/complete/batch", retry: "safe", longPoll: false, parseAs: "json" },
-  failTasks: { operationId: "failTasks", method: "POST", path: "/workers/tasks/fail/batch", retry: "safe", longPoll: false, parseAs: "json" },
-  listWorkers: { operationId: "listWorkers", method: "GET", path: "/workers", retry: "safe", longPoll: false, parseAs: "json" },
-  registerWorker: { operationId: "registerWorker", method: "POST", path: "/workers", retry: "safe", longPoll: false, parseAs: "json" },
-  getWorker: { operationId: "getWorker", method: "GET", path: "/workers/{worker_id}", retry: "safe", longPoll: false, parseAs: "json" },
-  deregisterWorker: { operationId: "deregisterWorker", method: "DELETE", path: "/workers/{worker_id}", retry: "safe", longPoll: false, parseAs: "json" },
-  heartbeatWorker: { operationId: "heartbeatWorker", method: "POST", path: "/workers/{worker_id}/heartbeat", retry: "safe", longPoll: false, parseAs: "json" },
-  quietWorker: { operationId: "quietWorker", method: "POST", path: "/workers/{worker_id}/quiet", retry: "never", longPoll: false, parseAs: "json" },
-  resumeWorker: { operationId: "resumeWorker", method: "POST", path: "/workers/{worker_id}/resume", retry: "never", longPoll: false, parseAs: "json" },
-  terminateWorker: { operationId: "terminateWorker", method: "POST", path: "/workers/{worker_id}/terminate", retry: "never", longPoll: false, parseAs: "json" },
-  queueStats: { operationId: "getQueueStats", method: "GET", path: "/queues", retry: "safe", longPoll: false, parseAs: "json" },
-  pauseQueue: { operationId: "pauseQueue", method: "POST", path: "/queues/{queue_name}/pause", retry: "safe", longPoll: false, parseAs: "json" },
-  resumeQueue: { operationId: "resumeQueue", method: "POST", path: "/queues/{queue_name}/resume", retry: "safe", longPoll: false, parseAs: "json" },
-  setQueueLimit: { operationId: "setQueueLimit", method: "PUT", path: "/queues/{queue_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
-  queueHistory: { operationId: "getQueueHistory", method: "GET", path: "/queues/{queue_name}/history", retry: "safe", longPoll: false, parseAs: "json" },
-  setHandlerLimit: { operationId: "setHandlerLimit", method: "PUT", path: "/handlers/{handler_name}/limit", retry: "safe", longPoll: false, parseAs: "json" },
-  listSequences: { operationId: "listSequences", method: "GET", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json" },
-  defineSequence: { operationId: "defineSequence", method: "POST", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json" },
-  getSequence: { operationId: "getSequence", method: "GET", path: "/sequences/{name}", retry: "safe", longPoll: false, parseAs: "json" },
-  listInstances: { operationId: "listInstances", method: "GET", path: "/instances", retry: "safe", longPoll: false, parseAs: "json" },
-  startInstance: { operationId: "startInstance", method: "POST", path: "/instances", retry: "idempotency-key", longPoll: false, parseAs: "json" },
-  getInstance: { operationId: "getInstance", method: "GET", path: "/instances/{instance_id}", retry: "safe", longPoll: true, parseAs: "json" },
-  cancelInstance: { operationId: "cancelInstance", method: "POST", path: "/instances/{instance_id}/cancel", retry: "safe", longPoll: false, parseAs: "json" },
-  retryInstance: { operationId: "retryInstance", method: "POST", path: "/instances/{instance_id}/retry", retry: "never", longPoll: false, parseAs: "json" },
-  healthLive: { operationId: "getLiveness", method: "GET", path: "/health/live", retry: "safe", longPoll: false, parseAs: "json" },
-  healthReady: { operationId: "getReadiness", method: "GET", path: "/health/ready", retry: "safe", longPoll: false, parseAs: "json" },
-  metrics: { operationId: "getMetrics", method: "GET", path: "/metrics", retry: "safe", longPoll: false, parseAs: "text" },
-  serverInfo: { operationId: "getServerInfo", method: "GET", path: "/info", retry: "safe", longPoll: false, parseAs: "json" },
-  whoami: { operationId: "getPrincipal", method: "GET", path: "/whoami", retry: "safe", longPoll: false, parseAs: "json" },
-  listTenants: { operationId: "listTenants", method: "GET", path: "/tenants", retry: "safe", longPoll: false, parseAs: "json" },
+  enqueue: { operationId: "enqueueTask", method: "POST", path: "/tasks", retry: "idempotency-key", longPoll: false, parseAs: "json", produces: "task" },
+  listTasks: { operationId: "listTasks", method: "GET", path: "/tasks", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  enqueueBatch: { operationId: "enqueueTasks", method: "POST", path: "/tasks/batch", retry: "idempotency-key", longPoll: false, parseAs: "json", produces: "tasks" },
+  getTask: { operationId: "getTask", method: "GET", path: "/tasks/{task_id}", retry: "safe", longPoll: true, parseAs: "json", produces: null },
+  cancelTask: { operationId: "cancelTask", method: "POST", path: "/tasks/{task_id}/cancel", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  retryTask: { operationId: "retryTask", method: "POST", path: "/tasks/{task_id}/retry", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  completeTaskManually: { operationId: "completeTaskManually", method: "POST", path: "/tasks/{task_id}/complete", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  failTaskManually: { operationId: "failTaskManually", method: "POST", path: "/tasks/{task_id}/fail", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  listTaskAttempts: { operationId: "listTaskAttempts", method: "GET", path: "/tasks/{task_id}/attempts", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  pollTask: { operationId: "pollTask", method: "POST", path: "/workers/tasks/poll", retry: "never", longPoll: true, parseAs: "json", produces: null },
+  pollTasks: { operationId: "pollTasks", method: "POST", path: "/workers/tasks/poll/batch", retry: "never", longPoll: true, parseAs: "json", produces: null },
+  completeTask: { operationId: "completeTask", method: "POST", path: "/workers/tasks/{task_id}/complete", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  failTask: { operationId: "failTask", method: "POST", path: "/workers/tasks/{task_id}/fail", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  heartbeatTask: { operationId: "heartbeatTask", method: "POST", path: "/workers/tasks/{task_id}/heartbeat", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  releaseTask: { operationId: "releaseTask", method: "POST", path: "/workers/tasks/{task_id}/release", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  completeTasks: { operationId: "completeTasks", method: "POST", path: "/workers/tasks/complete/batch", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  failTasks: { operationId: "failTasks", method: "POST", path: "/workers/tasks/fail/batch", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  registerWorker: { operationId: "registerWorker", method: "POST", path: "/workers", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  listWorkers: { operationId: "listWorkers", method: "GET", path: "/workers", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  getWorker: { operationId: "getWorker", method: "GET", path: "/workers/{worker_id}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  deregisterWorker: { operationId: "deregisterWorker", method: "DELETE", path: "/workers/{worker_id}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  heartbeatWorker: { operationId: "heartbeatWorker", method: "POST", path: "/workers/{worker_id}/heartbeat", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  quietWorker: { operationId: "quietWorker", method: "POST", path: "/workers/{worker_id}/quiet", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  resumeWorker: { operationId: "resumeWorker", method: "POST", path: "/workers/{worker_id}/resume", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  terminateWorker: { operationId: "terminateWorker", method: "POST", path: "/workers/{worker_id}/terminate", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  queueStats: { operationId: "getQueueStats", method: "GET", path: "/queues", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  pauseQueue: { operationId: "pauseQueue", method: "POST", path: "/queues/{queue_name}/pause", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  resumeQueue: { operationId: "resumeQueue", method: "POST", path: "/queues/{queue_name}/resume", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  setQueueLimit: { operationId: "setQueueLimit", method: "PUT", path: "/queues/{queue_name}/limit", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  queueHistory: { operationId: "getQueueHistory", method: "GET", path: "/queues/{queue_name}/history", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  setHandlerLimit: { operationId: "setHandlerLimit", method: "PUT", path: "/handlers/{handler_name}/limit", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  defineSequence: { operationId: "defineSequence", method: "POST", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  listSequences: { operationId: "listSequences", method: "GET", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  getSequence: { operationId: "getSequence", method: "GET", path: "/sequences/{name}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  startInstance: { operationId: "startInstance", method: "POST", path: "/instances", retry: "idempotency-key", longPoll: false, parseAs: "json", produces: null },
+  listInstances: { operationId: "listInstances", method: "GET", path: "/instances", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  getInstance: { operationId: "getInstance", method: "GET", path: "/instances/{instance_id}", retry: "safe", longPoll: true, parseAs: "json", produces: null },
+  cancelInstance: { operationId: "cancelInstance", method: "POST", path: "/instances/{instance_id}/cancel", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  retryInstance: { operationId: "retryInstance", method: "POST", path: "/instances/{instance_id}/retry", retry: "never", longPoll: false, parseAs: "json", produces: null },
+  healthLive: { operationId: "getLiveness", method: "GET", path: "/health/live", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  healthReady: { operationId: "getReadiness", method: "GET", path: "/health/ready", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  metrics: { operationId: "getMetrics", method: "GET", path: "/metrics", retry: "safe", longPoll: false, parseAs: "text", produces: null },
+  serverInfo: { operationId: "getServerInfo", method: "GET", path: "/info", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  whoami: { operationId: "getPrincipal", method: "GET", path: "/whoami", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  listTenants: { operationId: "listTenants", method: "GET", path: "/tenants", retry: "safe", longPoll: false, parseAs: "json", produces: null },
 } as const satisfies Record<string, OperationPolicy>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -84,14 +86,14 @@ export abstract class Orch8Operations {
   /** Sends one operation; resolves to its answer body, or null on 204. */
   protected abstract invoke<T>(operation: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T>;
 
-  /** List tasks, newest first, with filters and cursor pagination (`GET /tasks`, retried on outages). */
-  listTasks(query: NonNullable<operations["listTasks"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["TaskPage"]> {
-    return this.invoke("listTasks", { query }, call);
-  }
-
   /** Enqueue one task (`POST /tasks`, retried only with an idempotency_key). */
   enqueue(body: Schemas["NewTask"], call?: CallOptions): Promise<Schemas["Task"]> {
     return this.invoke("enqueue", { body }, call);
+  }
+
+  /** List tasks, newest first, with filters and cursor pagination (`GET /tasks`, retried on outages). */
+  listTasks(query: NonNullable<operations["listTasks"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["TaskPage"]> {
+    return this.invoke("listTasks", { query }, call);
   }
 
   /** Enqueue up to 100 tasks atomically (`POST /tasks/batch`, retried only with an idempotency_key). */
@@ -169,14 +171,14 @@ export abstract class Orch8Operations {
     return this.invoke("failTasks", { body: { items } }, call);
   }
 
-  /** List workers (`GET /workers`, retried on outages). */
-  listWorkers(query: NonNullable<operations["listWorkers"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["WorkerList"]> {
-    return this.invoke("listWorkers", { query }, call);
-  }
-
   /** Register (or re-register) a worker (`POST /workers`, retried on outages). */
   registerWorker(body: Schemas["WorkerRegistration"], call?: CallOptions): Promise<Schemas["Worker"]> {
     return this.invoke("registerWorker", { body }, call);
+  }
+
+  /** List workers (`GET /workers`, retried on outages). */
+  listWorkers(query: NonNullable<operations["listWorkers"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["WorkerList"]> {
+    return this.invoke("listWorkers", { query }, call);
   }
 
   /** Get one worker (`GET /workers/{worker_id}`, retried on outages). */
@@ -239,14 +241,14 @@ export abstract class Orch8Operations {
     return this.invoke("setHandlerLimit", { path: { handler_name: handlerName }, body }, call);
   }
 
-  /** List sequences (the latest version of each), by name, with cursor pagination (`GET /sequences`, retried on outages). */
-  listSequences(query: NonNullable<operations["listSequences"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["SequencePage"]> {
-    return this.invoke("listSequences", { query }, call);
-  }
-
   /** Define the next version of a sequence (`POST /sequences`, retried on outages). */
   defineSequence(body: Schemas["NewSequence"], call?: CallOptions): Promise<Schemas["Sequence"]> {
     return this.invoke("defineSequence", { body }, call);
+  }
+
+  /** List sequences (the latest version of each), by name, with cursor pagination (`GET /sequences`, retried on outages). */
+  listSequences(query: NonNullable<operations["listSequences"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["SequencePage"]> {
+    return this.invoke("listSequences", { query }, call);
   }
 
   /** Get a sequence (the latest version, or `version`) (`GET /sequences/{name}`, retried on outages). */
@@ -254,14 +256,14 @@ export abstract class Orch8Operations {
     return this.invoke("getSequence", { path: { name }, query }, call);
   }
 
-  /** List instances, newest first, with filters and cursor pagination (`GET /instances`, retried on outages). */
-  listInstances(query: NonNullable<operations["listInstances"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["InstancePage"]> {
-    return this.invoke("listInstances", { query }, call);
-  }
-
   /** Start an instance of a sequence (`POST /instances`, retried only with an idempotency_key). */
   startInstance(body: Schemas["NewInstance"], call?: CallOptions): Promise<Schemas["Instance"]> {
     return this.invoke("startInstance", { body }, call);
+  }
+
+  /** List instances, newest first, with filters and cursor pagination (`GET /instances`, retried on outages). */
+  listInstances(query: NonNullable<operations["listInstances"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["InstancePage"]> {
+    return this.invoke("listInstances", { query }, call);
   }
 
   /** Get an instance, optionally waiting until it is final (`GET /instances/{instance_id}`, retried on outages, long-poll). */

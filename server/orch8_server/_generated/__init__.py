@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.5.0"
-SPEC_SHA256 = "14654f667b3aa409d09bff0b83249f02ae2a31d1919d9ffa2e5c01b661dd4cdf"
+SPEC_SHA256 = "ba9ff3473686a0090c72bda5ecf3eed8216355ab38f33fae46cbb4fc4db300d4"

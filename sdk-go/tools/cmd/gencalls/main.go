@@ -1,13 +1,19 @@
-// Command gencalls writes the SDK's typed client methods (client_gen.go) from the call
-// policy of openapi.yaml (P-SDK-1, P-SDK-2): one method per operation, named by
-// `x-orch8-method` (PascalCased), retried per `x-orch8-retry` and given the long-poll
-// timeout when `x-orch8-long-poll` is true; operations whose body creates tasks run inside
-// the producer span (produce, P-TEL-1). Signatures and answer types come from the
-// oapi-codegen output (api/api.gen.go), so the two cannot disagree.
+// Command gencalls writes the SDK's typed client methods (client_gen.go) from the
+// operations of openapi.sdk.json (scripts/gen_sdk_facts.py; P-SDK-1, P-SDK-2): one method
+// per operation, named by `x-orch8-method` (PascalCased), retried per `x-orch8-retry` and
+// given the long-poll timeout when `x-orch8-long-poll` is true. Its `x-orch8-sdk` facts:
+// `produces` runs the call inside the producer span (produce, P-TEL-1); `signature: frozen`
+// keeps the method's signature from before its query params and adds <Name>WithParams;
+// `aliases` become methods that call it. Go takes a body struct, so `body-argument` does
+// not apply, and `unwrap` only where its `sdks` list Go. Signatures and answer types come
+// from the oapi-codegen output (api/api.gen.go), so the two cannot disagree. It also
+// writes the file's constants (SDK defaults and limits) into package api. It names no
+// operation: scripts/check_generators.py fails if it does.
 package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"go/ast"
@@ -16,39 +22,43 @@ import (
 	"go/token"
 	"log"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"unicode"
-
-	"gopkg.in/yaml.v3"
 )
 
+// operation is one entry of openapi.sdk.json's operations.
 type operation struct {
-	Path, Verb, OperationID, Summary string
-	Method                           string `yaml:"x-orch8-method"`
-	Retry                            string `yaml:"x-orch8-retry"`
-	LongPoll                         bool   `yaml:"x-orch8-long-poll"`
-	Responses                        map[string]any
+	Method          string   `json:"name"`
+	OperationID     string   `json:"operationId"`
+	Verb            string   `json:"verb"`
+	Path            string   `json:"path"`
+	Summary         string   `json:"summary"`
+	Retry           string   `json:"retry"`
+	LongPoll        bool     `json:"longPoll"`
+	SuccessStatuses []string `json:"successStatuses"`
+	Produces        *string  `json:"produces"`
+	Unwrap          *struct {
+		Field string   `json:"field"`
+		SDKs  []string `json:"sdks"`
+	} `json:"unwrap"`
+	Signature string   `json:"signature"`
+	Aliases   []string `json:"aliases"`
 }
 
 type param struct{ name, typ string }
 
-// producerBodies are request bodies that create tasks: their operations run inside the
-// client's producer span, which injects trace context into each task's headers (P-TEL-1).
-var producerBodies = map[string]bool{"api.NewTask": true, "api.NewTaskBatch": true}
-
-// paramsAddedLater are operations that gained their optional query params after their
-// method shipped: the method keeps its old signature (calling <Name>WithParams with nil)
-// and <Name>WithParams takes the params (getTask's wait_ms, contract 1.5.0, P-SDK-25).
-var paramsAddedLater = map[string]bool{"getTask": true}
-
 func main() {
-	spec := flag.String("spec", "../../openapi.yaml", "the OpenAPI document")
+	facts := flag.String("facts", "../../openapi.sdk.json", "the SDK facts of openapi.yaml (scripts/gen_sdk_facts.py)")
 	apiFile := flag.String("api", "../api/api.gen.go", "oapi-codegen output to read signatures from")
 	out := flag.String("out", "../client_gen.go", "Go file to write")
+	constOut := flag.String("constants", "../api/constants.gen.go", "Go file (package api) to write the constants to")
 	flag.Parse()
+	if err := writeConstants(*facts, *constOut); err != nil {
+		log.Fatalf("gencalls: constants: %v", err)
+	}
 
-	ops, err := readOperations(*spec)
+	ops, err := readOperations(*facts)
 	if err != nil {
 		log.Fatalf("gencalls: %v", err)
 	}
@@ -82,43 +92,25 @@ import (
 	}
 }
 
+// readOperations reads the operations of openapi.sdk.json, sorted by method name.
 func readOperations(path string) ([]operation, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
 	var doc struct {
-		Paths map[string]map[string]yaml.Node `yaml:"paths"`
+		Operations []operation `json:"operations"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", path, err)
 	}
-	var ops []operation
-	for p, item := range doc.Paths {
-		for verb, node := range item {
-			switch verb {
-			case "get", "post", "put", "patch", "delete":
-			default:
-				continue
-			}
-			var op operation
-			if err := node.Decode(&op); err != nil {
-				return nil, fmt.Errorf("%s %s: %w", verb, p, err)
-			}
-			var ids struct {
-				OperationID string `yaml:"operationId"`
-				Summary     string `yaml:"summary"`
-			}
-			_ = node.Decode(&ids)
-			op.Path, op.Verb, op.OperationID, op.Summary = p, strings.ToUpper(verb), ids.OperationID, ids.Summary
-			if op.Method == "" || op.Retry == "" {
-				return nil, fmt.Errorf("%s %s: x-orch8-method and x-orch8-retry are required", verb, p)
-			}
-			ops = append(ops, op)
+	for _, op := range doc.Operations {
+		if op.Unwrap != nil && slices.Contains(op.Unwrap.SDKs, "go") {
+			return nil, fmt.Errorf("%s: unwrap is not implemented for Go", op.OperationID)
 		}
 	}
-	sort.Slice(ops, func(i, j int) bool { return ops[i].Method < ops[j].Method })
-	return ops, nil
+	slices.SortFunc(doc.Operations, func(a, b operation) int { return strings.Compare(a.Method, b.Method) })
+	return doc.Operations, nil
 }
 
 // generated is what gencalls needs from api.gen.go: raw client signatures, answer
@@ -235,7 +227,7 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 			}
 		}
 	}
-	_, noContent := op.Responses["204"]
+	noContent := slices.Contains(op.SuccessStatuses, "204")
 
 	var safe string
 	switch op.Retry {
@@ -250,7 +242,7 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 	timeout := ""
 	if op.LongPoll {
-		// wait_ms is in the body (polls) or in the query (getTask, getInstance: P-WF-9).
+		// wait_ms is in the body (polls) or in the query (a wait for a final state: P-WF-9).
 		timeout = ", timeout: longPollTimeout(body.WaitMs)"
 		for _, p := range params {
 			if p.name == "params" {
@@ -260,9 +252,9 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 
 	name := pascal(op.Method)
-	if paramsAddedLater[op.OperationID] {
+	if op.Signature == "frozen" {
 		if len(params) == 0 || params[len(params)-1].name != "params" {
-			return fmt.Errorf("paramsAddedLater: no params argument")
+			return fmt.Errorf("signature frozen: no params argument")
 		}
 		var keep, pass []string
 		for _, p := range params[:len(params)-1] {
@@ -282,7 +274,7 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	}
 	ret := result
 	if ret == "" {
-		ret = "*string" // a text answer (metrics)
+		ret = "*string" // a text/plain answer
 	}
 	summary := strings.TrimSuffix(op.Summary, ".")
 	if summary == "" {
@@ -316,7 +308,10 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 		call += fmt.Sprintf("return first(%q, r, %s)\n", op.OperationID, strings.Join(bodies, ", "))
 	}
 	call += "})\n"
-	produces := len(params) == 1 && params[0].name == "body" && producerBodies[params[0].typ] && result != ""
+	produces := op.Produces != nil
+	if produces && (len(params) != 1 || params[0].name != "body" || result == "") {
+		return fmt.Errorf("produces: want one body argument and a JSON answer")
+	}
 	switch {
 	case produces:
 		fmt.Fprintf(b, "return produce(ctx, c, body, func(ctx context.Context, body %s) (%s, error) {\nreturn %s})\n}\n",
@@ -326,7 +321,27 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	default:
 		fmt.Fprintf(b, "return %s}\n", call)
 	}
+	if op.Signature == "frozen" {
+		params = params[:len(params)-1]
+	}
+	writeAliases(b, op, params, public)
 	return nil
+}
+
+// writeAliases writes each of op's `aliases` as a method that calls its method (the one
+// without WithParams), with the same signature.
+func writeAliases(b *bytes.Buffer, op operation, params []param, ret string) {
+	decl := []string{"ctx context.Context"}
+	args := []string{"ctx"}
+	for _, p := range params {
+		decl = append(decl, p.name+" "+p.typ)
+		args = append(args, p.name)
+	}
+	for _, alias := range op.Aliases {
+		fmt.Fprintf(b, "\n// %s is another name of %s (x-orch8-sdk aliases: kept for existing callers).\n", pascal(alias), pascal(op.Method))
+		fmt.Fprintf(b, "func (c *Client) %s(%s) (%s, error) {\nreturn c.%s(%s)\n}\n",
+			pascal(alias), strings.Join(decl, ", "), ret, pascal(op.Method), strings.Join(args, ", "))
+	}
 }
 
 // pascal turns an x-orch8-method base name into an exported Go name with initialisms.
