@@ -1,4 +1,4 @@
-"""The background-service base (lifecycle/services.py): a failing tick is logged with its
+"""The background-service base (services.py): a failing tick is logged with its
 cause and the next runs; poke runs a tick before the interval; stop waits for the tick
 and runs the final step once (issue 29, item 6)."""
 
@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from orch8_server.lifecycle.services import Service
+from orch8_server.services import Service
 from orch8_server.storage.base import StorageUnavailable
 
 

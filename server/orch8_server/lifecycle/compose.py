@@ -22,12 +22,12 @@ from orch8_server.lifecycle.history import FLUSH_S, History
 from orch8_server.lifecycle.leases import Leases
 from orch8_server.lifecycle.observe import TaskObserver
 from orch8_server.lifecycle.pollers import PollerRegistry
-from orch8_server.lifecycle.services import Service
 from orch8_server.lifecycle.state import RunState
 from orch8_server.lifecycle.tasks import Tasks
 from orch8_server.lifecycle.workers import Workers
 from orch8_server.lifecycle.workflows import EVENT_BATCH, IDLE_PUMP_S, Workflows
 from orch8_server.metrics import Metrics
+from orch8_server.services import Service
 from orch8_server.storage.base import Storage
 from orch8_server.timefmt import now_ms
 
