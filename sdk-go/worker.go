@@ -3,6 +3,7 @@ package orch8
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -34,6 +35,7 @@ type Worker struct {
 	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
 	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
 	stopping    bool
+	stopReason  string // why the shutdown began, for the "stopping" line (P-SDK-31)
 	running     bool
 	pollCancel  context.CancelFunc // aborts the in-flight long-poll
 	interval    time.Duration      // worker heartbeat cadence (P-SDK-4)
@@ -117,7 +119,17 @@ func (w *Worker) count(update func(s *Stats)) {
 }
 
 // Stop starts a graceful shutdown, like cancelling Run's context (P-SDK-7).
-func (w *Worker) Stop() { w.stopOnce.Do(func() { close(w.stopCh) }) }
+func (w *Worker) Stop() { w.stopFor("Stop called") }
+
+// stopFor is Stop, naming why in the "stopping" line (P-SDK-31).
+func (w *Worker) stopFor(reason string) {
+	w.stopOnce.Do(func() {
+		w.mu.Lock()
+		w.stopReason = reason
+		w.mu.Unlock()
+		close(w.stopCh)
+	})
+}
 
 // stopNowCause names StopNow in the shutdown message when no signal ended the grace period.
 const stopNowCause = "StopNow"
@@ -143,11 +155,17 @@ func (w *Worker) endGrace(cause string) {
 // warning; each names the signal (P-SDK-29).
 func (w *Worker) onStopSignal(name string, n int) {
 	if n == 1 {
-		w.log.Info("orch8: signal received; shutting down gracefully", "signal", name, "grace_period", w.opts.GracePeriod)
-		w.Stop()
+		grace := w.opts.GracePeriod.Milliseconds()
+		w.line(slog.LevelInfo, "signal", fmt.Sprintf("received %s: shutting down, running tasks get %d ms", name, grace), "",
+			"signal", name, "grace_period_ms", grace)
+		w.stopFor("received " + name)
 		return
 	}
-	w.log.Warn("orch8: second signal received; ending the grace period", "signal", name, "count", n)
+	msg := "received a second signal " + name + ": ending the grace period now"
+	if n > 2 {
+		msg = "received " + name + " again: already ending the grace period"
+	}
+	w.line(slog.LevelWarn, "second_signal", msg, "", "signal", name)
 	w.endGrace(name)
 }
 
@@ -169,7 +187,18 @@ func (w *Worker) setQuiet(flag *bool, quiet bool) {
 		w.pollCancel() // claim nothing new: abort the long-poll now
 	}
 	w.notifyLocked()
-	w.log.Info("orch8: claiming paused or resumed", "local_quiet", w.localQuiet, "operator_quiet", w.serverQuiet)
+	switch {
+	case flag != &w.localQuiet:
+		directive := DirectiveRunning
+		if quiet {
+			directive = DirectiveQuiet
+		}
+		w.line(slog.LevelInfo, "directive", "directive "+string(directive), "", "directive", directive)
+	case quiet:
+		w.line(slog.LevelInfo, "local_quiet", "claiming paused (local quiet)", "", "quiet", true)
+	default:
+		w.line(slog.LevelInfo, "local_quiet", "claiming resumed (local)", "", "quiet", false)
+	}
 }
 
 func (w *Worker) notifyLocked() {
@@ -196,6 +225,10 @@ func (w *Worker) Run(ctx context.Context) error {
 		return errors.New("orch8: no handlers registered")
 	}
 	sort.Strings(w.names)
+	url := w.client.cfg.BaseURL
+	w.line(slog.LevelInfo, "start", "worker starting against "+url, "", "url", url, "handlers", w.names,
+		"queues", w.opts.registeredQueues(), "concurrency", w.opts.Concurrency)
+	defer func() { w.line(slog.LevelInfo, "stopped", "worker stopped", "", "stats", w.Stats()) }()
 
 	stopCtx, stopPolling := context.WithCancel(ctx)
 	defer stopPolling()
@@ -233,17 +266,21 @@ func (w *Worker) Run(ctx context.Context) error {
 	go func() { defer close(pollDone); w.pollLoop(stopCtx, context.WithoutCancel(ctx)) }()
 
 	<-stopCtx.Done()
-	w.log.Info("orch8: shutting down", "grace_period", w.opts.GracePeriod)
 	w.mu.Lock()
 	w.stopping = true
+	reason := w.stopReason
 	w.mu.Unlock()
+	if reason == "" {
+		reason = "Run's context ended"
+	}
+	w.line(slog.LevelInfo, "stopping", "worker stopping: "+reason, "", "reason", reason,
+		"grace_period_ms", w.opts.GracePeriod.Milliseconds())
 	<-pollDone // the long-poll was aborted with stopCtx (P-SDK-7)
 
 	deadline := w.drain()
 	stopHeartbeats()
 	<-hbDone
 	w.deregister(deadline)
-	w.log.Info("orch8: worker stopped", "stats", w.Stats())
 	return nil
 }
 
@@ -270,7 +307,6 @@ wait:
 			w.mu.Lock()
 			message = shutdownMessage(w.opts.WorkerID, w.opts.GracePeriod, w.graceSignal)
 			w.mu.Unlock()
-			w.log.Info("orch8: grace period ended early", "message", message)
 			break wait
 		}
 	}
@@ -287,6 +323,10 @@ wait:
 		}
 	}
 	w.mu.Unlock()
+	if len(leftovers) > 0 {
+		w.line(slog.LevelWarn, "grace_ended", fmt.Sprintf("%d task(s) still running, failed with shutdown", len(leftovers)),
+			message, "tasks", len(leftovers))
+	}
 
 	// quit ends the waits below when drain returns: a handler deaf to its cancellation
 	// leaves no goroutine of ours behind (P-SDK-29).
@@ -314,7 +354,8 @@ wait:
 	select {
 	case <-allDone:
 	case <-t.C:
-		w.log.Warn("orch8: shutdown deadline passed with results still in delivery", "slack", w.slack)
+		w.line(slog.LevelWarn, "outage", "results still in delivery when the shutdown deadline passed", "no answer within "+w.slack.String(),
+			"operation", OpComplete, "url", w.client.cfg.BaseURL)
 	}
 	return deadline
 }
@@ -337,7 +378,7 @@ func (w *Worker) deregister(deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	if _, err := w.client.DeregisterWorker(ctx, w.opts.WorkerID); err != nil {
-		w.log.Warn("orch8: deregister failed", causeAttrs(err)...)
+		w.callFailed(OpDeregister, err, "deregister", "")
 		w.fireError(OpDeregister, err)
 	}
 }

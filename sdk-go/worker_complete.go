@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"time"
@@ -72,6 +73,8 @@ func (q *completer) send() {
 		// P-SDK-9, P-SDK-16: re-send after the outage backoff (or Retry-After) until each
 		// item's lease deadline.
 		wait := outageWait(&outage, cause)
+		q.w.callFailed(OpComplete, cause, fmt.Sprintf("completion batch of %d", len(retry)),
+			fmt.Sprintf("retrying in %d ms", wait.Milliseconds()), "retry_in_ms", wait.Milliseconds())
 		retry = q.w.keepUntilDeadline(retry, wait, cause)
 		if len(retry) == 0 {
 			continue
@@ -109,7 +112,6 @@ func (q *completer) post(batch []*completion) (retry []*completion, cause error)
 	for _, c := range batch {
 		if dc := c.r.droppedCause(); dc != nil && !errors.Is(dc, ErrShutdown) {
 			// The lease was lost or the task cancelled before we reported: send nothing (P-SDK-5).
-			w.log.Info("orch8: result discarded", "task_id", c.r.task.ID, "cause", dc.Error())
 			close(c.done)
 			continue
 		}
@@ -128,8 +130,7 @@ func (q *completer) post(batch []*completion) (retry []*completion, cause error)
 	if err != nil {
 		w.fireError(OpComplete, err)
 		if IsOutage(err) {
-			w.log.Warn("orch8: completions not delivered, retrying", append(causeAttrs(err), "tasks", len(sent))...)
-			return sent, err
+			return sent, err // logged where the wait is known
 		}
 		if pe, ok := refusedAsWhole(err); ok {
 			if len(sent) == 1 {
@@ -137,15 +138,14 @@ func (q *completer) post(batch []*completion) (retry []*completion, cause error)
 				return nil, nil
 			}
 			// P-SDK-15: split in halves until the refused items go alone.
-			w.log.Warn("orch8: completion batch refused; splitting it", append(causeAttrs(err), "tasks", len(sent))...)
+			w.callFailed(OpComplete, err, fmt.Sprintf("completion batch of %d", len(sent)), "splitting it")
 			half := len(sent) / 2
 			r1, c1 := q.post(sent[:half])
 			r2, c2 := q.post(sent[half:])
 			return append(r1, r2...), errors.Join(c1, c2)
 		}
 		for _, c := range sent {
-			w.log.Warn("orch8: completion not delivered; giving the task up", append(causeAttrs(err), "task_id", c.r.task.ID)...)
-			w.abandon(c.r, fmt.Errorf("%w: completion not delivered: %w", ErrLeaseLost, err))
+			w.giveUp(c.r, OpComplete, "completion refused", causeText(err))
 			close(c.done)
 		}
 		return nil, nil
@@ -169,15 +169,14 @@ func (q *completer) post(batch []*completion) (retry []*completion, cause error)
 func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 	r, t := c.r, c.r.task
 	if o == nil {
-		w.log.Warn("orch8: completion not delivered; giving the task up", "task_id", t.ID, "err", "no outcome for the item in the batch answer")
-		w.abandon(r, fmt.Errorf("%w: no outcome for the item in the batch answer", ErrLeaseLost))
+		w.giveUp(r, OpComplete, "completion not delivered", "no outcome for the item in the batch answer")
 		close(c.done)
 		return false, nil
 	}
 	if o.Status != api.BatchItemStatusError {
 		if r.settle(outcomeCompleted) {
 			w.release(r) // counted before the hook runs, so the hook sees current stats
-			w.log.Debug("orch8: task completed", "task_id", t.ID, "attempt", t.Attempt)
+			w.line(slog.LevelDebug, "task_completed", "task completed", "", taskAttrs(t)...)
 			callHook(w, "OnTaskComplete", w.opts.Hooks.OnTaskComplete, TaskCompleteEvent{Task: t, Duration: r.runTime()})
 		}
 		close(c.done)
@@ -197,7 +196,6 @@ func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 		return false, nil
 	case IsOutage(pe):
 		w.fireError(OpComplete, pe)
-		w.log.Warn("orch8: completion not delivered, retrying", append(causeAttrs(pe), "task_id", t.ID)...)
 		return true, pe
 	}
 	w.fireError(OpComplete, pe)
@@ -209,7 +207,7 @@ func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 // code "output_rejected" (P-SDK-15); the fail carries no output, so it fits.
 func (w *Worker) rejectOutput(c *completion, pe *ProblemError) {
 	t := c.r.task
-	w.log.Warn("orch8: output refused by the server; failing the task", append(causeAttrs(pe), "task_id", t.ID)...)
+	w.line(slog.LevelWarn, "task_rejected", "task failed with output_rejected", causeText(pe), append(taskAttrs(t), "code", CodeOutputRejected)...)
 	rep := outputRejected(pe)
 	go func() {
 		defer close(c.done)
@@ -220,8 +218,7 @@ func (w *Worker) rejectOutput(c *completion, pe *ProblemError) {
 // giveUpAfterRun gives up completions still undelivered when Run returned (P-SDK-29).
 func (w *Worker) giveUpAfterRun(items []*completion) {
 	for _, c := range items {
-		w.log.Warn("orch8: completion not delivered before the worker stopped; giving the task up", "task_id", c.r.task.ID)
-		w.abandon(c.r, fmt.Errorf("%w: the worker stopped before its completion was delivered", ErrLeaseLost))
+		w.giveUp(c.r, OpComplete, "completion not delivered before the worker stopped", "Run returned")
 		close(c.done)
 	}
 }
@@ -233,9 +230,7 @@ func (w *Worker) keepUntilDeadline(items []*completion, wait time.Duration, caus
 	keep := items[:0]
 	for _, c := range items {
 		if time.Now().Add(wait).After(c.r.task.LeaseExpiresAt()) {
-			w.log.Warn("orch8: completion not delivered before the lease deadline; giving the task up",
-				append(causeAttrs(cause), "task_id", c.r.task.ID)...)
-			w.abandon(c.r, fmt.Errorf("%w: lease deadline passed during the outage", ErrLeaseLost))
+			w.giveUp(c.r, OpComplete, "completion still undeliverable at the lease deadline", causeText(cause))
 			close(c.done)
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -117,8 +118,7 @@ func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 			return
 		}
 		if w.life.Err() != nil {
-			w.log.Warn("orch8: failure report not delivered before the worker stopped; giving the task up", "task_id", t.ID)
-			w.abandon(r, fmt.Errorf("%w: the worker stopped before its fail was delivered", ErrLeaseLost))
+			w.giveUp(r, OpFail, "failure report not delivered before the worker stopped", causeText(err))
 			return
 		}
 		w.fireError(OpFail, err)
@@ -132,24 +132,25 @@ func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 				// P-SDK-27: most likely too large (a checkpoint over the body limit); the code
 				// and message still fit, so the real error is stored.
 				refused = err
-				w.log.Warn("orch8: failure report refused; re-sending it without checkpoint and details",
-					append(causeAttrs(err), "task_id", t.ID)...)
+				w.callFailed(OpFail, err, "failure report", "re-sending it once without checkpoint, details replaced by report_refused", taskAttrs(t)...)
 				rep.Checkpoint = nil
 				rep.Details = JSONObject{"report_refused": map[string]any{"status": pe.Status, "code": answerCode(pe)}}
 				continue
 			}
-			w.log.Error("orch8: failure report refused twice; giving the task up", "task_id", t.ID, "attempt", t.Attempt,
-				"first_refusal", refused.Error(), "second_refusal", err.Error())
-			w.abandon(r, fmt.Errorf("%w: fail refused twice: %w", ErrLeaseLost, err))
+			w.giveUp(r, OpFail, "failure report refused twice", causeText(refused)+"; then "+causeText(err))
 			return
 		}
 		wait := outageWait(&b, err)
 		if !IsOutage(err) || time.Now().Add(wait).After(deadline()) {
-			w.log.Warn("orch8: failure report not delivered; giving the task up", append(causeAttrs(err), "task_id", t.ID, "outage", IsOutage(err))...)
-			w.abandon(r, fmt.Errorf("%w: fail not delivered: %w", ErrLeaseLost, err))
+			why := "failure report refused"
+			if IsOutage(err) {
+				why = "failure report still undeliverable at the lease deadline"
+			}
+			w.giveUp(r, OpFail, why, causeText(err))
 			return
 		}
-		w.log.Warn("orch8: failure report not delivered, retrying", append(causeAttrs(err), "task_id", t.ID, "in", wait)...)
+		w.callFailed(OpFail, err, "failure report", fmt.Sprintf("retrying in %d ms", wait.Milliseconds()),
+			append(taskAttrs(t), "retry_in_ms", wait.Milliseconds())...)
 		sleepCtx(w.life, wait) // Run's return ends the wait; the next call then gives up
 		if c := r.droppedCause(); c != nil && !errors.Is(c, ErrShutdown) {
 			return // the heartbeat learned meanwhile that the lease is gone
@@ -165,7 +166,12 @@ func (w *Worker) failed(r *run, rep TaskFailureReport) {
 	r.mu.Unlock()
 	if r.settle(outcomeFailed) {
 		w.release(r) // counted before the hook runs, so the hook sees current stats
-		w.log.Debug("orch8: task failed", "task_id", t.ID, "attempt", t.Attempt, "code", *rep.Code, "retryable", *rep.Retryable)
+		kind := "permanent"
+		if *rep.Retryable {
+			kind = "retryable"
+		}
+		w.line(slog.LevelDebug, "task_failed", "task failed with "+*rep.Code+" ("+kind+")", "",
+			append(taskAttrs(t), "code", *rep.Code, "retryable", *rep.Retryable)...)
 		callHook(w, "OnTaskFail", w.opts.Hooks.OnTaskFail,
 			TaskFailEvent{Task: t, Code: *rep.Code, Retryable: *rep.Retryable, Duration: r.runTime()})
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"sync"
@@ -85,7 +86,8 @@ func (w *Worker) serveHealth(stopCtx context.Context) (stop func(), err error) {
 	w.health.mu.Lock()
 	w.health.addr = ln.Addr().String()
 	w.health.mu.Unlock()
-	w.log.Info("orch8: health endpoint serving", "addr", ln.Addr().String())
+	addr := "http://" + ln.Addr().String() + "/health"
+	w.line(slog.LevelInfo, "health", "health endpoint on "+addr, "", "addr", addr)
 	return func() {
 		w.health.mu.Lock()
 		w.health.addr = ""

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"slices"
 	"sort"
@@ -37,7 +38,11 @@ func (w *Worker) register(ctx context.Context) error {
 			if rec.Directive == DirectiveQuiet {
 				w.setQuiet(&w.serverQuiet, true)
 			}
-			w.log.Info("orch8: worker registered", "handlers", w.names, "concurrency", w.opts.Concurrency)
+			w.mu.Lock()
+			interval := w.interval
+			w.mu.Unlock()
+			w.line(slog.LevelInfo, "registered", "worker registered", "", "url", w.client.cfg.BaseURL,
+				"heartbeat_interval_ms", interval.Milliseconds())
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -46,16 +51,13 @@ func (w *Worker) register(ctx context.Context) error {
 		w.fireError(OpRegister, err)
 		refused := isRefusal(err) // P-SDK-24: 401/403 back off too, the worker keeps running
 		if !IsOutage(err) && !refused {
-			err = registrationError(w.client.BaseURL(), err)
-			w.log.Error("orch8: registration refused; stopping the worker", "err", err.Error())
-			return err
+			url := w.client.BaseURL()
+			w.line(slog.LevelError, "config_error", "registration at "+url+" refused for good; the worker stops",
+				causeText(err), append([]any{"url", url}, answerAttrs(err)...)...)
+			return registrationError(url, err)
 		}
 		wait := outageWait(&outage, err)
-		msg := "orch8: registration failed, retrying"
-		if refused {
-			msg = "orch8: registration refused, retrying"
-		}
-		w.log.Warn(msg, append(causeAttrs(err), "in", wait)...)
+		w.callFailed(OpRegister, err, "registration", fmt.Sprintf("retrying in %d ms", wait.Milliseconds()), "retry_in_ms", wait.Milliseconds())
 		if !sleepCtx(ctx, wait) {
 			return ctx.Err()
 		}
@@ -176,7 +178,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 				w.tel.Heartbeat(ctx, HeartbeatError) // P-TEL-4
 			}
 			w.fireError(OpHeartbeat, err)
-			w.log.Warn("orch8: worker heartbeat failed", causeAttrs(err)...)
+			w.callFailed(OpHeartbeat, err, "worker heartbeat", "")
 		}
 		return
 	}
@@ -208,7 +210,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	case DirectiveRunning:
 		w.setQuiet(&w.serverQuiet, false)
 	case DirectiveTerminate:
-		w.log.Info("orch8: terminate directive received")
-		w.Stop()
+		w.line(slog.LevelInfo, "directive", "directive terminate", "", "directive", DirectiveTerminate)
+		w.stopFor("terminate directive")
 	}
 }

@@ -92,8 +92,11 @@ func TestStatsHooksAndLogs(t *testing.T) {
 	logMu.Lock()
 	out := logs.String()
 	logMu.Unlock()
-	for _, want := range []string{`msg="orch8: task completed" worker_id=w1 task_id=task_ok attempt=1`,
-		`msg="orch8: task failed" worker_id=w1 task_id=task_bad attempt=1 code=permanent_error`, `hook=OnPoll panic="hook bug"`} {
+	// P-SDK-31: each line names its event; a hook's panic is logged with its cause.
+	for _, want := range []string{
+		`level=DEBUG msg="orch8: task completed" worker_id=w1 event=task_completed task_id=task_ok handler=ok attempt=1`,
+		`level=DEBUG msg="orch8: task failed with permanent_error (permanent)" worker_id=w1 event=task_failed task_id=task_bad handler=bad attempt=1 code=permanent_error retryable=false`,
+		`level=WARN msg="orch8: hook OnPoll panicked; ignored: string: hook bug" worker_id=w1 event=hook_error hook=OnPoll cause="string: hook bug"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}

@@ -3,6 +3,8 @@ package orch8
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -76,11 +78,8 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			}
 			w.fireError(OpPoll, err)
 			wait := outageWait(&outage, err) // P-SDK-9, P-SDK-16
-			msg := "orch8: poll failed, backing off"
-			if isRefusal(err) {
-				msg = "orch8: poll refused, backing off" // P-SDK-24: names status, code and detail
-			}
-			w.log.Warn(msg, append(causeAttrs(err), "outage", IsOutage(err), "in", wait)...)
+			// P-SDK-24: a 401/403 is logged as refused, naming status, code and detail.
+			w.callFailed(OpPoll, err, "poll", fmt.Sprintf("backing off %d ms", wait.Milliseconds()), "retry_in_ms", wait.Milliseconds())
 			sleepCtx(stopCtx, wait)
 			continue
 		}
@@ -103,11 +102,12 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 
 // giveBack releases a task the server handed over beyond batch_size (a server fault).
 func (w *Worker) giveBack(ct ClaimedTask) {
-	w.log.Error("orch8: server returned more tasks than batch_size; releasing", "task_id", ct.ID)
+	w.line(slog.LevelError, "internal_error", "the server returned more tasks than batch_size; releasing one", "",
+		"operation", OpPoll, "task_id", ct.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), w.client.cfg.Timeout)
 	defer cancel()
 	if _, err := w.client.ReleaseTask(ctx, ct.ID, TaskRelease{LeaseID: Ptr(ct.Lease.ID)}); err != nil {
-		w.log.Warn("orch8: release failed", append(causeAttrs(err), "task_id", ct.ID)...)
+		w.callFailed("release", err, "release", "", "task_id", ct.ID)
 	}
 }
 

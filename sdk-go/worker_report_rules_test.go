@@ -162,7 +162,7 @@ func TestP_SDK_27_SecondRefusalGivesTheTaskUp(t *testing.T) {
 	if n := len(s.sent("POST", "/fail")); n != 2 {
 		t.Fatalf("%d fail requests, want 2", n)
 	}
-	if l := logs.line("level=ERROR", "refused twice", "first_refusal=", "second_refusal=", "413 payload_too_large"); l == "" {
+	if l := logs.line("level=ERROR", "event=given_up", "refused twice", "operation=fail", "HTTP 413 payload_too_large: ", "; then HTTP 413 payload_too_large"); l == "" {
 		t.Fatalf("no error line with both refusals in:\n%s", logs.String())
 	}
 	if st := w.Stats(); st.TasksFailed != 0 || st.InFlight != 0 {
@@ -275,8 +275,10 @@ func TestP_SDK_22_TransportWarningNamesURLAndCause(t *testing.T) {
 	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", Logger: logs.logger()})
 	w.Handle("echo", func(ctx context.Context, t *Task) (any, error) { return nil, nil })
 	stop := runWorker(t, w)
-	want := `detail="no answer from ` + base + `: connection refused"`
-	waitUntil(t, "the warning", func() bool { return logs.line("level=WARN", "registration failed", want) != "" })
+	want := `cause="connection_error: no answer from ` + base + `: connection refused"`
+	waitUntil(t, "the warning", func() bool {
+		return logs.line("level=WARN", "registration failed", "event=outage", "operation=register", "url="+base, want) != ""
+	})
 	stop()
 }
 

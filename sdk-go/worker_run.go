@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -174,35 +176,56 @@ func (w *Worker) start(base, receive context.Context, ct ClaimedTask, answered t
 	go w.execute(r)
 }
 
-// abandon gives a task up with no result sent: the lease was lost, the task cancelled, or
-// its result could not be delivered before the lease deadline (P-SDK-5, P-SDK-11).
+// abandon gives a task up with no result sent because the server said so: the lease was
+// lost or the task cancelled (P-SDK-5, P-SDK-11).
 func (w *Worker) abandon(r *run, cause error) {
+	reason, ok := w.drop(r, cause)
+	if !ok {
+		return
+	}
+	level := slog.LevelWarn
+	if reason == ReasonCancelled {
+		level = slog.LevelInfo
+	}
+	w.line(level, "abandoned", "task given up, no result sent: "+reason, cause.Error(), append(taskAttrs(r.task), "reason", reason)...)
+}
+
+// giveUp gives up a result the worker could not deliver (P-SDK-9, P-SDK-27); it counts as
+// lease lost and is logged at error (P-SDK-31 given_up).
+func (w *Worker) giveUp(r *run, op, why, cause string) {
+	if _, ok := w.drop(r, fmt.Errorf("%w: %s: %s", ErrLeaseLost, why, cause)); ok {
+		w.line(slog.LevelError, "given_up", why+"; task given up as lease lost", cause, append(taskAttrs(r.task), "operation", op)...)
+	}
+}
+
+// drop settles a task given up with no result sent, once; it reports the reason and
+// whether this call settled it.
+func (w *Worker) drop(r *run, cause error) (string, bool) {
 	r.drop(cause)
 	o, reason := outcomeLeaseLost, ReasonLeaseLost
 	if errors.Is(cause, ErrTaskCancelled) {
 		o, reason = outcomeCancelled, ReasonCancelled
 	}
 	if !r.settle(o) {
-		return
+		return reason, false
 	}
-	w.log.Info("orch8: task abandoned", "task_id", r.task.ID, "attempt", r.task.Attempt, "reason", reason, "cause", cause.Error())
 	callHook(w, "OnTaskAbandoned", w.opts.Hooks.OnTaskAbandoned, TaskAbandonedEvent{Task: r.task, Reason: reason})
 	w.mu.Lock()
 	w.notifyLocked()
 	w.mu.Unlock()
+	return reason, true
 }
 
 func (w *Worker) execute(r *run) {
 	defer w.finish(r)
 	t := r.task
-	log := w.log.With("task_id", t.ID, "handler", t.HandlerName, "attempt", t.Attempt)
 	if r.handler == nil {
 		w.reported(r)
 		w.failNoHandler(r)
 		return
 	}
 	callHook(w, "OnTaskStart", w.opts.Hooks.OnTaskStart, TaskStartEvent{Task: t})
-	log.Debug("orch8: task started")
+	w.line(slog.LevelDebug, "task_started", "task started", "", taskAttrs(t)...)
 	output, err := callHandler(r.ctx, r.handler, t)
 	w.reported(r)
 
@@ -210,8 +233,7 @@ func (w *Worker) execute(r *run) {
 	r.ran = time.Since(r.started)
 	if r.dropped != nil {
 		r.mu.Unlock()
-		log.Info("orch8: result discarded", "cause", context.Cause(r.ctx)) // no stale result (P-SDK-5)
-		return
+		return // no stale result (P-SDK-5); abandon logged why
 	}
 	r.phase = phaseDelivering
 	r.mu.Unlock()
@@ -223,7 +245,7 @@ func (w *Worker) execute(r *run) {
 	raw, jerr := json.Marshal(output)
 	if jerr != nil {
 		// P-SDK-15: an output that is not strict JSON can never be delivered; fail it once.
-		log.Warn("orch8: output is not JSON; failing the task", "err", jerr.Error(), "type", typeName(jerr))
+		w.line(slog.LevelWarn, "task_rejected", "task failed with invalid_output", causeText(jerr), append(taskAttrs(t), "code", CodeInvalidOutput)...)
 		w.deliverFailure(r, invalidOutput(jerr), time.Time{})
 		return
 	}
@@ -236,7 +258,8 @@ func (w *Worker) failNoHandler(r *run) {
 	r.phase = phaseDelivering
 	r.mu.Unlock()
 	t := r.task
-	w.log.Warn("orch8: no handler for a claimed task; failing it", "task_id", t.ID, "handler", t.HandlerName, "code", CodeNoHandler)
+	cause := fmt.Sprintf("no handler named %q (known: %s)", t.HandlerName, strings.Join(w.names, ", "))
+	w.line(slog.LevelWarn, "task_rejected", "task failed with no_handler", cause, append(taskAttrs(t), "code", CodeNoHandler)...)
 	w.deliverFailure(r, TaskFailureReport{Error: fmt.Sprintf("no handler registered for %q", t.HandlerName), Retryable: Ptr(false),
 		Code: Ptr(CodeNoHandler), Details: JSONObject{"handler_name": t.HandlerName, "known_handlers": w.names}}, time.Time{})
 }
