@@ -1,7 +1,7 @@
 """What the sync and async clients share: configuration, safe retries and error mapping.
 
-Requests are built and parsed by the generated endpoint modules (`_get_kwargs` /
-`_parse_response` of orch8/_generated/api/...), called by the generated client methods
+Requests are built and parsed by the generated endpoint modules (`request_kwargs` /
+`parse_response` of orch8/_generated/api/...), called by the generated client methods
 (orch8/_generated/_methods.py); this module decides timeouts, retries (P-SDK-2, P-SDK-16)
 and how an error answer becomes an exception (protocol section 12).
 """
@@ -200,7 +200,7 @@ class Call:
 
     def request(self, config: ClientConfig) -> dict[str, Any]:
         """httpx.request keyword arguments, built by the generated module."""
-        kwargs: dict[str, Any] = self.endpoint._get_kwargs(**self.args)
+        kwargs: dict[str, Any] = self.endpoint.request_kwargs(**self.args)
         timeout_ms = self.timeout_ms if self.timeout_ms is not None else config.timeout_ms
         kwargs["timeout"] = timeout_ms / 1000
         return kwargs
@@ -213,7 +213,7 @@ class Call:
         """
         if not 200 <= response.status_code < 300:
             raise error_from_response(response)
-        return self.endpoint._parse_response(client=client, response=response)
+        return self.endpoint.parse_response(client=client, response=response)
 
 
 class Retries:

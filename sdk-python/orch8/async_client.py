@@ -1,8 +1,9 @@
 """AsyncOrch8Client: the asyncio client, one typed method per contract operation (P-SDK-2).
 
-The methods are generated from openapi.yaml (orch8/_generated/_methods.py); this class adds
-the connection, the safe retries, the waiting helpers (orch8/waiting.py) and the names kept
-from earlier releases.
+The methods are generated from openapi.yaml (orch8/_generated/_methods.py, names kept from
+earlier releases included); this class adds the connection, the safe retries and the
+waiting helpers (orch8/waiting.py). orch8/client.py is generated from this file by
+codegen/unasync.py (`make generate`): change the blocking client here.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ class _Endpoint:
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def _get_kwargs(self, *, body: dict[str, Any]) -> dict[str, Any]:
+    def request_kwargs(self, *, body: dict[str, Any]) -> dict[str, Any]:
         return {
             "method": "post",
             "url": self.url,
@@ -41,7 +41,7 @@ class _Endpoint:
             "headers": {"Content-Type": "application/json"},
         }
 
-    def _parse_response(self, *, client: object, response: httpx.Response) -> Any:
+    def parse_response(self, *, client: object, response: httpx.Response) -> Any:
         return response.json()
 
 

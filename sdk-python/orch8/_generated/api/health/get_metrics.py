@@ -8,7 +8,7 @@ from ...models.problem import Problem
 from ...types import Response
 
 
-def _get_kwargs() -> dict[str, Any]:
+def request_kwargs() -> dict[str, Any]:
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -18,7 +18,7 @@ def _get_kwargs() -> dict[str, Any]:
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | str:
     if response.status_code == 200:
@@ -47,7 +47,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -65,7 +65,7 @@ def sync_detailed(
         Response[Problem | str]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = request_kwargs()
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -107,7 +107,7 @@ async def asyncio_detailed(
         Response[Problem | str]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = request_kwargs()
 
     response = await client.get_async_httpx_client().request(**kwargs)
 

@@ -9,7 +9,7 @@ from ...models.server_info import ServerInfo
 from ...types import Response
 
 
-def _get_kwargs() -> dict[str, Any]:
+def request_kwargs() -> dict[str, Any]:
 
     _kwargs: dict[str, Any] = {
         "method": "get",
@@ -19,7 +19,7 @@ def _get_kwargs() -> dict[str, Any]:
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | ServerInfo:
     if response.status_code == 200:
@@ -54,7 +54,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -72,7 +72,7 @@ def sync_detailed(
         Response[Problem | ServerInfo]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = request_kwargs()
 
     response = client.get_httpx_client().request(
         **kwargs,
@@ -114,7 +114,7 @@ async def asyncio_detailed(
         Response[Problem | ServerInfo]
     """
 
-    kwargs = _get_kwargs()
+    kwargs = request_kwargs()
 
     response = await client.get_async_httpx_client().request(**kwargs)
 

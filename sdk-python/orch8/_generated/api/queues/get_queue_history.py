@@ -10,7 +10,7 @@ from ...models.queue_history import QueueHistory
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     queue_name: str,
     *,
     minutes: int | Unset = 60,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | QueueHistory:
     if response.status_code == 200:
@@ -73,7 +73,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -102,7 +102,7 @@ def sync_detailed(
         Response[Problem | QueueHistory]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
         minutes=minutes,
     )
@@ -171,7 +171,7 @@ async def asyncio_detailed(
         Response[Problem | QueueHistory]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
         minutes=minutes,
     )

@@ -9,7 +9,7 @@ from ...models.queue_stats_list import QueueStatsList
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     queue_name: str | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | QueueStatsList:
     if response.status_code == 200:
@@ -69,7 +69,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -98,7 +98,7 @@ def sync_detailed(
         Response[Problem | QueueStatsList]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
     )
 
@@ -165,7 +165,7 @@ async def asyncio_detailed(
         Response[Problem | QueueStatsList]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
     )
 

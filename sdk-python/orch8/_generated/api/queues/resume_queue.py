@@ -10,7 +10,7 @@ from ...models.queue_control import QueueControl
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     queue_name: str,
 ) -> dict[str, Any]:
 
@@ -24,7 +24,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | QueueControl:
     if response.status_code == 200:
@@ -64,7 +64,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -90,7 +90,7 @@ def sync_detailed(
         Response[Problem | QueueControl]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
     )
 
@@ -151,7 +151,7 @@ async def asyncio_detailed(
         Response[Problem | QueueControl]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
     )
 

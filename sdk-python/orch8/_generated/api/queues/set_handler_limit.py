@@ -11,7 +11,7 @@ from ...models.running_limit import RunningLimit
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     handler_name: str,
     *,
     body: RunningLimit,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> HandlerControl | Problem:
     if response.status_code == 200:
@@ -88,7 +88,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -115,7 +115,7 @@ def sync_detailed(
         Response[HandlerControl | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         handler_name=handler_name,
         body=body,
     )
@@ -180,7 +180,7 @@ async def asyncio_detailed(
         Response[HandlerControl | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         handler_name=handler_name,
         body=body,
     )

@@ -11,7 +11,7 @@ from ...models.running_limit import RunningLimit
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     queue_name: str,
     *,
     body: RunningLimit,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | QueueControl:
     if response.status_code == 200:
@@ -88,7 +88,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -118,7 +118,7 @@ def sync_detailed(
         Response[Problem | QueueControl]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
         body=body,
     )
@@ -189,7 +189,7 @@ async def asyncio_detailed(
         Response[Problem | QueueControl]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         queue_name=queue_name,
         body=body,
     )

@@ -10,7 +10,7 @@ from ...models.task import Task
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: NewTask,
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Task:
     if response.status_code == 200:
@@ -94,7 +94,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -119,7 +119,7 @@ def sync_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -178,7 +178,7 @@ async def asyncio_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 

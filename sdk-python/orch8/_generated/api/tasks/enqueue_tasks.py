@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: NewTaskBatch,
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> EnqueuedTasks | Problem:
     if response.status_code == 201:
@@ -89,7 +89,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -114,7 +114,7 @@ def sync_detailed(
         Response[EnqueuedTasks | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -173,7 +173,7 @@ async def asyncio_detailed(
         Response[EnqueuedTasks | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 

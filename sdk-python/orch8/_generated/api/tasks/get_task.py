@@ -10,7 +10,7 @@ from ...models.task import Task
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     task_id: str,
     *,
     wait_ms: int | Unset = 0,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Task:
     if response.status_code == 200:
@@ -78,7 +78,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -106,7 +106,7 @@ def sync_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         wait_ms=wait_ms,
     )
@@ -173,7 +173,7 @@ async def asyncio_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         wait_ms=wait_ms,
     )

@@ -11,7 +11,7 @@ from ...models.task_status import TaskStatus
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     status: list[TaskStatus] | Unset = UNSET,
     handler_name: str | Unset = UNSET,
@@ -68,7 +68,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | TaskPage:
     if response.status_code == 200:
@@ -113,7 +113,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -152,7 +152,7 @@ def sync_detailed(
         Response[Problem | TaskPage]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         status=status,
         handler_name=handler_name,
         queue_name=queue_name,
@@ -255,7 +255,7 @@ async def asyncio_detailed(
         Response[Problem | TaskPage]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         status=status,
         handler_name=handler_name,
         queue_name=queue_name,

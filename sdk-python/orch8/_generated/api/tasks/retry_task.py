@@ -11,7 +11,7 @@ from ...models.task_retry import TaskRetry
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     task_id: str,
     *,
     body: TaskRetry | Unset = UNSET,
@@ -34,7 +34,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Task:
     if response.status_code == 200:
@@ -99,7 +99,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -127,7 +127,7 @@ def sync_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         body=body,
     )
@@ -194,7 +194,7 @@ async def asyncio_detailed(
         Response[Problem | Task]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         body=body,
     )

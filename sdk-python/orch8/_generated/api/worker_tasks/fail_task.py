@@ -11,7 +11,7 @@ from ...models.task_outcome import TaskOutcome
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     task_id: str,
     *,
     body: TaskFailureReport,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | TaskOutcome:
     if response.status_code == 200:
@@ -98,7 +98,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -127,7 +127,7 @@ def sync_detailed(
         Response[Problem | TaskOutcome]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         body=body,
     )
@@ -196,7 +196,7 @@ async def asyncio_detailed(
         Response[Problem | TaskOutcome]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         task_id=task_id,
         body=body,
     )

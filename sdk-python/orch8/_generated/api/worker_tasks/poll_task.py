@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: PollOptions | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Any | ClaimedTask | Problem:
     if response.status_code == 200:
@@ -89,7 +89,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -123,7 +123,7 @@ def sync_detailed(
         Response[Any | ClaimedTask | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -200,7 +200,7 @@ async def asyncio_detailed(
         Response[Any | ClaimedTask | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 

@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: PollBatchOptions | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -30,7 +30,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> PollBatchResult | Problem:
     if response.status_code == 200:
@@ -85,7 +85,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -110,7 +110,7 @@ def sync_detailed(
         Response[PollBatchResult | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -169,7 +169,7 @@ async def asyncio_detailed(
         Response[PollBatchResult | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 

@@ -11,7 +11,7 @@ from ...models.worker_heartbeat_result import WorkerHeartbeatResult
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     worker_id: str,
     *,
     body: WorkerHeartbeat | Unset = UNSET,
@@ -34,7 +34,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | WorkerHeartbeatResult:
     if response.status_code == 200:
@@ -89,7 +89,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -117,7 +117,7 @@ def sync_detailed(
         Response[Problem | WorkerHeartbeatResult]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         worker_id=worker_id,
         body=body,
     )
@@ -184,7 +184,7 @@ async def asyncio_detailed(
         Response[Problem | WorkerHeartbeatResult]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         worker_id=worker_id,
         body=body,
     )

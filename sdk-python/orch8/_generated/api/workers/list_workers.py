@@ -10,7 +10,7 @@ from ...models.worker_state import WorkerState
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     state: WorkerState | Unset = UNSET,
 ) -> dict[str, Any]:
@@ -34,7 +34,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | WorkerList:
     if response.status_code == 200:
@@ -74,7 +74,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -96,7 +96,7 @@ def sync_detailed(
         Response[Problem | WorkerList]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         state=state,
     )
 
@@ -149,7 +149,7 @@ async def asyncio_detailed(
         Response[Problem | WorkerList]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         state=state,
     )
 

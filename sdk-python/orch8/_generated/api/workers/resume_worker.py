@@ -10,7 +10,7 @@ from ...models.worker import Worker
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     worker_id: str,
 ) -> dict[str, Any]:
 
@@ -24,7 +24,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Worker:
     if response.status_code == 200:
@@ -69,7 +69,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -91,7 +91,7 @@ def sync_detailed(
         Response[Problem | Worker]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         worker_id=worker_id,
     )
 
@@ -144,7 +144,7 @@ async def asyncio_detailed(
         Response[Problem | Worker]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         worker_id=worker_id,
     )
 

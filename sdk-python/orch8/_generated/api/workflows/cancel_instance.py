@@ -11,7 +11,7 @@ from ...models.task_cancellation import TaskCancellation
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     instance_id: str,
     *,
     body: TaskCancellation | Unset = UNSET,
@@ -34,7 +34,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Instance | Problem:
     if response.status_code == 200:
@@ -94,7 +94,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -123,7 +123,7 @@ def sync_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
         body=body,
     )
@@ -192,7 +192,7 @@ async def asyncio_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
         body=body,
     )

@@ -10,7 +10,7 @@ from ...models.sequence import Sequence
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: NewSequence,
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Sequence:
     if response.status_code == 200:
@@ -89,7 +89,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -119,7 +119,7 @@ def sync_detailed(
         Response[Problem | Sequence]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -188,7 +188,7 @@ async def asyncio_detailed(
         Response[Problem | Sequence]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 

@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     instance_id: str,
     *,
     wait_ms: int | Unset = 0,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Instance | Problem:
     if response.status_code == 200:
@@ -78,7 +78,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -105,7 +105,7 @@ def sync_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
         wait_ms=wait_ms,
     )
@@ -170,7 +170,7 @@ async def asyncio_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
         wait_ms=wait_ms,
     )

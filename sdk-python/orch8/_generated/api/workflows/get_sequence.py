@@ -10,7 +10,7 @@ from ...models.sequence import Sequence
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     name: str,
     *,
     version: int | Unset = UNSET,
@@ -33,7 +33,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | Sequence:
     if response.status_code == 200:
@@ -78,7 +78,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -102,7 +102,7 @@ def sync_detailed(
         Response[Problem | Sequence]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         name=name,
         version=version,
     )
@@ -161,7 +161,7 @@ async def asyncio_detailed(
         Response[Problem | Sequence]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         name=name,
         version=version,
     )

@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     sequence: str | Unset = UNSET,
     status: list[InstanceStatus] | Unset = UNSET,
@@ -46,7 +46,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> InstancePage | Problem:
     if response.status_code == 200:
@@ -91,7 +91,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -119,7 +119,7 @@ def sync_detailed(
         Response[InstancePage | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         sequence=sequence,
         status=status,
         limit=limit,
@@ -190,7 +190,7 @@ async def asyncio_detailed(
         Response[InstancePage | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         sequence=sequence,
         status=status,
         limit=limit,

@@ -9,7 +9,7 @@ from ...models.sequence_page import SequencePage
 from ...types import UNSET, Response, Unset
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     limit: int | Unset = 50,
     cursor: str | Unset = UNSET,
@@ -32,7 +32,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Problem | SequencePage:
     if response.status_code == 200:
@@ -77,7 +77,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -101,7 +101,7 @@ def sync_detailed(
         Response[Problem | SequencePage]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         limit=limit,
         cursor=cursor,
     )
@@ -160,7 +160,7 @@ async def asyncio_detailed(
         Response[Problem | SequencePage]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         limit=limit,
         cursor=cursor,
     )

@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     instance_id: str,
 ) -> dict[str, Any]:
 
@@ -24,7 +24,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Instance | Problem:
     if response.status_code == 200:
@@ -74,7 +74,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -99,7 +99,7 @@ def sync_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
     )
 
@@ -158,7 +158,7 @@ async def asyncio_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         instance_id=instance_id,
     )
 

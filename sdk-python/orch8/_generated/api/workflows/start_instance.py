@@ -10,7 +10,7 @@ from ...models.problem import Problem
 from ...types import Response
 
 
-def _get_kwargs(
+def request_kwargs(
     *,
     body: NewInstance,
 ) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def _get_kwargs(
     return _kwargs
 
 
-def _parse_response(
+def parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> Instance | Problem:
     if response.status_code == 200:
@@ -99,7 +99,7 @@ def _build_response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
         headers=response.headers,
-        parsed=_parse_response(client=client, response=response),
+        parsed=parse_response(client=client, response=response),
     )
 
 
@@ -128,7 +128,7 @@ def sync_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
@@ -195,7 +195,7 @@ async def asyncio_detailed(
         Response[Instance | Problem]
     """
 
-    kwargs = _get_kwargs(
+    kwargs = request_kwargs(
         body=body,
     )
 
