@@ -102,8 +102,8 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 
 // giveBack releases a task the server handed over beyond batch_size (a server fault).
 func (w *Worker) giveBack(ct ClaimedTask) {
-	w.line(slog.LevelError, "internal_error", "the server returned more tasks than batch_size; releasing one", "",
-		"operation", OpPoll, "task_id", ct.ID)
+	w.line(slog.LevelError, "internal_error", "releasing a task claimed beyond batch_size",
+		"the server returned more tasks than batch_size", "operation", OpPoll, "task_id", ct.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), w.client.cfg.Timeout)
 	defer cancel()
 	if _, err := w.client.ReleaseTask(ctx, ct.ID, TaskRelease{LeaseID: Ptr(ct.Lease.ID)}); err != nil {
