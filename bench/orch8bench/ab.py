@@ -5,11 +5,12 @@ the figure a code change moves even when other processes share the cores; on Pos
 also the database's own CPU microseconds per task (all its processes).
 
     python -m orch8bench.ab --before 7652e05 [--after REV] --backend sqlite|postgresql
-        [--batches 1,100] [--reps 3] [--latency 200]
+        [--batches 1,100] [--reps 3] [--latency 200] [--workflows 600]
 
 `--latency N` also measures pickup latency (enqueue to the parked poll's answer, the
 bench's latency mode) with N samples per run, interleaved the same way; `--batches ""`
-measures latency only.
+measures latency only. `--workflows N` measures the bench's 3-step workflow row (N
+instances a run, 2 workers): instances/s and CPU microseconds per instance.
 
 A revision is exported with `git archive` into a temp dir and run from there (PYTHONPATH);
 without --after, the working tree runs as B. Same launcher, load client and shapes as
@@ -33,6 +34,7 @@ from orch8bench.env import (
     PgCluster,
     RunningServer,
     cluster_cpu_seconds,
+    cpu_seconds,
     loadavg,
     loadgen,
     loadgen_window,
@@ -109,6 +111,20 @@ def throughput(
     return got if db is None else (*got, out["db_cpu_s"] / out["tasks"] * 1e6)
 
 
+def workflows(
+    s: RunningServer, instances: int, db: Callable[[], float] | None = None
+) -> tuple[float, ...]:
+    """instances/s of the bench's 3-step workflow and server CPU us per instance (with
+    `db`, PostgreSQL's too)."""
+    from orch8bench.workflows import run_once  # its client is only needed here
+
+    c0, d0 = cpu_seconds(s.process.pid), db() if db else 0.0
+    out = run_once(s.url, instances, workers=2)
+    cpu = (cpu_seconds(s.process.pid) - c0) / instances * 1e6
+    got = (out["instances_per_s"], cpu)
+    return got if db is None else (*got, (db() - d0) / instances * 1e6)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--before", required=True, help="git revision run as A")
@@ -117,6 +133,7 @@ def main() -> None:
     ap.add_argument("--batches", default="1,100")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--latency", type=int, default=0, help="pickup samples per run (0: none)")
+    ap.add_argument("--workflows", type=int, default=0, help="3-step instances per run (0: none)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="orch8-ab-"))
     cluster = PgCluster(fsync=True).init() if a.backend == "postgresql" else None
@@ -138,6 +155,12 @@ def main() -> None:
         columns = [("tasks/s", ",.0f"), ("server CPU us/task", ",.0f")]
         if db is not None:
             columns.append(("PostgreSQL CPU us/task", ",.0f"))
+        if a.workflows:
+            wf_columns = [("instances/s", ",.0f"), ("server CPU us/instance", ",.0f")]
+            if db is not None:
+                wf_columns.append(("PostgreSQL CPU us/instance", ",.0f"))
+            runs = alternate(servers, a.reps, lambda s: workflows(s, a.workflows, db))
+            report(f"{a.backend} 3-step workflows", runs, wf_columns)
         for batch in (int(b) for b in a.batches.split(",") if b):
             runs = alternate(servers, a.reps, lambda s, b=batch: throughput(s, b, db))
             report(f"{a.backend} batch {batch}", runs, columns)
