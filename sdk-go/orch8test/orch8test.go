@@ -98,6 +98,8 @@ type TestTask struct {
 // NewTestTask builds a TestTask; see Options for the defaults.
 func NewTestTask(o Options) *TestTask {
 	o = withDefaults(o)
+	// What reaches a handler came through JSON: numbers are float64 (P-KIT-2).
+	o.Params, o.Context, o.Checkpoint = asStored(o.Params), asStored(o.Context), asStored(o.Checkpoint)
 	tt := &TestTask{opts: o}
 	tt.Logger = slog.New(&recorder{tt: tt})
 	now := time.Now().UTC()
@@ -202,7 +204,7 @@ func (tt *TestTask) drop(error) {}
 
 // answer is the server's side of Task.Heartbeat (P-KIT-3, P-KIT-4).
 func (tt *TestTask) answer(_ context.Context, body orch8.TaskHeartbeat) (*orch8.TaskLeaseStatus, error) {
-	hb := Heartbeat{Progress: body.Progress, Checkpoint: body.Checkpoint}
+	hb := Heartbeat{Progress: asJSON(body.Progress), Checkpoint: asStored(body.Checkpoint)}
 	if tt.opts.OnHeartbeat != nil {
 		tt.opts.OnHeartbeat(hb)
 	}
@@ -282,12 +284,20 @@ func asStored(m map[string]any) map[string]any {
 	if m == nil {
 		return nil
 	}
-	raw, err := json.Marshal(m)
+	out, _ := asJSON(m).(map[string]any)
+	return out
+}
+
+// asJSON is v through JSON, as a value the client could not encode is never sent: as is.
+func asJSON(v any) any {
+	raw, err := json.Marshal(v)
 	if err != nil {
-		return m // the worker's own bounding encoded it already; this cannot happen
+		return v
 	}
-	var out map[string]any
-	_ = json.Unmarshal(raw, &out)
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return v
+	}
 	return out
 }
 

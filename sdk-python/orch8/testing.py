@@ -106,14 +106,14 @@ class TestTask:
             id=task_id,
             handler_name=handler_name,
             queue_name=queue_name,
-            params=dict(params or {}),
-            context=dict(context or {}),
+            params=_as_json(dict(params or {})),
+            context=_as_json(dict(context or {})),
             headers=dict(headers or {}),
             attempt=attempt,
             max_attempts=max_attempts,
             lease_id="test-lease-1",
             lease_expires_at=_after(lease_ms),
-            checkpoint=None if checkpoint is None else dict(checkpoint),
+            checkpoint=None if checkpoint is None else _as_json(dict(checkpoint)),
             worker_id=worker_id,
         )
         self._slot: Slot | None = None
@@ -203,7 +203,9 @@ class _HeartbeatServer:
         lease_ms: int | None = None,
     ) -> SimpleNamespace:
         task = self.task
-        beat = Heartbeat(progress, None if checkpoint is None else dict(checkpoint))
+        beat = Heartbeat(
+            _as_json(progress), None if checkpoint is None else _as_json(dict(checkpoint))
+        )
         if task.on_heartbeat is not None:
             task.on_heartbeat(beat)
         reason = task.ctx.cancel_reason
@@ -226,6 +228,11 @@ class _Recorder(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(LogLine(_LEVELS.get(record.levelno, "error"), record.getMessage()))
+
+
+def _as_json(value: Any) -> Any:
+    """`value` as it reaches the handler or is stored: through JSON (tuples become lists)."""
+    return json.loads(json.dumps(value, allow_nan=False))
 
 
 def _after(ms: int) -> datetime.datetime:

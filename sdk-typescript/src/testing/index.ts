@@ -98,10 +98,10 @@ export class TestTask {
     const o = this.opts;
     const now = new Date().toISOString();
     const task: ClaimedTask = {
-      id: o.taskId, handler_name: o.handlerName, queue_name: o.queueName, params: o.params,
-      context: o.context, headers: o.headers, priority: 0, attempt: o.attempt, max_attempts: o.maxAttempts,
+      id: o.taskId, handler_name: o.handlerName, queue_name: o.queueName, params: asJson(o.params),
+      context: asJson(o.context), headers: o.headers, priority: 0, attempt: o.attempt, max_attempts: o.maxAttempts,
       lease: { id: LEASE_ID, worker_id: o.workerId, attempt: o.attempt, expires_at: after(o.leaseMs) },
-      checkpoint: options.checkpoint ?? null, good_until: null, created_at: now, ready_at: now,
+      checkpoint: asJson(options.checkpoint ?? null), good_until: null, created_at: now, ready_at: now,
       metadata: { attempt: o.attempt, max_attempts: o.maxAttempts, created_at: now },
     };
     this.run_ = new TaskRun(task);
@@ -170,7 +170,7 @@ export class TestTask {
   }
 
   private answer(id: string, body: TaskHeartbeat): Promise<TaskLeaseStatus> {
-    const beat: Heartbeat = { progress: body.progress ?? null, checkpoint: body.checkpoint ?? null };
+    const beat: Heartbeat = { progress: asJson(body.progress ?? null), checkpoint: asJson(body.checkpoint ?? null) };
     this.opts.onHeartbeat?.(beat);
     const by = this.run_.settledBy;
     if (by === "cancelled") return Promise.reject(new TaskCancelledError(`task ${id} was cancelled`, { status: 409, code: "task_cancelled" }));
@@ -191,6 +191,11 @@ function failed(report: TaskFailureReport): Outcome {
     status: "failed", output: null, error: r.error, code: r.code ?? null, retryable: r.retryable ?? null,
     retryAfterMs: r.retry_after_ms ?? null, details: r.details ?? null, checkpoint: r.checkpoint ?? null,
   };
+}
+
+/** `value` as it reaches the handler or is stored: through JSON (a Date becomes its string). */
+function asJson<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
 }
 
 function after(ms: number): string {
