@@ -33,8 +33,9 @@ def _bin_dir() -> Path:
 class PgCluster:
     """One postgres server on 127.0.0.1:<free port>, trust auth, user `postgres`."""
 
-    def __init__(self, fsync: bool = False) -> None:
+    def __init__(self, fsync: bool = False, settings: dict[str, str] | None = None) -> None:
         self.bin = _bin_dir()
+        self.settings = settings or {}  # more `-c name=value` (the bench's statement stats)
         self.root = Path(tempfile.mkdtemp(prefix="orch8-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "postgres.log"
@@ -77,7 +78,7 @@ class PgCluster:
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
             f"-c max_connections=300 -c fsync={'on' if self.fsync else 'off'} "
             "-c full_page_writes=off -c shared_buffers=128MB"
-        )
+        ) + "".join(f" -c {name}={value}" for name, value in self.settings.items())
         self._run(
             "pg_ctl",
             "-D",

@@ -1,0 +1,144 @@
+"""Where PostgreSQL's time goes, per statement and per table, for the bench's batch loop.
+
+    python -m orch8bench.pgstat [--tasks 30000] [--batch 100] [--top 20]
+
+A throwaway cluster (fsync on, `pg_stat_statements` preloaded, nested statements tracked:
+the NOTIFY trigger's too) and one server (working tree). A warm-up of a tenth of the
+tasks, then the statistics are reset and the load client runs `--tasks` through enqueue,
+claim and complete at `--batch` (finished rows kept, as in `make bench`). Reported per
+task, from the database's own accounting:
+
+- per statement: calls, execution ms in total and us per task, rows, shared blocks hit
+  and dirtied, WAL bytes per task; the top `--top` by execution time;
+- per table: inserts, updates and how many were HOT (an update that writes no index
+  entry), deletes, live and dead rows;
+- per index: size, scans, and the entries per task it carries.
+
+Output: bench/profiles/pg-statements.md (and printed). The figure to move is CPU per
+task (`orch8bench.ab`); this says which statement and which index pay for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import shutil
+from pathlib import Path
+
+from orch8bench.env import BENCH, PgCluster, Workdir, launch_server, loadgen, log
+
+OUT = BENCH / "profiles" / "pg-statements.md"
+SETTINGS = {
+    "shared_preload_libraries": "pg_stat_statements",
+    "pg_stat_statements.track": "all",
+    "pg_stat_statements.max": "2000",
+    "track_counts": "on",
+}
+STATEMENTS = """
+SELECT calls, round(total_exec_time::numeric, 1), rows, shared_blks_hit, shared_blks_dirtied,
+       wal_bytes, regexp_replace(left(query, 160), '\\s+', ' ', 'g')
+FROM pg_stat_statements
+WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+  AND query NOT ILIKE '%pg_stat_statements%'
+ORDER BY total_exec_time DESC
+"""
+TABLES = """
+SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_live_tup, n_dead_tup
+FROM pg_stat_user_tables ORDER BY n_tup_ins + n_tup_upd + n_tup_del DESC
+"""
+INDEXES = """
+SELECT s.relname, s.indexrelname, pg_relation_size(s.indexrelid), s.idx_scan
+FROM pg_stat_user_indexes s ORDER BY pg_relation_size(s.indexrelid) DESC
+"""
+
+
+def _rows(cluster: PgCluster, db: str, sql: str) -> list[list[str]]:
+    out = cluster.psql(f"COPY ({sql.strip()}) TO STDOUT WITH (FORMAT csv, DELIMITER '|')", db)
+    return [row for row in csv.reader(io.StringIO(out), delimiter="|") if row]
+
+
+def _report(cluster: PgCluster, db: str, tasks: int, batch: int, rate: float, top: int) -> str:
+    per = 1e3 / tasks  # ms in total -> us per task
+    statements = _rows(cluster, db, STATEMENTS)
+    total_ms = sum(float(r[1]) for r in statements)
+    lines = [
+        f"# PostgreSQL statements, batch {batch}, {tasks:,} tasks ({rate:,.0f} tasks/s)",
+        "",
+        f"Execution time of all statements: {total_ms * per:,.1f} us per task (backend wall",
+        "time inside the executor, nested trigger statements included, so rows overlap; not",
+        "parse, plan or protocol). `python -m orch8bench.pgstat` reproduces this.",
+        "",
+        "| us/task | share | calls/task | rows/call | blks hit/task | dirtied/task "
+        "| WAL B/task | statement |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for calls, ms, nrows, hit, dirtied, wal, query in statements[:top]:
+        c = int(calls)
+        lines.append(
+            f"| {float(ms) * per:,.1f} | {float(ms) / total_ms:.0%} | {c / tasks:.3f} "
+            f"| {int(nrows) / max(c, 1):.1f} | {int(hit) / tasks:.1f} | {int(dirtied) / tasks:.2f} "
+            f"| {float(wal or 0) / tasks:,.0f} | `{query.replace('|', '/')}` |"
+        )
+    lines += [
+        "",
+        "## Tables (since the reset: the measured tasks only)",
+        "",
+        "| table | inserts/task | updates/task | HOT share | deletes/task | live | dead |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, ins, upd, hot, dele, live, dead in _rows(cluster, db, TABLES):
+        u = int(upd)
+        hot_share = f"{int(hot) / u:.0%}" if u else "-"
+        lines.append(
+            f"| {name} | {int(ins) / tasks:.2f} | {u / tasks:.2f} | {hot_share} "
+            f"| {int(dele) / tasks:.2f} | {int(live):,} | {int(dead):,} |"
+        )
+    lines += [
+        "",
+        "## Indexes (size includes the warm-up's rows)",
+        "",
+        "| table | index | size | scans/task |",
+        "|---|---|---|---|",
+    ]
+    for table, index, size, scans in _rows(cluster, db, INDEXES):
+        lines.append(
+            f"| {table} | {index} | {int(size) / 1024:,.0f} KiB | {int(scans) / tasks:.2f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> str:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--tasks", type=int, default=30_000)
+    ap.add_argument("--batch", type=int, default=100)
+    ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--out", type=Path, default=OUT)
+    a = ap.parse_args(argv)
+    work = Workdir()
+    cluster = PgCluster(fsync=True, settings=SETTINGS).init()
+    try:
+        db = "orch8"
+        server = launch_server(cluster.create_database(db), work.path, "pgstat")
+        try:
+            shape = [f"-url={server.url}", f"-batch={a.batch}", "-producers=2", "-consumers=4"]
+            loadgen("-mode=run", *shape, f"-n={max(a.tasks // 10, a.batch)}")  # warm-up
+            cluster.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", db)
+            cluster.psql("SELECT pg_stat_statements_reset(), pg_stat_reset()", db)
+            log(f"pgstat: {a.tasks:,} tasks at batch {a.batch}")
+            out = loadgen("-mode=run", *shape, f"-n={a.tasks}")
+            text = _report(cluster, db, out["tasks"], a.batch, out["tasks_per_s"], a.top)
+        finally:
+            server.stop()
+        shutil.rmtree(work.path, ignore_errors=True)
+    finally:
+        cluster.destroy()
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    a.out.write_text(text)
+    print(text, flush=True)
+    log(f"pgstat: written to {a.out}")
+    return text
+
+
+if __name__ == "__main__":
+    main()
