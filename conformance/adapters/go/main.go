@@ -396,7 +396,7 @@ func main() {
 	for _, name := range names {
 		w.Handle(name, observed(handlers[name]))
 	}
-	emit("ready", nil, map[string]any{"sdk": "go", "tracing": telemetry != nil})
+	emit("ready", nil, map[string]any{"sdk": "go", "tracing": telemetry != nil, "logs": true})
 	go waitInstance(client)
 	if err := w.RunWithSignals(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -342,7 +342,7 @@ def main() -> None:
     for name in names:
         worker.register(name, observed(HANDLERS[name]))
     report_hooks(worker)
-    emit("ready", sdk="python", tracing=telemetry is not None)
+    emit("ready", sdk="python", tracing=telemetry is not None, logs=True)
     wait_instance(env)
     try:
         worker.run()

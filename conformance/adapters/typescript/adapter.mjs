@@ -280,7 +280,7 @@ try {
   process.exit(1);
 }
 WORKER_ID = worker.workerId;
-emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined });
+emit("ready", null, { sdk: "typescript", tracing: telemetry !== undefined, logs: true });
 waitInstance();
 try {
   await worker.run();
