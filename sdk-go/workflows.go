@@ -50,9 +50,9 @@ const (
 const (
 	// DefaultWaitTimeout is how long WaitInstance and WaitTask wait when given no timeout
 	// (P-SDK-25).
-	DefaultWaitTimeout = 5 * time.Minute
+	DefaultWaitTimeout = api.DefaultWaitTimeoutMs * time.Millisecond
 	// maxWaitRound is the longest wait_ms of one long-poll round (P-SDK-25).
-	maxWaitRound = 30 * time.Second
+	maxWaitRound = api.WaitRoundMs * time.Millisecond
 )
 
 // ErrWaitTimeout matches (errors.Is) the *WaitTimeoutError of a wait whose timeout passed

@@ -23,6 +23,8 @@ const (
 	DefaultHeartbeatIntervalMs = 5000
 	// DefaultPollWaitMs: openapi.yaml #/components/schemas/PollBatchOptions/properties/wait_ms/default.
 	DefaultPollWaitMs = 30000
+	// DefaultWaitTimeoutMs: How long a waiting helper waits when given no timeout (P-SDK-25).
+	DefaultWaitTimeoutMs = 300000
 	// FailureDetailsPreviewBytes: JSON bytes of oversized details kept as their preview (P-SDK-27).
 	FailureDetailsPreviewBytes = 4096
 	// LongPollMarginMs: A long-poll's timeout is its wait_ms plus this (P-SDK-1).
@@ -55,6 +57,8 @@ const (
 	RequestTimeoutMs = 10000
 	// RetryAfterBudgetMs: Retry-After delays one call may wait in all (P-SDK-2).
 	RetryAfterBudgetMs = 30000
+	// WaitRoundMs: The longest wait_ms of one round of a waiting helper (P-SDK-25).
+	WaitRoundMs = 30000
 	// WorkerRetryAfterCapMs: Most a worker waits for one Retry-After (P-SDK-16).
 	WorkerRetryAfterCapMs = 60000
 )

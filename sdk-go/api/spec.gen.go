@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.5.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "ba9ff3473686a0090c72bda5ecf3eed8216355ab38f33fae46cbb4fc4db300d4"
+const SpecSHA256 = "6103391feb9249e0780e0619f5e8378bf0bc42c10a24f045e085616041e2e43b"

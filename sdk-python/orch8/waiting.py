@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from ._generated import _constants as C
 from .errors import Orch8Error, is_outage
 
 if TYPE_CHECKING:
@@ -29,8 +30,8 @@ class _Stated(Protocol):
 _T = TypeVar("_T", bound=_Stated)
 
 # P-SDK-25: the longest wait_ms of one round, and the default timeout of a whole wait.
-WAIT_ROUND_MS = 30_000
-DEFAULT_WAIT_TIMEOUT_MS = 300_000
+WAIT_ROUND_MS = C.WAIT_ROUND_MS
+DEFAULT_WAIT_TIMEOUT_MS = C.DEFAULT_WAIT_TIMEOUT_MS
 
 INSTANCE_FINAL = frozenset({"completed", "failed", "cancelled"})
 TASK_FINAL = frozenset({"completed", "failed", "cancelled", "expired"})

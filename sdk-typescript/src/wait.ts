@@ -4,13 +4,14 @@
 // like any safe call (P-SDK-2), until the deadline; any other error is thrown as is.
 import { Backoff, sleep } from "./backoff.js";
 import { Orch8Error } from "./errors.js";
+import * as C from "./generated/constants.js";
 import { isOutage, outageWait } from "./outage.js";
 import type { Instance, InstanceStatus, Task, TaskStatus } from "./types.js";
 
 /** The longest single `wait_ms` round a waiting helper asks for (P-SDK-25). */
-export const WAIT_ROUND_MS = 30_000;
+export const WAIT_ROUND_MS = C.WAIT_ROUND_MS;
 /** A waiting helper's default timeout: 5 minutes (P-SDK-25). */
-export const DEFAULT_WAIT_TIMEOUT_MS = 300_000;
+export const DEFAULT_WAIT_TIMEOUT_MS = C.DEFAULT_WAIT_TIMEOUT_MS;
 /** Instance statuses after which nothing changes by itself (P-WF-10). */
 export const FINAL_INSTANCE_STATUSES: ReadonlySet<InstanceStatus> = new Set(["completed", "failed", "cancelled"]);
 /** Task statuses after which nothing changes by itself. */

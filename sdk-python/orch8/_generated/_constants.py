@@ -28,6 +28,9 @@ DEFAULT_HEARTBEAT_INTERVAL_MS = 5000
 DEFAULT_POLL_WAIT_MS = 30000
 """#/components/schemas/PollBatchOptions/properties/wait_ms/default."""
 
+DEFAULT_WAIT_TIMEOUT_MS = 300000
+"""How long a waiting helper waits when given no timeout (P-SDK-25)."""
+
 FAILURE_DETAILS_PREVIEW_BYTES = 4096
 """JSON bytes of oversized details kept as their preview (P-SDK-27)."""
 
@@ -75,6 +78,9 @@ REQUEST_TIMEOUT_MS = 10000
 
 RETRY_AFTER_BUDGET_MS = 30000
 """Retry-After delays one call may wait in all (P-SDK-2)."""
+
+WAIT_ROUND_MS = 30000
+"""The longest wait_ms of one round of a waiting helper (P-SDK-25)."""
 
 WORKER_RETRY_AFTER_CAP_MS = 60000
 """Most a worker waits for one Retry-After (P-SDK-16)."""

@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.5.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "ba9ff3473686a0090c72bda5ecf3eed8216355ab38f33fae46cbb4fc4db300d4";
+export const SPEC_SHA256 = "6103391feb9249e0780e0619f5e8378bf0bc42c10a24f045e085616041e2e43b";
