@@ -109,7 +109,7 @@ func runnableBlocks(t *testing.T) map[string]string {
 		programs[b.name] = b.code
 	}
 	for name := range programs {
-		if readmePrograms[name] == nil {
+		if _, isTest := testPackage(name); !isTest && readmePrograms[name] == nil {
 			t.Errorf("README program %q has no entry in readmePrograms", name)
 		}
 	}
@@ -119,6 +119,12 @@ func runnableBlocks(t *testing.T) map[string]string {
 		}
 	}
 	return programs
+}
+
+// testPackage says whether a README block named NAME_test is a test file (the handler unit
+// tests of P-KIT), saved as NAME/NAME_test.go and run by `go test`, and returns NAME.
+func testPackage(name string) (string, bool) {
+	return strings.CutSuffix(name, "_test")
 }
 
 // TestReadmeBlocksAreRunOrMarked lists each not-runnable block as a skipped subtest with
@@ -199,10 +205,14 @@ func TestConsumerRunsReadmePrograms(t *testing.T) {
 			t.Logf("consumer module %s, %s", mod, strings.TrimSpace(v))
 			goCmd("mod", "init", "example.com/consumer")
 			for name, src := range programs {
-				if err := os.MkdirAll(filepath.Join(mod, name), 0o755); err != nil {
+				dir, file := name, "main.go"
+				if pkg, isTest := testPackage(name); isTest {
+					dir, file = pkg, name+".go"
+				}
+				if err := os.MkdirAll(filepath.Join(mod, dir), 0o755); err != nil {
 					t.Fatal(err)
 				}
-				if err := os.WriteFile(filepath.Join(mod, name, "main.go"), []byte(src), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(mod, dir, file), []byte(src), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -221,6 +231,14 @@ func TestConsumerRunsReadmePrograms(t *testing.T) {
 			}
 			goCmd("build", "-o", "bin"+string(filepath.Separator), "./...")
 			for name := range programs {
+				if pkg, isTest := testPackage(name); isTest {
+					// Unit tests need no server, so none is started; each test of the block passes.
+					out := goCmd("test", "-count=1", "-v", "./"+pkg)
+					if want := strings.Count(programs[name], "\nfunc Test"); want == 0 || strings.Count(out, "--- PASS") != want {
+						t.Fatalf("go test ./%s: want %d passing tests:\n%s", pkg, want, out)
+					}
+					continue
+				}
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
 					readmePrograms[name](t, filepath.Join(mod, "bin", name))
