@@ -43,7 +43,9 @@ test("the tarball ships dist/ (ESM + CJS), LICENSE and README, and no sources or
   const { stdout } = await exec("tar", ["tzf", tarball]);
   const files = stdout.trim().split("\n");
   for (const f of ["package/dist/index.js", "package/dist/index.d.ts", "package/dist/cjs/index.js", "package/dist/cjs/index.d.ts", "package/dist/cjs/package.json",
-    "package/dist/otel/index.js", "package/dist/otel/index.d.ts", "package/dist/cjs/otel/index.js", "package/dist/cjs/otel/index.d.ts", "package/LICENSE", "package/README.md"]) {
+    "package/dist/otel/index.js", "package/dist/otel/index.d.ts", "package/dist/cjs/otel/index.js", "package/dist/cjs/otel/index.d.ts",
+    "package/dist/testing/index.js", "package/dist/testing/index.d.ts", "package/dist/cjs/testing/index.js", "package/dist/cjs/testing/index.d.ts",
+    "package/LICENSE", "package/README.md"]) {
     assert.ok(files.includes(f), `${f} is packed`);
   }
   assert.equal(files.filter((f) => f.startsWith("package/src/") || f.endsWith(".built") || f.endsWith(".tgz")).length, 0);
@@ -56,6 +58,10 @@ test("import resolves to the ES module build and require to the CommonJS build, 
     assert.match(esm.stdout.trim(), /node_modules\/@orch8\/sdk\/dist\/index\.js$/);
     const cjs = await exec(process.execPath, ["-e", 'console.log(require.resolve("@orch8/sdk"))'], { cwd });
     assert.match(cjs.stdout.trim(), /node_modules\/@orch8\/sdk\/dist\/cjs\/index\.js$/);
+    const kit = await exec(process.execPath, ["--input-type=module", "-e", 'console.log(import.meta.resolve("@orch8/sdk/testing"))'], { cwd });
+    assert.match(kit.stdout.trim(), /node_modules\/@orch8\/sdk\/dist\/testing\/index\.js$/);
+    const kitCjs = await exec(process.execPath, ["-e", 'console.log(require.resolve("@orch8/sdk/testing"))'], { cwd });
+    assert.match(kitCjs.stdout.trim(), /node_modules\/@orch8\/sdk\/dist\/cjs\/testing\/index\.js$/);
   }
 });
 
@@ -88,8 +94,9 @@ for (const kind of KINDS) {
   test(`the README's examples run in a fresh ${kind} project`, async (t) => {
     const p = project(kind);
     // What the README tells a user to add: tsx to run .ts files, typescript to check them,
-    // and the optional OpenTelemetry peer for the telemetry example.
-    await p.install("--save-dev", pinned("tsx"), pinned("typescript"));
+    // Node's types for the node:test example, and the optional OpenTelemetry peer for the
+    // telemetry example.
+    await p.install("--save-dev", pinned("tsx"), pinned("typescript"), pinned("@types/node"));
     await p.install(pinned("@opentelemetry/api"));
     for (const b of blocks) if (b.file) p.write(b.file, b.code);
 

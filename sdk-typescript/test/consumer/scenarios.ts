@@ -161,4 +161,17 @@ const tenants: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, tracedWorker, tenants];
+// The handler unit tests (P-KIT-1..6) need no server: nothing listens where ORCH8_URL points.
+const unitTests: Scenario = {
+  files: ["word-count.test.ts"],
+  run: async (project) => {
+    // This test runs under `node --test`, whose NODE_TEST_CONTEXT would make the child report
+    // in the runner's binary protocol; a user's shell has none, so the child prints TAP.
+    const { code, out } = await project.run("word-count.test.ts", { ORCH8_URL: "http://127.0.0.1:9", NODE_TEST_CONTEXT: "" });
+    assert.equal(code, 0, out);
+    assert.match(out, /^# pass 4$/m, out);
+    assert.match(out, /^# fail 0$/m, out);
+  },
+};
+
+export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, tracedWorker, tenants, unitTests];
