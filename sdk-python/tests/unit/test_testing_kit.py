@@ -200,13 +200,20 @@ def test_async_handler_is_cancelled_at_shutdown() -> None:
     """P-KIT-4: as the worker does after the grace period, whatever the handler waits for."""
     task = TestTask(on_heartbeat=lambda _: task.shutdown())
 
+    stopped_by: list[str] = []
+
     async def handler(ctx: TaskContext) -> str:
         with pytest.raises(LeaseLostError):
             await ctx.heartbeat_async(progress=1)
-        await asyncio.Event().wait()  # never set: only the cancellation ends it
+        try:
+            await asyncio.wait_for(asyncio.Event().wait(), SIGNAL_WAIT_S)
+        except asyncio.CancelledError:
+            stopped_by.append("cancelled")
+            raise
         return "unreachable"
 
     outcome = task.run(handler)
+    assert stopped_by == ["cancelled"]
     assert (outcome.status, outcome.code, outcome.retryable) == ("failed", "shutdown", True)
 
 
