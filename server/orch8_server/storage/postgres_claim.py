@@ -82,8 +82,8 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
     t = f"${7 + by_handler + labelled}"
     if by_handler:
         pick = (
-            "SELECT c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
-            f"SELECT seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "SELECT c.id, c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
+            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
             "AND queue_name = $1 "
             f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
             f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
@@ -91,7 +91,7 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
         )
     else:
         pick = (
-            f"SELECT seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
             "AND queue_name = $1 "
             f"AND {labels} AND {_handler_free('t.handler_name', t)} AND {_queue_free(t)} "
             "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
@@ -103,7 +103,7 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
     running, expired = "'running'", "'expired'"
     return (
         f"WITH pick AS ({pick}), "
-        "ranked AS (SELECT seq, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
+        "ranked AS (SELECT id, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
         "UPDATE tasks t SET "
         f"status = {when(running, expired)}, "
         f"attempt = {when('t.attempt + 1', 't.attempt')}, "
@@ -115,7 +115,7 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
         f"started_at = {when('COALESCE(t.started_at, $3)', 't.started_at')}, "
         f"finished_at = {when('t.finished_at', '$3')}, "
         "updated_at = $3 "
-        f"FROM ranked r WHERE t.seq = r.seq RETURNING {_RETURNED}"
+        f"FROM ranked r WHERE t.id = r.id RETURNING {_RETURNED}"
     )
 
 
@@ -165,12 +165,12 @@ _LEASE_PICKED = (
     "UPDATE tasks t SET status = 'running', attempt = t.attempt + 1, lease_id = u.lease, "
     "lease_expires_at = $2::bigint + $3::bigint, lease_ms = $3, lease_started_at = $2, "
     "worker_id = $4::text, started_at = COALESCE(t.started_at, $2), updated_at = $2 "
-    "FROM unnest($1::bigint[], $5::text[]) AS u(seq, lease) WHERE t.seq = u.seq "
+    "FROM unnest($1::text[], $5::text[]) AS u(id, lease) WHERE t.id = u.id "
     f"RETURNING {_RETURNED}"
 )
 _EXPIRE_PICKED = (
     "UPDATE tasks SET status = 'expired', finished_at = $2::bigint, updated_at = $2 "
-    "WHERE seq = ANY($1::bigint[])"
+    "WHERE id = ANY($1::text[])"
 )
 
 
@@ -181,7 +181,7 @@ def _pick_sql(by_handler: bool, labelled: bool) -> str:
     the tenant."""
     labels = _labels("$4" if labelled else None)
     t = f"${4 + labelled}"
-    cols = "t.seq, t.priority, t.handler_name, t.good_until"
+    cols = "t.id, t.seq, t.priority, t.handler_name, t.good_until"
     if by_handler:
         return (
             "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
@@ -275,12 +275,12 @@ async def capped_claim_rows(
             # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets
             take, stale, capped_out = split_candidates(candidates, now, room, excluded)
             if stale:
-                await conn.execute(_EXPIRE_PICKED, [r["seq"] for r in stale], now)
+                await conn.execute(_EXPIRE_PICKED, [r["id"] for r in stale], now)
                 expired += len(stale)
             if take:
-                seqs = [r["seq"] for r in take]
+                ids = [r["id"] for r in take]
                 leases = [p.new_lease_id() for _ in take]
-                rows = await conn.fetch(_LEASE_PICKED, seqs, now, p.lease_ms, p.worker_id, leases)
+                rows = await conn.fetch(_LEASE_PICKED, ids, now, p.lease_ms, p.worker_id, leases)
                 claimed += sorted(
                     (_claimed(r) for r in rows), key=lambda r: (r["priority"], r["seq"])
                 )

@@ -259,8 +259,27 @@ _V6 = "CREATE INDEX instance_events_task ON instance_events (task_id);"
 # P-AUTH-7: a worker belongs to the key that registered it.
 _V7 = "ALTER TABLE workers ADD COLUMN key_id text;"
 
+# Fewer index entries per row version (issue 30; bench/results/2026-11-27-pg-statements-*).
+# Every task version (enqueue, claim, completion: none of them HOT, `status` is indexed)
+# wrote an entry into both unique indexes, seq's and id's. `id` is now the only key: rows
+# are found by id (claims pick ids, promotions and expiries too), and seq stays what it
+# always was besides, the FIFO order inside the claim and list indexes. The status list
+# index covered every row, so each completion wrote an entry nobody reads on the hot path;
+# it is split in two partial indexes: the open statuses, and the rare ended ones. Lists of
+# `completed` tasks walk tasks_tenant_seq (finished rows are mostly completed ones).
+_V8 = """
+ALTER TABLE tasks DROP CONSTRAINT tasks_pkey;
+ALTER TABLE tasks DROP CONSTRAINT tasks_id_key;
+ALTER TABLE tasks ADD CONSTRAINT tasks_pkey PRIMARY KEY (id);
+DROP INDEX tasks_status_seq;
+CREATE INDEX tasks_open_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('pending', 'scheduled', 'running');
+CREATE INDEX tasks_ended_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('failed', 'cancelled', 'expired');
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7)
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8)
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

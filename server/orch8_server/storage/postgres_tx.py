@@ -71,21 +71,19 @@ _UPSERT_WORKER = (
 # replays get (P-IDEM-1; the JSON of base.completed_reply): atomic by itself, so a
 # completion that reads nothing else needs no BEGIN/COMMIT round trips.
 #
-# The items are a MATERIALIZED CTE that finds each task's seq (immutable) through the
-# unique index on id and carries the status to match as a column (`live`). The UPDATE
-# joins on seq, and `t.status = c.live` is a join condition rather than a constant that
-# implies the predicate of the partial index tasks_running_queue: every index the planner
-# can use for `t` is then a point lookup. With `t.status = 'running'` it could (and, with a
+# The items are a MATERIALIZED CTE that carries the status to match as a column (`live`).
+# The UPDATE joins on id (the primary key), and `t.status = c.live` is a join condition
+# rather than a constant that implies the predicate of the partial index
+# tasks_running_queue: every index the planner can use for `t` is then a point lookup. With `t.status = 'running'` it could (and, with a
 # row estimate of 1 from statistics taken while few tasks ran, did) scan every running task
 # of the tenant and re-scan the items for each (23 ms per batch of 100 under auto_explain at
 # 300-400 running tasks), a cost that grows with running tasks x batch size.
 _COMPLETE_RUNNING = (
-    "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live, "
-    "(SELECT s.seq FROM tasks s WHERE s.id = u.id) AS seq "
+    "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
     "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)), "
     "done AS (UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
     "finished_at = $4, updated_at = $4 FROM c "
-    "WHERE t.seq = c.seq AND t.lease_id = c.lease_id AND t.status = c.live "
+    "WHERE t.id = c.id AND t.lease_id = c.lease_id AND t.status = c.live "
     "AND t.tenant = $5 "
     "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
@@ -268,8 +266,8 @@ class PgTx:
         await self.flush()
         self._locked.clear()
         rows = await self.c.fetch(
-            "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE seq IN ("
-            "SELECT seq FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
+            "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE id IN ("
+            "SELECT id FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
             "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name",
             now,
         )
@@ -280,7 +278,7 @@ class PgTx:
         self._locked.clear()
         status = await self.c.execute(
             "UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
-            "WHERE seq IN (SELECT seq FROM tasks WHERE good_until IS NOT NULL "
+            "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
             "AND status IN ('pending', 'scheduled') AND good_until <= $1 "
             "FOR UPDATE SKIP LOCKED)",
             now,

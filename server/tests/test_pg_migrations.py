@@ -1,0 +1,106 @@
+"""PostgreSQL schema migrations from the previous schema with data in it.
+
+A database is brought to the schema before the latest migration, filled through the
+storage of that time's shape (tasks pending, running, completed, failed, scheduled, with
+idempotency keys), then a server's start-up migration takes it to LATEST. Nothing is lost,
+each row keeps its seq (the FIFO order), and the migrated rows are claimed, completed,
+listed and deduplicated by the code of now.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import asyncpg
+import pytest
+from pg_cluster import PgCluster
+
+from orch8_server.storage import postgres_schema
+from orch8_server.storage.base import ClaimParams, TaskFilter
+from orch8_server.storage.postgres import PgStorage
+from orch8_server.storage.postgres_schema import LATEST, MIGRATIONS, migrate
+
+FILL = (
+    "INSERT INTO tasks (id, handler_name, queue_name, status, priority, params, context, "
+    "headers, attempt, max_attempts, retry, run_at, created_at, updated_at, worker_id, "
+    "lease_id, lease_expires_at, lease_started_at, idempotency_key) "
+    "SELECT 't' || g, 'h', 'q', (ARRAY['pending','running','completed','failed','scheduled'])"
+    "[1 + g % 5], 0, ('{\"g\": ' || g || '}')::json, '{}', '{}', 1, 3, '{}', "
+    "CASE WHEN g % 5 = 4 THEN 9e12::bigint ELSE 0 END, g, g, "
+    "CASE WHEN g % 5 = 1 THEN 'w' END, 'l' || g, "
+    "CASE WHEN g % 5 = 1 THEN 9e12::bigint END, 0, 'k' || g FROM generate_series(1, 500) g"
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[PgCluster]:
+    pg = PgCluster().init()
+    yield pg
+    pg.destroy()
+
+
+async def _at_version(url: str, version: int) -> None:
+    conn = await asyncpg.connect(url)
+    try:
+        saved = postgres_schema.MIGRATIONS
+        postgres_schema.MIGRATIONS = [m for m in MIGRATIONS if m[0] <= version]
+        try:
+            await migrate(conn)
+        finally:
+            postgres_schema.MIGRATIONS = saved
+        await conn.execute(FILL)
+    finally:
+        await conn.close()
+
+
+def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
+    cluster: PgCluster,
+) -> None:
+    url = cluster.create_database("from_previous")
+
+    async def run() -> None:
+        await _at_version(url, LATEST - 1)
+        before = cluster.psql("SELECT md5(string_agg(t::text, ',' ORDER BY seq)) FROM tasks t",
+                              "from_previous")  # fmt: skip
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()  # migrates to LATEST, as a server's start-up does
+        try:
+            after = cluster.psql("SELECT md5(string_agg(t::text, ',' ORDER BY seq)) FROM tasks t",
+                                 "from_previous")  # fmt: skip
+            assert after == before  # every row, every column, seq included
+            versions = cluster.psql("SELECT max(version) FROM orch8_schema_migrations",
+                                    "from_previous")  # fmt: skip
+            assert versions == str(LATEST)
+
+            # Claimed in FIFO order by seq, under the new key.
+            lease = iter(range(1000)).__next__
+            params = ClaimParams("default", "q", ["h"], 3, 10, 60_000, "w2", lambda: f"n{lease()}")
+            claimed, _ = await storage.claim(params)
+            assert [r["id"] for r in claimed] == ["t5", "t10", "t15"]
+            # A migrated running task completes; a completed one is not completed again.
+            async with storage.transaction() as tx:
+                done = await tx.complete_running(
+                    "default", [("t1", "l1", "{}"), ("t2", "l2", "{}")], 20
+                )
+            assert [r["id"] for r in done] == ["t1"]
+            # Lists by an open, an ended and the completed status.
+            failed = await storage.list_tasks(TaskFilter(statuses=("failed",)), 500, None)
+            assert len(failed) == 100 and failed[0]["id"] == "t498"
+            completed = await storage.list_tasks(TaskFilter(statuses=("completed",)), 10, None)
+            assert [r["id"] for r in completed][:2] == ["t497", "t492"]
+            running = await storage.list_tasks(TaskFilter(statuses=("running",)), 500, None)
+            assert len(running) == 99 + 3
+            # The idempotency key still deduplicates migrated rows.
+            row = dict(await storage.get_task("t7") or {})
+            assert row["idempotency_key"] == "k7"
+        finally:
+            await storage.close()
+        keys = cluster.psql(
+            "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes "
+            "WHERE tablename = 'tasks' AND indexdef LIKE 'CREATE UNIQUE%'",
+            "from_previous",
+        )
+        assert keys == "tasks_idempotency_key,tasks_pkey"
+
+    asyncio.run(run())
