@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	orch8 "github.com/orch8/orch8-workers/sdk-go"
 	"github.com/orch8/orch8-workers/sdk-go/orch8test"
@@ -18,7 +19,11 @@ func TestTriggerFromAnotherGoroutine(t *testing.T) {
 	}()
 	out := tt.Run(context.Background(), func(ctx context.Context, _ *orch8.Task) (any, error) {
 		close(started)
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-time.After(signalWait):
+			t.Error("LoseLease from another goroutine did not cancel the handler's ctx")
+		}
 		if !errors.Is(context.Cause(ctx), orch8.ErrLeaseLost) {
 			t.Errorf("cause %v, want ErrLeaseLost", context.Cause(ctx))
 		}
