@@ -1,4 +1,7 @@
-"""orch8/client.py is exactly what codegen/unasync.py derives from orch8/async_client.py."""
+"""orch8/client.py is exactly what codegen/unasync.py derives from orch8/async_client.py.
+
+Not in tests/unit: those also run against the installed wheel, where codegen/ is absent.
+"""
 
 from __future__ import annotations
 
