@@ -188,11 +188,12 @@ class Runtime:
 
     def set_local_quiet(self, quiet: bool) -> None:
         """SIGTSTP / quiet() and SIGCONT / resume(): only the local flag (P-SDK-18)."""
+        if quiet != self.local_quiet:  # logged on a change only (a SIGCONT after SIGSTOP is none)
+            message = "claiming paused (local quiet)" if quiet else "claiming resumed (local)"
+            self.observer.line(INFO, "local_quiet", message, quiet=quiet)
         self.local_quiet = quiet
         if quiet:
             self.interrupt.set()
-        message = "claiming paused (local quiet)" if quiet else "claiming resumed (local)"
-        self.observer.line(INFO, "local_quiet", message, quiet=quiet)
         self.wake.set()
 
     def apply_directive(self, directive: str) -> None:

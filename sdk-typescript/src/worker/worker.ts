@@ -197,18 +197,20 @@ export class Worker {
 
   /** Local quiet: stops claiming; in-flight tasks go on (P-SDK-8). */
   quiet(): void {
-    this.log.line("info", "local_quiet", "claiming paused (local quiet)", { quiet: true });
     this.setQuiet("local", true);
   }
 
   /** Clears local quiet only; an operator's `quiet` stays in force (P-SDK-18). */
   resume(): void {
-    this.log.line("info", "local_quiet", "claiming resumed (local)", { quiet: false });
     this.setQuiet("local", false);
   }
 
   private setQuiet(who: "local" | "operator", on: boolean): void {
     const before = this.isQuiet;
+    // P-SDK-31: a local change is logged (an operator's, as its directive, in obey).
+    if (who === "local" && this.localQuiet !== on) {
+      this.log.line("info", "local_quiet", on ? "claiming paused (local quiet)" : "claiming resumed (local)", { quiet: on });
+    }
     if (who === "local") this.localQuiet = on;
     else this.operatorQuiet = on;
     if (this.isQuiet && !before) this.pollCtl?.abort(); // a poll already waiting would still claim
