@@ -7,7 +7,8 @@ runs at the throughput settings its own documentation recommends (SETTINGS cites
 the work our server does for enqueue, claim and complete, minus HTTP).
 
 Usage: python -m orch8bench.peers pgqueuer|procrastinate URL --tasks N --warmup W
-pg-boss runs in Node: bench/node/pgboss.mjs, same arguments and the same JSON answer.
+pg-boss and graphile-worker run in Node (bench/node/pgboss.mjs, graphile.mjs), River in Go
+(bench/river, built to bench/.bin/river): URL TASKS WARMUP, the same JSON answer.
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from orch8bench.verdicts import (
     HEAD,
     LATENCY,
     LOADED_DURING,
+    all_cpu,
     fmt,
     headline,
     med,
@@ -90,12 +91,6 @@ def limit_table(limit: dict) -> list[str]:
             "bare SQL tasks/s", "spread", "its CPU us/task", *pg,
             "load (HTTP; SQL)"]  # fmt: skip
     return _table(head, body)
-
-
-def _both(row: dict) -> float | None:
-    """Process CPU + PostgreSQL CPU per job, when both were measured."""
-    a, b = row.get("cpu_us_per_task"), row.get("db_us_per_task")
-    return a + b if a is not None and b is not None else None
 
 
 def _rounds(res: dict, r: dict) -> str:
@@ -304,23 +299,26 @@ def render(res: dict) -> str:
               "the timed part, per job; compare with our server's CPU per task (enqueue, claim "
               "and complete, HTTP included). `PostgreSQL CPU us/job`: the cluster's processes "
               "over the peer's whole run (schema setup and warm-up included, per job of both); "
-              "`CPU us/job, both`: the two added, what a job costs this 2-core machine.", ""]  # fmt: skip
+              "`CPU us/job, both`: the two added, what a job costs this 2-core machine; "
+              "`ours / peer, CPU both`: our batch-100 row's server + PostgreSQL CPU per task "
+              "over that (the design's target: at most 1.0x graphile-worker).", ""]  # fmt: skip
         ours_row = row_for(res.get("pg"), 100) or {}
-        ours = med(ours_row)
+        ours, ours_cpu = med(ours_row), all_cpu(ours_row)
         body = [[r["peer"], "FAILED" if "error" in r else fmt(r["median"]),
                  r.get("spread_pct", ""), ratio(ours, r.get("median")),
                  fmt(r.get("cpu_us_per_task")), fmt(r.get("db_us_per_task")),
-                 fmt(_both(r)), r.get("settings") or r.get("error", "")[:120], _load(r)]
+                 fmt(all_cpu(r)), ratio(ours_cpu, all_cpu(r)),
+                 r.get("settings") or r.get("error", "")[:120], _load(r)]
                 for r in res["peers"]]  # fmt: skip
         if ours_row:
             body.append(["ours: server, raw client at batch 100", fmt(ours), ours_row["spread_pct"],
                          "1.00x", fmt(ours_row.get("cpu_us_per_task")),
-                         fmt(ours_row.get("db_us_per_task")), fmt(_both(ours_row)),
+                         fmt(ours_row.get("db_us_per_task")), fmt(ours_cpu), "1.00x",
                          "the PostgreSQL batch-100 row above (server only; the load client's "
                          "CPU is not in it)", _load(ours_row)])  # fmt: skip
         L += _table(["peer", "jobs/s", "spread %", "ours (batch 100) / peer",
                      "process CPU us/job", "PostgreSQL CPU us/job", "CPU us/job, both",
-                     "settings", "load"], body)  # fmt: skip
+                     "ours / peer, CPU both", "settings", "load"], body)  # fmt: skip
     rss = res.get("rss")
     if rss:
         L += ["## Server memory while draining", "",

@@ -46,6 +46,9 @@ from orch8bench.workflows import run_once as workflow_once
 BATCHES = (1, 10, 50, 100)
 PY = str(BENCH / ".venv" / "bin" / "python")
 NODE_PEERS = {"pg-boss": "pgboss.mjs", "graphile-worker": "graphile.mjs"}
+# River runs as a Go program (bench/river, built by `make -C bench setup-bench`).
+RIVER = BENCH / ".bin" / "river"
+PEERS = ("pgqueuer", "procrastinate", "pg-boss", "graphile-worker", "river")
 
 QUICK = {
     "reps": 3,
@@ -54,7 +57,13 @@ QUICK = {
     "latency_samples": 30,
     "rss_tasks": 20_000,
     "sdk_tasks": {"raw": 500, "Python": 300, "TypeScript": 500, "Go": 500},
-    "peer_tasks": {"pgqueuer": 1000, "procrastinate": 100, "pg-boss": 300, "graphile-worker": 500},
+    "peer_tasks": {
+        "pgqueuer": 1000,
+        "procrastinate": 100,
+        "pg-boss": 300,
+        "graphile-worker": 500,
+        "river": 2000,
+    },
     "peer_warmup": 50,
     "stub_tasks": {1: 10_000, 100: 100_000},
     "wf_instances": 200,
@@ -73,6 +82,7 @@ FULL = {
         "procrastinate": 2000,
         "pg-boss": 10_000,
         "graphile-worker": 10_000,
+        "river": 20_000,
     },
     "peer_warmup": 500,
     "stub_tasks": {1: 50_000, 100: 1_000_000},
@@ -335,18 +345,24 @@ def limit(
     return {"http": http_rows, "sql": sql_rows}
 
 
-def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
+def peer_command(peer: str, url: str, n: int, w: int) -> list[str]:
+    """The command of one peer run; each prints one JSON line (peers.py's answer)."""
+    if peer in NODE_PEERS:
+        return ["node", str(BENCH / "node" / NODE_PEERS[peer]), url, str(n), str(w)]
+    if peer == "river":
+        return [str(RIVER), url, str(n), str(w)]
+    return [PY, "-m", "orch8bench.peers", peer, url, f"--tasks={n}", f"--warmup={w}"]
+
+
+def peers(cluster: PgCluster, cfg: dict, names: tuple[str, ...] = PEERS) -> list[dict]:
     rows = []
-    for peer in ("pgqueuer", "procrastinate", "pg-boss", "graphile-worker"):
+    for peer in names:
         n, w = cfg["peer_tasks"][peer], cfg["peer_warmup"]
         log(f"peer {peer}: {n:,} jobs per run")
 
         def once(peer: str = peer, n: int = n, w: int = w) -> dict:
             url = cluster.create_database(f"peer_{peer.replace('-', '')}_{time.time_ns()}")
-            if peer in NODE_PEERS:
-                cmd = ["node", str(BENCH / "node" / NODE_PEERS[peer]), url, str(n), str(w)]
-            else:
-                cmd = [PY, "-m", "orch8bench.peers", peer, url, f"--tasks={n}", f"--warmup={w}"]
+            cmd = peer_command(peer, url, n, w)
             db0 = cluster_cpu_seconds(cluster)
             out = subprocess.run(cmd, capture_output=True, text=True, cwd=BENCH, timeout=900)
             if out.returncode != 0:
@@ -359,7 +375,7 @@ def peers(cluster: PgCluster, cfg: dict) -> list[dict]:
         try:
             row = repeat(f"peer {peer}", cfg["reps"], once)
             row.update(peer=peer, tasks=n, settings=row["details"][0].get("settings"))
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+        except (RuntimeError, subprocess.TimeoutExpired, OSError) as exc:
             log(f"  {peer} FAILED: {exc}")
             row = {"peer": peer, "label": f"peer {peer}", "error": str(exc)[-500:]}
         rows.append(row)
@@ -370,8 +386,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", default="", help="comma list of phases (debugging)")
+    ap.add_argument("--peers", default=",".join(PEERS), help="comma list of peers (peer phase)")
     a = ap.parse_args()
     cfg = QUICK if a.quick else FULL
+    peer_names = tuple(a.peers.split(","))
+    if set(peer_names) - set(PEERS):
+        ap.error(f"--peers: a comma list of {', '.join(PEERS)}")
     phases = (
         set(a.only.split(","))
         if a.only
@@ -382,7 +402,7 @@ def main() -> None:
                  "stub_tasks": {str(k): v for k, v in cfg["stub_tasks"].items()}},
                  "shape": {str(k): v for k, v in SHAPE.items()}, "sdk_concurrency": SDK_CONCURRENCY,
                  "sdk_baseline": BASELINE_REV[:7]}  # fmt: skip
-    res["partial"] = bool(a.only)
+    res["partial"] = bool(a.only) or peer_names != PEERS
     res["machine"] = machine()
     res["revisions"] = revisions()  # what the server and SDK rows measured
     res["load_start"] = loadavg()
@@ -466,7 +486,7 @@ def main() -> None:
                 finally:
                     wf_srv.stop()
             if "peers" in phases:
-                res["peers"] = peers(cluster, cfg)
+                res["peers"] = peers(cluster, cfg, peer_names)
         finally:
             cluster.destroy()
 

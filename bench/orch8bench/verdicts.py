@@ -12,7 +12,6 @@ TARGETS: dict[str, float] = {
     "sqlite_b100": 25_000,
     "sqlite_b1": 2_500,
     "pg_b1": 1_500,
-    "pg_vs_best_peer": 1.5,
     "p50_sqlite_ms": 3.0,
     "p50_pg_ms": 4.0,
     "p99_ms": 15.0,
@@ -21,6 +20,16 @@ TARGETS: dict[str, float] = {
     # Issue 18: an SDK without telemetry runs as fast as before it (interleaved rounds).
     "telemetry_off_of_before": 0.95,
 }
+# Issue 30 (design.md "Performance"): PostgreSQL batch 100 against named peers of the same
+# run. Ours / peer in tasks/s (at least), and all CPU per task, server + PostgreSQL, against
+# the peer's per job, process + PostgreSQL (at most); None: stated, no target.
+PEER_RATE_TARGETS: dict[str, float | None] = {
+    "pg-boss": 1.2,
+    "pgqueuer": 1.2,
+    "graphile-worker": 0.8,
+    "river": None,
+}
+PEER_CPU_TARGETS: dict[str, float | None] = {"graphile-worker": 1.0, "river": None}
 HEAD = ["measure", "ours", "server CPU us/task", "best peer", "ours / peer",
         "limit: bare SQL", "limit: minimal HTTP", "ours / HTTP limit", "target", "verdict"]  # fmt: skip
 # A row is marked `(load x)` when the 1-minute load around it exceeded this: the bench's
@@ -68,6 +77,16 @@ def loaded(row: dict | None) -> str:
     return f" (load {worst:.1f})" if worst > LOADED_DURING else ""
 
 
+def all_cpu(row: dict | None) -> float | None:
+    """Process (or server) CPU + PostgreSQL CPU per job, when both were measured."""
+    a, b = (row or {}).get("cpu_us_per_task"), (row or {}).get("db_us_per_task")
+    return a + b if a is not None and b is not None else None
+
+
+def peer_row(res: dict, name: str) -> dict | None:
+    return next((p for p in res.get("peers", []) if p.get("peer") == name), None)
+
+
 def best_peer(res: dict) -> dict | None:
     return max(
         (p for p in res.get("peers", []) if "median" in p), key=lambda p: p["median"], default=None
@@ -87,16 +106,15 @@ def _throughput_rows(res: dict) -> list[list[str]]:
     for name, backend, rows, batch, key in (
         ("SQLite, batch 100, tasks/s", "sqlite", "sqlite", 100, "sqlite_b100"),
         ("SQLite, single poll/complete, tasks/s", "sqlite", "sqlite", 1, "sqlite_b1"),
-        ("PostgreSQL, batch 100, tasks/s", "pg", "pg", 100, "pg_vs_best_peer"),
+        ("PostgreSQL, batch 100, tasks/s", "pg", "pg", 100, "pg_vs_peers"),
         ("PostgreSQL, single poll/complete, tasks/s", "pg", "pg", 1, "pg_b1"),
     ):
         row = row_for(res.get(rows), batch)
         ours = med(row)
         sql, http = _limits(res, backend, batch)
         cpu = fmt(row.get("cpu_us_per_task")) if row else "n/a"
-        if key == "pg_vs_best_peer":
-            target = f">= {TARGETS[key]:g}x best peer"
-            v = verdict(ours / peer_v if ours and peer_v else None, TARGETS[key])
+        if key == "pg_vs_peers":  # judged per named peer (_peer_rows)
+            target, v = "per peer, below", "stated"
             p_txt, p_ratio = peer_txt, ratio(ours, peer_v)
         else:
             target, v = f">= {TARGETS[key]:,.0f}", verdict(ours, TARGETS[key])
@@ -117,6 +135,35 @@ def _throughput_rows(res: dict) -> list[list[str]]:
                     "n/a", "n/a", "n/a", "n/a", fmt(http), pct(ours, http),
                     f">= {TARGETS['of_http_limit']:.0%}",
                     verdict(frac, TARGETS["of_http_limit"])])  # fmt: skip
+    return out
+
+
+def _peer_rows(res: dict) -> list[list[str]]:
+    """Ours at PostgreSQL batch 100 against each peer the targets name, same run."""
+    row = row_for(res.get("pg"), 100)
+    ours, ours_cpu = med(row), all_cpu(row)
+    cpu = fmt((row or {}).get("cpu_us_per_task"))
+    out = []
+    for name, least in PEER_RATE_TARGETS.items():
+        peer = peer_row(res, name)
+        theirs = med(peer)
+        frac = ours / theirs if ours and theirs else None
+        target = f">= {least:g}x {name}" if least else "none (stated)"
+        judged = verdict(frac, least) if least else "stated" if frac else "not measured"
+        failed = peer is not None and "error" in peer
+        out.append([f"PostgreSQL, batch 100, tasks/s against {name}", fmt(ours) + loaded(row),
+                    cpu, f"{name} FAILED" if failed else f"{fmt(theirs)} ({name})",
+                    ratio(ours, theirs), "n/a", "n/a", "n/a", target, judged])  # fmt: skip
+    for name, most in PEER_CPU_TARGETS.items():
+        theirs = all_cpu(peer_row(res, name))
+        frac = ours_cpu / theirs if ours_cpu and theirs else None
+        target = f"<= {most:g}x {name}" if most else "none (stated)"
+        judged = (verdict(frac, most, higher_is_better=False) if most
+                  else "stated" if frac else "not measured")  # fmt: skip
+        out.append([f"PostgreSQL, batch 100, all CPU us/task (server + PostgreSQL) against "
+                    f"{name}'s per job (process + PostgreSQL)", fmt(ours_cpu), cpu,
+                    f"{fmt(theirs)} ({name})", ratio(ours_cpu, theirs), "n/a", "n/a", "n/a",
+                    target, judged])  # fmt: skip
     return out
 
 
@@ -230,7 +277,8 @@ def _workflow_rows(res: dict) -> list[list[str]]:
 
 def headline(res: dict[str, Any]) -> list[list[str]]:
     """Rows of the first table, in the order of HEAD."""
-    out = _throughput_rows(res) + _latency_rows(res) + _sdk_rows(res) + _telemetry_rows(res)
+    out = _throughput_rows(res) + _peer_rows(res) + _latency_rows(res) + _sdk_rows(res)
+    out += _telemetry_rows(res)
     out += _workflow_rows(res)
     if res.get("rss"):
         out.append(_rss_row(res["rss"]))
