@@ -21,8 +21,8 @@ TASKS, WARMUP = 300, 50
 
 @pytest.fixture(scope="module")
 def river_binary() -> Path:
-    # The peers are installed by `make bench` alone; this builds just River's program
-    # (idempotent: make rebuilds it only when its sources changed).
+    # `make -C bench setup-bench` builds it for `make bench`; `make test` has only `setup`,
+    # so the self-check builds this one target (make rebuilds it only when river/ changed).
     subprocess.run(["make", "-s", "-C", str(BENCH), ".bin/river"], check=True, timeout=600)
     assert run.RIVER.is_file()
     return run.RIVER
