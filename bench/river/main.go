@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"syscall"
 	"time"
@@ -67,6 +68,18 @@ func cpuSeconds() float64 {
 		panic(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+// riverVersion is the River module this binary was built with (river/go.mod pins it).
+func riverVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "github.com/riverqueue/river" {
+				return dep.Version
+			}
+		}
+	}
+	return "(version unknown)"
 }
 
 func main() {
@@ -166,10 +179,10 @@ func run(ctx context.Context, url string, tasks, warmup int) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	settings := fmt.Sprintf("River v0.51.2 (riverpgxv5), queue MaxWorkers %d, FetchCooldown %s, "+
+	settings := fmt.Sprintf("River %s (riverpgxv5), queue MaxWorkers %d, FetchCooldown %s, "+
 		"FetchPollInterval %s, LISTEN/NOTIFY, InsertMany per 100 (docs: riverqueue.com/docs/benchmarks, "+
 		"its `river bench` settings; riverqueue.com/docs/batch-job-insertion)",
-		maxWorkers, fetchCooldown, fetchPollInterval)
+		riverVersion(), maxWorkers, fetchCooldown, fetchPollInterval)
 	return &result{Tasks: tasks, Seconds: secs, TasksPerS: float64(tasks) / secs, CPUSeconds: cpu,
 		Settings: settings, Completed: done}, nil
 }
