@@ -180,3 +180,20 @@ def test_api_keys_protect_every_route_but_health(start_server) -> None:
         assert c.get("/tasks", headers={"Authorization": "Bearer k2"}).status_code == 200
         r = c.post("/tasks", json={"handler_name": "x"}, headers={"Authorization": "Bearer k1"})
         assert r.status_code == 201
+
+
+def test_a_whole_float_at_an_integer_place_is_taken_as_the_integer(
+    api: httpx.Client, name: str
+) -> None:
+    """JSON Schema counts 2.0 as an integer: schemathesis found `batch_size: 2.0` answered
+    500 (a float slice index). Integer places of a body are made ints after validation;
+    free-form JSON (params) keeps its numbers as sent; 2.5 is still refused."""
+    r = api.post("/tasks", json={"handler_name": name, "priority": 3.0, "params": {"x": 1.0},
+                                 "retry": {"max_attempts": 2.0}})  # fmt: skip
+    assert r.status_code == 201, r.text
+    assert '"priority":3,' in r.text and '"x":1.0' in r.text
+    poll = {"handler_names": [name], "batch_size": 2.0, "lease_ms": 1500.0, "wait_ms": 0.0}
+    got = api.post("/workers/tasks/poll/batch", json=poll)
+    assert got.status_code == 200 and len(got.json()["tasks"]) == 1, got.text
+    assert_problem(api.post("/workers/tasks/poll/batch", json={**poll, "batch_size": 2.5}),
+                   422, "validation_error")  # fmt: skip

@@ -191,7 +191,7 @@ def pipeline(op: Operation, handler: Handler) -> Endpoint:
                         "a JSON request body is required",
                         errors=[{"pointer": "", "detail": "request body is required"}],
                     )
-                validate_body(body)  # fills the spec's defaults in place
+                body = validate_body(body)  # the spec's defaults filled in, ints made ints
             if scoped:
                 check_scope(principal, operation, body)  # P-AUTH-3: worker key scope
             return await handler(Call(request, params, body, principal, tenant))

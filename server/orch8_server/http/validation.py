@@ -85,8 +85,62 @@ def _document(schema: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+Fix = Callable[[Any], Any]
+
+
+def _whole(value: Any) -> Any:
+    return int(value) if type(value) is float and value.is_integer() else value
+
+
+def _integer_fixer(schema: Any, seen: frozenset[str] = frozenset()) -> Fix | None:
+    """A function that turns each float at an `integer` place of `schema` into an int.
+
+    JSON Schema counts 2.0 as an integer, so the validator passes it, but the rules slice,
+    add and store these numbers as ints (a float batch_size was a 500; PostgreSQL refuses a
+    float for an integer column). Only the places the schema types as integer change:
+    free-form JSON (params, outputs) keeps its numbers as sent. None: nothing to fix.
+    """
+    if not isinstance(schema, dict):
+        return None
+    ref = schema.get("$ref", "")
+    if ref.startswith("#/definitions/"):
+        name = ref.rsplit("/", 1)[1]
+        if name in seen:  # a recursive schema (nested workflow blocks): built when first used
+            return lambda value: _named_fixer(name)(value)
+        return _integer_fixer(_definitions()[name], seen | {name})
+    types = schema.get("type")
+    if types == "integer" or (isinstance(types, list) and "integer" in types):
+        return _whole
+    branches = [f for key in ("allOf", "anyOf", "oneOf") for sub in schema.get(key, ())
+                if (f := _integer_fixer(sub, seen)) is not None]  # fmt: skip
+    fields = {k: f for k, sub in schema.get("properties", {}).items()
+              if (f := _integer_fixer(sub, seen)) is not None}  # fmt: skip
+    item = _integer_fixer(schema.get("items"), seen)
+    if not (branches or fields or item):
+        return None
+
+    def fix(value: Any) -> Any:
+        if fields and type(value) is dict:
+            for key, field_fix in fields.items():
+                if key in value:
+                    value[key] = field_fix(value[key])
+        elif item is not None and type(value) is list:
+            value[:] = [item(v) for v in value]
+        for branch in branches:
+            value = branch(value)
+        return value
+
+    return fix
+
+
+@cache
+def _named_fixer(name: str) -> Fix:
+    return _integer_fixer(_definitions()[name], frozenset({name})) or (lambda value: value)
+
+
 class SchemaValidator:
-    """Validates one schema; raises a `validation_error` problem listing every error."""
+    """Validates one schema; raises a `validation_error` problem listing every error.
+    A valid value comes back with floats at integer places made ints (_integer_fixer)."""
 
     def __init__(self, schema: dict[str, Any], pointer_prefix: str = "") -> None:
         doc = _document(schema)
@@ -95,6 +149,7 @@ class SchemaValidator:
         # request of each schema pays its own compile instead.
         self._doc = doc
         self._fast: Callable[[Any], Any] | None = None
+        self._fix = _integer_fixer(_rewrite_refs(schema))
         self._full = jsonschema.Draft7Validator(
             doc, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
         )
@@ -105,9 +160,10 @@ class SchemaValidator:
         if fast is None:
             fast = self._fast = fastjsonschema.compile(self._doc)
         try:
-            return fast(value)
+            value = fast(value)
         except fastjsonschema.JsonSchemaValueException as fast_error:
             raise self._problem(value, fast_error) from None
+        return value if self._fix is None else self._fix(value)
 
     def _problem(self, value: Any, fast_error: fastjsonschema.JsonSchemaValueException) -> Problem:
         found: dict[tuple[str, str], None] = {}  # (pointer, detail), in order, once each
