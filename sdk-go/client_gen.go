@@ -9,6 +9,19 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
+// AdvanceClock sends POST /clock/advance: move the test clock forward and fire what falls due (admin only). Operation advanceClock, retry never.
+func (c *Client) AdvanceClock(ctx context.Context, body api.ClockAdvance) (*api.Clock, error) {
+	return invoke(ctx, c, call{op: "advanceClock", safe: false},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.AdvanceClock(ctx, body) },
+		func(r *http.Response) (*api.Clock, error) {
+			p, err := api.ParseAdvanceClockResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("advanceClock", r, p.JSON200)
+		})
+}
+
 // CancelInstance sends POST /instances/{instance_id}/cancel: cancel a running instance. Operation cancelInstance, retry safe.
 func (c *Client) CancelInstance(ctx context.Context, instanceID string, body api.TaskCancellation) (*api.Instance, error) {
 	return invoke(ctx, c, call{op: "cancelInstance", safe: true},
@@ -168,6 +181,19 @@ func (c *Client) FailTasks(ctx context.Context, body api.TaskFailureBatch) (*api
 				return nil, err
 			}
 			return first("failTasks", r, p.JSON200)
+		})
+}
+
+// GetClock sends GET /clock: the server's clock and its next timer (admin only). Operation getClock, retry safe.
+func (c *Client) GetClock(ctx context.Context) (*api.Clock, error) {
+	return invoke(ctx, c, call{op: "getClock", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.GetClock(ctx) },
+		func(r *http.Response) (*api.Clock, error) {
+			p, err := api.ParseGetClockResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("getClock", r, p.JSON200)
 		})
 }
 

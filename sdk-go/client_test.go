@@ -160,6 +160,7 @@ func TestProblemCodesMapToSentinels(t *testing.T) {
 		{409, "lease_lost", ErrLeaseLost},
 		{409, "task_cancelled", ErrTaskCancelled},
 		{409, "invalid_state", ErrConflict},
+		{409, "clock_not_controllable", ErrConflict}, // P-CLOCK-1
 		{413, "payload_too_large", ErrValidation},
 		{415, "unsupported_media_type", ErrValidation},
 		{422, "validation_error", ErrValidation},

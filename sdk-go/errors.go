@@ -101,6 +101,7 @@ var sentinelByCode = map[string]error{
 	"lease_lost":             ErrLeaseLost,
 	"task_cancelled":         ErrTaskCancelled,
 	"invalid_state":          ErrConflict,
+	"clock_not_controllable": ErrConflict, // P-CLOCK-1
 	"rate_limited":           ErrRateLimited,
 	"unavailable":            ErrUnavailable,
 	"request_timeout":        ErrUnavailable, // P-HTTP-2: 408 is an outage (P-SDK-16)

@@ -100,6 +100,24 @@ func (e BlockedReason) Valid() bool {
 	}
 }
 
+// Defines values for ClockMode.
+const (
+	System ClockMode = "system"
+	Test   ClockMode = "test"
+)
+
+// Valid indicates whether the value is a known member of the ClockMode enum.
+func (e ClockMode) Valid() bool {
+	switch e {
+	case System:
+		return true
+	case Test:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatusStatus.
 const (
 	OK HealthStatusStatus = "ok"
@@ -403,6 +421,33 @@ type ClaimedTask struct {
 	// `run_at` (a delay, a schedule or a retry's backoff). Claim time minus `ready_at`
 	// is the schedule-to-start wait (P-TEL-4).
 	ReadyAt time.Time `json:"ready_at"`
+}
+
+// Clock defines model for Clock.
+type Clock struct {
+	// AdvancedMs How far this call moved the clock (0 for GET).
+	AdvancedMs int `json:"advanced_ms"`
+
+	// Mode `test` on a server started with `--test-clock` (P-CLOCK-1).
+	Mode ClockMode `json:"mode"`
+
+	// NextTimerAt The earliest scheduled task, `good_until` or workflow timer still to fire (P-CLOCK-3); leases and worker liveness are not counted. Null when none.
+	NextTimerAt *time.Time `json:"next_timer_at"`
+
+	// Now The time the server's rules read.
+	Now time.Time `json:"now"`
+}
+
+// ClockMode `test` on a server started with `--test-clock` (P-CLOCK-1).
+type ClockMode string
+
+// ClockAdvance Exactly one of `by_ms` and `to_next_timer`.
+type ClockAdvance struct {
+	// ByMs Milliseconds to move forward (at most 100 years).
+	ByMs *int `json:"by_ms,omitempty"`
+
+	// ToNextTimer Move to `next_timer_at` (no move when there is none).
+	ToNextTimer *bool `json:"to_next_timer,omitempty"`
 }
 
 // EnqueuedTasks defines model for EnqueuedTasks.
@@ -1391,6 +1436,9 @@ type ListWorkersParams struct {
 	State *WorkerState `form:"state,omitempty" json:"state,omitempty"`
 }
 
+// AdvanceClockJSONRequestBody defines body for AdvanceClock for application/json ContentType.
+type AdvanceClockJSONRequestBody = ClockAdvance
+
 // SetHandlerLimitJSONRequestBody defines body for SetHandlerLimit for application/json ContentType.
 type SetHandlerLimitJSONRequestBody = RunningLimit
 
@@ -1527,6 +1575,41 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetClock The server's clock and its next timer (admin only)
+	//
+	// The time the server's rules read (P-CLOCK-1): the system clock, or on a server
+	// started with `--test-clock` a clock that stands still until advanced. Only `admin`
+	// keys (or any caller of a server without keys).
+	//
+	// Corresponds with GET /clock (the `GetClock` operationId).
+	GetClock(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdvanceClockWithBody Move the test clock forward and fire what falls due (admin only)
+	//
+	// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+	// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+	// become pending, `good_until` expires tasks, leases expire, silent workers are
+	// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+	// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+	AdvanceClockWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AdvanceClock Move the test clock forward and fire what falls due (admin only)
+	//
+	// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+	// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+	// become pending, `good_until` expires tasks, leases expire, silent workers are
+	// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+	// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+	AdvanceClock(ctx context.Context, body AdvanceClockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// SetHandlerLimitWithBody Operator - cap the handler's running tasks
 	//
@@ -2160,6 +2243,71 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
 	TerminateWorker(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetClock The server's clock and its next timer (admin only)
+//
+// The time the server's rules read (P-CLOCK-1): the system clock, or on a server
+// started with `--test-clock` a clock that stands still until advanced. Only `admin`
+// keys (or any caller of a server without keys).
+//
+// Corresponds with GET /clock (the `GetClock` operationId).
+func (c *Client) GetClock(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetClockRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdvanceClockWithBody Move the test clock forward and fire what falls due (admin only)
+//
+// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+// become pending, `good_until` expires tasks, leases expire, silent workers are
+// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+func (c *Client) AdvanceClockWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdvanceClockRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AdvanceClock Move the test clock forward and fire what falls due (admin only)
+//
+// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+// become pending, `good_until` expires tasks, leases expire, silent workers are
+// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+func (c *Client) AdvanceClock(ctx context.Context, body AdvanceClockJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAdvanceClockRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // SetHandlerLimitWithBody Operator - cap the handler's running tasks
@@ -3453,6 +3601,73 @@ func (c *Client) TerminateWorker(ctx context.Context, workerID WorkerIDPath, req
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetClockRequest constructs an http.Request for the GetClock method
+func NewGetClockRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/clock")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewAdvanceClockRequest calls the generic AdvanceClock builder with application/json body
+func NewAdvanceClockRequest(server string, body AdvanceClockJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAdvanceClockRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAdvanceClockRequestWithBody constructs an http.Request for the AdvanceClock method, with any body, and a specified content type
+func NewAdvanceClockRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/clock/advance")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
 }
 
 // NewSetHandlerLimitRequest calls the generic SetHandlerLimit builder with application/json body
@@ -5549,6 +5764,43 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetClockWithResponse The server's clock and its next timer (admin only)
+	//
+	// The time the server's rules read (P-CLOCK-1): the system clock, or on a server
+	// started with `--test-clock` a clock that stands still until advanced. Only `admin`
+	// keys (or any caller of a server without keys).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /clock (the `GetClock` operationId).
+	GetClockWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClockResponse, error)
+
+	// AdvanceClockWithBodyWithResponse Move the test clock forward and fire what falls due (admin only)
+	//
+	// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+	// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+	// become pending, `good_until` expires tasks, leases expire, silent workers are
+	// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+	// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+	AdvanceClockWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdvanceClockResponse, error)
+
+	// AdvanceClockWithResponse Move the test clock forward and fire what falls due (admin only)
+	//
+	// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+	// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+	// become pending, `good_until` expires tasks, leases expire, silent workers are
+	// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+	// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+	AdvanceClockWithResponse(ctx context.Context, body AdvanceClockJSONRequestBody, reqEditors ...RequestEditorFn) (*AdvanceClockResponse, error)
+
 	// SetHandlerLimitWithBodyWithResponse Operator - cap the handler's running tasks
 	//
 	// At most `max_running` tasks of this handler run at once, on every queue and
@@ -6229,6 +6481,172 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /workers/{worker_id}/terminate (the `TerminateWorker` operationId).
 	TerminateWorkerWithResponse(ctx context.Context, workerID WorkerIDPath, reqEditors ...RequestEditorFn) (*TerminateWorkerResponse, error)
+}
+
+// GetClockResponse503Headers the declared response headers of an HTTP 503 response for GetClock
+type GetClockResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetClockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Clock
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetClockResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetClockResponse) GetJSON200() *Clock {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetClockResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetClockResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetClockResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetClockResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetClockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetClockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetClockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetClockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// AdvanceClockResponse503Headers the declared response headers of an HTTP 503 response for AdvanceClock
+type AdvanceClockResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AdvanceClockResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Clock
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AdvanceClockResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AdvanceClockResponse) GetJSON200() *Clock {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r AdvanceClockResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r AdvanceClockResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AdvanceClockResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AdvanceClockResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AdvanceClockResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 // SetHandlerLimitResponse503Headers the declared response headers of an HTTP 503 response for SetHandlerLimit
@@ -10589,6 +11007,61 @@ func (r TerminateWorkerResponse) ContentType() string {
 	return ""
 }
 
+// GetClockWithResponse The server's clock and its next timer (admin only)
+//
+// The time the server's rules read (P-CLOCK-1): the system clock, or on a server
+// started with `--test-clock` a clock that stands still until advanced. Only `admin`
+// keys (or any caller of a server without keys).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /clock (the `GetClock` operationId).
+func (c *ClientWithResponses) GetClockWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClockResponse, error) {
+	rsp, err := c.GetClock(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetClockResponse(rsp)
+}
+
+// AdvanceClockWithBodyWithResponse Move the test clock forward and fire what falls due (admin only)
+//
+// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+// become pending, `good_until` expires tasks, leases expire, silent workers are
+// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+func (c *ClientWithResponses) AdvanceClockWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AdvanceClockResponse, error) {
+	rsp, err := c.AdvanceClockWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdvanceClockResponse(rsp)
+}
+
+// AdvanceClockWithResponse Move the test clock forward and fire what falls due (admin only)
+//
+// Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+// then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+// become pending, `good_until` expires tasks, leases expire, silent workers are
+// declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+// 409 `clock_not_controllable` on a server not started with `--test-clock`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /clock/advance (the `AdvanceClock` operationId).
+func (c *ClientWithResponses) AdvanceClockWithResponse(ctx context.Context, body AdvanceClockJSONRequestBody, reqEditors ...RequestEditorFn) (*AdvanceClockResponse, error) {
+	rsp, err := c.AdvanceClock(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAdvanceClockResponse(rsp)
+}
+
 // SetHandlerLimitWithBodyWithResponse Operator - cap the handler's running tasks
 //
 // At most `max_running` tasks of this handler run at once, on every queue and
@@ -11664,6 +12137,154 @@ func (c *ClientWithResponses) TerminateWorkerWithResponse(ctx context.Context, w
 		return nil, err
 	}
 	return ParseTerminateWorkerResponse(rsp)
+}
+
+// ParseGetClockResponse parses an HTTP response from a GetClockWithResponse call
+func ParseGetClockResponse(rsp *http.Response) (*GetClockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetClockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Clock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers GetClockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAdvanceClockResponse parses an HTTP response from a AdvanceClockWithResponse call
+func ParseAdvanceClockResponse(rsp *http.Response) (*AdvanceClockResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AdvanceClockResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Clock
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers AdvanceClockResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseSetHandlerLimitResponse parses an HTTP response from a SetHandlerLimitWithResponse call

@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.5.0"
+const SpecVersion = "1.6.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "6103391feb9249e0780e0619f5e8378bf0bc42c10a24f045e085616041e2e43b"
+const SpecSHA256 = "0f2142852eea7c820cd19e136a9b9d17e0c98f558f5e6adf5ffcbcbb4fde6159"

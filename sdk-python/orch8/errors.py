@@ -96,6 +96,7 @@ _BY_CODE: dict[str, type[Orch8Error]] = {
     "lease_lost": LeaseLostError,
     "task_cancelled": TaskCancelledError,
     "invalid_state": ConflictError,
+    "clock_not_controllable": ConflictError,  # P-CLOCK-1
     "rate_limited": RateLimitedError,
     "unavailable": UnavailableError,
 }

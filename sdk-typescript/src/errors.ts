@@ -69,6 +69,7 @@ const BY_CODE: Record<string, ErrorClass> = {
   lease_lost: LeaseLostError,
   task_cancelled: TaskCancelledError,
   invalid_state: ConflictError,
+  clock_not_controllable: ConflictError, // P-CLOCK-1
   rate_limited: RateLimitedError,
   unavailable: UnavailableError,
   request_timeout: UnavailableError, // P-HTTP-2: an outage (P-SDK-16)

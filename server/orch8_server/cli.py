@@ -258,6 +258,12 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
         help="an admin bearer API key, id env (repeatable) [ORCH8_API_KEYS, comma-separated]",
     )
     parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument(
+        "--test-clock",
+        action="store_true",
+        help="P-CLOCK-1, for tests: the server's clock stands still until POST /clock/advance "
+        "moves it (SQLite only) [ORCH8_TEST_CLOCK=1]",
+    )
     args = parser.parse_args(argv)
     warnings = _apply_deprecated(parser, args)
 
@@ -274,6 +280,7 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
     keys = args.api_key or [k for k in os.environ.get("ORCH8_API_KEYS", "").split(",") if k]
     values["api_keys"] = frozenset(k.strip() for k in keys if k.strip())
     values["access_log"] = args.access_log
+    values["test_clock"] = args.test_clock or os.environ.get("ORCH8_TEST_CLOCK") == "1"
     if os.environ.get("OTEL_SERVICE_NAME"):  # the standard OpenTelemetry variable
         values["otel_service_name"] = os.environ["OTEL_SERVICE_NAME"]
     settings = Settings(**values)  # type: ignore[arg-type]
@@ -340,6 +347,11 @@ def _check(parser: argparse.ArgumentParser, s: Settings) -> None:
             load_keys_file(s.keys_file)
         except KeysFileError as exc:
             parser.error(str(exc))
+    if s.test_clock and s.db.startswith(("postgres://", "postgresql://")):
+        parser.error(
+            "--test-clock needs SQLite: the test clock is one process's, and replicas sharing "
+            "a PostgreSQL database would each keep their own"
+        )
     if s.db.startswith(("postgres://", "postgresql://")):
         try:
             import asyncpg  # noqa: F401

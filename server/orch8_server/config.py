@@ -43,6 +43,7 @@ class Settings:
     body_timeout_ms: int = 30_000  # P-HTTP-2: whole body, from the end of the headers
     log_level: str = "info"
     access_log: bool = False
+    test_clock: bool = False  # P-CLOCK-1: time stands still until POST /clock/advance
 
     @property
     def poller_window_ms(self) -> int:

@@ -16,8 +16,41 @@ _RFC3339 = re.compile(
 )
 
 
+# P-CLOCK-1: on a server started with --test-clock, the time every rule reads stands still
+# at `_test_now` and moves only through advance_test_clock (POST /clock/advance).
+_test_now: int | None = None
+
+
 def now_ms() -> int:
+    if _test_now is not None:
+        return _test_now
     return time.time_ns() // 1_000_000
+
+
+def monotonic_s() -> float:
+    """Seconds for measuring intervals (token buckets): the test clock when it is on."""
+    if _test_now is not None:
+        return _test_now / 1000
+    return time.monotonic()
+
+
+def use_test_clock(on: bool) -> None:
+    """Start the test clock at the system time (on), or go back to the system clock."""
+    global _test_now
+    _test_now = time.time_ns() // 1_000_000 if on else None
+
+
+def test_clock_on() -> bool:
+    return _test_now is not None
+
+
+def advance_test_clock(ms: int) -> int:
+    """Move the test clock forward by `ms`; returns the new time."""
+    global _test_now
+    if _test_now is None:
+        raise RuntimeError("the test clock is off")
+    _test_now += ms
+    return _test_now
 
 
 def _days_from_civil(y: int, m: int, d: int) -> int:

@@ -34,6 +34,7 @@ from .api.tasks import (
     list_tasks,
     retry_task,
 )
+from .api.testing import advance_clock, get_clock
 from .api.worker_tasks import (
     complete_task,
     complete_tasks,
@@ -68,6 +69,8 @@ from .models import (
     AttemptList,
     BatchOutcome,
     ClaimedTask,
+    Clock,
+    ClockAdvance,
     HandlerControl,
     HealthStatus,
     Instance,
@@ -1083,6 +1086,38 @@ class SyncMethods:
         )
         return cast("TenantList", self._run(call))
 
+    def get_clock(
+        self,
+    ) -> Clock:
+        """The server's clock and its next timer (admin only) (x-orch8-retry: safe)."""
+        call = Call(
+            get_clock,
+            {},
+            safe=True,
+        )
+        return cast("Clock", self._run(call))
+
+    def advance_clock(
+        self,
+        *,
+        by_ms: int | None = None,
+        to_next_timer: bool | None = None,
+    ) -> Clock:
+        """Move the test clock forward and fire what falls due (admin only) (x-orch8-retry: never)."""
+        body: dict[str, Any] = {}
+        if by_ms is not None:
+            body["by_ms"] = by_ms
+        if to_next_timer is not None:
+            body["to_next_timer"] = to_next_timer
+        call = Call(
+            advance_clock,
+            {
+                "body": ClockAdvance.from_dict(body),
+            },
+            safe=False,
+        )
+        return cast("Clock", self._run(call))
+
     # Other names of these methods, kept for existing callers (x-orch8-sdk aliases).
     heartbeat = heartbeat_task
     ready = health_ready
@@ -2057,6 +2092,38 @@ class AsyncMethods:
             safe=True,
         )
         return cast("TenantList", await self._run(call))
+
+    async def get_clock(
+        self,
+    ) -> Clock:
+        """The server's clock and its next timer (admin only) (x-orch8-retry: safe)."""
+        call = Call(
+            get_clock,
+            {},
+            safe=True,
+        )
+        return cast("Clock", await self._run(call))
+
+    async def advance_clock(
+        self,
+        *,
+        by_ms: int | None = None,
+        to_next_timer: bool | None = None,
+    ) -> Clock:
+        """Move the test clock forward and fire what falls due (admin only) (x-orch8-retry: never)."""
+        body: dict[str, Any] = {}
+        if by_ms is not None:
+            body["by_ms"] = by_ms
+        if to_next_timer is not None:
+            body["to_next_timer"] = to_next_timer
+        call = Call(
+            advance_clock,
+            {
+                "body": ClockAdvance.from_dict(body),
+            },
+            safe=False,
+        )
+        return cast("Clock", await self._run(call))
 
     # Other names of these methods, kept for existing callers (x-orch8-sdk aliases).
     heartbeat = heartbeat_task

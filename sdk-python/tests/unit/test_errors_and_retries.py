@@ -29,6 +29,7 @@ CASES = [
     (409, "lease_lost", orch8.LeaseLostError),
     (409, "task_cancelled", orch8.TaskCancelledError),
     (409, "invalid_state", orch8.ConflictError),
+    (409, "clock_not_controllable", orch8.ConflictError),  # P-CLOCK-1
     (413, "payload_too_large", orch8.ValidationError),
     (415, "unsupported_media_type", orch8.ValidationError),
     (422, "validation_error", orch8.ValidationError),

@@ -70,6 +70,8 @@ export const OPERATIONS = {
   serverInfo: { operationId: "getServerInfo", method: "GET", path: "/info", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   whoami: { operationId: "getPrincipal", method: "GET", path: "/whoami", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   listTenants: { operationId: "listTenants", method: "GET", path: "/tenants", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  getClock: { operationId: "getClock", method: "GET", path: "/clock", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  advanceClock: { operationId: "advanceClock", method: "POST", path: "/clock/advance", retry: "never", longPoll: false, parseAs: "json", produces: null },
 } as const satisfies Record<string, OperationPolicy>;
 
 export type OperationName = keyof typeof OPERATIONS;
@@ -309,6 +311,16 @@ export abstract class Orch8Operations {
   /** Tenants that have tasks or workers (admin only) (`GET /tenants`, retried on outages). */
   listTenants(call?: CallOptions): Promise<Schemas["TenantList"]> {
     return this.invoke("listTenants", {  }, call);
+  }
+
+  /** The server's clock and its next timer (admin only) (`GET /clock`, retried on outages). */
+  getClock(call?: CallOptions): Promise<Schemas["Clock"]> {
+    return this.invoke("getClock", {  }, call);
+  }
+
+  /** Move the test clock forward and fire what falls due (admin only) (`POST /clock/advance`, never retried). */
+  advanceClock(body: Schemas["ClockAdvance"] = {}, call?: CallOptions): Promise<Schemas["Clock"]> {
+    return this.invoke("advanceClock", { body }, call);
   }
 
   /** Alias of `heartbeatTask`, kept for existing callers. */

@@ -895,6 +895,52 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/clock": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The server's clock and its next timer (admin only)
+         * @description The time the server's rules read (P-CLOCK-1): the system clock, or on a server
+         *     started with `--test-clock` a clock that stands still until advanced. Only `admin`
+         *     keys (or any caller of a server without keys).
+         */
+        get: operations["getClock"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/clock/advance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move the test clock forward and fire what falls due (admin only)
+         * @description Moves the test clock forward by `by_ms`, or to the next timer (`to_next_timer`),
+         *     then, before answering, runs every timer now due: scheduled tasks and retry backoffs
+         *     become pending, `good_until` expires tasks, leases expire, silent workers are
+         *     declared dead, workflow timers (sleep steps, step retries) fire (P-CLOCK-2..4).
+         *     409 `clock_not_controllable` on a server not started with `--test-clock`.
+         */
+        post: operations["advanceClock"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1675,6 +1721,32 @@ export interface components {
             /** @description For a worker key limited to named handlers, those handlers; null means any. */
             handlers: string[] | null;
         };
+        Clock: {
+            /**
+             * @description `test` on a server started with `--test-clock` (P-CLOCK-1).
+             * @enum {string}
+             */
+            mode: "system" | "test";
+            /**
+             * Format: date-time
+             * @description The time the server's rules read.
+             */
+            now: string;
+            /**
+             * Format: date-time
+             * @description The earliest scheduled task, `good_until` or workflow timer still to fire (P-CLOCK-3); leases and worker liveness are not counted. Null when none.
+             */
+            next_timer_at: string | null;
+            /** @description How far this call moved the clock (0 for GET). */
+            advanced_ms: number;
+        };
+        /** @description Exactly one of `by_ms` and `to_next_timer`. */
+        ClockAdvance: {
+            /** @description Milliseconds to move forward (at most 100 years). */
+            by_ms?: number;
+            /** @description Move to `next_timer_at` (no move when there is none). */
+            to_next_timer?: boolean;
+        };
         TenantList: {
             tenants: {
                 tenant: components["schemas"]["TenantId"];
@@ -1800,7 +1872,8 @@ export interface components {
          * @description The call does not fit the task's state: `lease_lost` (the lease is no longer
          *     current, including a task an operator resolved manually, P-MANUAL-1),
          *     `task_cancelled` (the task was cancelled), `invalid_state` (e.g. retrying a
-         *     completed task).
+         *     completed task), `clock_not_controllable` (advancing the clock of a server not
+         *     started with `--test-clock`).
          */
         Conflict: {
             headers: {
@@ -4923,6 +4996,81 @@ export interface operations {
             };
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    getClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The clock. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "mode": "test",
+                     *       "now": "2026-01-01T00:00:00.000Z",
+                     *       "next_timer_at": "2026-01-01T01:00:00.000Z",
+                     *       "advanced_ms": 0
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Clock"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    advanceClock: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "by_ms": 3600000
+                 *     }
+                 */
+                "application/json": components["schemas"]["ClockAdvance"];
+            };
+        };
+        responses: {
+            /** @description The clock after the advance. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "mode": "test",
+                     *       "now": "2026-01-01T01:00:00.000Z",
+                     *       "next_timer_at": null,
+                     *       "advanced_ms": 3600000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Clock"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["ValidationFailed"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };

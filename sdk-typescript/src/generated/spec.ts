@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.5.0";
+export const SPEC_VERSION = "1.6.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "6103391feb9249e0780e0619f5e8378bf0bc42c10a24f045e085616041e2e43b";
+export const SPEC_SHA256 = "0f2142852eea7c820cd19e136a9b9d17e0c98f558f5e6adf5ffcbcbb4fde6159";

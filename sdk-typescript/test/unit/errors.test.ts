@@ -27,6 +27,7 @@ const TABLE: Array<[number, string, new (...a: never[]) => Orch8Error]> = [
   [409, "lease_lost", LeaseLostError],
   [409, "task_cancelled", TaskCancelledError],
   [409, "invalid_state", ConflictError],
+  [409, "clock_not_controllable", ConflictError], // P-CLOCK-1
   [413, "payload_too_large", ValidationError],
   [415, "unsupported_media_type", ValidationError],
   [422, "validation_error", ValidationError],

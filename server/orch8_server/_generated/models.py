@@ -476,6 +476,22 @@ class Principal(TypedDict):
     handlers: list[str] | None
 
 
+class Clock(TypedDict):
+    mode: Literal['system', 'test']
+    now: str
+    next_timer_at: str | None
+    advanced_ms: int
+
+
+class ClockAdvance(TypedDict, closed=True):
+    """
+    Exactly one of `by_ms` and `to_next_timer`.
+    """
+
+    by_ms: NotRequired[int]
+    to_next_timer: NotRequired[bool]
+
+
 class Tenant(TypedDict):
     tenant: TenantId
     tasks: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
@@ -12,9 +13,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from orch8_server import timefmt
 from orch8_server.config import Settings
 from orch8_server.http import (  # noqa: F401 (the routes_* modules register their handlers)
     routes_auth,
+    routes_clock,
     routes_history,
     routes_queues,
     routes_tasks,
@@ -31,6 +34,8 @@ from orch8_server.lifecycle.compose import build
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 from orch8_server.storage import open_storage
+
+log = logging.getLogger("orch8.server")
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
@@ -106,6 +111,9 @@ def create_app(
     """The server's app. `span_exporter` (tests) receives the P-TEL-2 spans instead of
     the OTLP endpoint; with neither, OpenTelemetry is never imported. `keyring` is the
     launcher's (it reloads it on SIGHUP); without one, the settings' keys are read here."""
+    timefmt.use_test_clock(settings.test_clock)  # P-CLOCK-1 (and off again for tests)
+    if settings.test_clock:
+        log.warning("test clock on: time stands still until POST /clock/advance moves it")
     storage = open_storage(
         settings.db,
         settings.sqlite_synchronous,

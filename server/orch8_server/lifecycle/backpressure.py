@@ -14,6 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from orch8_server.problems import Problem
+from orch8_server.timefmt import monotonic_s
 
 if TYPE_CHECKING:
     from orch8_server.config import Settings
@@ -88,7 +89,7 @@ class Backpressure:
                 f"(--enqueue-burst); send at most {self.burst} tasks per request",
                 errors=[{"pointer": "/tasks", "detail": f"at most {self.burst} tasks"}],
             )
-        now = time.monotonic()
+        now = monotonic_s()  # P-CLOCK-2: the tokens follow the test clock
         bucket = self._buckets.get(tenant)
         if bucket is None:
             bucket = self._buckets[tenant] = TokenBucket(self.rate, self.burst, now)

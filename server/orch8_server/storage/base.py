@@ -263,6 +263,9 @@ class Storage(Protocol):
 
     async def next_scheduled_at(self) -> int | None: ...
 
+    async def next_expiry_at(self) -> int | None:
+        """The earliest good_until of a pending or scheduled task (P-CLOCK-3)."""
+
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
 
     async def list_workers(self, tenant: str | None, state: str | None) -> list[WorkerRow]:

@@ -366,6 +366,13 @@ class PgStorage:
         row = await self._fetchrow("SELECT min(run_at) AS at FROM tasks WHERE status = 'scheduled'")
         return None if row is None else row["at"]
 
+    async def next_expiry_at(self) -> int | None:
+        row = await self._fetchrow(
+            "SELECT min(good_until) AS at FROM tasks "
+            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled')"
+        )
+        return None if row is None else row["at"]
+
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
         row: WorkerRow | None = await self._fetchrow(
             _WORKERS + " WHERE tenant = $2 AND worker_id = $1", worker_id, tenant

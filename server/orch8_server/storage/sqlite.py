@@ -267,6 +267,14 @@ class SqliteStorage:
         ).fetchone()[0]
         return earliest
 
+    async def next_expiry_at(self) -> int | None:
+        await self._settled()
+        earliest: int | None = self.c.execute(
+            "SELECT MIN(good_until) FROM tasks "
+            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled')"
+        ).fetchone()[0]
+        return earliest
+
     # Queue controls and label routing (sqlite_controls.py) ------------------------------
 
     async def set_queue_control(

@@ -1,5 +1,5 @@
 """Contract: tasks and attempts (Tx.insert_task .. running_tasks_of; Storage.get_task,
-list_tasks, list_attempts, queue_stats, next_scheduled_at)."""
+list_tasks, list_attempts, queue_stats, next_scheduled_at, next_expiry_at)."""
 
 from __future__ import annotations
 
@@ -322,5 +322,19 @@ def test_next_scheduled_at_is_the_earliest_scheduled_run_of_any_tenant(store: Ba
         await insert(s, task(status="scheduled", run_at=NOW + 50), task(run_at=NOW - 9),
                      task(status="scheduled", run_at=NOW + 20, tenant="t2"))  # fmt: skip
         assert await s.next_scheduled_at() == NOW + 20
+
+    store.run(check)
+
+
+def test_next_expiry_at_is_the_earliest_good_until_of_a_waiting_task(store: Backend) -> None:
+    """P-CLOCK-3: the test clock's next timer counts good_until of pending and scheduled
+    tasks only (a running or finished task no longer expires)."""
+
+    async def check(s: Storage) -> None:
+        assert await s.next_expiry_at() is None
+        await insert(s, task(good_until=NOW + 70), running("l1", good_until=NOW + 5),
+                     task(status="completed", good_until=NOW + 1),
+                     task(status="scheduled", run_at=NOW + 9, good_until=NOW + 40, tenant="t2"))  # fmt: skip
+        assert await s.next_expiry_at() == NOW + 40
 
     store.run(check)

@@ -11,6 +11,9 @@ from .blocked_reason import BlockedReason
 from .claimed_task import ClaimedTask
 from .claimed_task_checkpoint_type_0 import ClaimedTaskCheckpointType0
 from .claimed_task_headers import ClaimedTaskHeaders
+from .clock import Clock
+from .clock_advance import ClockAdvance
+from .clock_mode import ClockMode
 from .enqueued_tasks import EnqueuedTasks
 from .field_problem import FieldProblem
 from .handler_control import HandlerControl
@@ -103,6 +106,9 @@ __all__ = (
     "ClaimedTask",
     "ClaimedTaskCheckpointType0",
     "ClaimedTaskHeaders",
+    "Clock",
+    "ClockAdvance",
+    "ClockMode",
     "EnqueuedTasks",
     "FieldProblem",
     "HandlerControl",
