@@ -17,13 +17,16 @@ from orch8_server import timefmt
 from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
 
-# In this order: promotion first, so a task scheduled and overdue expires in the same
-# call; the workflow pump last, so steps enqueued by fired timers are in place.
+# In this order: leases and silent workers first, so a task that becomes pending below (a
+# promotion wakes parked polls) is not claimed by an idle worker and then reclaimed from it
+# as `worker_lost` by the same advance; promotion before expiry, so a task scheduled and
+# overdue expires in the same call; the workflow pump last, so steps enqueued by fired
+# timers are in place.
 TIMER_SERVICES = (
-    "scheduled-promotion",
-    "good-until-expiry",
     "lease-expiry",
     "dead-workers",
+    "scheduled-promotion",
+    "good-until-expiry",
     "workflow-pump",
 )
 
