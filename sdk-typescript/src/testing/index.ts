@@ -1,5 +1,6 @@
 // "@orch8/sdk/testing": unit-test a handler without a server (docs/protocol.md 14c,
-// P-KIT-1..6). The handler gets a real TaskContext; the Outcome is what the worker would
+// P-KIT-1..6), and test workflows on a throwaway server with the test clock (server.ts,
+// section 17). The handler gets a real TaskContext; the Outcome is what the worker would
 // report, worked out by the worker's own code (classification, strict JSON, P-SDK-27
 // bounds, the shutdown message), never a copy of its rules.
 import { format } from "node:util";
@@ -14,6 +15,8 @@ import { checkOutput, InvalidOutputError } from "../worker/output.js";
 import { failureReport, invalidOutputReport, outputRejectedReport } from "../worker/report.js";
 import type { Logger } from "../worker/stats.js";
 import { TaskRun } from "../worker/task-run.js";
+
+export { startTestServer, TestServer, type Clock, type RunOptions, type TestServerOptions, type TestWorkerOptions } from "./server.js";
 
 /** The server's default body limit (section 13). */
 export const MAX_BODY_BYTES = 1_048_576;
