@@ -1,4 +1,5 @@
-"""Unit-test a handler without a server (docs/protocol.md 14c, P-KIT-1..6).
+"""Unit-test a handler without a server (docs/protocol.md 14c, P-KIT-1..6); test workflows
+against a throwaway server whose clock the test moves (`TestServer`, section 17).
 
     from orch8.testing import TestTask
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Literal, cast
 
+from ._test_server import ServerNotFoundError, TestServer
 from .async_client import AsyncOrch8Client
 from .errors import LeaseLostError, TaskCancelledError
 from .worker._drain import shutdown_message
@@ -30,7 +32,7 @@ from .worker._execute import Outcome as _Attempt
 from .worker._report import bound_details
 from .worker.context import TaskContext
 
-__all__ = ["Heartbeat", "LogLine", "Outcome", "TestTask"]
+__all__ = ["Heartbeat", "LogLine", "Outcome", "ServerNotFoundError", "TestServer", "TestTask"]
 
 Status = Literal["completed", "failed", "cancelled", "lease_lost"]
 
