@@ -16,7 +16,7 @@ import { failureReport, invalidOutputReport, outputRejectedReport } from "../wor
 import type { Logger } from "../worker/stats.js";
 import { TaskRun } from "../worker/task-run.js";
 
-export { startTestServer, TestServer, type Clock, type RunOptions, type TestServerOptions, type TestWorkerOptions } from "./server.js";
+export { startTestServer, TestServer, type Clock, type RunOptions, type RunTarget, type TestServerOptions, type TestWorkerOptions } from "./server.js";
 
 /** The server's default body limit (section 13). */
 export const MAX_BODY_BYTES = 1_048_576;

@@ -1,7 +1,7 @@
 // startTestServer(): a throwaway reference server with the test clock (docs/protocol.md 17,
 // P-CLOCK-1..5) for workflow tests. The server runs as a child process on a temp SQLite
 // file; the test's handlers run in-process on the SDK's own Worker; time moves only when
-// the test (or runInstance / runTask) says so, and only while those workers are idle.
+// the test (or runUntilFinal) says so, and only while nothing runs (P-CLOCK-3).
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -11,7 +11,6 @@ import { Orch8Client } from "../client.js";
 import type { components } from "../generated/schema.js";
 import type { Instance, Task } from "../types.js";
 import { FINAL_INSTANCE_STATUSES, FINAL_TASK_STATUSES } from "../wait.js";
-import type { Handler } from "../worker/executor.js";
 import { Worker, type WorkerOptions } from "../worker/worker.js";
 
 /** `GET /clock` and `POST /clock/advance` answers (P-CLOCK-1). */
@@ -23,20 +22,21 @@ export interface TestServerOptions {
   args?: string[];
   /** How long to wait for the server's listening line; default 30000 ms. */
   startTimeoutMs?: number;
-  /** How long advance, skipToNextTimer and the runs wait for the workers to be idle; default 10000 ms. */
+  /** How long advance and skipToNextTimer wait for the workers to be idle; default 30000 ms. */
   idleTimeoutMs?: number;
 }
 
-/** Options of `runInstance` / `runTask`. */
+/** Options of `runUntilFinal`. */
 export interface RunOptions {
   /** Wall time allowed for the whole run; default 30000 ms. */
   timeoutMs?: number;
-  /** Options of the worker the run starts (not `handlers` or `client`). */
-  worker?: TestWorkerOptions;
 }
 
-/** Worker options for a test worker; its client is the test server's. */
-export type TestWorkerOptions = Omit<WorkerOptions, "handlers" | "client">;
+/** What `runUntilFinal` runs to: an instance or a task. */
+export type RunTarget = { instanceId: string } | { taskId: string };
+
+/** Options of a test worker: a Worker's, whose client is the test server's (no signal handlers by default). */
+export type TestWorkerOptions = Omit<WorkerOptions, "client">;
 
 const LISTENING_LINE = /^orch8-server listening on (http:\/\/\S+)$/;
 // A skip of more than dead_after_ms declares the test's idle workers dead (P-WORKER-5), and
@@ -66,7 +66,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const exited = new Promise<void>((ok) => child.once("close", () => ok()));
   try {
     const url = await listeningUrl(child, exited, options.startTimeoutMs ?? 30_000, () => stderr, `${bin} ${args.join(" ")}`);
-    return new TestServer(url, child, exited, dir, options.idleTimeoutMs ?? 10_000);
+    return new TestServer(url, child, exited, dir, options.idleTimeoutMs ?? 30_000);
   } catch (err) {
     child.kill("SIGKILL");
     await exited;
@@ -77,9 +77,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 
 /** A running test server: its URL, a client, the clock and in-process workers. */
 export class TestServer {
-  /** An admin-capable client of this server (the server has no keys). */
+  /** A client of this server, which has no keys: it may move the clock (P-CLOCK-4). */
   readonly client: Orch8Client;
-  private readonly workers = new Map<Worker, string[]>();
+  // What each worker built here claims, for the idle check: handler names and queues.
+  private readonly claims = new WeakMap<Worker, { handlers: Set<string>; queues: Set<string> }>();
+  private readonly running = new Set<Worker>();
 
   /** @internal Use startTestServer(). */
   constructor(
@@ -92,109 +94,111 @@ export class TestServer {
     this.client = new Orch8Client({ baseUrl: url });
   }
 
-  /** Starts the SDK's Worker for `handlers` against this server, in the background, until close(). */
-  startWorker(handlers: Record<string, Handler>, options: TestWorkerOptions = {}): Worker {
-    const worker = new Worker({ handleSignals: false, ...options, handlers, client: this.client });
-    this.workers.set(worker, Object.keys(handlers));
-    void worker.run();
+  /** The SDK's Worker on this server, not started; no signal handlers unless asked. */
+  worker(options: TestWorkerOptions): Worker {
+    const worker = new Worker({ handleSignals: false, ...options, client: this.client });
+    const queues = options.queueNames ?? [options.queueName ?? "default"];
+    this.claims.set(worker, { handlers: new Set(Object.keys(options.handlers)), queues: new Set(queues) });
     return worker;
+  }
+
+  /** Runs a worker of `worker()` in the background until it stops or close(). */
+  startWorker(worker: Worker): Worker {
+    if (!this.claims.has(worker)) throw new TypeError("startWorker takes a worker made by this test server's worker()");
+    this.running.add(worker);
+    void worker.run().finally(() => this.running.delete(worker));
+    return worker;
+  }
+
+  /** The server's clock: `now` and `next_timer_at` (null when no timer is set). */
+  clock(): Promise<Clock> {
+    return this.client.getClock();
   }
 
   /** Moves the clock by `ms` once the workers are idle; resolves after every timer due has fired (P-CLOCK-2). */
   async advance(ms: number): Promise<Clock> {
-    await this.idle();
+    await this.waitIdle();
     return this.client.advanceClock({ by_ms: ms });
   }
 
   /** Moves the clock to the next timer, if any, once the workers are idle (P-CLOCK-3). */
   async skipToNextTimer(): Promise<Clock> {
-    await this.idle();
+    await this.waitIdle();
     return this.client.advanceClock({ to_next_timer: true });
   }
 
-  /** The server's clock. */
-  clock(): Promise<Clock> {
-    return this.client.getClock();
-  }
-
   /**
-   * Runs `handlers` on a worker of its own until the instance is final, skipping to the next
-   * timer whenever every worker is idle; resolves to the instance, whatever its status.
+   * P-CLOCK-3: resolves once no task is running and none is pending that a running worker
+   * claims (a claim in flight, a step a completion just dispatched): a skip then loses no work.
    */
-  async runInstance(instanceId: string, handlers: Record<string, Handler>, options: RunOptions = {}): Promise<Instance> {
-    const get = () => this.client.getInstance(instanceId);
-    return this.runUntilFinal(`instance ${instanceId}`, get, (i) => FINAL_INSTANCE_STATUSES.has(i.status), handlers, options);
-  }
-
-  /** runInstance for one task: resolves to the task once completed, failed, cancelled or expired. */
-  async runTask(taskId: string, handlers: Record<string, Handler>, options: RunOptions = {}): Promise<Task> {
-    const get = () => this.client.getTask(taskId);
-    return this.runUntilFinal(`task ${taskId}`, get, (t) => FINAL_TASK_STATUSES.has(t.status), handlers, options);
-  }
-
-  /** Stops the workers and the server and removes its database. */
-  async close(): Promise<void> {
-    await Promise.all([...this.workers.keys()].map((w) => w.stop()));
-    this.workers.clear();
-    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
-    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
-    await this.exited;
-    clearTimeout(timer);
-    live.delete(this.child);
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  private async runUntilFinal<T>(what: string, get: () => Promise<T>, final: (value: T) => boolean,
-    handlers: Record<string, Handler>, options: RunOptions): Promise<T> {
-    const deadline = Date.now() + (options.timeoutMs ?? 30_000);
-    const worker = this.startWorker(handlers, options.worker);
-    try {
-      for (;;) {
-        await this.idle(deadline);
-        const state = await get();
-        if (final(state)) return state;
-        const clock = await this.client.getClock();
-        if (clock.next_timer_at === null) {
-          throw new Error(`${what} is not final, yet no worker of the test server holds a task, none is pending for ` +
-            `[${this.handlerNames().join(", ")}] and no timer is due: does it wait for a handler not given? Last state: ${JSON.stringify(state)}`);
-        }
-        if (Date.now() > deadline) throw new Error(`${what} is not final after ${options.timeoutMs ?? 30_000} ms: ${JSON.stringify(state)}`);
-        await this.client.advanceClock({ to_next_timer: true });
-      }
-    } finally {
-      this.workers.delete(worker);
-      await worker.stop();
-    }
-  }
-
-  private handlerNames(): string[] {
-    return [...new Set([...this.workers.values()].flat())].sort();
-  }
-
-  /**
-   * P-CLOCK-3: skip time only while no worker holds a task and nothing is pending or running
-   * for their handlers (a claim in flight, or a step a completion just dispatched).
-   */
-  private async idle(until = Date.now() + this.idleTimeoutMs): Promise<void> {
-    const deadline = Math.min(until, Date.now() + this.idleTimeoutMs);
+  async waitIdle(options: { timeoutMs?: number } = {}): Promise<void> {
+    const timeoutMs = options.timeoutMs ?? this.idleTimeoutMs;
+    const deadline = Date.now() + timeoutMs;
     for (;;) {
       const busy = await this.busy();
       if (busy === undefined) return;
-      if (Date.now() > deadline) throw new Error(`the test server's workers are not idle after ${this.idleTimeoutMs} ms: ${busy}`);
+      if (Date.now() > deadline) throw new Error(`the test server is not idle after ${timeoutMs} ms: ${busy}`);
       await new Promise((r) => setTimeout(r, IDLE_POLL_MS));
     }
   }
 
-  /** Why the workers are not idle, or undefined when they are. */
+  /**
+   * Runs `worker` (of `worker()`) until the instance or task is final, skipping to the next
+   * timer whenever all is idle, then stops it; resolves to the instance (task), whatever its status.
+   */
+  runUntilFinal(worker: Worker, target: { instanceId: string }, options?: RunOptions): Promise<Instance>;
+  runUntilFinal(worker: Worker, target: { taskId: string }, options?: RunOptions): Promise<Task>;
+  async runUntilFinal(worker: Worker, target: RunTarget, options: RunOptions = {}): Promise<Instance | Task> {
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const deadline = Date.now() + timeoutMs;
+    const [what, get] = "instanceId" in target
+      ? [`instance ${target.instanceId}`, async () => final(await this.client.getInstance(target.instanceId), FINAL_INSTANCE_STATUSES)]
+      : [`task ${target.taskId}`, async () => final(await this.client.getTask(target.taskId), FINAL_TASK_STATUSES)];
+    this.startWorker(worker);
+    try {
+      for (;;) {
+        await this.waitIdle({ timeoutMs: Math.max(0, deadline - Date.now()) });
+        const [state, done] = await get();
+        if (done) return state;
+        if ((await this.clock()).next_timer_at === null) {
+          throw new Error(`${what} is not final, yet nothing runs, nothing is pending for the running workers and no timer ` +
+            `is set: does it wait for a handler no worker has? Last state: ${JSON.stringify(state)}`);
+        }
+        if (Date.now() > deadline) throw new Error(`${what} is not final after ${timeoutMs} ms: ${JSON.stringify(state)}`);
+        await this.client.advanceClock({ to_next_timer: true });
+      }
+    } finally {
+      await worker.stop();
+    }
+  }
+
+  /** Stops the workers and the server and removes its database. */
+  async close(): Promise<void> {
+    await Promise.all([...this.running].map((w) => w.stop()));
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill("SIGTERM");
+    const timer = setTimeout(() => this.child.kill("SIGKILL"), 10_000);
+    await this.exited;
+    clearTimeout(timer);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Why skipping time now would lose work, or undefined. */
   private async busy(): Promise<string | undefined> {
-    const held = [...this.workers.keys()].reduce((n, w) => n + w.stats().in_flight, 0);
-    if (held > 0) return `${held} task(s) held`;
-    for (const handler_name of this.handlerNames()) {
-      const [task] = (await this.client.listTasks({ status: ["pending", "running"], handler_name, limit: 1 })).tasks;
-      if (task !== undefined) return `task ${task.id} (${handler_name}) is ${task.status}`;
+    for (const w of this.running) if (w.stats().in_flight > 0) return `worker ${w.workerId} holds a task`;
+    const { tasks } = await this.client.listTasks({ status: ["running", "pending"], limit: 100 });
+    for (const task of tasks) {
+      if (task.status === "running") return `task ${task.id} (${task.handler_name}) is running`;
+      for (const w of this.running) {
+        const c = this.claims.get(w)!;
+        if (c.handlers.has(task.handler_name) && c.queues.has(task.queue_name)) return `task ${task.id} (${task.handler_name}) is pending`;
+      }
     }
     return undefined;
   }
+}
+
+function final<T extends { status: string }>(state: T, statuses: ReadonlySet<string>): [T, boolean] {
+  return [state, statuses.has(state.status)];
 }
 
 /** The server's command: ORCH8_SERVER, else orch8-server on PATH; a clear error otherwise. */

@@ -19,35 +19,15 @@ before(async () => {
 });
 after(async () => server?.close());
 
-test("P-CLOCK-2 a workflow with a one-hour sleep runs to completed in well under 2 s of wall time", async () => {
-  await server.client.defineSequence({ name: "nap", steps: [
-    { id: "fetch", handler: "nap_fetch" },
-    { id: "nap", handler: "sleep", params: { duration_ms: HOUR } },
-    { id: "send", handler: "nap_send", params: { rows: { $from: "steps.fetch.output.rows" } } },
-  ] });
-  const started = Date.now();
-  const { id } = await server.client.startInstance({ sequence: "nap" });
-  const before = Date.parse((await server.clock()).now);
-  const instance = await server.runInstance(id, {
-    nap_fetch: () => ({ rows: 3 }),
-    nap_send: (ctx: TaskContext) => ({ sent: ctx.params.rows }),
-  });
-  assert.equal(instance.status, "completed", JSON.stringify(instance));
-  assert.deepEqual(instance.output, { sent: 3 });
-  assert.deepEqual(instance.steps.map((s) => [s.id, s.status]), [["fetch", "completed"], ["nap", "completed"], ["send", "completed"]]);
-  assert.equal(Date.parse((await server.clock()).now) - before, HOUR, "the clock moved by the sleep, exactly");
-  assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
-});
-
 test("P-CLOCK-2 a retry backoff of ten minutes is skipped with advance(); attempt 2 completes", async () => {
   const attempts: number[] = [];
-  server.startWorker({
+  server.startWorker(server.worker({ handlers: {
     flaky_charge: (ctx: TaskContext) => {
       attempts.push(ctx.attempt);
       if (ctx.attempt === 1) throw new Error("gateway timeout");
       return { charged: true };
     },
-  });
+  } }));
   const retry = { max_attempts: 3, initial_backoff_ms: TEN_MINUTES, max_backoff_ms: TEN_MINUTES, jitter: 0 };
   const task = await server.client.enqueue({ handler_name: "flaky_charge", retry });
   await server.advance(TEN_MINUTES - 1); // waits for attempt 1 to fail first (P-CLOCK-3)
@@ -58,12 +38,33 @@ test("P-CLOCK-2 a retry backoff of ten minutes is skipped with advance(); attemp
   assert.deepEqual(attempts, [1, 2]);
 });
 
+test("P-CLOCK-2 a workflow with a one-hour sleep runs to completed in well under 2 s of wall time", async () => {
+  await server.client.defineSequence({ name: "nap", steps: [
+    { id: "fetch", handler: "nap_fetch" },
+    { id: "nap", handler: "sleep", params: { duration_ms: HOUR } },
+    { id: "send", handler: "nap_send", params: { rows: { $from: "steps.fetch.output.rows" } } },
+  ] });
+  const started = Date.now();
+  const { id } = await server.client.startInstance({ sequence: "nap" });
+  const before = Date.parse((await server.clock()).now);
+  const worker = server.worker({ handlers: {
+    nap_fetch: () => ({ rows: 3 }),
+    nap_send: (ctx: TaskContext) => ({ sent: ctx.params.rows }),
+  } });
+  const instance = await server.runUntilFinal(worker, { instanceId: id });
+  assert.equal(instance.status, "completed", JSON.stringify(instance));
+  assert.deepEqual(instance.output, { sent: 3 });
+  assert.deepEqual(instance.steps.map((s) => [s.id, s.status]), [["fetch", "completed"], ["nap", "completed"], ["send", "completed"]]);
+  assert.equal(Date.parse((await server.clock()).now) - before, HOUR, "the clock moved by the sleep, exactly");
+  assert.ok(Date.now() - started < 2000, `took ${Date.now() - started} ms`);
+});
+
 test("P-CLOCK-3 advance() waits until the worker holds no task, so a skip past the lease loses nothing", async () => {
   let release!: () => void;
   const gate = new Promise<void>((r) => (release = r));
   let started!: () => void;
   const running = new Promise<void>((r) => (started = r));
-  server.startWorker({ slow_export: async () => { started(); await gate; return "exported"; } });
+  server.startWorker(server.worker({ handlers: { slow_export: async () => { started(); await gate; return "exported"; } } }));
   const task = await server.client.enqueue({ handler_name: "slow_export" });
   await running;
   let advanced = false;
@@ -76,13 +77,23 @@ test("P-CLOCK-3 advance() waits until the worker holds no task, so a skip past t
   assert.deepEqual([done.status, done.attempt, done.output], ["completed", 1, "exported"]);
 });
 
-test("runInstance says what it waits for when no handler and no timer can end the instance", async () => {
+test("runUntilFinal says what it waits for when no handler and no timer can end the instance", async () => {
   await server.client.defineSequence({ name: "orphan", steps: [{ id: "a", handler: "nobody_handles_this" }] });
   const { id } = await server.client.startInstance({ sequence: "orphan" });
-  await assert.rejects(server.runInstance(id, { unrelated: () => null }), (err: Error) => {
-    assert.match(err.message, new RegExp(`instance ${id} is not final, yet no worker .* no timer is due`));
+  await assert.rejects(server.runUntilFinal(server.worker({ handlers: { unrelated: () => null } }), { instanceId: id }), (err: Error) => {
+    assert.match(err.message, new RegExp(`instance ${id} is not final, yet nothing runs, .* no timer is set`));
     return true;
   });
+});
+
+test("runUntilFinal runs a task through a 10-minute retry backoff", async () => {
+  const retry = { max_attempts: 2, initial_backoff_ms: TEN_MINUTES, max_backoff_ms: TEN_MINUTES, jitter: 0 };
+  const task = await server.client.enqueue({ handler_name: "flaky_once", retry });
+  const worker = server.worker({ handlers: { flaky_once: (ctx: TaskContext) => { if (ctx.attempt === 1) throw new Error("not yet"); return ctx.attempt; } } });
+  const before = Date.parse((await server.clock()).now);
+  const done = await server.runUntilFinal(worker, { taskId: task.id });
+  assert.deepEqual([done.status, done.attempt, done.output], ["completed", 2, 2]);
+  assert.equal(Date.parse((await server.clock()).now) - before, TEN_MINUTES);
 });
 
 test("a missing server is a clear error naming ORCH8_SERVER, PATH and how to install it", async () => {
