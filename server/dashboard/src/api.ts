@@ -1,7 +1,8 @@
 // The dashboard's only way to the server: the public API of openapi.yaml, with the same
 // bearer API key as any client (P-AUTH-1) and the selected tenant as X-Tenant-Id (P-TEN-2).
-// Types come from the generated contract types.
-import type { components } from "./generated/api";
+// Types are the TypeScript SDK's, generated from the same contract (one generator of
+// TypeScript types for the whole repository; the bundle keeps none of them).
+import type { components } from "../../../sdk-typescript/src/generated/schema";
 
 type Schemas = components["schemas"];
 export type Task = Schemas["Task"];
