@@ -7,7 +7,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import checks, checks_queues, checks_workflows
+from . import checks, checks_clock, checks_queues, checks_workflows
 from .adapter import AdapterProcess, adapter_env
 from .api import Api, ApiError
 from .proxy import FaultProxy, fault_from_step
@@ -76,6 +76,7 @@ class ScenarioRun:
             for index, step in enumerate(self.scenario.get("timeline", []), 1):
                 reasons += self._step(index, step, deadline)
             checks.converge(self, deadline)
+            reasons += checks_clock.within(self, now_ms())
             time.sleep(self.scenario.get("settle_ms", 500) / 1000)
             return reasons + checks.end_state(self)
         except Failure as err:
@@ -220,6 +221,11 @@ class ScenarioRun:
                 if step.get("duration_ms"):
                     time.sleep(step["duration_ms"] / 1000)
                     self.proxy.remove_fault(fault)
+        elif action == "advance_clock":  # P-CLOCK-2, P-CLOCK-3: once the worker is idle
+            try:
+                return checks_clock.advance(self, step, deadline, what)
+            except checks_clock.StepError as err:
+                raise Failure(str(err)) from None
         elif action == "expect":
             reasons = checks.tasks(self, step["tasks"])
             reasons += [r for row in step.get("queue_stats", []) for r in checks_queues.queue_stats(self, row)]

@@ -38,6 +38,8 @@ def server_args(settings: dict, keys_file: Path | None = None) -> list[str]:
         if key == "api_keys":
             for api_key in value:
                 args += ["--api-key", api_key]
+        elif key == "test_clock":
+            args += ["--test-clock"] if value else []  # P-CLOCK-1
         elif key != "keys":
             args += [FLAGS[key], str(value)]
     if keys_file is not None:

@@ -11,6 +11,7 @@ import importlib.util
 import random
 import signal
 import sys
+import time
 from pathlib import Path
 
 RAW = Path(__file__).resolve().parent.parent / "adapters" / "raw-http" / "adapter.py"
@@ -236,6 +237,35 @@ def wait_returns_early(raw) -> None:
     raw.waiting.FINAL = ("running", "completed", "failed", "cancelled")
 
 
+def ignores_lost_lease(raw) -> None:
+    """Takes a 409 on a task heartbeat for success: the handler runs on (breaks P-SDK-5)."""
+    original = raw.Ctx.heartbeat
+
+    def heartbeat(self, progress=None, checkpoint=None) -> None:
+        try:
+            original(self, progress, checkpoint)
+        except raw.HeartbeatRefused:
+            self.cancelled.clear()  # abandon() had set it
+
+    raw.Ctx.heartbeat = heartbeat
+
+
+def sleeps_between_polls(raw) -> None:
+    """Polls without waiting and pauses 3 s after an empty answer instead of a long-poll the
+    server wakes, so a task a clock advance makes due waits (breaks P-CLOCK-2's woken polls)."""
+    original = raw.call
+
+    def call(method, path, body=None, timeout=10):
+        if path != "/workers/tasks/poll/batch":
+            return original(method, path, body, timeout)
+        status, answer, wait = original(method, path, {**body, "wait_ms": 0}, timeout)
+        if status == 200 and not answer["tasks"]:
+            time.sleep(3)
+        return status, answer, wait
+
+    raw.call = call
+
+
 DEFECTS = {
     f.__name__: f
     for f in (
@@ -264,6 +294,8 @@ DEFECTS = {
         drops_context,
         reports_cancelled_step,
         wait_returns_early,
+        ignores_lost_lease,
+        sleeps_between_polls,
     )
 }
 
