@@ -1,5 +1,6 @@
-// Package refserver starts the real reference server (orch8-server from the repo's
-// .venv) on loopback for integration tests.
+// Package refserver starts the real reference server on loopback: orch8-server from the
+// repo's .venv for the SDK's integration tests (Start), or any server command for
+// orch8test.StartServer (Launch).
 package refserver
 
 import (
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -21,12 +23,23 @@ import (
 // core module and of orch8otel: it starts `orch8-server --port 0` and reads
 // the `orch8-server listening on http://HOST:PORT` line; nothing here looks for a port.
 type Server struct {
-	t    testing.TB
-	bin  string
-	args []string
-	URL  string
-	log  *os.File
-	cmd  *exec.Cmd
+	t       testing.TB
+	command []string // the program and its own leading arguments
+	args    []string
+	env     []string // nil: this process's environment
+	URL     string
+	log     *os.File
+	cmd     *exec.Cmd
+}
+
+// Options of Launch.
+type Options struct {
+	// Command starts the server, e.g. {"orch8-server"} or {"python", "-m", "orch8_server"}.
+	Command []string
+	// Args follow the command; Launch adds --port.
+	Args []string
+	// Env of the server; this process's environment when nil.
+	Env []string
 }
 
 // serverBinary locates the reference server in the repo root's .venv (sdk-go's parent).
@@ -44,14 +57,20 @@ func serverBinary(t testing.TB) string {
 // with the test.
 func Start(t testing.TB, extra ...string) *Server {
 	t.Helper()
-	dir := t.TempDir()
-	args := []string{"--db", filepath.Join(dir, "orch8.db"), "--host", "127.0.0.1",
+	args := []string{"--db", filepath.Join(t.TempDir(), "orch8.db"), "--host", "127.0.0.1",
 		"--lease-ms", "2000", "--reaper-interval-ms", "100", "--heartbeat-interval-ms", "300", "--dead-after-ms", "3000"}
-	logf, err := os.Create(filepath.Join(dir, "server.log"))
+	return Launch(t, Options{Command: []string{serverBinary(t)}, Args: append(args, extra...)})
+}
+
+// Launch starts o.Command with o.Args on --port 0 and returns once it listens; its stderr
+// goes to a log printed when the test fails. It stops with the test.
+func Launch(t testing.TB, o Options) *Server {
+	t.Helper()
+	logf, err := os.Create(filepath.Join(t.TempDir(), "server.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{t: t, bin: serverBinary(t), args: append(args, extra...), log: logf}
+	s := &Server{t: t, command: o.Command, args: o.Args, env: o.Env, log: logf}
 	s.Start()
 	t.Cleanup(func() {
 		s.Stop()
@@ -86,14 +105,16 @@ func (s *Server) Start() {
 		}
 		port = u.Port()
 	}
-	s.cmd = exec.Command(s.bin, append(append([]string(nil), s.args...), "--port", port)...)
+	args := append(append(append([]string(nil), s.command[1:]...), s.args...), "--port", port)
+	s.cmd = exec.Command(s.command[0], args...)
+	s.cmd.Env = s.env
 	s.cmd.Stderr = s.log
 	out, err := s.cmd.StdoutPipe()
 	if err != nil {
 		s.t.Fatal(err)
 	}
 	if err := s.cmd.Start(); err != nil {
-		s.t.Fatal(err)
+		s.t.Fatalf("cannot start %s: %v", strings.Join(s.command, " "), err)
 	}
 	found := make(chan string, 1)
 	go func() {
