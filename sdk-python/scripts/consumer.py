@@ -268,20 +268,44 @@ def client(c: Consumer) -> None:
         expect([t.handler_name for t in tasks] == ["word_count"], f"tasks: {tasks}")
 
 
-def test_worker(c: Consumer) -> None:
-    """The README's handler unit tests, run by pytest in the user's venv with no server."""
-    pytest = f"pytest=={version('pytest')}"
-    subprocess.run([c.python, "-m", "pip", "install", "-q", pytest], check=True, cwd=c.workdir)
+def pytest_run(c: Consumer, *args: str, env: dict[str, str]) -> str:
+    """pytest (this repo's version, installed once) in the user's venv; returns its output."""
+    if not (c.workdir / "venv" / "bin" / "pytest").exists():
+        pytest = f"pytest=={version('pytest')}"
+        subprocess.run([c.python, "-m", "pip", "install", "-q", pytest], check=True, cwd=c.workdir)
     done = subprocess.run(
-        [c.python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_worker.py"],
+        [c.python, "-m", "pytest", "-p", "no:cacheprovider", *args],
         cwd=c.workdir,
-        env=c.env("http://127.0.0.1:9"),  # nothing listens there: the tests need no server
+        env=env,
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
-    expect(done.returncode == 0 and "4 passed" in done.stdout, f"pytest: {done.stdout[-3000:]}")
+    expect(done.returncode == 0, f"pytest exited {done.returncode}: {done.stdout[-3000:]}")
+    return done.stdout
+
+
+def test_worker(c: Consumer) -> None:
+    """The README's handler unit tests, run by pytest in the user's venv with no server."""
+    # Nothing listens at ORCH8_URL: the tests need no server.
+    printed = pytest_run(c, "-q", "test_worker.py", env=c.env("http://127.0.0.1:9"))
+    expect("4 passed" in printed, f"pytest: {printed[-3000:]}")
+
+
+def test_workflows(c: Consumer) -> None:
+    """The README's workflow tests: the fixture comes from the installed wheel's pytest11
+    entry point, the server from ORCH8_SERVER (the monorepo's), as a user would set it."""
+    found = shutil.which("orch8-server", path=str(Path(sys.executable).parent))
+    env = {**c.base_env, "ORCH8_SERVER": found or f"{sys.executable} -m orch8_server"}
+    printed = pytest_run(c, "-vv", "--durations=0", "test_workflows.py", env=env)
+    expect("3 passed" in printed, f"pytest: {printed[-3000:]}")
+    # The README's promise: the skipped backoff and hour take well under a second each
+    # (the server's start is the fixture's setup, not the test's call).
+    durations = re.findall(r"^([\d.]+)s call +test_workflows\.py::(\w+)$", printed, re.M)
+    calls = {name: float(seconds) for seconds, name in durations}
+    for name in ("test_the_retry_backoff_is_skipped", "test_a_one_hour_sleep_step_is_skipped"):
+        expect(calls.get(name, 99.0) < 1.0, f"{name} took {calls.get(name)} s: {printed[-2000:]}")
 
 
 # Which README blocks each scenario runs.
@@ -294,6 +318,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("workflows",), workflows),
     (("client",), client),
     (("test_worker",), test_worker),
+    (("test_workflows",), test_workflows),
 ]
 
 
