@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
@@ -72,11 +73,12 @@ class TestServer:
 
     def __init__(self, *server_args: str, timeout_ms: int = 30_000) -> None:
         """`server_args` are extra server flags (`"--lease-ms", "5000"`)."""
+        found = server_command()
         self._tmpdir = tempfile.mkdtemp(prefix="orch8-test-server-")
         self.log_path = Path(self._tmpdir) / "server.log"
         self._workers: list[_Running] = []
         command = [
-            *server_command(),
+            *found,
             "--test-clock",
             "--db",
             str(Path(self._tmpdir) / "orch8.db"),
@@ -100,6 +102,8 @@ class TestServer:
                 f"cannot start the reference server `{shlex.join(command)}`: {err}. Install it "
                 "with `pip install orch8-server` or set ORCH8_SERVER to its command."
             ) from err
+        # Also run at interpreter exit: a test that never closes its server leaves no orphan.
+        self._stop = weakref.finalize(self, _stop_server, self._process, self._tmpdir)
         try:
             self.url = self._read_url(command, timeout_ms / 1000)
         except BaseException:
@@ -235,14 +239,7 @@ class TestServer:
         client = getattr(self, "client", None)
         if client is not None:
             client.close()
-        if self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-        shutil.rmtree(self._tmpdir, ignore_errors=True)
+        self._stop()
 
     def __enter__(self) -> TestServer:
         return self
@@ -257,6 +254,17 @@ class TestServer:
 
     def __repr__(self) -> str:
         return f"<TestServer {self.url}>"
+
+
+def _stop_server(process: subprocess.Popen[bytes], tmpdir: str) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    shutil.rmtree(tmpdir, ignore_errors=True)
 
 
 class _Running:
