@@ -93,6 +93,37 @@ def test_a_retry_backoff_of_ten_minutes_is_skipped_P_CLOCK_2(api: httpx.Client, 
     assert (again["id"], again["attempt"]) == (task["id"], 2)
 
 
+def test_an_idle_worker_declared_dead_by_a_skip_keeps_the_task_it_is_woken_for_P_CLOCK_2(
+    api: httpx.Client, clocked: RunningServer, name: str
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orch8_server.timefmt import iso
+
+    worker = f"w-{name}"
+    assert api.post("/workers", json={"worker_id": worker, "handlers": [name]}).status_code < 300
+    task = api.post("/tasks", json={"handler_name": name, "run_at": iso(now(api) + TEN_MINUTES)})
+    body = {"handler_names": [name], "worker_id": worker, "wait_ms": 10_000}
+    with ThreadPoolExecutor(1) as pool, httpx.Client(base_url=clocked.url, timeout=20) as other:
+        parked = pool.submit(other.post, "/workers/tasks/poll", json=body)
+
+        def polling() -> bool:
+            rows = api.get("/queues").json()["queues"]
+            return any(r["handler_name"] == name and r["active_pollers"] for r in rows)
+
+        deadline = time.monotonic() + 10
+        while not polling():  # the poll is parked once the server has seen it
+            assert time.monotonic() < deadline, "the poll never showed up in GET /queues"
+            time.sleep(0.01)
+        # Ten minutes of silence: the worker is dead, then the task is due and the parked
+        # poll claims it; the same advance must not reclaim it as worker_lost.
+        advance(api, to_next_timer=True)
+        got = parked.result(timeout=20)
+    assert got.status_code == 200 and got.json()["id"] == task.json()["id"], got.text
+    held = api.get(f"/tasks/{got.json()['id']}").json()
+    assert (held["status"], held["attempt"]) == ("running", 1), held
+
+
 def test_leases_good_until_and_silent_workers_follow_the_clock_P_CLOCK_2(
     api: httpx.Client, name: str
 ) -> None:
