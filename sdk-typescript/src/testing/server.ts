@@ -66,7 +66,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const exited = new Promise<void>((ok) => child.once("close", () => ok()));
   try {
     const url = await listeningUrl(child, exited, options.startTimeoutMs ?? 30_000, () => stderr, `${bin} ${args.join(" ")}`);
-    return new TestServer(url, child, exited, dir, options.idleTimeoutMs ?? 30_000);
+    const server = new TestServer(url, child, exited, dir, options.idleTimeoutMs ?? 30_000);
+    // The server's first task listing takes up to a second (its first use of that path):
+    // paid here, at start-up, rather than by the test's first idle check.
+    await server.waitIdle();
+    return server;
   } catch (err) {
     child.kill("SIGKILL");
     await exited;

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { FAST_FLAGS, TestServer, waitFor } from "../helpers/server.js";
+import { FAST_FLAGS, REPO_ROOT, TestServer, waitFor } from "../helpers/server.js";
 import type { Project, Running } from "./project.js";
 
 export interface Scenario {
@@ -174,4 +174,20 @@ const unitTests: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, tracedWorker, tenants, unitTests];
+// Workflow tests start their own server with the test clock (startTestServer): the
+// monorepo's, given through ORCH8_SERVER as a user would; nothing else listens.
+const workflowTests: Scenario = {
+  files: ["workflow.test.ts"],
+  run: async (project) => {
+    const started = Date.now();
+    const { code, out } = await project.run("workflow.test.ts", {
+      ORCH8_SERVER: join(REPO_ROOT, ".venv", "bin", "orch8-server"), ORCH8_URL: "http://127.0.0.1:9", NODE_TEST_CONTEXT: "",
+    });
+    assert.equal(code, 0, out);
+    assert.match(out, /^# pass 2$/m, out);
+    assert.match(out, /^# fail 0$/m, out);
+    console.log(`# workflow.test.ts (a 10-minute backoff and a one-hour sleep skipped) ran in ${Date.now() - started} ms, server start included`);
+  },
+};
+
+export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, tracedWorker, tenants, unitTests, workflowTests];
