@@ -122,7 +122,8 @@ func runnableBlocks(t *testing.T) map[string]string {
 }
 
 // testPackage says whether a README block named NAME_test is a test file (the handler unit
-// tests of P-KIT), saved as NAME/NAME_test.go and run by `go test`, and returns NAME.
+// tests of P-KIT, the workflow tests of P-CLOCK), saved as NAME/NAME_test.go and run by
+// `go test`, and returns NAME.
 func testPackage(name string) (string, bool) {
 	return strings.CutSuffix(name, "_test")
 }
@@ -187,7 +188,10 @@ func TestConsumerRunsReadmePrograms(t *testing.T) {
 				// cache serves as a read-only proxy for the toolchain and the dependencies.
 				"GOMODCACHE="+filepath.Join(dir, "modcache"),
 				"GOPROXY=file://"+proxy+",file://"+strings.TrimSpace(string(hostCache))+"/cache/download,https://proxy.golang.org",
-				"GONOSUMDB=github.com/orch8/orch8-workers")
+				"GONOSUMDB=github.com/orch8/orch8-workers",
+				// Workflow tests (orch8test.StartServer) start the monorepo's server, given as a
+				// user would give theirs.
+				"ORCH8_SERVER="+filepath.Join(repo, ".venv", "bin", "orch8-server"))
 			goCmd := func(args ...string) string {
 				t.Helper()
 				cmd := exec.Command("go", args...)
@@ -232,11 +236,13 @@ func TestConsumerRunsReadmePrograms(t *testing.T) {
 			goCmd("build", "-o", "bin"+string(filepath.Separator), "./...")
 			for name := range programs {
 				if pkg, isTest := testPackage(name); isTest {
-					// Unit tests need no server, so none is started; each test of the block passes.
+					// Nothing is started for a test block: the handler unit tests need no server and
+					// the workflow tests start their own (ORCH8_SERVER). Each test of the block passes.
 					out := goCmd("test", "-count=1", "-v", "./"+pkg)
 					if want := strings.Count(programs[name], "\nfunc Test"); want == 0 || strings.Count(out, "--- PASS") != want {
 						t.Fatalf("go test ./%s: want %d passing tests:\n%s", pkg, want, out)
 					}
+					t.Logf("go test ./%s: %s", pkg, strings.Join(regexp.MustCompile(`--- PASS: \S+ \([^)]*\)`).FindAllString(out, -1), ", "))
 					continue
 				}
 				t.Run(name, func(t *testing.T) {

@@ -1,9 +1,14 @@
-// Package orch8test unit-tests a handler without a server (docs/protocol.md 14c,
-// P-KIT-1..6):
+// Package orch8test tests workers: a handler unit-tested without a server (docs/protocol.md
+// 14c, P-KIT-1..6), and workflows run on a throwaway server whose clock the test moves
+// (StartServer, section 17, P-CLOCK-1..5):
 //
 //	tt := orch8test.NewTestTask(orch8test.Options{Params: map[string]any{"n": 2}})
 //	out := tt.Run(ctx, double)
 //	// out.Status == "completed", out.Output == map[string]any{"n": 4.0}
+//
+//	srv := orch8test.StartServer(t)
+//	inst := srv.RunUntilFinal(srv.Worker(handlers, orch8.WorkerOptions{}), instanceID)
+//	// a one-hour sleep step is skipped: inst.Status == orch8.InstanceCompleted
 //
 // The handler gets a real *orch8.Task; the Outcome is what the worker would report, worked
 // out by the worker's own code (classification, strict JSON, P-SDK-27 bounds, the shutdown

@@ -74,6 +74,9 @@ func StartServer(t testing.TB, args ...string) *Server {
 		t.Fatal(err)
 	}
 	s := &Server{URL: rs.URL, Client: client, t: t, claims: map[*orch8.Worker]claims{}, running: map[*orch8.Worker]chan struct{}{}}
+	// The server's first task listing takes up to a second (its first use of that path):
+	// paid here, at start-up, rather than by the test's first idle check.
+	s.WaitIdle(0)
 	return s
 }
 
