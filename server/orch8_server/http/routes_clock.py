@@ -12,7 +12,6 @@ from starlette.responses import Response
 
 from orch8_server.http.endpoint import Call, json_response
 from orch8_server.http.operations import operation
-from orch8_server.lifecycle import clock
 from orch8_server.lifecycle.engine import Engine
 
 if TYPE_CHECKING:
@@ -22,7 +21,7 @@ if TYPE_CHECKING:
 @operation("getClock")
 async def get_clock(call: Call[None]) -> Response:
     engine: Engine = call.request.app.state.engine
-    return json_response(await clock.view(engine))
+    return json_response(await engine.clock.view())
 
 
 @operation("advanceClock")
@@ -30,4 +29,4 @@ async def advance_clock(call: Call[ClockAdvance]) -> Response:
     engine: Engine = call.request.app.state.engine
     body = call.body
     to_next = bool(body.get("to_next_timer"))
-    return json_response(await clock.advance(engine, body.get("by_ms"), to_next))
+    return json_response(await engine.clock.advance(body.get("by_ms"), to_next))

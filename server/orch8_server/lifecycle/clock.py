@@ -14,8 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from orch8_server import timefmt
-from orch8_server.lifecycle.engine import Engine
 from orch8_server.problems import Problem
+from orch8_server.services import Service
+from orch8_server.storage.base import Storage
 
 # In this order: leases and silent workers first, so a task that becomes pending below (a
 # promotion wakes parked polls) is not claimed by an idle worker and then reclaimed from it
@@ -31,59 +32,65 @@ TIMER_SERVICES = (
 )
 
 
-async def next_timer_at(engine: Engine) -> int | None:
-    """P-CLOCK-3: the earliest scheduled run, good_until or workflow timer; leases and
-    worker liveness are not timers a test skips to."""
-    async with engine.storage.transaction() as tx:
-        event = await tx.workflows.next_event_at()
-    found = [
-        t
-        for t in (
-            await engine.storage.next_scheduled_at(),
-            await engine.storage.next_expiry_at(),
-            event,
-        )
-        if t is not None
-    ]
-    return min(found) if found else None
+class TestClock:
+    """Built by compose.py with the storage and the services whose ticks fire timers."""
 
+    __test__ = False  # not a pytest class, whatever its name
 
-async def view(engine: Engine, advanced_ms: int = 0) -> dict[str, Any]:
-    nxt = await next_timer_at(engine)
-    return {
-        "mode": "test" if timefmt.test_clock_on() else "system",
-        "now": timefmt.iso(timefmt.now_ms()),
-        "next_timer_at": None if nxt is None else timefmt.iso(max(nxt, timefmt.now_ms())),
-        "advanced_ms": advanced_ms,
-    }
+    def __init__(self, storage: Storage, services: list[Service]) -> None:
+        self.storage = storage
+        by_name = {s.name: s for s in services}
+        self._timers = [by_name[name] for name in TIMER_SERVICES]
 
+    async def next_timer_at(self) -> int | None:
+        """P-CLOCK-3: the earliest scheduled run, good_until or workflow timer; leases
+        and worker liveness are not timers a test skips to."""
+        async with self.storage.transaction() as tx:
+            event = await tx.workflows.next_event_at()
+        found = [
+            t
+            for t in (
+                await self.storage.next_scheduled_at(),
+                await self.storage.next_expiry_at(),
+                event,
+            )
+            if t is not None
+        ]
+        return min(found) if found else None
 
-async def fire_due(engine: Engine) -> None:
-    """Run every timer service once at the current time (P-CLOCK-2)."""
-    by_name = {s.name: s for s in engine.services}
-    for name in TIMER_SERVICES:
-        await by_name[name].run_once()
+    async def view(self, advanced_ms: int = 0) -> dict[str, Any]:
+        nxt = await self.next_timer_at()
+        return {
+            "mode": "test" if timefmt.test_clock_on() else "system",
+            "now": timefmt.iso(timefmt.now_ms()),
+            "next_timer_at": None if nxt is None else timefmt.iso(max(nxt, timefmt.now_ms())),
+            "advanced_ms": advanced_ms,
+        }
 
+    async def fire_due(self) -> None:
+        """Run every timer service once at the current time (P-CLOCK-2)."""
+        for service in self._timers:
+            await service.run_once()
 
-async def advance(engine: Engine, by_ms: int | None, to_next_timer: bool) -> dict[str, Any]:
-    if not timefmt.test_clock_on():
-        raise Problem(
-            "clock_not_controllable",
-            "this server reads the system clock; start it with --test-clock to advance time",
-        )
-    if (by_ms is None) == (not to_next_timer):
-        raise Problem(
-            "validation_error",
-            "give exactly one of by_ms and to_next_timer: true",
-            errors=[{"pointer": "", "detail": "exactly one of by_ms and to_next_timer"}],
-        )
-    start = timefmt.now_ms()
-    await fire_due(engine)  # what is due already fires first, at the time it was due
-    if to_next_timer:
-        nxt = await next_timer_at(engine)
-        by_ms = 0 if nxt is None else max(0, nxt - timefmt.now_ms())
-    assert by_ms is not None
-    if by_ms:
-        timefmt.advance_test_clock(by_ms)
-        await fire_due(engine)
-    return await view(engine, timefmt.now_ms() - start)
+    async def advance(self, by_ms: int | None, to_next_timer: bool) -> dict[str, Any]:
+        if not timefmt.test_clock_on():
+            raise Problem(
+                "clock_not_controllable",
+                "this server reads the system clock; start it with --test-clock to advance time",
+            )
+        if (by_ms is None) == (not to_next_timer):
+            raise Problem(
+                "validation_error",
+                "give exactly one of by_ms and to_next_timer: true",
+                errors=[{"pointer": "", "detail": "exactly one of by_ms and to_next_timer"}],
+            )
+        start = timefmt.now_ms()
+        await self.fire_due()  # what is due already fires first, at the time it was due
+        if to_next_timer:
+            nxt = await self.next_timer_at()
+            by_ms = 0 if nxt is None else max(0, nxt - timefmt.now_ms())
+        assert by_ms is not None
+        if by_ms:
+            timefmt.advance_test_clock(by_ms)
+            await self.fire_due()
+        return await self.view(timefmt.now_ms() - start)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from orch8_server.config import Settings
 from orch8_server.lifecycle import reaper
 from orch8_server.lifecycle.backpressure import Backpressure
+from orch8_server.lifecycle.clock import TestClock
 from orch8_server.lifecycle.controls import Controls
 from orch8_server.lifecycle.dispatcher import Dispatcher
 from orch8_server.lifecycle.effects import Effects, InstanceWaiters, Work
@@ -84,6 +85,7 @@ def build(settings: Settings, storage: Storage, spans: ServerSpans | None = None
         metrics=metrics, dispatcher=dispatcher, pollers=pollers, history=history,
         backpressure=backpressure, controls=controls, tasks=tasks, leases=leases,
         workers=workers, workflows=workflows, services=services, work=work,
+        clock=TestClock(storage, services),
     )  # fmt: skip
 
 

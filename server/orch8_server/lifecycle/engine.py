@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from orch8_server.config import Settings
 from orch8_server.lifecycle.backpressure import Backpressure
+from orch8_server.lifecycle.clock import TestClock
 from orch8_server.lifecycle.connect import Connector, DatabaseGaveUp
 from orch8_server.lifecycle.controls import Controls
 from orch8_server.lifecycle.dispatcher import Dispatcher
@@ -53,6 +54,7 @@ class Engine:
     workflows: Workflows
     services: list[Service]
     work: Work
+    clock: TestClock  # P-CLOCK-1..5: GET /clock, POST /clock/advance
     # `on_give_up` is how the process learns that start-up stopped trying to reach the
     # database (it exits non-zero; the reason is in `gave_up`), P-OBS-6.
     gave_up: str | None = None
