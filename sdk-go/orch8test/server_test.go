@@ -172,3 +172,11 @@ func TestMissingServerIsAClearError(t *testing.T) {
 		}
 	}
 }
+
+func TestServerCommandMayHaveArguments(t *testing.T) {
+	venv := filepath.Dir(os.Getenv("ORCH8_SERVER")) // the repo's .venv/bin, as TestMain set it
+	t.Setenv("ORCH8_SERVER", filepath.Join(venv, "python")+" -m orch8_server")
+	if mode := orch8test.StartServer(t).Clock().Mode; mode != "test" {
+		t.Fatalf("clock mode %q", mode)
+	}
+}

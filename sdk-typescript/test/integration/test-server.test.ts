@@ -96,6 +96,21 @@ test("runUntilFinal runs a task through a 10-minute retry backoff", async () => 
   assert.equal(Date.parse((await server.clock()).now) - before, TEN_MINUTES);
 });
 
+test("ORCH8_SERVER may be a command with arguments: python -m orch8_server", async () => {
+  const saved = process.env.ORCH8_SERVER;
+  process.env.ORCH8_SERVER = `${join(REPO_ROOT, ".venv", "bin", "python")} -m orch8_server`;
+  try {
+    const other = await startTestServer();
+    try {
+      assert.equal((await other.clock()).mode, "test");
+    } finally {
+      await other.close();
+    }
+  } finally {
+    process.env.ORCH8_SERVER = saved;
+  }
+});
+
 test("a missing server is a clear error naming ORCH8_SERVER, PATH and how to install it", async () => {
   const saved = { server: process.env.ORCH8_SERVER, path: process.env.PATH };
   const empty = mkdtempSync(join(tmpdir(), "orch8-no-server-"));
