@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import subprocess
@@ -90,6 +91,10 @@ def worktree(tmp_path: Path):
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(tree)], check=False)
 
 
+# The worktree's .venv is a link to this repo's: its makes must not reinstall into it.
+NO_SETUP = {**os.environ, "ORCH8_NO_SETUP": "1"}
+
+
 def _packages(tree: Path) -> list[str]:
     return [p for p in ("server", "sdk-python", "sdk-typescript", "sdk-go") if (tree / p / "Makefile").exists()]
 
@@ -100,7 +105,7 @@ def test_drift_check_catches_a_spec_change_without_regeneration(worktree: Path) 
     spec.write_text(spec.read_text().replace(anchor, anchor + "        requested_by: {type: string}\n", 1))
     for package in _packages(worktree):
         result = subprocess.run(["make", "--no-print-directory", "-C", package, "check-generated"],
-                                cwd=worktree, capture_output=True, text=True, timeout=600)
+                                cwd=worktree, env=NO_SETUP, capture_output=True, text=True, timeout=600)
         output = result.stdout + result.stderr
         assert result.returncode != 0, f"{package} did not see the drift:\n{output[-2000:]}"
         assert re.search(r"make (-C \S+ )?generate", output), f"{package} does not say how to fix it:\n{output[-2000:]}"
@@ -113,7 +118,7 @@ def test_drift_check_catches_a_hand_edited_generated_file(worktree: Path) -> Non
     target = worktree / "server" / "orch8_server" / "_generated" / "models.py"
     target.write_text(target.read_text() + "\n# edited by hand\n")
     result = subprocess.run(["make", "--no-print-directory", "-C", "server", "check-generated"],
-                            cwd=worktree, capture_output=True, text=True, timeout=300)
+                            cwd=worktree, env=NO_SETUP, capture_output=True, text=True, timeout=300)
     assert result.returncode != 0 and "STALE" in result.stderr
 
 

@@ -4,6 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=../.venv
+# A checkout that borrows another tree's venv (the spec gate's git worktree, whose .venv
+# is a link) must not reinstall orch8 from itself: the venv would then point at a tree
+# that is deleted after the test.
+if [ -n "${ORCH8_NO_SETUP:-}" ] && [ -x "$venv/bin/python" ]; then
+  exit 0
+fi
 if [ ! -x "$venv/bin/python" ]; then
   echo "sdk-python setup: creating $venv (the root 'make setup' adds the server)"
   "${PYTHON:-python3}" -m venv "$venv"
