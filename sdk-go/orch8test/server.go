@@ -25,12 +25,6 @@ const (
 	DefaultRunTimeout  = 30 * time.Second
 )
 
-// A skip of more than dead_after_ms declares the test's idle workers dead (P-WORKER-5),
-// and an advance wakes parked polls before its dead-worker sweep, which would then reclaim
-// a task claimed during the advance: 100 years of silence, so skipped time never does that.
-// Pass --dead-after-ms to StartServer to test worker liveness.
-const deadAfterMs = "3153600000000"
-
 // Server is a throwaway orch8-server with the test clock (docs/protocol.md 17,
 // P-CLOCK-1..5) for workflow tests: the test's handlers run in-process on the SDK's own
 // Worker, and time moves only when the test says so, while nothing runs (P-CLOCK-3). Its
@@ -67,7 +61,7 @@ func StartServer(t testing.TB, args ...string) *Server {
 		}
 	}
 	flags := append([]string{"--test-clock", "--db", filepath.Join(t.TempDir(), "orch8.db"),
-		"--host", "127.0.0.1", "--dead-after-ms", deadAfterMs}, args...)
+		"--host", "127.0.0.1"}, args...)
 	rs := refserver.Launch(t, refserver.Options{Command: command, Args: flags, Env: append(env, "PYTHONUNBUFFERED=1")})
 	client, err := orch8.NewClient(orch8.Config{BaseURL: rs.URL})
 	if err != nil {

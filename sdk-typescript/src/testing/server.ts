@@ -39,11 +39,6 @@ export type RunTarget = { instanceId: string } | { taskId: string };
 export type TestWorkerOptions = Omit<WorkerOptions, "client">;
 
 const LISTENING_LINE = /^orch8-server listening on (http:\/\/\S+)$/;
-// A skip of more than dead_after_ms declares the test's idle workers dead (P-WORKER-5), and
-// an advance wakes parked polls before its dead-worker sweep, which would then reclaim a
-// task claimed during the advance: 100 years of silence, so skipped time never does that.
-// Give `--dead-after-ms` in `args` to test worker liveness.
-const DEAD_AFTER_MS = "3153600000000";
 const IDLE_POLL_MS = 10;
 const live = new Set<ChildProcess>();
 let exitHookInstalled = false;
@@ -58,7 +53,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   const dir = mkdtempSync(join(tmpdir(), "orch8-test-server-"));
   // ORCH8_* of the test's environment (a URL, a database, keys) must not reach the server.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("ORCH8_")));
-  const args = [...pre, "--test-clock", "--db", join(dir, "orch8.db"), "--host", "127.0.0.1", "--port", "0", "--dead-after-ms", DEAD_AFTER_MS, ...(options.args ?? [])];
+  const args = [...pre, "--test-clock", "--db", join(dir, "orch8.db"), "--host", "127.0.0.1", "--port", "0", ...(options.args ?? [])];
   const child = spawn(bin!, args, { env: { ...env, PYTHONUNBUFFERED: "1" }, stdio: ["ignore", "pipe", "pipe"] });
   trackForExit(child);
   let stderr = "";
