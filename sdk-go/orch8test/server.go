@@ -38,7 +38,7 @@ type Server struct {
 	t       testing.TB
 	mu      sync.Mutex
 	claims  map[*orch8.Worker]claims // what each worker of Worker() claims
-	running map[*orch8.Worker]chan struct{}
+	running map[*orch8.Worker]bool   // started by StartWorker, not stopped yet
 }
 
 type claims struct{ handlers, queues map[string]bool }
@@ -67,7 +67,7 @@ func StartServer(t testing.TB, args ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Server{URL: rs.URL, Client: client, t: t, claims: map[*orch8.Worker]claims{}, running: map[*orch8.Worker]chan struct{}{}}
+	s := &Server{URL: rs.URL, Client: client, t: t, claims: map[*orch8.Worker]claims{}, running: map[*orch8.Worker]bool{}}
 	// The server's first task listing takes up to a second (its first use of that path):
 	// paid here, at start-up, rather than by the test's first idle check.
 	s.WaitIdle(0)
@@ -216,7 +216,7 @@ func (s *Server) StartWorker(w *orch8.Worker) (stop func()) {
 	_, ours := s.claims[w]
 	done := make(chan struct{})
 	if ours {
-		s.running[w] = done
+		s.running[w] = true
 	}
 	s.mu.Unlock()
 	if !ours {
