@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from orch8_server.lifecycle.attempts import DEFAULT_FAILURE_CODE, MANUAL_CODE
 from orch8_server.lifecycle.retry import backoff_ms
 from orch8_server.problems import Problem
-from orch8_server.storage.base import Row
+from orch8_server.storage.rows import AttemptRow, TaskRow, TaskUpdate
 from orch8_server.timefmt import iso
 
 if TYPE_CHECKING:
@@ -55,9 +55,9 @@ FINISHED = ("completed", "failed", "cancelled", "expired")
 @dataclass(slots=True)  # not frozen: one per task ending, a frozen __init__ costs more
 class Transition:
     kind: Kind
-    task: Row  # the row after the transition (a new dict; the input is not changed)
-    fields: Row  # the columns that changed, to store
-    attempt: Row | None  # the ended attempt's record, when a lease was held
+    task: TaskRow  # the row after the transition (a new dict; the input is not changed)
+    fields: TaskUpdate  # the columns that changed, to store
+    attempt: AttemptRow | None  # the ended attempt's record, when a lease was held
     freed: bool  # a running task stopped running: a capped slot is free (P-CTRL-2)
 
     @property
@@ -69,7 +69,7 @@ class Transition:
         return outcome(self.task)
 
 
-def outcome(row: Row, error_code: str | None = None) -> TaskOutcome:
+def outcome(row: TaskRow, error_code: str | None = None) -> TaskOutcome:
     """The TaskOutcome of a row (complete, fail and release answers)."""
     status = row["status"]
     left = (
@@ -86,15 +86,17 @@ def outcome(row: Row, error_code: str | None = None) -> TaskOutcome:
 
 
 def _ended_attempt(
-    before: Row, now: int, outcome_: str, error: Any = None, reply: Any = None
-) -> Row:
+    before: TaskRow, now: int, outcome_: str, error: Any = None, reply: Any = None
+) -> AttemptRow:
     """The record of the attempt `before`'s lease held, ended now as `outcome_`."""
+    lease_id, started_at = before["lease_id"], before["lease_started_at"]
+    assert lease_id is not None and started_at is not None, "an attempt ends under a lease"
     return {
         "task_id": before["id"],
-        "lease_id": before["lease_id"],
+        "lease_id": lease_id,
         "attempt": before["attempt"],
         "worker_id": before["worker_id"],
-        "started_at": before["lease_started_at"],
+        "started_at": started_at,
         "ended_at": now,
         "outcome": outcome_,
         "error": error,
@@ -102,14 +104,25 @@ def _ended_attempt(
     }
 
 
-def _back_in_queue(now: int, run_at: int) -> Row:
+def _merged(task: TaskRow, fields: TaskUpdate) -> TaskRow:
+    """The row after `fields` are stored over `task` (a new dict)."""
+    merged: TaskRow = {**task, **fields}
+    return merged
+
+
+def _back_in_queue(now: int, run_at: int) -> TaskUpdate:
     return {"status": "scheduled" if run_at > now else "pending", "run_at": run_at}
 
 
-def complete(task: Row, now: int, output: Any) -> Transition:
+def complete(task: TaskRow, now: int, output: Any) -> Transition:
     """P-DONE-1: the running attempt ends as completed with its output."""
-    fields: Row = {"status": "completed", "output": output, "finished_at": now, "updated_at": now}
-    after = {**task, **fields}
+    fields: TaskUpdate = {
+        "status": "completed",
+        "output": output,
+        "finished_at": now,
+        "updated_at": now,
+    }
+    after = _merged(task, fields)
     reply = outcome(after)
     return Transition(
         "completed", after, fields, _ended_attempt(task, now, "completed", None, reply), True
@@ -117,7 +130,7 @@ def complete(task: Row, now: int, output: Any) -> Transition:
 
 
 def fail(
-    task: Row,
+    task: TaskRow,
     now: int,
     message: str,
     *,
@@ -133,7 +146,7 @@ def fail(
     `checkpoint` is a 1-tuple when the report carried one (null is a value, P-CKPT-1)."""
     code = code or DEFAULT_FAILURE_CODE
     error = {"message": message, "code": code, "retryable": retryable, "details": details}
-    fields: Row = {"error": error, "updated_at": now}
+    fields: TaskUpdate = {"error": error, "updated_at": now}
     if checkpoint is not None:
         fields["checkpoint"] = checkpoint[0]
     if retryable and task["attempt"] < task["max_attempts"]:
@@ -144,39 +157,39 @@ def fail(
         fields.update(_back_in_queue(now, now + delay))
         kind: Kind = "requeued"
     else:
-        fields.update(status="failed", finished_at=now)
+        fields.update({"status": "failed", "finished_at": now})
         kind = "failed"
-    after = {**task, **fields}
+    after = _merged(task, fields)
     reply = outcome(after, code)
     return Transition(kind, after, fields, _ended_attempt(task, now, "failed", error, reply), True)
 
 
-def release(task: Row, now: int, delay_ms: int = 0) -> Transition:
+def release(task: TaskRow, now: int, delay_ms: int = 0) -> Transition:
     """P-LEASE-7: back to the queue; the attempt it held is not spent."""
-    fields: Row = {**_back_in_queue(now, now + delay_ms), "attempt": task["attempt"] - 1,
+    fields: TaskUpdate = {**_back_in_queue(now, now + delay_ms), "attempt": task["attempt"] - 1,
                    "updated_at": now}  # fmt: skip
-    after = {**task, **fields}
+    after = _merged(task, fields)
     reply = outcome(after)
     return Transition(
         "released", after, fields, _ended_attempt(task, now, "released", None, reply), True
     )
 
 
-def reclaim(task: Row, now: int, code: str, message: str) -> Transition:
+def reclaim(task: TaskRow, now: int, code: str, message: str) -> Transition:
     """P-LEASE-6, P-WORKER-5: the lease ended without a result (expired, or its worker
     was lost); the attempt counts, so the task runs again only if attempts are left."""
     error = {"message": message, "code": code, "retryable": True, "details": None}
-    fields: Row = {"error": error, "updated_at": now}
+    fields: TaskUpdate = {"error": error, "updated_at": now}
     if task["attempt"] < task["max_attempts"]:
-        fields.update(status="pending", run_at=now)
+        fields.update({"status": "pending", "run_at": now})
     else:
-        fields.update(status="failed", finished_at=now)
+        fields.update({"status": "failed", "finished_at": now})
     return Transition(
-        "reclaimed", {**task, **fields}, fields, _ended_attempt(task, now, code, error), True
+        "reclaimed", _merged(task, fields), fields, _ended_attempt(task, now, code, error), True
     )
 
 
-def cancel(task: Row, now: int, reason: str | None) -> Transition | None:
+def cancel(task: TaskRow, now: int, reason: str | None) -> Transition | None:
     """P-CANCEL-1: an unfinished task ends cancelled; None for one already cancelled (a
     repeat changes nothing). A running task's lease id stays on the row, so its worker's
     complete and fail answer task_cancelled, not lease_lost (P-CANCEL-2)."""
@@ -188,15 +201,15 @@ def cancel(task: Row, now: int, reason: str | None) -> Transition | None:
             "invalid_state",
             f"task {task['id']} is {status}; only unfinished tasks can be cancelled",
         )
-    fields: Row = {"status": "cancelled", "finished_at": now, "updated_at": now,
+    fields: TaskUpdate = {"status": "cancelled", "finished_at": now, "updated_at": now,
                    "cancel_reason": reason}  # fmt: skip
     running = status == "running"
     attempt = _ended_attempt(task, now, "cancelled") if running else None
-    return Transition("cancelled", {**task, **fields}, fields, attempt, running)
+    return Transition("cancelled", _merged(task, fields), fields, attempt, running)
 
 
 def resolve(
-    task: Row, now: int, status: Literal["completed", "failed"], body: Mapping[str, Any]
+    task: TaskRow, now: int, status: Literal["completed", "failed"], body: Mapping[str, Any]
 ) -> Transition:
     """P-MANUAL-1: an operator completes (with `output`) or fails (with `error`, `code`,
     `details`) an unfinished task. A running attempt ends with the `manual` code, which
@@ -206,7 +219,7 @@ def resolve(
             "invalid_state",
             f"task {task['id']} is {task['status']}; only unfinished tasks can be resolved",
         )
-    fields: Row = {"status": status, "finished_at": now, "updated_at": now}
+    fields: TaskUpdate = {"status": status, "finished_at": now, "updated_at": now}
     if status == "completed":
         fields["output"] = body.get("output")
     else:
@@ -218,10 +231,10 @@ def resolve(
         ended = {"message": f"task {status} manually by an operator", "code": MANUAL_CODE,
                  "retryable": False, "details": None}  # fmt: skip
         attempt = _ended_attempt(task, now, "cancelled", ended)
-    return Transition("resolved", {**task, **fields}, fields, attempt, running)
+    return Transition("resolved", _merged(task, fields), fields, attempt, running)
 
 
-def retry(task: Row, now: int, max_attempts: int | None, delay_ms: int = 0) -> Transition:
+def retry(task: TaskRow, now: int, max_attempts: int | None, delay_ms: int = 0) -> Transition:
     """P-RETRY-6: a failed, cancelled or expired task runs again with a fresh budget of
     attempts (its policy's, unless given), its deadline (good_until) dropped."""
     if task["status"] not in ("failed", "cancelled", "expired"):
@@ -231,14 +244,14 @@ def retry(task: Row, now: int, max_attempts: int | None, delay_ms: int = 0) -> T
             "tasks can be retried",
         )
     budget = task["retry"]["max_attempts"] if max_attempts is None else max_attempts
-    fields: Row = {**_back_in_queue(now, now + delay_ms), "max_attempts": task["attempt"] + budget,
+    fields: TaskUpdate = {**_back_in_queue(now, now + delay_ms), "max_attempts": task["attempt"] + budget,
                    "finished_at": None, "cancel_reason": None, "good_until": None,
                    "updated_at": now}  # fmt: skip
-    return Transition("retried", {**task, **fields}, fields, None, False)
+    return Transition("retried", _merged(task, fields), fields, None, False)
 
 
-def expire(task: Row, now: int) -> Transition:
+def expire(task: TaskRow, now: int) -> Transition:
     """P-EXPIRE-1: a task not claimed by its good_until ends expired (the storage does
     this set-based, in `expire_overdue` and in the claim; this is the rule they match)."""
-    fields: Row = {"status": "expired", "finished_at": now, "updated_at": now}
-    return Transition("expired", {**task, **fields}, fields, None, False)
+    fields: TaskUpdate = {"status": "expired", "finished_at": now, "updated_at": now}
+    return Transition("expired", _merged(task, fields), fields, None, False)

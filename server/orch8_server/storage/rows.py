@@ -157,6 +157,7 @@ class TaskUpdate(TypedDict, total=False):
     attempt: int
     max_attempts: int
     run_at: int
+    good_until: int | None
     updated_at: int
     started_at: int | None
     finished_at: int | None
