@@ -127,9 +127,11 @@ def main(argv: list[str] | None = None) -> str:
             cluster.psql("SELECT pg_stat_statements_reset(), pg_stat_reset()", db)
             log(f"pgstat: {a.tasks:,} tasks at batch {a.batch}")
             out = loadgen("-mode=run", *shape, f"-n={a.tasks}")
-            text = _report(cluster, db, out["tasks"], a.batch, out["tasks_per_s"], a.top)
         finally:
             server.stop()
+        # After the stop: a backend sends its table and index counts when it ends (or at
+        # most once a second while idle), so reading them earlier can miss the last ones.
+        text = _report(cluster, db, out["tasks"], a.batch, out["tasks_per_s"], a.top)
         shutil.rmtree(work.path, ignore_errors=True)
     finally:
         cluster.destroy()
