@@ -77,11 +77,33 @@ def schema_property(schema_name: str, field: str) -> dict[str, Any]:
     return prop
 
 
+def _reachable(schema: Any) -> dict[str, Any]:
+    """The definitions `schema` refers to, directly or through each other."""
+    found: dict[str, Any] = {}
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/definitions/"):
+                name = ref.rsplit("/", 1)[1]
+                if name not in found:
+                    found[name] = _definitions()[name]
+                    todo.append(found[name])
+            todo.extend(node.values())
+        elif isinstance(node, list):
+            todo.extend(node)
+    return found
+
+
 def _document(schema: dict[str, Any]) -> dict[str, Any]:
+    # Only the definitions it uses: compiling a parameter's schema with all of them took
+    # ~0.2 s, paid by the first request that used the parameter.
+    rewritten = _rewrite_refs(schema)
     return {
         "$schema": "http://json-schema.org/draft-07/schema#",
-        **_rewrite_refs(schema),
-        "definitions": _definitions(),
+        **rewritten,
+        "definitions": _reachable(rewritten),
     }
 
 
