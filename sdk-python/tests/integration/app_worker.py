@@ -16,6 +16,7 @@ def echo(ctx: TaskContext) -> dict:
 
 @worker.handler("sleepy")
 def sleepy(ctx: TaskContext) -> str:
+    print(f"handler started {ctx.id}", flush=True)  # the CLI tests wait for this line
     cancelled = ctx.cancelled.wait(float(ctx.params.get("seconds", 1)))
     return "cancelled" if cancelled else "slept"
 
@@ -24,6 +25,8 @@ def sleepy(ctx: TaskContext) -> str:
 def deaf(ctx: TaskContext) -> str:
     """Busy and deaf to its cancellation signal, like the handler in issue 13 (P-SDK-17)."""
     import time
+
+    print(f"handler started {ctx.id}", flush=True)
 
     time.sleep(float(ctx.params.get("seconds", 60)))
     return "too late"

@@ -47,11 +47,16 @@ def _registered(client: Orch8Client, worker_id: str) -> bool:
     return any(w.worker_id == worker_id for w in client.list_workers().workers)
 
 
-def test_sigterm_lets_the_in_flight_task_finish(client: Orch8Client, cli_worker) -> None:
+def test_sigterm_lets_the_in_flight_task_finish(
+    client: Orch8Client, cli_worker, tmp_path: Path
+) -> None:
     proc = cli_worker("cli-term")
     wait_until(lambda: _registered(client, "cli-term"), 15, "the CLI worker to register")
     task = client.enqueue("sleepy", params={"seconds": 1})
-    wait_until(lambda: client.get_task(task.id).status == "running", 10)
+    # The handler's own line, not the server's `running`: a task claimed but not started
+    # yet when SIGTERM arrives is released (P-SDK-7), which a loaded machine made happen.
+    started = f"handler started {task.id}".encode()
+    wait_until(lambda: started in (tmp_path / "cli-term.log").read_bytes(), 10, "the handler")
     t0 = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(15) == 0
@@ -85,7 +90,8 @@ def test_second_sigint_ends_the_grace_period_with_a_deaf_handler(
     proc = cli_worker("cli-deaf")
     wait_until(lambda: _registered(client, "cli-deaf"), 15, "the CLI worker to register")
     task = client.enqueue("deaf", params={"seconds": 60})
-    wait_until(lambda: client.get_task(task.id).status == "running", 10)
+    started = f"handler started {task.id}".encode()
+    wait_until(lambda: started in (tmp_path / "cli-deaf.log").read_bytes(), 10, "the handler")
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     # The worker's own log, not its heartbeat: the server hears `terminating` only at the next
