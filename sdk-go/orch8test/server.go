@@ -74,9 +74,66 @@ func StartServer(t testing.TB, args ...string) *Server {
 	return s
 }
 
+// shellWords splits value into words as a POSIX shell would (Python's shlex.split):
+// whitespace separates, '...' is literal, "..." and a backslash escape, so ORCH8_SERVER
+// may name a path with spaces in every SDK. An unclosed quote is an error naming the value.
+func shellWords(value string) ([]string, error) {
+	var words []string
+	var word strings.Builder
+	inWord, quote := false, rune(0)
+	runes := []rune(value)
+	for i := 0; i < len(runes); i++ {
+		c := runes[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				word.WriteRune(c)
+			}
+		case quote == '"':
+			if c == '"' {
+				quote = 0
+			} else if c == '\\' && i+1 < len(runes) && strings.ContainsRune("\"\\$`", runes[i+1]) {
+				i++
+				word.WriteRune(runes[i])
+			} else {
+				word.WriteRune(c)
+			}
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if inWord {
+				words = append(words, word.String())
+				word.Reset()
+			}
+			inWord = false
+		default:
+			inWord = true
+			if c == '\'' || c == '"' {
+				quote = c
+			} else if c == '\\' && i+1 < len(runes) {
+				i++
+				word.WriteRune(runes[i])
+			} else {
+				word.WriteRune(c)
+			}
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("orch8test: ORCH8_SERVER=%q: unclosed %c", value, quote)
+	}
+	if inWord {
+		words = append(words, word.String())
+	}
+	return words, nil
+}
+
 // serverCommand is ORCH8_SERVER, else orch8-server on PATH; a clear error otherwise.
 func serverCommand() ([]string, error) {
-	if given := strings.Fields(os.Getenv("ORCH8_SERVER")); len(given) > 0 {
+	given, err := shellWords(strings.TrimSpace(os.Getenv("ORCH8_SERVER")))
+	if err != nil {
+		return nil, err
+	}
+	if len(given) > 0 {
 		if _, err := exec.LookPath(given[0]); err != nil {
 			return nil, fmt.Errorf("orch8test: cannot start ORCH8_SERVER=%q: %w (install the server with `pip install orch8-server`)", os.Getenv("ORCH8_SERVER"), err)
 		}

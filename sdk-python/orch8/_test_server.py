@@ -52,7 +52,10 @@ def server_command() -> list[str]:
     """The command that starts the reference server: ORCH8_SERVER, PATH, then this Python."""
     given = os.environ.get("ORCH8_SERVER", "").strip()
     if given:
-        return shlex.split(given)
+        try:
+            return shlex.split(given)
+        except ValueError as exc:  # an unclosed quote, as the other SDKs say it
+            raise ValueError(f"ORCH8_SERVER={given!r}: unclosed quote ({exc})") from None
     on_path = shutil.which("orch8-server")
     if on_path:
         return [on_path]

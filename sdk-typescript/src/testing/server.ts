@@ -200,10 +200,43 @@ function final<T extends { status: string }>(state: T, statuses: ReadonlySet<str
   return [state, statuses.has(state.status)];
 }
 
+/**
+ * `value` split into words as a POSIX shell would (Python's shlex.split): whitespace
+ * separates, '...' is literal, "..." and a backslash escape, so ORCH8_SERVER may name a
+ * path with spaces in any SDK. An unclosed quote is an error naming the value.
+ */
+export function shellWords(value: string): string[] {
+  const words: string[] = [];
+  let word: string | null = null;
+  let quote: "'" | '"' | null = null;
+  for (let i = 0; i < value.length; i++) {
+    const c = value[i];
+    if (quote === "'") {
+      if (c === "'") quote = null;
+      else word += c;
+    } else if (quote === '"') {
+      if (c === '"') quote = null;
+      else if (c === "\\" && i + 1 < value.length && '"\\$`'.includes(value[i + 1])) word += value[++i];
+      else word += c;
+    } else if (/\s/.test(c)) {
+      if (word !== null) words.push(word);
+      word = null;
+    } else {
+      word ??= "";
+      if (c === "'" || c === '"') quote = c;
+      else if (c === "\\" && i + 1 < value.length) word += value[++i];
+      else word += c;
+    }
+  }
+  if (quote !== null) throw new Error(`ORCH8_SERVER=${JSON.stringify(value)}: unclosed ${quote}`);
+  if (word !== null) words.push(word);
+  return words;
+}
+
 /** The server's command: ORCH8_SERVER, else orch8-server on PATH; a clear error otherwise. */
 function serverCommand(): string[] {
   const given = process.env.ORCH8_SERVER?.trim();
-  if (given) return given.split(/\s+/);
+  if (given) return shellWords(given);
   for (const dir of (process.env.PATH ?? "").split(delimiter)) {
     if (dir === "") continue;
     const candidate = join(dir, "orch8-server");
