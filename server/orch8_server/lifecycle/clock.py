@@ -45,14 +45,12 @@ class TestClock:
     async def next_timer_at(self) -> int | None:
         """P-CLOCK-3: the earliest scheduled run, good_until or workflow timer; leases
         and worker liveness are not timers a test skips to."""
-        async with self.storage.transaction() as tx:
-            event = await tx.workflows.next_event_at()
         found = [
             t
             for t in (
                 await self.storage.next_scheduled_at(),
                 await self.storage.next_expiry_at(),
-                event,
+                await self.storage.next_event_at(),
             )
             if t is not None
         ]

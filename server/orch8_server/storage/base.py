@@ -165,8 +165,6 @@ class WorkflowStore(Protocol):
     async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
         """These tasks' stored events, deleted, oldest first."""
 
-    async def next_event_at(self) -> int | None: ...
-
 
 class Tx(Protocol):
     @property
@@ -265,6 +263,9 @@ class Storage(Protocol):
 
     async def next_expiry_at(self) -> int | None:
         """The earliest good_until of a pending or scheduled task (P-CLOCK-3)."""
+
+    async def next_event_at(self) -> int | None:
+        """The earliest fire_at of a stored instance event (P-CLOCK-3); a read, no lock."""
 
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
 

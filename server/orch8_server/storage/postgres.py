@@ -373,6 +373,10 @@ class PgStorage:
         )
         return None if row is None else row["at"]
 
+    async def next_event_at(self) -> int | None:
+        row = await self._fetchrow("SELECT min(fire_at) AS at FROM instance_events")
+        return None if row is None else row["at"]
+
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None:
         row: WorkerRow | None = await self._fetchrow(
             _WORKERS + " WHERE tenant = $2 AND worker_id = $1", worker_id, tenant

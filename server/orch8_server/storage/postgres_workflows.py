@@ -168,8 +168,3 @@ class PostgresWorkflows:
             task_ids,
         )
         return _events(rows)
-
-    async def next_event_at(self) -> int | None:
-        c = await self._ready()
-        value: int | None = await c.fetchval("SELECT min(fire_at) FROM instance_events")
-        return value

@@ -275,6 +275,13 @@ class SqliteStorage:
         ).fetchone()[0]
         return earliest
 
+    async def next_event_at(self) -> int | None:
+        await self._settled()
+        earliest: int | None = self.c.execute(
+            "SELECT MIN(fire_at) FROM instance_events"
+        ).fetchone()[0]
+        return earliest
+
     # Queue controls and label routing (sqlite_controls.py) ------------------------------
 
     async def set_queue_control(

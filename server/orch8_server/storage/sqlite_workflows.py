@@ -179,9 +179,3 @@ class SqliteWorkflows:
             )
             .fetchall()
         )
-
-    async def next_event_at(self) -> int | None:
-        value: int | None = (
-            self._ready().execute("SELECT min(fire_at) FROM instance_events").fetchone()[0]
-        )
-        return value

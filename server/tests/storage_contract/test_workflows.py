@@ -92,20 +92,20 @@ def test_timers_fire_when_due_and_are_taken_once(store: Backend) -> None:
     transaction that takes them."""
 
     async def check(s: Storage) -> None:
+        assert await s.next_event_at() is None
         async with s.transaction() as tx:
-            assert await tx.workflows.next_event_at() is None
             await tx.workflows.add_timer(TENANT, "i1", "nap", 1, NOW + 10)
             await tx.workflows.add_timer("t2", "i2", "nap", 2, NOW)
             await tx.workflows.add_timer(TENANT, "i3", "nap", 1, NOW + 99)
+        assert await s.next_event_at() == NOW  # P-CLOCK-3: read outside a transaction
         async with s.transaction() as tx:
-            assert await tx.workflows.next_event_at() == NOW
             due = await tx.workflows.take_due_events(NOW + 10, 10)
             assert [(e["tenant"], e["instance_id"], e["step_id"], e["run"], e["task_id"])
                     for e in due] == [(TENANT, "i1", "nap", 1, None), ("t2", "i2", "nap", 2, None)]  # fmt: skip
             assert await tx.workflows.take_due_events(NOW + 10, 10) == []  # taken
         async with s.transaction() as tx:
             assert len(await tx.workflows.take_due_events(NOW + 99, 1)) == 1
-            assert await tx.workflows.next_event_at() is None
+        assert await s.next_event_at() is None
 
     store.run(check)
 
