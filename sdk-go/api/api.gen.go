@@ -1205,8 +1205,10 @@ type TaskPage struct {
 
 // TaskRelease defines model for TaskRelease.
 type TaskRelease struct {
-	DelayMs *int     `json:"delay_ms,omitempty"`
-	LeaseID *LeaseID `json:"lease_id,omitempty"`
+	// Checkpoint Any JSON object.
+	Checkpoint JSONObject `json:"checkpoint,omitempty"`
+	DelayMs    *int       `json:"delay_ms,omitempty"`
+	LeaseID    *LeaseID   `json:"lease_id,omitempty"`
 }
 
 // TaskRetry defines model for TaskRetry.

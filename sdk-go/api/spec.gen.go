@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.6.0"
+const SpecVersion = "1.7.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "0f2142852eea7c820cd19e136a9b9d17e0c98f558f5e6adf5ffcbcbb4fde6159"
+const SpecSHA256 = "c9b28281eaf5828d9b8b84a65267c8181bf61c33a9dd186d7e6b69f8d65c66fd"

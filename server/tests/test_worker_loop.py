@@ -218,6 +218,21 @@ def test_release_does_not_spend_an_attempt(api: httpx.Client, name: str) -> None
     assert [a["outcome"] for a in history] == ["released", "running"]
 
 
+def test_release_with_checkpoint_yields_and_resumes(api: httpx.Client, name: str) -> None:
+    """P-CKPT-1 and P-LEASE-7: a yield (seed 002) keeps the checkpoint, spends no attempt."""
+    task = enqueue(api, name)
+    claimed = claim(api, name)
+    assert claimed["checkpoint"] is None
+    lease = claimed["lease"]["id"]
+    r = api.post(
+        f"/workers/tasks/{task['id']}/release", json={"lease_id": lease, "checkpoint": {"page": 3}}
+    )
+    assert r.status_code == 200 and r.json()["attempt"] == 0
+    again = claim(api, name)
+    assert again["checkpoint"] == {"page": 3} and again["attempt"] == 1
+    assert api.get(f"/tasks/{task['id']}").json()["checkpoint"] == {"page": 3}
+
+
 def test_heartbeat_extends_lease_and_checkpoint_reaches_next_attempt(
     api: httpx.Client, name: str
 ) -> None:

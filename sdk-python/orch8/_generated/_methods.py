@@ -539,6 +539,7 @@ class SyncMethods:
         *,
         lease_id: str | None = None,
         delay_ms: int | None = None,
+        checkpoint: Mapping[str, Any] | None = None,
     ) -> TaskOutcome:
         """Give a claimed task back without spending an attempt (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -546,6 +547,8 @@ class SyncMethods:
             body["lease_id"] = lease_id
         if delay_ms is not None:
             body["delay_ms"] = delay_ms
+        if checkpoint is not None:
+            body["checkpoint"] = dict(checkpoint)
         call = Call(
             release_task,
             {
@@ -1546,6 +1549,7 @@ class AsyncMethods:
         *,
         lease_id: str | None = None,
         delay_ms: int | None = None,
+        checkpoint: Mapping[str, Any] | None = None,
     ) -> TaskOutcome:
         """Give a claimed task back without spending an attempt (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
@@ -1553,6 +1557,8 @@ class AsyncMethods:
             body["lease_id"] = lease_id
         if delay_ms is not None:
             body["delay_ms"] = delay_ms
+        if checkpoint is not None:
+            body["checkpoint"] = dict(checkpoint)
         call = Call(
             release_task,
             {

@@ -1339,6 +1339,8 @@ export interface components {
             lease_id?: components["schemas"]["LeaseId"];
             /** @default 0 */
             delay_ms?: number;
+            /** @description Stored on the task and handed to the next attempt (P-CKPT-1), so a worker can yield a long task and resume it later without spending an attempt (P-LEASE-7). */
+            checkpoint?: components["schemas"]["JsonObject"];
         };
         TaskCompletionItem: {
             task_id: components["schemas"]["TaskId"];

@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.6.0";
+export const SPEC_VERSION = "1.7.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "0f2142852eea7c820cd19e136a9b9d17e0c98f558f5e6adf5ffcbcbb4fde6159";
+export const SPEC_SHA256 = "c9b28281eaf5828d9b8b84a65267c8181bf61c33a9dd186d7e6b69f8d65c66fd";

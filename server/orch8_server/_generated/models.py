@@ -224,6 +224,7 @@ class TaskLeaseStatus(TypedDict):
 class TaskRelease(TypedDict, closed=True):
     lease_id: NotRequired[LeaseId]
     delay_ms: NotRequired[int]
+    checkpoint: NotRequired[JsonObject]
 
 
 class TaskCompletionItem(TypedDict, closed=True):

@@ -352,7 +352,8 @@ class Leases:
             )
             if replay is not None:
                 return replay
-            change = transitions.release(row, uow.now, int(body.get("delay_ms", 0)))
+            checkpoint = (body["checkpoint"],) if "checkpoint" in body else None  # P-CKPT-1
+            change = transitions.release(row, uow.now, int(body.get("delay_ms", 0)), checkpoint)
             await uow.apply(change)
         return change.reply
 

@@ -164,10 +164,15 @@ def fail(
     return Transition(kind, after, fields, _ended_attempt(task, now, "failed", error, reply), True)
 
 
-def release(task: TaskRow, now: int, delay_ms: int = 0) -> Transition:
-    """P-LEASE-7: back to the queue; the attempt it held is not spent."""
+def release(
+    task: TaskRow, now: int, delay_ms: int = 0, checkpoint: tuple[Any] | None = None
+) -> Transition:
+    """P-LEASE-7: back to the queue; the attempt it held is not spent. `checkpoint` as in
+    `fail` (P-CKPT-1): a 1-tuple when the release carried one."""
     fields: TaskUpdate = {**_back_in_queue(now, now + delay_ms), "attempt": task["attempt"] - 1,
                    "updated_at": now}  # fmt: skip
+    if checkpoint is not None:
+        fields["checkpoint"] = checkpoint[0]
     after = _merged(task, fields)
     reply = outcome(after)
     return Transition(
