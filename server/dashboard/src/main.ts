@@ -115,7 +115,8 @@ async function loadOverview(withTasks: boolean): Promise<void> {
   ]);
   if (queues) {
     renderQueues(byId("queues"), queues, (pick) => {
-      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" });
+      // The bar counts every task of the queue, not the last hour's: list them all.
+      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", range: "all", id: "" });
       showTasks();
     });
   }

@@ -7,6 +7,7 @@ import { empty, pill, problemBox } from "./widgets";
 
 export const RANGES = { "1h": 3600_000, "24h": 86400_000, "7d": 7 * 86400_000, all: 0 } as const;
 export type Range = keyof typeof RANGES;
+const RANGE_NAMES: Record<Range, string> = { "1h": "Last hour", "24h": "Last 24 h", "7d": "Last 7 days", all: "Any time" };
 
 export interface Filters {
   range: Range;
@@ -14,10 +15,12 @@ export interface Filters {
   queue: string;
   status: TaskStatus | "";
   worker: string;
+  instance: string;
   id: string;
 }
 
-export const NO_FILTERS: Filters = { range: "24h", handler: "", queue: "", status: "", worker: "", id: "" };
+// Seed 001: the last hour by default, to keep the list query fast on a long task log.
+export const NO_FILTERS: Filters = { range: "1h", handler: "", queue: "", status: "", worker: "", instance: "", id: "" };
 const PAGE_SIZE = 25;
 const TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
 const LIVE: TaskStatus[] = ["pending", "running"];
@@ -64,16 +67,12 @@ export class TaskList {
       );
     fill(
       byId("task-filters"),
-      select("range", "Created", [
-        ["1h", "Last hour"],
-        ["24h", "Last 24 h"],
-        ["7d", "Last 7 days"],
-        ["all", "Any time"],
-      ]),
+      select("range", "Created", Object.entries(RANGE_NAMES)),
       select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s): [string, string] => [s, s])]),
       input("handler", "Handler", "any handler", "dl-handlers"),
       input("queue", "Queue", "any queue", "dl-queues"),
       input("worker", "Worker", "any worker", "dl-workers"),
+      input("instance", "Instance", "inst_…"),
       input("id", "Task id", "task_01…"),
       h("button", { class: "btn", id: "f-clear", onclick: () => this.set({ ...NO_FILTERS }) }, "Clear"),
       h("datalist", { id: "dl-handlers" }),
@@ -121,6 +120,7 @@ export class TaskList {
           handler_name: f.handler || undefined,
           queue_name: f.queue || undefined,
           worker_id: f.worker || undefined,
+          instance_id: f.instance || undefined,
           created_after: RANGES[f.range] ? new Date(Date.now() - RANGES[f.range]).toISOString() : undefined,
           cursor: this.cursors[this.cursors.length - 1],
         });
@@ -157,12 +157,13 @@ export class TaskList {
   private render(): void {
     const f = this.filters;
     if (this.tasks.length === 0) {
-      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : "No tasks match these filters."));
+      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : `No tasks match these filters${f.range === "all" ? "" : ` (created in the ${RANGE_NAMES[f.range].toLowerCase()}; widen Created for older ones)`}.`));
     } else {
-      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map((t) =>
+      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Instance", "Step", "Created", "Updated"].map((t) =>
         h("th", { class: t === "Attempt" ? "num" : null }, t),
       );
-      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(taskRow)));
+      const row = (t: Task) => taskRow(t, (instance) => this.set({ instance, id: "" }));
+      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
       fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
@@ -195,8 +196,18 @@ export class TaskList {
   }
 }
 
-function taskRow(t: Task): HTMLElement {
+/** P-WF-4: a workflow step's task names its instance and step in `context`. */
+export function workflowOf(t: Task): { instance: string; step: string | null } | null {
+  const ctx = (t.context ?? {}) as Record<string, unknown>;
+  if (typeof ctx.instance_id !== "string") return null;
+  return { instance: ctx.instance_id, step: typeof ctx.step_id === "string" ? ctx.step_id : null };
+}
+
+function taskRow(t: Task, filterByInstance: (id: string) => void): HTMLElement {
   const href = `#/tasks/${encodeURIComponent(t.id)}`;
+  const wf = workflowOf(t);
+  // The row opens the task; the instance link and its filter button must not also do so.
+  const own = (e: Event) => e.stopPropagation();
   return h(
     "tr",
     { "data-task": t.id, "data-status": t.status, class: "clickable", onclick: () => (location.hash = href) },
@@ -206,6 +217,30 @@ function taskRow(t: Task): HTMLElement {
     h("td", null, pill(t.status)),
     h("td", { class: "num" }, `${t.attempt} / ${t.max_attempts}`),
     h("td", { class: "mono small" }, t.worker_id ?? h("span", { class: "muted" }, "—")),
+    h(
+      "td",
+      { class: "mono small", "data-instance": wf?.instance ?? null },
+      wf
+        ? [
+            h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, onclick: own, title: "Open the workflow instance" }, wf.instance),
+            h(
+              "button",
+              {
+                class: "linkish filter-by",
+                type: "button",
+                "data-filter-instance": wf.instance,
+                title: "List only this instance's tasks",
+                onclick: (e: Event) => {
+                  own(e);
+                  filterByInstance(wf.instance);
+                },
+              },
+              "filter",
+            ),
+          ]
+        : h("span", { class: "muted" }, "—"),
+    ),
+    h("td", { class: "mono small", "data-step": wf?.step ?? null }, wf?.step ?? h("span", { class: "muted" }, "—")),
     h("td", { title: stamp(t.created_at) }, ago(t.created_at)),
     h("td", { title: stamp(t.updated_at) }, ago(t.updated_at)),
   );

@@ -1,5 +1,7 @@
 // The task list: every filter narrows what GET /tasks returns, a queue bar click filters,
-// cursor paging walks the pages, and the list refreshes itself while tasks are live.
+// cursor paging walks the pages, the list refreshes itself while tasks are live, and (seed
+// 001) a workflow step's task shows its instance and step, filters by instance, and the time
+// range defaults to the last hour.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { eventually, launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
@@ -23,6 +25,14 @@ before(async () => {
     { handler_name: "resize", queue_name: "gpu", params: { w: 200 } },
   ]);
   await server.enqueue([{ handler_name: "report", delay_ms: 3_600_000 }]);
+  // Two instances of a one-step sequence: one task each, with context.instance_id / step_id.
+  const seq = await server.api("POST", "/sequences", { name: "thumbs", steps: [{ id: "shrink", handler: "wf_shrink" }] });
+  assert.equal(seq.status, 201, JSON.stringify(seq.body));
+  for (const n of [1, 2]) {
+    const inst = await server.api("POST", "/instances", { sequence: "thumbs", input: { n } });
+    assert.equal(inst.status, 201, JSON.stringify(inst.body));
+    (ids.instances ??= []).push(inst.body.id);
+  }
   // One email fails by hand, one runs on worker mail-1 and one is left for the refresh test.
   assert.equal((await server.api("POST", `/tasks/${email[0].id}/fail`, { error: "mailbox closed" })).status, 200);
   const claim = await server.api("POST", "/workers/tasks/poll", { handler_names: ["send_email"], worker_id: "mail-1", wait_ms: 0 });
@@ -69,6 +79,7 @@ test("status filter, then worker filter", async () => {
   const mine = await rowsSettle("tasks of mail-1", 1);
   assert.equal(mine[0].id, ids.running);
   assert.equal(mine[0].cells[5], "mail-1");
+  assert.deepEqual(mine[0].cells.slice(6, 8), ["—", "—"], "a plain task has no instance or step");
   // Filters live in the URL: a reload keeps them.
   assert.match(await page.evaluate(() => location.hash), /worker=mail-1/);
   await page.reload();
@@ -98,13 +109,52 @@ test("task id search finds exactly that task, and says so when there is none", a
   await page.click("#f-clear");
 });
 
-test("time range is sent as created_after", async () => {
-  await page.selectOption("#f-range", "1h");
-  const url = await eventually(() => page.requests.findLast((u) => u.includes("/tasks?") && u.includes("created_after")), "a /tasks request with created_after");
-  const after = Date.parse(new URL(url).searchParams.get("created_after"));
-  assert.ok(Math.abs(Date.now() - 3_600_000 - after) < 60_000, `created_after ${new Date(after).toISOString()} is about an hour ago`);
-  await rowsSettle("recent tasks still listed", 25);
+test("seed 001: the time range defaults to the last hour, sent as created_after", async () => {
+  await page.goto(`${server.url}/ui/`);
+  await rowsSettle("first page", 25);
+  assert.equal(await page.inputValue("#f-range"), "1h");
+  assert.equal(await page.evaluate(() => location.hash), "#/", "the default is not written into the link");
+  const hourAgo = (u) => Math.abs(Date.now() - 3_600_000 - Date.parse(new URL(u).searchParams.get("created_after"))) < 60_000;
+  const first = page.requests.find((u) => new URL(u).pathname === "/tasks");
+  assert.ok(first && hourAgo(first), `the first /tasks call asks for the last hour: ${first}`);
+  const sent = page.requests.length;
+  await page.selectOption("#f-range", "all");
+  const anyTime = await eventually(() => page.requests.slice(sent).find((u) => new URL(u).pathname === "/tasks"), "a /tasks request for any time");
+  assert.equal(new URL(anyTime).searchParams.get("created_after"), null);
+  assert.match(await page.evaluate(() => location.hash), /range=all/);
   await page.click("#f-clear");
+  assert.equal(await page.inputValue("#f-range"), "1h", "Clear goes back to the last hour");
+  await rowsSettle("recent tasks still listed", 25);
+});
+
+test("seed 001: a workflow step's task shows its instance (linked) and step, and the list filters by instance", async () => {
+  const [one, two] = ids.instances;
+  await page.fill("#f-handler", "wf_shrink");
+  const rows = await rowsSettle("the two step tasks", 2, (r) => r.cells[7] === "shrink");
+  assert.deepEqual(rows.map((r) => r.cells[6].replace(/filter$/, "")).sort(), [one, two].sort());
+  await screenshot(page, "tasks-workflow");
+  await page.fill("#f-handler", "");
+  // The row's filter button: only that instance's task, whatever the other filters said.
+  await page.click(`[data-filter-instance="${one}"]`);
+  await rowsSettle("the task of instance one", 1, (r) => r.cells[6].startsWith(one));
+  assert.equal(await page.inputValue("#f-instance"), one);
+  assert.match(await page.evaluate(() => location.hash), new RegExp(`instance=${one}`));
+  assert.ok(page.requests.some((u) => new URL(u).searchParams.get("instance_id") === one), "sent as instance_id");
+  // Typed into the bar, and kept by a reload.
+  await page.fill("#f-instance", two);
+  await rowsSettle("the task of instance two", 1, (r) => r.cells[6].startsWith(two));
+  await page.reload();
+  await rowsSettle("instance two after reload", 1, (r) => r.cells[6].startsWith(two));
+  // Not an instance id at all: the server's 422 is shown, not an empty list.
+  await page.fill("#f-instance", "nope");
+  await page.waitForSelector('#task-list .problem[data-code="validation_error"]');
+  await page.fill("#f-instance", two);
+  await rowsSettle("instance two again", 1);
+  // The instance cell links to its page.
+  await page.click(`td[data-instance="${two}"] a`);
+  await page.waitForSelector(`[data-testid="instance-id"]:text("${two}")`);
+  await page.goto(`${server.url}/ui/`);
+  await rowsSettle("back to the overview, unfiltered", 25);
 });
 
 test("cursor paging walks older and newer pages", async () => {

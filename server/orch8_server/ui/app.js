@@ -1729,7 +1729,8 @@ function queueRow(row, widest, onPick) {
 
 // src/tasks.ts
 var RANGES = { "1h": 36e5, "24h": 864e5, "7d": 7 * 864e5, all: 0 };
-var NO_FILTERS = { range: "24h", handler: "", queue: "", status: "", worker: "", id: "" };
+var RANGE_NAMES = { "1h": "Last hour", "24h": "Last 24 h", "7d": "Last 7 days", all: "Any time" };
+var NO_FILTERS = { range: "1h", handler: "", queue: "", status: "", worker: "", instance: "", id: "" };
 var PAGE_SIZE2 = 25;
 var TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
 var LIVE2 = ["pending", "running"];
@@ -1774,16 +1775,12 @@ var TaskList = class {
     );
     fill(
       byId("task-filters"),
-      select("range", "Created", [
-        ["1h", "Last hour"],
-        ["24h", "Last 24 h"],
-        ["7d", "Last 7 days"],
-        ["all", "Any time"]
-      ]),
+      select("range", "Created", Object.entries(RANGE_NAMES)),
       select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s2) => [s2, s2])]),
       input("handler", "Handler", "any handler", "dl-handlers"),
       input("queue", "Queue", "any queue", "dl-queues"),
       input("worker", "Worker", "any worker", "dl-workers"),
+      input("instance", "Instance", "inst_…"),
       input("id", "Task id", "task_01…"),
       h("button", { class: "btn", id: "f-clear", onclick: () => this.set({ ...NO_FILTERS }) }, "Clear"),
       h("datalist", { id: "dl-handlers" }),
@@ -1827,6 +1824,7 @@ var TaskList = class {
           handler_name: f.handler || void 0,
           queue_name: f.queue || void 0,
           worker_id: f.worker || void 0,
+          instance_id: f.instance || void 0,
           created_after: RANGES[f.range] ? new Date(Date.now() - RANGES[f.range]).toISOString() : void 0,
           cursor: this.cursors[this.cursors.length - 1]
         });
@@ -1861,12 +1859,13 @@ var TaskList = class {
   render() {
     const f = this.filters;
     if (this.tasks.length === 0) {
-      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : "No tasks match these filters."));
+      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : `No tasks match these filters${f.range === "all" ? "" : ` (created in the ${RANGE_NAMES[f.range].toLowerCase()}; widen Created for older ones)`}.`));
     } else {
-      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Created", "Updated"].map(
+      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Instance", "Step", "Created", "Updated"].map(
         (t) => h("th", { class: t === "Attempt" ? "num" : null }, t)
       );
-      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(taskRow)));
+      const row = (t) => taskRow(t, (instance) => this.set({ instance, id: "" }));
+      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
       fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
@@ -1896,8 +1895,15 @@ var TaskList = class {
     }
   }
 };
-function taskRow(t) {
+function workflowOf(t) {
+  const ctx = t.context ?? {};
+  if (typeof ctx.instance_id !== "string") return null;
+  return { instance: ctx.instance_id, step: typeof ctx.step_id === "string" ? ctx.step_id : null };
+}
+function taskRow(t, filterByInstance) {
   const href = `#/tasks/${encodeURIComponent(t.id)}`;
+  const wf = workflowOf(t);
+  const own = (e) => e.stopPropagation();
   return h(
     "tr",
     { "data-task": t.id, "data-status": t.status, class: "clickable", onclick: () => location.hash = href },
@@ -1907,6 +1913,28 @@ function taskRow(t) {
     h("td", null, pill(t.status)),
     h("td", { class: "num" }, `${t.attempt} / ${t.max_attempts}`),
     h("td", { class: "mono small" }, t.worker_id ?? h("span", { class: "muted" }, "—")),
+    h(
+      "td",
+      { class: "mono small", "data-instance": wf?.instance ?? null },
+      wf ? [
+        h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, onclick: own, title: "Open the workflow instance" }, wf.instance),
+        h(
+          "button",
+          {
+            class: "linkish filter-by",
+            type: "button",
+            "data-filter-instance": wf.instance,
+            title: "List only this instance's tasks",
+            onclick: (e) => {
+              own(e);
+              filterByInstance(wf.instance);
+            }
+          },
+          "filter"
+        )
+      ] : h("span", { class: "muted" }, "—")
+    ),
+    h("td", { class: "mono small", "data-step": wf?.step ?? null }, wf?.step ?? h("span", { class: "muted" }, "—")),
     h("td", { title: stamp(t.created_at) }, ago(t.created_at)),
     h("td", { title: stamp(t.updated_at) }, ago(t.updated_at))
   );
@@ -2154,7 +2182,7 @@ async function loadOverview(withTasks) {
   ]);
   if (queues) {
     renderQueues(byId("queues"), queues, (pick) => {
-      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", id: "" });
+      list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", range: "all", id: "" });
       showTasks();
     });
   }
