@@ -14,18 +14,23 @@ import (
 	"github.com/orch8/orch8-workers/sdk-go/api"
 )
 
-// Client is the typed Orch8 client: one method per operation of openapi.yaml, each taking
-// a context.Context first. It is safe for concurrent use by many goroutines.
-type Client struct {
+// Orch8Client is the typed Orch8 client, the name it has in every SDK: one method per
+// operation of openapi.yaml, each taking a context.Context first. It is safe for
+// concurrent use by many goroutines.
+type Orch8Client struct {
 	cfg Config
 	raw *api.Client
 	// sleep waits between automatic retries; tests replace it to observe the waits.
 	sleep func(ctx context.Context, d time.Duration) bool
 }
 
-// NewClient builds a Client; empty Config fields take ORCH8_URL / ORCH8_API_KEY and the
+// Client is the name Orch8Client had before; both name the same type, so code written
+// against either compiles.
+type Client = Orch8Client
+
+// NewClient builds an Orch8Client; empty Config fields take ORCH8_URL / ORCH8_API_KEY and the
 // defaults of section 14 (P-SDK-1).
-func NewClient(cfg Config) (*Client, error) {
+func NewClient(cfg Config) (*Orch8Client, error) {
 	given := cfg.BaseURL
 	cfg = cfg.withDefaults()
 	if err := checkBaseURL(cfg.BaseURL, given); err != nil {
@@ -34,7 +39,7 @@ func NewClient(cfg Config) (*Client, error) {
 	if cfg.Tenant != "" && !tenantID.MatchString(cfg.Tenant) { // P-SDK-24, P-TEN-2
 		return nil, fmt.Errorf("orch8: invalid tenant %q: must match ^[A-Za-z0-9_.-]{1,64}$", cfg.Tenant)
 	}
-	c := &Client{cfg: cfg, sleep: sleepCtx}
+	c := &Orch8Client{cfg: cfg, sleep: sleepCtx}
 	// Auth and user agent go in as request editors: the generated code stays untouched.
 	raw, err := api.NewClient(cfg.BaseURL, api.WithHTTPClient(cfg.HTTPClient), api.WithRequestEditorFn(c.editRequest))
 	if err != nil {

@@ -18,7 +18,7 @@ const shutdownSlack = 5 * time.Second
 // docs/protocol.md section 14. Create it with NewWorker, add handlers with Handle, then
 // call Run (or RunWithSignals).
 type Worker struct {
-	client   *Client
+	client   *Orch8Client
 	opts     WorkerOptions
 	log      *slog.Logger
 	handlers map[string]Handler
@@ -59,7 +59,7 @@ type Worker struct {
 // NewWorker builds a Worker that talks to the server through client. It refuses a queue
 // configuration the server would refuse with an error wrapping ErrInvalidOptions, before
 // any request (P-SDK-23).
-func NewWorker(client *Client, opts WorkerOptions) (*Worker, error) {
+func NewWorker(client *Orch8Client, opts WorkerOptions) (*Worker, error) {
 	if err := opts.checkQueues(); err != nil {
 		return nil, err
 	}
