@@ -76,6 +76,42 @@ func (e BatchItemStatus) Valid() bool {
 	}
 }
 
+// Defines values for BlockType.
+const (
+	BlockTypeForEach     BlockType = "for_each"
+	BlockTypeLoop        BlockType = "loop"
+	BlockTypeParallel    BlockType = "parallel"
+	BlockTypeRace        BlockType = "race"
+	BlockTypeRouter      BlockType = "router"
+	BlockTypeStep        BlockType = "step"
+	BlockTypeSubSequence BlockType = "sub_sequence"
+	BlockTypeTryCatch    BlockType = "try_catch"
+)
+
+// Valid indicates whether the value is a known member of the BlockType enum.
+func (e BlockType) Valid() bool {
+	switch e {
+	case BlockTypeForEach:
+		return true
+	case BlockTypeLoop:
+		return true
+	case BlockTypeParallel:
+		return true
+	case BlockTypeRace:
+		return true
+	case BlockTypeRouter:
+		return true
+	case BlockTypeStep:
+		return true
+	case BlockTypeSubSequence:
+		return true
+	case BlockTypeTryCatch:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for BlockedReason.
 const (
 	HandlerCap BlockedReason = "handler_cap"
@@ -196,6 +232,21 @@ func (e ServerInfoStorage) Valid() bool {
 	case Postgresql:
 		return true
 	case Sqlite:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StepSemantics.
+const (
+	FirstToSucceed StepSemantics = "first_to_succeed"
+)
+
+// Valid indicates whether the value is a known member of the StepSemantics enum.
+func (e StepSemantics) Valid() bool {
+	switch e {
+	case FirstToSucceed:
 		return true
 	default:
 		return false
@@ -384,6 +435,14 @@ type BatchOutcome struct {
 	Items []BatchItemOutcome `json:"items"`
 }
 
+// BlockList defines model for BlockList.
+type BlockList = []Step
+
+// BlockType The kind of a block (P-WF-11). Without `type`, a block with `handler` is a `step`
+// and one with `parallel` is a 1.x parallel group (a `parallel` block whose every
+// child is its own branch).
+type BlockType string
+
 // BlockedReason `paused`: the queue is paused; `queue_cap` / `handler_cap`: running tasks are at the
 // cap; `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
 type BlockedReason string
@@ -455,6 +514,11 @@ type EnqueuedTasks struct {
 	Tasks []Task `json:"tasks"`
 }
 
+// Expression A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
+// `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
+// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
+type Expression = string
+
 // FieldProblem defines model for FieldProblem.
 type FieldProblem struct {
 	Detail string `json:"detail"`
@@ -487,6 +551,14 @@ type HealthStatusStatus string
 
 // Instance defines model for Instance.
 type Instance struct {
+	// Context `data` is the input; `config` the configuration given at start (P-WF-10).
+	Context struct {
+		// Config Any JSON object.
+		Config JSONObject `json:"config"`
+
+		// Data Any JSON object.
+		Data JSONObject `json:"data"`
+	} `json:"context"`
 	CreatedAt      time.Time    `json:"created_at"`
 	Error          *TaskFailure `json:"error"`
 	FinishedAt     *time.Time   `json:"finished_at"`
@@ -569,6 +641,14 @@ type ManualFailure struct {
 
 // NewInstance defines model for NewInstance.
 type NewInstance struct {
+	// Context Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
+	Context *struct {
+		// Config Any JSON object.
+		Config JSONObject `json:"config,omitempty"`
+
+		// Data Any JSON object.
+		Data JSONObject `json:"data,omitempty"`
+	} `json:"context,omitempty"`
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
 
 	// Input Any JSON object.
@@ -579,14 +659,17 @@ type NewInstance struct {
 	Version  *int         `json:"version,omitempty"`
 }
 
-// NewSequence defines model for NewSequence.
+// NewSequence `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's blocks; give
+// one of them, or both equal (a sequence read back has both) (P-WF-1).
 type NewSequence struct {
+	Blocks []Step `json:"blocks,omitempty"`
+
 	// Name Name of a sequence (the pattern of QueueName).
 	Name SequenceName `json:"name"`
 
 	// OnError Runs when the instance fails (P-WF-6). `null` means none, as a sequence read back says, so a definition read back is accepted as written (P-WF-1).
 	OnError *StepAction `json:"on_error,omitempty"`
-	Steps   []Step      `json:"steps"`
+	Steps   []Step      `json:"steps,omitempty"`
 }
 
 // NewTask defines model for NewTask.
@@ -848,6 +931,16 @@ type RetryPolicySettings struct {
 // Role A key's role (P-AUTH-2); the operations each may call are in `x-orch8-roles`.
 type Role string
 
+// Route defines model for Route.
+type Route struct {
+	Blocks BlockList `json:"blocks"`
+
+	// Condition A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
+	// `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
+	// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
+	Condition Expression `json:"condition"`
+}
+
 // RunningLimit defines model for RunningLimit.
 type RunningLimit struct {
 	// MaxRunning The cap; null removes it.
@@ -856,6 +949,8 @@ type RunningLimit struct {
 
 // Sequence defines model for Sequence.
 type Sequence struct {
+	// Blocks The same list as `steps` (P-WF-1).
+	Blocks    []Step      `json:"blocks"`
 	CreatedAt time.Time   `json:"created_at"`
 	Name      string      `json:"name"`
 	OnError   *StepAction `json:"on_error"`
@@ -914,21 +1009,58 @@ type ServerInfo struct {
 // ServerInfoStorage defines model for ServerInfo.Storage.
 type ServerInfoStorage string
 
-// Step A task step (`handler`) or a parallel group (`parallel`, whose children are task
-// steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
-// `params.duration_ms` and is never dispatched to workers.
+// Step A block of a sequence (P-WF-3, P-WF-11): a task `step` (`handler`), or a block of
+// blocks: `parallel` / `race` (`branches`), `router` (`routes`, `default`),
+// `try_catch` (`try_block`, `catch_block`, `finally_block`), `loop` (`condition`,
+// `body`), `for_each` (`collection`, `item_var`, `body`) or `sub_sequence`
+// (`sequence_name`, `version`, `input`). The 1.x form `{id, parallel: [steps]}` is a
+// parallel group. Handler `sleep` is built in: it waits `params.duration_ms` and is
+// never dispatched to workers. Strings in `params` and `input` may hold templates
+// `{{ expression }}` (P-WF-12).
 type Step struct {
+	Body *BlockList `json:"body,omitempty"`
+
+	// Branches `parallel` and `race`: each branch is a list of blocks run in order.
+	Branches   []BlockList `json:"branches,omitempty"`
+	CatchBlock *BlockList  `json:"catch_block,omitempty"`
+
+	// Collection A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
+	// `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
+	// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
+	Collection *Expression `json:"collection,omitempty"`
+
+	// Condition A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
+	// `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
+	// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
+	Condition *Expression `json:"condition,omitempty"`
+	Default   *BlockList  `json:"default,omitempty"`
+
 	// Fallback What a fallback or `on_error` runs (a step without id).
-	Fallback *StepAction  `json:"fallback,omitempty"`
-	Handler  *HandlerName `json:"handler,omitempty"`
+	Fallback     *StepAction  `json:"fallback,omitempty"`
+	FinallyBlock *BlockList   `json:"finally_block,omitempty"`
+	Handler      *HandlerName `json:"handler,omitempty"`
+
+	// Headers Static headers of the step's task (seed 001); the instance's trace headers are added (P-WF-4).
+	Headers map[string]string `json:"headers,omitempty"`
 
 	// ID Id of a step, unique within its sequence (parallel children included).
-	ID       StepID `json:"id"`
-	Parallel []Step `json:"parallel,omitempty"`
+	ID StepID `json:"id"`
+
+	// Input `sub_sequence`: the child instance input (templates allowed).
+	Input map[string]interface{} `json:"input,omitempty"`
+
+	// ItemVar `for_each`: the name of the current item in templates; default `item`.
+	ItemVar *string `json:"item_var,omitempty"`
+
+	// MaxIterations `loop` and `for_each`; default 1000.
+	MaxIterations *int   `json:"max_iterations,omitempty"`
+	Parallel      []Step `json:"parallel,omitempty"`
 
 	// Params The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
 	// `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-	// that value of the instance input or of an earlier step's output (P-WF-2).
+	// that value of the instance input or of an earlier step's output (P-WF-2). A string
+	// holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+	// keeps the value's JSON type, a template inside longer text is interpolated.
 	Params   *StepParams `json:"params,omitempty"`
 	Priority *int        `json:"priority,omitempty"`
 
@@ -936,8 +1068,27 @@ type Step struct {
 	QueueName *QueueName `json:"queue_name,omitempty"`
 
 	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
-	Retry *RetryPolicy `json:"retry,omitempty"`
+	Retry  *RetryPolicy `json:"retry,omitempty"`
+	Routes []Route      `json:"routes,omitempty"`
+
+	// Semantics `race`: the only semantics: the first branch to complete wins.
+	Semantics *StepSemantics `json:"semantics,omitempty"`
+
+	// SequenceName Name of a sequence (the pattern of QueueName).
+	SequenceName *SequenceName `json:"sequence_name,omitempty"`
+	TryBlock     *BlockList    `json:"try_block,omitempty"`
+
+	// Type The kind of a block (P-WF-11). Without `type`, a block with `handler` is a `step`
+	// and one with `parallel` is a 1.x parallel group (a `parallel` block whose every
+	// child is its own branch).
+	Type *BlockType `json:"type,omitempty"`
+
+	// Version `sub_sequence`: the version to start; the latest when absent.
+	Version *int `json:"version,omitempty"`
 }
+
+// StepSemantics `race`: the only semantics: the first branch to complete wins.
+type StepSemantics string
 
 // StepAction What a fallback or `on_error` runs (a step without id).
 type StepAction struct {
@@ -945,7 +1096,9 @@ type StepAction struct {
 
 	// Params The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
 	// `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-	// that value of the instance input or of an earlier step's output (P-WF-2).
+	// that value of the instance input or of an earlier step's output (P-WF-2). A string
+	// holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+	// keeps the value's JSON type, a template inside longer text is interpolated.
 	Params   *StepParams `json:"params,omitempty"`
 	Priority *int        `json:"priority,omitempty"`
 
@@ -961,21 +1114,38 @@ type StepID = string
 
 // StepParams The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
 // `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-// that value of the instance input or of an earlier step's output (P-WF-2).
+// that value of the instance input or of an earlier step's output (P-WF-2). A string
+// holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+// keeps the value's JSON type, a template inside longer text is interpolated.
 type StepParams map[string]interface{}
 
-// StepRun One step of an instance (parallel children follow their group).
+// StepRun One run of a block of an instance (P-WF-10).
 type StepRun struct {
-	Attempts int          `json:"attempts"`
-	Error    *TaskFailure `json:"error"`
+	Attempts int `json:"attempts"`
+
+	// ChildInstanceID `sub_sequence`: the instance it started.
+	ChildInstanceID *string `json:"child_instance_id"`
+
+	// Chosen A router's route taken (`route:<i>` or `default`), a race's winning branch (`branch:<i>`); null otherwise or before.
+	Chosen *string      `json:"chosen"`
+	Error  *TaskFailure `json:"error"`
 
 	// Fallback The fallback ran (or runs) for this step.
 	Fallback   *bool      `json:"fallback,omitempty"`
 	FinishedAt *time.Time `json:"finished_at"`
 
-	// Group The parallel group of a child step.
-	Group *string `json:"group,omitempty"`
+	// Group The key of the block that contains this one; null at the top level.
+	Group *string `json:"group"`
 	ID    string  `json:"id"`
+
+	// Iterations `loop` and `for_each`: iterations started.
+	Iterations *int `json:"iterations"`
+
+	// Key Unique in the instance - the block id, or `<loop key>[<i>]/<id>` inside iteration i of a `loop` or `for_each`.
+	Key string `json:"key"`
+
+	// Lane The list of its container it is in - `branch:<i>`, `route:<i>`, `default`, `try`, `catch`, `finally` or `iteration:<i>`; null at the top level.
+	Lane *string `json:"lane"`
 
 	// Output The step output (any JSON value); null until completed.
 	Output    interface{} `json:"output"`
@@ -984,6 +1154,11 @@ type StepRun struct {
 
 	// TaskID The step's latest task (its fallback's once that runs); null for sleep.
 	TaskID *string `json:"task_id"`
+
+	// Type The kind of a block (P-WF-11). Without `type`, a block with `handler` is a `step`
+	// and one with `parallel` is a 1.x parallel group (a `parallel` block whose every
+	// child is its own branch).
+	Type BlockType `json:"type"`
 }
 
 // StepStatus defines model for StepStatus.

@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.7.0"
+const SpecVersion = "1.8.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "c9b28281eaf5828d9b8b84a65267c8181bf61c33a9dd186d7e6b69f8d65c66fd"
+const SpecSHA256 = "d4a0a8558d4219c401053885167028396ce847551fa266315bd635bdb28af3f0"

@@ -858,27 +858,79 @@ class SyncMethods:
         self,
         name: str,
         *,
-        steps: Sequence[Mapping[str, Any]],
+        steps: Sequence[Mapping[str, Any]] | None = None,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
         on_error: Any = OMIT,
     ) -> Sequence:
         """Define the next version of a sequence (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
         body["name"] = name
-        body["steps"] = check_items(
-            "define_sequence",
-            steps,
-            [
-                "fallback",
-                "handler",
-                "id",
-                "parallel",
-                "params",
-                "priority",
-                "queue_name",
-                "retry",
-            ],
-            ["id"],
-        )
+        if steps is not None:
+            body["steps"] = check_items(
+                "define_sequence",
+                steps,
+                [
+                    "body",
+                    "branches",
+                    "catch_block",
+                    "collection",
+                    "condition",
+                    "default",
+                    "fallback",
+                    "finally_block",
+                    "handler",
+                    "headers",
+                    "id",
+                    "input",
+                    "item_var",
+                    "max_iterations",
+                    "parallel",
+                    "params",
+                    "priority",
+                    "queue_name",
+                    "retry",
+                    "routes",
+                    "semantics",
+                    "sequence_name",
+                    "try_block",
+                    "type",
+                    "version",
+                ],
+                ["id"],
+            )
+        if blocks is not None:
+            body["blocks"] = check_items(
+                "define_sequence",
+                blocks,
+                [
+                    "body",
+                    "branches",
+                    "catch_block",
+                    "collection",
+                    "condition",
+                    "default",
+                    "fallback",
+                    "finally_block",
+                    "handler",
+                    "headers",
+                    "id",
+                    "input",
+                    "item_var",
+                    "max_iterations",
+                    "parallel",
+                    "params",
+                    "priority",
+                    "queue_name",
+                    "retry",
+                    "routes",
+                    "semantics",
+                    "sequence_name",
+                    "try_block",
+                    "type",
+                    "version",
+                ],
+                ["id"],
+            )
         if on_error is not OMIT:
             body["on_error"] = on_error
         call = Call(
@@ -930,6 +982,7 @@ class SyncMethods:
         *,
         version: int | None = None,
         input: Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Instance:
         """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
@@ -939,6 +992,8 @@ class SyncMethods:
             body["version"] = version
         if input is not None:
             body["input"] = dict(input)
+        if context is not None:
+            body["context"] = dict(context)
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
         call = Call(
@@ -1868,27 +1923,79 @@ class AsyncMethods:
         self,
         name: str,
         *,
-        steps: Sequence[Mapping[str, Any]],
+        steps: Sequence[Mapping[str, Any]] | None = None,
+        blocks: Sequence[Mapping[str, Any]] | None = None,
         on_error: Any = OMIT,
     ) -> Sequence:
         """Define the next version of a sequence (x-orch8-retry: safe)."""
         body: dict[str, Any] = {}
         body["name"] = name
-        body["steps"] = check_items(
-            "define_sequence",
-            steps,
-            [
-                "fallback",
-                "handler",
-                "id",
-                "parallel",
-                "params",
-                "priority",
-                "queue_name",
-                "retry",
-            ],
-            ["id"],
-        )
+        if steps is not None:
+            body["steps"] = check_items(
+                "define_sequence",
+                steps,
+                [
+                    "body",
+                    "branches",
+                    "catch_block",
+                    "collection",
+                    "condition",
+                    "default",
+                    "fallback",
+                    "finally_block",
+                    "handler",
+                    "headers",
+                    "id",
+                    "input",
+                    "item_var",
+                    "max_iterations",
+                    "parallel",
+                    "params",
+                    "priority",
+                    "queue_name",
+                    "retry",
+                    "routes",
+                    "semantics",
+                    "sequence_name",
+                    "try_block",
+                    "type",
+                    "version",
+                ],
+                ["id"],
+            )
+        if blocks is not None:
+            body["blocks"] = check_items(
+                "define_sequence",
+                blocks,
+                [
+                    "body",
+                    "branches",
+                    "catch_block",
+                    "collection",
+                    "condition",
+                    "default",
+                    "fallback",
+                    "finally_block",
+                    "handler",
+                    "headers",
+                    "id",
+                    "input",
+                    "item_var",
+                    "max_iterations",
+                    "parallel",
+                    "params",
+                    "priority",
+                    "queue_name",
+                    "retry",
+                    "routes",
+                    "semantics",
+                    "sequence_name",
+                    "try_block",
+                    "type",
+                    "version",
+                ],
+                ["id"],
+            )
         if on_error is not OMIT:
             body["on_error"] = on_error
         call = Call(
@@ -1940,6 +2047,7 @@ class AsyncMethods:
         *,
         version: int | None = None,
         input: Mapping[str, Any] | None = None,
+        context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
     ) -> Instance:
         """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
@@ -1949,6 +2057,8 @@ class AsyncMethods:
             body["version"] = version
         if input is not None:
             body["input"] = dict(input)
+        if context is not None:
+            body["context"] = dict(context)
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
         call = Call(

@@ -1403,7 +1403,9 @@ export interface components {
         /**
          * @description The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
          *     `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-         *     that value of the instance input or of an earlier step's output (P-WF-2).
+         *     that value of the instance input or of an earlier step's output (P-WF-2). A string
+         *     holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+         *     keeps the value's JSON type, a template inside longer text is interpolated.
          */
         StepParams: {
             [key: string]: unknown;
@@ -1417,23 +1419,93 @@ export interface components {
             retry?: components["schemas"]["RetryPolicy"];
         };
         /**
-         * @description A task step (`handler`) or a parallel group (`parallel`, whose children are task
-         *     steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
-         *     `params.duration_ms` and is never dispatched to workers.
+         * @description The kind of a block (P-WF-11). Without `type`, a block with `handler` is a `step`
+         *     and one with `parallel` is a 1.x parallel group (a `parallel` block whose every
+         *     child is its own branch).
+         * @enum {string}
+         */
+        BlockType: "step" | "parallel" | "race" | "router" | "try_catch" | "loop" | "for_each" | "sub_sequence";
+        /**
+         * @description A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
+         *     `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
+         *     `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
+         * @example context.data.plan == "enterprise"
+         */
+        Expression: string;
+        BlockList: components["schemas"]["Step"][];
+        Route: {
+            condition: components["schemas"]["Expression"];
+            blocks: components["schemas"]["BlockList"];
+        };
+        /**
+         * @description A block of a sequence (P-WF-3, P-WF-11): a task `step` (`handler`), or a block of
+         *     blocks: `parallel` / `race` (`branches`), `router` (`routes`, `default`),
+         *     `try_catch` (`try_block`, `catch_block`, `finally_block`), `loop` (`condition`,
+         *     `body`), `for_each` (`collection`, `item_var`, `body`) or `sub_sequence`
+         *     (`sequence_name`, `version`, `input`). The 1.x form `{id, parallel: [steps]}` is a
+         *     parallel group. Handler `sleep` is built in: it waits `params.duration_ms` and is
+         *     never dispatched to workers. Strings in `params` and `input` may hold templates
+         *     `{{ expression }}` (P-WF-12).
+         * @example {
+         *       "type": "step",
+         *       "id": "render_video",
+         *       "handler": "video_renderer",
+         *       "queue_name": "gpu-workers",
+         *       "params": {
+         *         "input_url": "{{context.data.video_url}}",
+         *         "resolution": "1080p"
+         *       }
+         *     }
          */
         Step: {
             id: components["schemas"]["StepId"];
+            type?: components["schemas"]["BlockType"];
             handler?: components["schemas"]["HandlerName"];
             params?: components["schemas"]["StepParams"];
             queue_name?: components["schemas"]["QueueName"];
             priority?: number;
             retry?: components["schemas"]["RetryPolicy"];
             fallback?: components["schemas"]["StepAction"];
+            /** @description Static headers of the step's task (seed 001); the instance's trace headers are added (P-WF-4). */
+            headers?: {
+                [key: string]: string;
+            };
             parallel?: components["schemas"]["Step"][];
+            /** @description `parallel` and `race`: each branch is a list of blocks run in order. */
+            branches?: components["schemas"]["BlockList"][];
+            /**
+             * @description `race`: the only semantics: the first branch to complete wins.
+             * @enum {string}
+             */
+            semantics?: "first_to_succeed";
+            routes?: components["schemas"]["Route"][];
+            default?: components["schemas"]["BlockList"];
+            try_block?: components["schemas"]["BlockList"];
+            catch_block?: components["schemas"]["BlockList"];
+            finally_block?: components["schemas"]["BlockList"];
+            condition?: components["schemas"]["Expression"];
+            /** @description `loop` and `for_each`; default 1000. */
+            max_iterations?: number;
+            body?: components["schemas"]["BlockList"];
+            collection?: components["schemas"]["Expression"];
+            /** @description `for_each`: the name of the current item in templates; default `item`. */
+            item_var?: string;
+            sequence_name?: components["schemas"]["SequenceName"];
+            /** @description `sub_sequence`: the version to start; the latest when absent. */
+            version?: number;
+            /** @description `sub_sequence`: the child instance input (templates allowed). */
+            input?: {
+                [key: string]: unknown;
+            };
         };
+        /**
+         * @description `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's blocks; give
+         *     one of them, or both equal (a sequence read back has both) (P-WF-1).
+         */
         NewSequence: {
             name: components["schemas"]["SequenceName"];
-            steps: components["schemas"]["Step"][];
+            steps?: components["schemas"]["Step"][];
+            blocks?: components["schemas"]["Step"][];
             /** @description Runs when the instance fails (P-WF-6). `null` means none, as a sequence read back says, so a definition read back is accepted as written (P-WF-1). */
             on_error?: components["schemas"]["StepAction"] | null;
         };
@@ -1442,6 +1514,8 @@ export interface components {
             tenant?: components["schemas"]["TenantId"];
             version: number;
             steps: components["schemas"]["Step"][];
+            /** @description The same list as `steps` (P-WF-1). */
+            blocks: components["schemas"]["Step"][];
             on_error: components["schemas"]["StepAction"] | null;
             /** Format: date-time */
             created_at: string;
@@ -1455,17 +1529,33 @@ export interface components {
             sequence: components["schemas"]["SequenceName"];
             version?: number;
             input?: components["schemas"]["JsonObject"];
+            /** @description Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`. */
+            context?: {
+                data?: components["schemas"]["JsonObject"];
+                config?: components["schemas"]["JsonObject"];
+            };
             idempotency_key?: string;
         };
         /** @enum {string} */
         InstanceStatus: "running" | "completed" | "failed" | "cancelled";
         /** @enum {string} */
         StepStatus: "pending" | "running" | "completed" | "failed" | "cancelled";
-        /** @description One step of an instance (parallel children follow their group). */
+        /** @description One run of a block of an instance (P-WF-10). */
         StepRun: {
             id: string;
-            /** @description The parallel group of a child step. */
-            group?: string | null;
+            /** @description Unique in the instance - the block id, or `<loop key>[<i>]/<id>` inside iteration i of a `loop` or `for_each`. */
+            key: string;
+            type: components["schemas"]["BlockType"];
+            /** @description The key of the block that contains this one; null at the top level. */
+            group: string | null;
+            /** @description The list of its container it is in - `branch:<i>`, `route:<i>`, `default`, `try`, `catch`, `finally` or `iteration:<i>`; null at the top level. */
+            lane: string | null;
+            /** @description A router's route taken (`route:<i>` or `default`), a race's winning branch (`branch:<i>`); null otherwise or before. */
+            chosen: string | null;
+            /** @description `loop` and `for_each`: iterations started. */
+            iterations: number | null;
+            /** @description `sub_sequence`: the instance it started. */
+            child_instance_id: string | null;
             status: components["schemas"]["StepStatus"];
             /** @description The step's latest task (its fallback's once that runs); null for sleep. */
             task_id: string | null;
@@ -1487,6 +1577,11 @@ export interface components {
             version: number;
             status: components["schemas"]["InstanceStatus"];
             input: components["schemas"]["JsonObject"];
+            /** @description `data` is the input; `config` the configuration given at start (P-WF-10). */
+            context: {
+                data: components["schemas"]["JsonObject"];
+                config: components["schemas"]["JsonObject"];
+            };
             /** @description The last step output once completed (any JSON value). */
             output: unknown;
             error: components["schemas"]["TaskFailure"] | null;

@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.7.0";
+export const SPEC_VERSION = "1.8.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "c9b28281eaf5828d9b8b84a65267c8181bf61c33a9dd186d7e6b69f8d65c66fd";
+export const SPEC_SHA256 = "d4a0a8558d4219c401053885167028396ce847551fa266315bd635bdb28af3f0";

@@ -287,7 +287,9 @@ class StepParams(TypedDict):
     """
     The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
     `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-    that value of the instance input or of an earlier step's output (P-WF-2).
+    that value of the instance input or of an earlier step's output (P-WF-2). A string
+    holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+    keeps the value's JSON type, a template inside longer text is interpolated.
 
     """
 
@@ -304,34 +306,35 @@ class StepAction(TypedDict, closed=True):
     retry: NotRequired[RetryPolicy]
 
 
-class Step(TypedDict, closed=True):
+BlockType: TypeAlias = Literal[
+    'step',
+    'parallel',
+    'race',
+    'router',
+    'try_catch',
+    'loop',
+    'for_each',
+    'sub_sequence',
+]
+
+
+Expression: TypeAlias = str
+
+
+class Context(TypedDict, closed=True):
     """
-    A task step (`handler`) or a parallel group (`parallel`, whose children are task
-    steps); exactly one of the two (P-WF-3). Handler `sleep` is built in: it waits
-    `params.duration_ms` and is never dispatched to workers.
-
+    Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
     """
 
-    id: StepId
-    handler: NotRequired[HandlerName]
-    params: NotRequired[StepParams]
-    queue_name: NotRequired[QueueName]
-    priority: NotRequired[int]
-    retry: NotRequired[RetryPolicy]
-    fallback: NotRequired[StepAction]
-    parallel: NotRequired[list[Step]]
-
-
-class NewSequence(TypedDict, closed=True):
-    name: SequenceName
-    steps: list[Step]
-    on_error: NotRequired[StepAction | None]
+    data: NotRequired[JsonObject]
+    config: NotRequired[JsonObject]
 
 
 class NewInstance(TypedDict, closed=True):
     sequence: SequenceName
     version: NotRequired[int]
     input: NotRequired[JsonObject]
+    context: NotRequired[Context]
     idempotency_key: NotRequired[str]
 
 
@@ -345,11 +348,17 @@ StepStatus: TypeAlias = Literal[
 
 class StepRun(TypedDict):
     """
-    One step of an instance (parallel children follow their group).
+    One run of a block of an instance (P-WF-10).
     """
 
     id: str
-    group: NotRequired[str | None]
+    key: str
+    type: BlockType
+    group: str | None
+    lane: str | None
+    chosen: str | None
+    iterations: int | None
+    child_instance_id: str | None
     status: StepStatus
     task_id: str | None
     output: Any
@@ -358,6 +367,15 @@ class StepRun(TypedDict):
     fallback: NotRequired[bool]
     started_at: str | None
     finished_at: str | None
+
+
+class Context1(TypedDict):
+    """
+    `data` is the input; `config` the configuration given at start (P-WF-10).
+    """
+
+    data: JsonObject
+    config: JsonObject
 
 
 WorkerState: TypeAlias = Literal[
@@ -586,20 +604,6 @@ class TaskPage(TypedDict):
     next_cursor: str | None
 
 
-class Sequence(TypedDict):
-    name: str
-    tenant: NotRequired[TenantId]
-    version: int
-    steps: list[Step]
-    on_error: StepAction | None
-    created_at: str
-
-
-class SequencePage(TypedDict):
-    sequences: list[Sequence]
-    next_cursor: str | None
-
-
 class Instance(TypedDict):
     id: InstanceId
     tenant: NotRequired[TenantId]
@@ -607,6 +611,7 @@ class Instance(TypedDict):
     version: int
     status: InstanceStatus
     input: JsonObject
+    context: Context1
     output: Any
     error: TaskFailure | None
     steps: list[StepRun]
@@ -681,3 +686,79 @@ class QueueHistory(TypedDict):
 
 class EnqueuedTasks(TypedDict):
     tasks: list[Task]
+
+
+BlockList: TypeAlias = list["Step"]
+
+
+class Route(TypedDict, closed=True):
+    condition: Expression
+    blocks: BlockList
+
+
+class Step(TypedDict, closed=True):
+    """
+    A block of a sequence (P-WF-3, P-WF-11): a task `step` (`handler`), or a block of
+    blocks: `parallel` / `race` (`branches`), `router` (`routes`, `default`),
+    `try_catch` (`try_block`, `catch_block`, `finally_block`), `loop` (`condition`,
+    `body`), `for_each` (`collection`, `item_var`, `body`) or `sub_sequence`
+    (`sequence_name`, `version`, `input`). The 1.x form `{id, parallel: [steps]}` is a
+    parallel group. Handler `sleep` is built in: it waits `params.duration_ms` and is
+    never dispatched to workers. Strings in `params` and `input` may hold templates
+    `{{ expression }}` (P-WF-12).
+
+    """
+
+    id: StepId
+    type: NotRequired[BlockType]
+    handler: NotRequired[HandlerName]
+    params: NotRequired[StepParams]
+    queue_name: NotRequired[QueueName]
+    priority: NotRequired[int]
+    retry: NotRequired[RetryPolicy]
+    fallback: NotRequired[StepAction]
+    headers: NotRequired[dict[str, str]]
+    parallel: NotRequired[list[Step]]
+    branches: NotRequired[list[BlockList]]
+    semantics: NotRequired[Literal['first_to_succeed']]
+    routes: NotRequired[list[Route]]
+    default: NotRequired[BlockList]
+    try_block: NotRequired[BlockList]
+    catch_block: NotRequired[BlockList]
+    finally_block: NotRequired[BlockList]
+    condition: NotRequired[Expression]
+    max_iterations: NotRequired[int]
+    body: NotRequired[BlockList]
+    collection: NotRequired[Expression]
+    item_var: NotRequired[str]
+    sequence_name: NotRequired[SequenceName]
+    version: NotRequired[int]
+    input: NotRequired[dict[str, Any]]
+
+
+class NewSequence(TypedDict, closed=True):
+    """
+    `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's blocks; give
+    one of them, or both equal (a sequence read back has both) (P-WF-1).
+
+    """
+
+    name: SequenceName
+    steps: NotRequired[list[Step]]
+    blocks: NotRequired[list[Step]]
+    on_error: NotRequired[StepAction | None]
+
+
+class Sequence(TypedDict):
+    name: str
+    tenant: NotRequired[TenantId]
+    version: int
+    steps: list[Step]
+    blocks: list[Step]
+    on_error: StepAction | None
+    created_at: str
+
+
+class SequencePage(TypedDict):
+    sequences: list[Sequence]
+    next_cursor: str | None

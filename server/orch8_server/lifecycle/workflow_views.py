@@ -8,22 +8,35 @@ from orch8_server.storage.base import Row
 from orch8_server.timefmt import iso, iso_or_none
 
 
+def blocks_of(definition: dict[str, Any]) -> list[Any]:
+    """The top-level blocks, whichever name the definition was given with (P-WF-1)."""
+    found: list[Any] = definition["blocks"] if "blocks" in definition else definition["steps"]
+    return found
+
+
 def sequence(row: Row) -> dict[str, Any]:
     definition = row["definition"]
+    blocks = blocks_of(definition)
     return {
         "name": row["name"],
         "tenant": row["tenant"],  # P-TEN-1
         "version": row["version"],
-        "steps": definition["steps"],
+        "steps": blocks,
+        "blocks": blocks,
         "on_error": definition.get("on_error"),
         "created_at": iso(row["created_at"]),
     }
 
 
 def step_run(rec: dict[str, Any]) -> dict[str, Any]:
+    # Records of 1.x instances lack the block fields: a step, or a parallel group.
+    group = rec["group"]
     return {
         "id": rec["id"],
-        "group": rec["group"],
+        "key": rec.get("key", rec["id"]),
+        "type": rec.get("type", "step"),
+        "group": group,
+        "lane": rec.get("lane"),
         "status": rec["status"],
         "task_id": rec["task_id"],
         "output": rec["output"],
@@ -32,6 +45,9 @@ def step_run(rec: dict[str, Any]) -> dict[str, Any]:
         "fallback": rec["fallback"],
         "started_at": iso_or_none(rec["started_at"]),
         "finished_at": iso_or_none(rec["finished_at"]),
+        "chosen": rec.get("chosen"),
+        "iterations": rec.get("iterations"),
+        "child_instance_id": rec.get("child_instance_id"),
     }
 
 
@@ -45,6 +61,7 @@ def instance(row: Row) -> dict[str, Any]:
         "version": row["version"],
         "status": row["status"],
         "input": row["input"],
+        "context": {"data": row["input"], "config": state.get("config") or {}},
         "output": row["output"],
         "error": row["error"],
         "steps": [step_run(r) for r in state["steps"]],

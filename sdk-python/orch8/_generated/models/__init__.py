@@ -7,6 +7,7 @@ from .attempt_outcome import AttemptOutcome
 from .batch_item_outcome import BatchItemOutcome
 from .batch_item_status import BatchItemStatus
 from .batch_outcome import BatchOutcome
+from .block_type import BlockType
 from .blocked_reason import BlockedReason
 from .claimed_task import ClaimedTask
 from .claimed_task_checkpoint_type_0 import ClaimedTaskCheckpointType0
@@ -21,6 +22,7 @@ from .health_status import HealthStatus
 from .health_status_checks import HealthStatusChecks
 from .health_status_status import HealthStatusStatus
 from .instance import Instance
+from .instance_context import InstanceContext
 from .instance_page import InstancePage
 from .instance_status import InstanceStatus
 from .item_problem import ItemProblem
@@ -29,6 +31,7 @@ from .lease import Lease
 from .manual_completion import ManualCompletion
 from .manual_failure import ManualFailure
 from .new_instance import NewInstance
+from .new_instance_context import NewInstanceContext
 from .new_sequence import NewSequence
 from .new_task import NewTask
 from .new_task_batch import NewTaskBatch
@@ -49,6 +52,7 @@ from .required_labels import RequiredLabels
 from .retry_policy import RetryPolicy
 from .retry_policy_settings import RetryPolicySettings
 from .role import Role
+from .route import Route
 from .running_limit import RunningLimit
 from .sequence import Sequence
 from .sequence_page import SequencePage
@@ -57,8 +61,11 @@ from .server_info import ServerInfo
 from .server_info_storage import ServerInfoStorage
 from .step import Step
 from .step_action import StepAction
+from .step_headers import StepHeaders
+from .step_input import StepInput
 from .step_params import StepParams
 from .step_run import StepRun
+from .step_semantics import StepSemantics
 from .step_status import StepStatus
 from .task import Task
 from .task_cancellation import TaskCancellation
@@ -102,6 +109,7 @@ __all__ = (
     "BatchItemOutcome",
     "BatchItemStatus",
     "BatchOutcome",
+    "BlockType",
     "BlockedReason",
     "ClaimedTask",
     "ClaimedTaskCheckpointType0",
@@ -116,6 +124,7 @@ __all__ = (
     "HealthStatusChecks",
     "HealthStatusStatus",
     "Instance",
+    "InstanceContext",
     "InstancePage",
     "InstanceStatus",
     "ItemProblem",
@@ -124,6 +133,7 @@ __all__ = (
     "ManualCompletion",
     "ManualFailure",
     "NewInstance",
+    "NewInstanceContext",
     "NewSequence",
     "NewTask",
     "NewTaskBatch",
@@ -144,6 +154,7 @@ __all__ = (
     "RetryPolicy",
     "RetryPolicySettings",
     "Role",
+    "Route",
     "RunningLimit",
     "Sequence",
     "SequencePage",
@@ -152,8 +163,11 @@ __all__ = (
     "ServerInfoStorage",
     "Step",
     "StepAction",
+    "StepHeaders",
+    "StepInput",
     "StepParams",
     "StepRun",
+    "StepSemantics",
     "StepStatus",
     "Task",
     "TaskCancellation",

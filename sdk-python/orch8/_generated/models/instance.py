@@ -13,6 +13,7 @@ from ..models.instance_status import InstanceStatus, check_instance_status
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
+    from ..models.instance_context import InstanceContext
     from ..models.json_object import JsonObject
     from ..models.step_run import StepRun
     from ..models.task_failure import TaskFailure
@@ -30,6 +31,7 @@ class Instance:
         version (int):
         status (InstanceStatus):
         input_ (JsonObject): Any JSON object.
+        context (InstanceContext): `data` is the input; `config` the configuration given at start (P-WF-10).
         output (Any): The last step output once completed (any JSON value).
         error (None | TaskFailure):
         steps (list[StepRun]):
@@ -46,6 +48,7 @@ class Instance:
     version: int
     status: InstanceStatus
     input_: JsonObject
+    context: InstanceContext
     output: Any
     error: None | TaskFailure
     steps: list[StepRun]
@@ -70,6 +73,8 @@ class Instance:
         status: str = self.status
 
         input_ = self.input_.to_dict()
+
+        context = self.context.to_dict()
 
         output = self.output
 
@@ -119,6 +124,7 @@ class Instance:
                 "version": version,
                 "status": status,
                 "input": input_,
+                "context": context,
                 "output": output,
                 "error": error,
                 "steps": steps,
@@ -138,6 +144,7 @@ class Instance:
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.instance_context import InstanceContext
         from ..models.json_object import JsonObject
         from ..models.step_run import StepRun
         from ..models.task_failure import TaskFailure
@@ -152,6 +159,8 @@ class Instance:
         status = check_instance_status(d.pop("status"))
 
         input_ = JsonObject.from_dict(d.pop("input"))
+
+        context = InstanceContext.from_dict(d.pop("context"))
 
         output = d.pop("output")
 
@@ -230,6 +239,7 @@ class Instance:
             version=version,
             status=status,
             input_=input_,
+            context=context,
             output=output,
             error=error,
             steps=steps,

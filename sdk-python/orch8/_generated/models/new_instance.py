@@ -10,6 +10,7 @@ from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
     from ..models.json_object import JsonObject
+    from ..models.new_instance_context import NewInstanceContext
 
 
 T = TypeVar("T", bound="NewInstance")
@@ -22,12 +23,15 @@ class NewInstance:
         sequence (str): Name of a sequence (the pattern of QueueName). Example: thumbnail.
         version (int | Unset):
         input_ (JsonObject | Unset): Any JSON object.
+        context (NewInstanceContext | Unset): Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or
+            `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
         idempotency_key (str | Unset):
     """
 
     sequence: str
     version: int | Unset = UNSET
     input_: JsonObject | Unset = UNSET
+    context: NewInstanceContext | Unset = UNSET
     idempotency_key: str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
@@ -38,6 +42,10 @@ class NewInstance:
         input_: dict[str, Any] | Unset = UNSET
         if not isinstance(self.input_, Unset):
             input_ = self.input_.to_dict()
+
+        context: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.context, Unset):
+            context = self.context.to_dict()
 
         idempotency_key = self.idempotency_key
 
@@ -52,6 +60,8 @@ class NewInstance:
             field_dict["version"] = version
         if input_ is not UNSET:
             field_dict["input"] = input_
+        if context is not UNSET:
+            field_dict["context"] = context
         if idempotency_key is not UNSET:
             field_dict["idempotency_key"] = idempotency_key
 
@@ -60,6 +70,7 @@ class NewInstance:
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.json_object import JsonObject
+        from ..models.new_instance_context import NewInstanceContext
 
         d = dict(src_dict)
         sequence = d.pop("sequence")
@@ -73,12 +84,20 @@ class NewInstance:
         else:
             input_ = JsonObject.from_dict(_input_)
 
+        _context = d.pop("context", UNSET)
+        context: NewInstanceContext | Unset
+        if isinstance(_context, Unset):
+            context = UNSET
+        else:
+            context = NewInstanceContext.from_dict(_context)
+
         idempotency_key = d.pop("idempotency_key", UNSET)
 
         new_instance = cls(
             sequence=sequence,
             version=version,
             input_=input_,
+            context=context,
             idempotency_key=idempotency_key,
         )
 

@@ -26,6 +26,7 @@ class Sequence:
         name (str):
         version (int):
         steps (list[Step]):
+        blocks (list[Step]): The same list as `steps` (P-WF-1).
         on_error (None | StepAction):
         created_at (datetime.datetime):
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
@@ -34,6 +35,7 @@ class Sequence:
     name: str
     version: int
     steps: list[Step]
+    blocks: list[Step]
     on_error: None | StepAction
     created_at: datetime.datetime
     tenant: str | Unset = UNSET
@@ -50,6 +52,11 @@ class Sequence:
         for steps_item_data in self.steps:
             steps_item = steps_item_data.to_dict()
             steps.append(steps_item)
+
+        blocks = []
+        for blocks_item_data in self.blocks:
+            blocks_item = blocks_item_data.to_dict()
+            blocks.append(blocks_item)
 
         on_error: dict[str, Any] | None
         if isinstance(self.on_error, StepAction):
@@ -68,6 +75,7 @@ class Sequence:
                 "name": name,
                 "version": version,
                 "steps": steps,
+                "blocks": blocks,
                 "on_error": on_error,
                 "created_at": created_at,
             }
@@ -94,6 +102,13 @@ class Sequence:
 
             steps.append(steps_item)
 
+        blocks = []
+        _blocks = d.pop("blocks")
+        for blocks_item_data in _blocks:
+            blocks_item = Step.from_dict(blocks_item_data)
+
+            blocks.append(blocks_item)
+
         def _parse_on_error(data: object) -> None | StepAction:
             if data is None:
                 return data
@@ -117,6 +132,7 @@ class Sequence:
             name=name,
             version=version,
             steps=steps,
+            blocks=blocks,
             on_error=on_error,
             created_at=created_at,
             tenant=tenant,

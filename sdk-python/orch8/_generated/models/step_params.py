@@ -14,7 +14,9 @@ T = TypeVar("T", bound="StepParams")
 class StepParams:
     """The step's task params. A value that is exactly `{"$from": "input.a.b"}` or
     `{"$from": "steps.<step_id>.output.a.b"}` is replaced, when the step starts, by
-    that value of the instance input or of an earlier step's output (P-WF-2).
+    that value of the instance input or of an earlier step's output (P-WF-2). A string
+    holding `{{ expression }}` is a template (P-WF-12): a string that is one template
+    keeps the value's JSON type, a template inside longer text is interpolated.
 
     """
 

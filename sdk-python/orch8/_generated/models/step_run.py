@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from dateutil.parser import isoparse
 from typing_extensions import Self
 
+from ..models.block_type import BlockType, check_block_type
 from ..models.step_status import StepStatus, check_step_status
 from ..types import UNSET, Unset
 
@@ -21,10 +22,22 @@ T = TypeVar("T", bound="StepRun")
 
 @_attrs_define
 class StepRun:
-    """One step of an instance (parallel children follow their group).
+    """One run of a block of an instance (P-WF-10).
 
     Attributes:
         id (str):
+        key (str): Unique in the instance - the block id, or `<loop key>[<i>]/<id>` inside iteration i of a `loop` or
+            `for_each`.
+        type_ (BlockType): The kind of a block (P-WF-11). Without `type`, a block with `handler` is a `step`
+            and one with `parallel` is a 1.x parallel group (a `parallel` block whose every
+            child is its own branch).
+        group (None | str): The key of the block that contains this one; null at the top level.
+        lane (None | str): The list of its container it is in - `branch:<i>`, `route:<i>`, `default`, `try`, `catch`,
+            `finally` or `iteration:<i>`; null at the top level.
+        chosen (None | str): A router's route taken (`route:<i>` or `default`), a race's winning branch (`branch:<i>`);
+            null otherwise or before.
+        iterations (int | None): `loop` and `for_each`: iterations started.
+        child_instance_id (None | str): `sub_sequence`: the instance it started.
         status (StepStatus):
         task_id (None | str): The step's latest task (its fallback's once that runs); null for sleep.
         output (Any): The step output (any JSON value); null until completed.
@@ -32,11 +45,17 @@ class StepRun:
         attempts (int):
         started_at (datetime.datetime | None):
         finished_at (datetime.datetime | None):
-        group (None | str | Unset): The parallel group of a child step.
         fallback (bool | Unset): The fallback ran (or runs) for this step.
     """
 
     id: str
+    key: str
+    type_: BlockType
+    group: None | str
+    lane: None | str
+    chosen: None | str
+    iterations: int | None
+    child_instance_id: None | str
     status: StepStatus
     task_id: None | str
     output: Any
@@ -44,7 +63,6 @@ class StepRun:
     attempts: int
     started_at: datetime.datetime | None
     finished_at: datetime.datetime | None
-    group: None | str | Unset = UNSET
     fallback: bool | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -52,6 +70,25 @@ class StepRun:
         from ..models.task_failure import TaskFailure
 
         id = self.id
+
+        key = self.key
+
+        type_: str = self.type_
+
+        group: None | str
+        group = self.group
+
+        lane: None | str
+        lane = self.lane
+
+        chosen: None | str
+        chosen = self.chosen
+
+        iterations: int | None
+        iterations = self.iterations
+
+        child_instance_id: None | str
+        child_instance_id = self.child_instance_id
 
         status: str = self.status
 
@@ -80,12 +117,6 @@ class StepRun:
         else:
             finished_at = self.finished_at
 
-        group: None | str | Unset
-        if isinstance(self.group, Unset):
-            group = UNSET
-        else:
-            group = self.group
-
         fallback = self.fallback
 
         field_dict: dict[str, Any] = {}
@@ -93,6 +124,13 @@ class StepRun:
         field_dict.update(
             {
                 "id": id,
+                "key": key,
+                "type": type_,
+                "group": group,
+                "lane": lane,
+                "chosen": chosen,
+                "iterations": iterations,
+                "child_instance_id": child_instance_id,
                 "status": status,
                 "task_id": task_id,
                 "output": output,
@@ -102,8 +140,6 @@ class StepRun:
                 "finished_at": finished_at,
             }
         )
-        if group is not UNSET:
-            field_dict["group"] = group
         if fallback is not UNSET:
             field_dict["fallback"] = fallback
 
@@ -115,6 +151,45 @@ class StepRun:
 
         d = dict(src_dict)
         id = d.pop("id")
+
+        key = d.pop("key")
+
+        type_ = check_block_type(d.pop("type"))
+
+        def _parse_group(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        group = _parse_group(d.pop("group"))
+
+        def _parse_lane(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        lane = _parse_lane(d.pop("lane"))
+
+        def _parse_chosen(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        chosen = _parse_chosen(d.pop("chosen"))
+
+        def _parse_iterations(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        iterations = _parse_iterations(d.pop("iterations"))
+
+        def _parse_child_instance_id(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        child_instance_id = _parse_child_instance_id(d.pop("child_instance_id"))
 
         status = check_step_status(d.pop("status"))
 
@@ -174,19 +249,17 @@ class StepRun:
 
         finished_at = _parse_finished_at(d.pop("finished_at"))
 
-        def _parse_group(data: object) -> None | str | Unset:
-            if data is None:
-                return data
-            if isinstance(data, Unset):
-                return data
-            return cast(None | str | Unset, data)
-
-        group = _parse_group(d.pop("group", UNSET))
-
         fallback = d.pop("fallback", UNSET)
 
         step_run = cls(
             id=id,
+            key=key,
+            type_=type_,
+            group=group,
+            lane=lane,
+            chosen=chosen,
+            iterations=iterations,
+            child_instance_id=child_instance_id,
             status=status,
             task_id=task_id,
             output=output,
@@ -194,7 +267,6 @@ class StepRun:
             attempts=attempts,
             started_at=started_at,
             finished_at=finished_at,
-            group=group,
             fallback=fallback,
         )
 

@@ -109,7 +109,9 @@ def sync_detailed(
     `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
-        body (NewSequence):
+        body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
+            blocks; give
+            one of them, or both equal (a sequence read back has both) (P-WF-1).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -146,7 +148,9 @@ def sync(
     `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
-        body (NewSequence):
+        body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
+            blocks; give
+            one of them, or both equal (a sequence read back has both) (P-WF-1).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -178,7 +182,9 @@ async def asyncio_detailed(
     `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
-        body (NewSequence):
+        body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
+            blocks; give
+            one of them, or both equal (a sequence read back has both) (P-WF-1).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -213,7 +219,9 @@ async def asyncio(
     `on_error` is reserved for the sequence's error handler (P-WF-1).
 
     Args:
-        body (NewSequence):
+        body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
+            blocks; give
+            one of them, or both equal (a sequence read back has both) (P-WF-1).
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
