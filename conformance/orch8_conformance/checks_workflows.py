@@ -1,9 +1,10 @@
-"""Workflows (issue 16, docs/protocol.md section 16): sequences, instances and their checks.
+"""Workflows (issues 16 and 31, docs/protocol.md section 16): sequences, instances and their checks.
 
 The runner defines a scenario's `sequences` and starts its `instances` over raw HTTP before
 the first worker starts; the adapters run the step tasks as plain tasks (the worker protocol
 is unchanged, P-WF-4). `expect.instances` is checked through `GET /instances/{id}` and the
-adapters' outputs and requests.
+adapters' outputs and requests. Step runs are named by their StepRun `key` (the block id,
+or `<loop key>[<i>]/<id>` inside an iteration: one block id runs many times there).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def start(run: ScenarioRun, specs: list[dict]) -> list[str]:
     """POST /instances for each `{ref, sequence, input?}` (P-WF-4); remembers ref -> id."""
     out = []
     for spec in specs:
-        body = {k: spec[k] for k in ("sequence", "version", "input") if k in spec}
+        body = {k: spec[k] for k in ("sequence", "version", "input", "context") if k in spec}
         try:
             run.instances[spec["ref"]] = run.api.call("POST", "/instances", body)["id"]
         except ApiError as err:
@@ -48,20 +49,49 @@ def instance(run: ScenarioRun, ref: str) -> dict | None:
         return None
 
 
-def step_task_id(run: ScenarioRun, ref: str, step_id: str) -> str | None:
-    found = instance(run, ref)
-    for step in (found or {}).get("steps", []):
-        if step["id"] == step_id:
-            return step.get("task_id")
-    return None
+def key(step: dict) -> str:
+    """A StepRun's key; a server without block runs (issue 16) names a step by its id."""
+    return step.get("key") or step["id"]
+
+
+def step_runs(found: dict | None) -> dict[str, dict]:
+    return {key(s): s for s in (found or {}).get("steps", [])}
 
 
 def step_started(run: ScenarioRun, want: dict) -> bool:
     """Condition: the handler of an instance's step has started on some worker."""
-    task_id = step_task_id(run, want["instance"], want["step"])
+    task_id = step_task(instance(run, want["instance"]) or {}, want["step"])
     return bool(task_id) and any(
         e.get("event") == "start" and e.get("task_id") == task_id for w in list(run.workers.values()) for e in w.events
     )
+
+
+def status_is(run: ScenarioRun, wanted: dict) -> bool:
+    """Condition `instance_status`: each instance ref's status is (one of) the wanted."""
+    for ref, want in wanted.items():
+        if (instance(run, ref) or {}).get("status") not in (want if isinstance(want, list) else [want]):
+            return False
+    return True
+
+
+def late_result(run: ScenarioRun, step: dict, what: str) -> list[str]:
+    """A result for a step's task that must be refused (a race loser's, P-WF-7's cancelled
+    step): sent as a plain curl worker would (no lease id, P-LEASE-4), after which the
+    instance's expectations must still hold."""
+    found = instance(run, step["instance"])
+    task_id = step_task(found or {}, step["step"])
+    if not task_id:
+        return [f"{what}: instance {step['instance']} has no task for step {step['step']!r}"]
+    want = step["answer"]
+    try:
+        run.api.call("POST", f"/tasks/{task_id}/complete", {"output": step.get("output", {"late": True})})
+    except ApiError as err:
+        code = err.body.get("code") if isinstance(err.body, dict) else None
+        if err.status == want["status"] and want.get("code", code) == code:
+            return []
+        expected = f"{want['status']} {want.get('code')!r}"
+        return [f"{what}: the late result got HTTP {err.status} {code!r}, expected {expected}"]
+    return [f"{what}: the late result for step {step['step']!r} was accepted, expected {want['status']}"]
 
 
 def converged(run: ScenarioRun) -> bool:
@@ -85,9 +115,16 @@ def wait_answers(run: ScenarioRun, worker: str, instance_id: str | None) -> list
 
 
 def contains(actual, expected) -> bool:
-    """`expected` is a subset of `actual` (maps recursively; anything else equal)."""
+    """`expected` is a subset of `actual`: maps recursively, lists item by item and of the same
+    length (a for_each output in item order), anything else equal."""
     if isinstance(expected, dict):
         return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in expected.items())
+    if isinstance(expected, list):
+        return (
+            isinstance(actual, list)
+            and len(actual) == len(expected)
+            and all(contains(a, e) for a, e in zip(actual, expected, strict=True))
+        )
     return actual == expected
 
 
@@ -113,25 +150,30 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
         out.append(f"instance {ref}: error {short(found.get('error'))}, expected code {exp['error_code']!r}")
     if "on_error" in exp and not contains(found.get("on_error"), exp["on_error"]):
         out.append(f"instance {ref}: on_error {short(found.get('on_error'))}, expected {short(exp['on_error'])}")
-    steps = {s["id"]: s for s in found.get("steps", [])}
-    for step_id, want in exp.get("steps", {}).items():
-        got = steps.get(step_id)
+    steps = step_runs(found)
+    for step_key, want in exp.get("steps", {}).items():
+        got = steps.get(step_key)
         if got is None:
-            out.append(f"instance {ref}: no step {step_id!r}")
+            out.append(f"instance {ref}: no step {step_key!r} (keys: {', '.join(steps)})")
         elif not contains(got, want):
-            out.append(f"instance {ref} step {step_id}: {short(got)}, expected it to contain {short(want)}")
-    for step_id in exp.get("worker_saw_context", []):  # P-WF-4: the handler got {instance_id, step_id}
-        out += saw_context(run, ref, found, step_id)
+            out.append(f"instance {ref} step {step_key}: {short(got)}, expected it to contain {short(want)}")
+    out += [f"instance {ref}: step {k!r} ran: {short(steps[k])}" for k in exp.get("steps_absent", []) if k in steps]
+    if "finish_order" in exp:
+        out += finish_order(ref, steps, exp["finish_order"])
+    for step_key, want in exp.get("child_instances", {}).items():
+        out += child_instance(run, ref, steps.get(step_key), step_key, want)
+    for step_key in exp.get("worker_saw_context", []):  # P-WF-4: the handler got {instance_id, step_id}
+        out += saw_context(run, ref, found, step_key)
     if "waited_by" in exp:
         out += waited(run, ref, found, exp["waited_by"])
     if "wait_timeout_by" in exp:
         out += wait_timed_out(run, ref, found, exp["wait_timeout_by"])
-    for step_id in exp.get("cancelled_seen", []):  # P-WF-7, P-SDK-5: the handler's signal fired
-        task_id = step_task(found, step_id)
+    for step_key in exp.get("cancelled_seen", []):  # P-WF-7, P-SDK-5: the handler's signal fired
+        task_id = step_task(found, step_key)
         if not any(e.get("task_id") == task_id for e in run.events("cancelled")):
-            out.append(f"instance {ref} step {step_id}: its handler never reported its cancellation signal")
-    for step_id in exp.get("no_result_sent", []):  # P-WF-7, P-SDK-5: a cancelled step reports nothing
-        out += no_result(run, ref, found, step_id)
+            out.append(f"instance {ref} step {step_key}: its handler never reported its cancellation signal")
+    for step_key in exp.get("no_result_sent", []):  # P-WF-7, P-SDK-5: a cancelled step reports nothing
+        out += no_result(run, ref, found, step_key)
     return out
 
 
@@ -165,44 +207,68 @@ def wait_timed_out(run: ScenarioRun, ref: str, found: dict, worker: str) -> list
     return []
 
 
+def finish_order(ref: str, steps: dict[str, dict], keys: list[str]) -> list[str]:
+    """The steps finished in this order (e.g. for_each iterations finishing last to first,
+    while the block's output stays in item order)."""
+    ended = [(ms(steps.get(k, {}).get("finished_at")), k) for k in keys]
+    if any(t is None for t, _ in ended):
+        return [f"instance {ref}: not all of {keys} finished: {short({k: steps.get(k) for k in keys})}"]
+    got = [k for _, k in sorted(ended)]
+    return [] if got == keys else [f"instance {ref}: steps finished in the order {got}, expected {keys}"]
+
+
+def child_instance(run: ScenarioRun, ref: str, step: dict | None, step_key: str, want: dict) -> list[str]:
+    child_id = (step or {}).get("child_instance_id")
+    if not child_id:
+        return [f"instance {ref} step {step_key}: no child_instance_id ({short(step)})"]
+    try:
+        child = run.api.call("GET", f"/instances/{child_id}")
+    except ApiError as err:
+        return [f"instance {ref} step {step_key}: child {child_id}: {err}"]
+    if not contains(child, want):
+        return [f"instance {ref} step {step_key}: child instance {short(child)}, expected it to contain {short(want)}"]
+    return []
+
+
 def ms(stamp: str | None) -> float | None:
     from .checks import ms as _ms
 
     return _ms(stamp)
 
 
-def step_task(found: dict, step_id: str) -> str | None:
-    if step_id == "on_error":
+def step_task(found: dict, step_key: str) -> str | None:
+    if step_key == "on_error":
         return (found.get("on_error") or {}).get("task_id")
-    return next((s.get("task_id") for s in found.get("steps", []) if s["id"] == step_id), None)
+    return (step_runs(found).get(step_key) or {}).get("task_id")
 
 
-def saw_context(run: ScenarioRun, ref: str, found: dict, step_id: str) -> list[str]:
-    task_id = step_task(found, step_id)
+def saw_context(run: ScenarioRun, ref: str, found: dict, step_key: str) -> list[str]:
+    task_id = step_task(found, step_key)
     if not task_id:
-        return [f"instance {ref} step {step_id}: no task was dispatched"]
+        return [f"instance {ref} step {step_key}: no task was dispatched"]
     try:
         output = run.api.task(task_id).get("output") or {}
     except ApiError as err:
-        return [f"instance {ref} step {step_id}: {err}"]
+        return [f"instance {ref} step {step_key}: {err}"]
+    step_id = (step_runs(found).get(step_key) or {}).get("id", step_key)
     want = {"instance_id": found["id"], "step_id": step_id}
     if not isinstance(output, dict) or output.get("context") != want:
         seen = output.get("context") if isinstance(output, dict) else output
-        return [f"instance {ref} step {step_id}: the handler saw context {short(seen)}, expected {short(want)}"]
+        return [f"instance {ref} step {step_key}: the handler saw context {short(seen)}, expected {short(want)}"]
     return []
 
 
-def no_result(run: ScenarioRun, ref: str, found: dict, step_id: str) -> list[str]:
-    task_id = step_task(found, step_id)
+def no_result(run: ScenarioRun, ref: str, found: dict, step_key: str) -> list[str]:
+    task_id = step_task(found, step_key)
     if not task_id:
-        return [f"instance {ref} step {step_id}: no task was dispatched"]
+        return [f"instance {ref} step {step_key}: no task was dispatched"]
     sent = [
         r["path"]
         for r in list(run.proxy.requests)
         if task_id in (r.get("task_ids") or []) and ("complete" in r["path"] or "fail" in r["path"])
     ]
     if sent:
-        return [f"instance {ref} step {step_id}: the worker sent a result for its cancelled task ({', '.join(sent)})"]
+        return [f"instance {ref} step {step_key}: the worker sent a result for its cancelled task ({', '.join(sent)})"]
     return []
 
 

@@ -198,6 +198,8 @@ class ScenarioRun:
             self._call("POST", f"/tasks/{task_id}/cancel", {}, what, self.api.task_tenant.get(task_id))
         elif action == "cancel_instance":  # P-WF-7, an operator's call
             self._call("POST", f"/instances/{self.instances.get(step['instance'])}/cancel", {}, what)
+        elif action == "late_result":  # a result the server must refuse (a race loser's)
+            return checks_workflows.late_result(self, step, what)
         elif action == "restart_server":
             if self.server is None:
                 raise Failure(f"{what}: needs the reference server (not --server-url)")
@@ -277,6 +279,8 @@ class ScenarioRun:
         if wanted_event and not self.events(wanted_event["event"], worker=wanted_event.get("worker")):
             return False
         if "step_started" in condition and not checks_workflows.step_started(self, condition["step_started"]):
+            return False
+        if "instance_status" in condition and not checks_workflows.status_is(self, condition["instance_status"]):
             return False
         for ref, wanted in condition.get("task_status", {}).items():
             status = self.status(ref)

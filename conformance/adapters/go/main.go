@@ -350,6 +350,7 @@ func main() {
 		handlers[name] = h
 	}
 	handlers["echo_trace"] = echoTrace
+	handlers["video_renderer"] = handlers["echo_context"] // seed 000's step JSON, verbatim (workflow-block-step)
 	telemetry, flushSpans := buildTelemetry()
 	extra, _ := strconv.Atoi(os.Getenv("ORCH8_EXTRA_HANDLERS"))
 	for i := 1; i <= extra; i++ {

@@ -225,6 +225,7 @@ HANDLERS = {
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
+HANDLERS["video_renderer"] = echo_context  # seed 000's step JSON, verbatim (workflow-block-step)
 
 
 def report_hooks(worker: Worker) -> None:

@@ -177,6 +177,7 @@ class Ctx:
 
 
 HANDLERS = dict(TABLE)
+HANDLERS["video_renderer"] = TABLE["echo_context"]  # seed 000's step JSON, verbatim (workflow-block-step)
 HANDLERS.update({f"extra_{i}": TABLE["echo"] for i in range(1, int(env.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})
 NAMES = [n for n in env.get("ORCH8_HANDLERS", "").split(",") if n] or list(HANDLERS)
 NAMES += [n for n in HANDLERS if n.startswith("extra_") and n not in NAMES]

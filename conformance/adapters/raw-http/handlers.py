@@ -113,7 +113,9 @@ def huge_error(ctx) -> dict:
 
 def fail_always(ctx) -> dict:
     typed = {k: ctx.params[k] for k in ("code", "details") if k in ctx.params}
-    raise (Permanent if ctx.params.get("permanent") else Retryable)("fail_always", **typed)
+    if ctx.params.get("permanent"):  # the SDK adapters' messages: a catch block reads it (workflow-try-catch)
+        raise Permanent("fail_always: permanent failure", **typed)
+    raise Retryable("fail_always: retryable failure", **typed)
 
 
 def echo(ctx) -> dict:

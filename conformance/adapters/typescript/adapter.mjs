@@ -192,6 +192,7 @@ const handlers = {
   },
 };
 for (let i = 1; i <= Number(env.ORCH8_EXTRA_HANDLERS || 0); i++) handlers[`extra_${i}`] = handlers.echo;
+handlers.video_renderer = handlers.echo_context; // seed 000's step JSON, verbatim (workflow-block-step)
 
 function observed(fn) {
   return async (ctx) => {
