@@ -237,7 +237,7 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
         prog="orch8-server",
         description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
         "environment equivalent; flags win. `orch8-server keys new|hash --help` makes API keys "
-        "for --keys-file.",
+        "for --keys-file; `orch8-server migrate --help` applies the schema migrations alone.",
     )
     parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
     for flag, env, _, kind, help_text in _OPTIONS:
@@ -258,6 +258,12 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
         help="an admin bearer API key, id env (repeatable) [ORCH8_API_KEYS, comma-separated]",
     )
     parser.add_argument("--access-log", action="store_true", help="log every request")
+    parser.add_argument(
+        "--no-migrate",
+        action="store_true",
+        help="create and migrate nothing (`orch8-server migrate` is then a deploy step); "
+        "refuse to start on a missing or older schema [ORCH8_NO_MIGRATE=1]",
+    )
     parser.add_argument(
         "--test-clock",
         action="store_true",
@@ -280,6 +286,7 @@ def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings
     keys = args.api_key or [k for k in os.environ.get("ORCH8_API_KEYS", "").split(",") if k]
     values["api_keys"] = frozenset(k.strip() for k in keys if k.strip())
     values["access_log"] = args.access_log
+    values["migrate"] = not (args.no_migrate or os.environ.get("ORCH8_NO_MIGRATE") == "1")
     values["test_clock"] = args.test_clock or os.environ.get("ORCH8_TEST_CLOCK") == "1"
     if os.environ.get("OTEL_SERVICE_NAME"):  # the standard OpenTelemetry variable
         values["otel_service_name"] = os.environ["OTEL_SERVICE_NAME"]
@@ -382,6 +389,11 @@ def main(argv: list[str] | None = None) -> None:
 
         keys_main(args[1:])
         return
+    if args[:1] == ["migrate"]:  # seed 004: migrations as a deploy step
+        from orch8_server.migrate_cli import main as migrate_main
+
+        migrate_main(args[1:])
+        return
 
     import uvicorn
 
@@ -440,7 +452,11 @@ def main(argv: list[str] | None = None) -> None:
         server.should_exit = True
 
     app.state.engine.on_give_up = give_up
-    server.run()
+    try:
+        server.run()
+    except SystemExit:  # uvicorn's exit when start-up failed: say why, if the engine knows
+        if app.state.engine.gave_up is None:
+            raise
     if app.state.engine.gave_up is not None:
         sys.exit(f"orch8-server: {app.state.engine.gave_up}")
     if not server.started:

@@ -27,6 +27,7 @@ class Settings:
     db_retry_initial_ms: int = 500  # P-OBS-6: first wait between start-up connection tries
     db_retry_max_ms: int = 30_000  # P-OBS-6: cap of the doubling wait
     db_retry_max_attempts: int = 0  # P-OBS-6: 0 = keep trying for ever
+    migrate: bool = True  # False (--no-migrate): `orch8-server migrate` is a deploy step
     # P-TEL-2: the OTLP/HTTP base URL (traces go to <it>/v1/traces); None records no spans.
     otlp_endpoint: str | None = None
     otel_service_name: str = "orch8-server"  # OTEL_SERVICE_NAME

@@ -120,6 +120,7 @@ def create_app(
         pool_size=settings.pg_pool_size,
         acquire_timeout_ms=settings.pg_acquire_timeout_ms,
         notify_fallback_ms=settings.notify_fallback_ms,
+        migrate=settings.migrate,
     )
     spans = None
     if settings.otlp_endpoint or span_exporter is not None:

@@ -75,7 +75,12 @@ class Engine:
     async def start(self) -> None:
         """Open the storage: the first try here, so a reachable database is ready before
         the server listens; if it fails, keep trying in the background (P-OBS-6)."""
-        if await self.connector.try_once():
+        try:
+            opened = await self.connector.try_once()
+        except DatabaseGaveUp as exc:  # refused for good: the process exits saying why
+            self.gave_up = str(exc)
+            raise
+        if opened:
             self._connected()
         else:
             self._connecting = asyncio.get_running_loop().create_task(self._keep_connecting())

@@ -40,7 +40,7 @@ from orch8_server.storage.base import (
 )
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_listen import WakeListener
-from orch8_server.storage.postgres_schema import migrate
+from orch8_server.storage.postgres_schema import migrate, require_current
 from orch8_server.storage.postgres_tx import _ATTEMPTS, _TASKS, _WORKERS, PgTx
 from orch8_server.storage.rows import (
     AttemptRow,
@@ -110,8 +110,10 @@ class PgStorage:
         acquire_timeout_ms: int = 5000,
         statement_timeout_ms: int = 30000,
         notify_fallback_ms: int = 500,
+        migrate: bool = True,
     ) -> None:
         self.url = url
+        self.migrate = migrate  # False: --no-migrate (schema.py)
         self.notify_fallback_ms = notify_fallback_ms  # P-OBS-6
         self.pool_size = pool_size
         self.acquire_timeout = acquire_timeout_ms / 1000
@@ -143,8 +145,12 @@ class PgStorage:
 
     async def open(self) -> None:
         conn = await asyncpg.connect(self.url, server_settings=self._settings())
+        applied = 0
         try:
-            applied = await migrate(conn)
+            if self.migrate:
+                applied = await migrate(conn)
+            else:
+                await require_current(conn)
         finally:
             await conn.close()
         if applied:

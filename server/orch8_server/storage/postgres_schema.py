@@ -1,4 +1,5 @@
-"""PostgreSQL schema as versioned migrations, applied at start-up.
+"""PostgreSQL schema as versioned migrations, applied at start-up (or by `orch8-server
+migrate` alone, schema.py).
 
 Every replica runs `migrate` when it starts; a session advisory lock serialises them, so
 replicas starting together apply each migration once, and a database already at the
@@ -8,6 +9,8 @@ latest version is left alone (idempotent). A database newer than this server is 
 from __future__ import annotations
 
 import asyncpg
+
+from orch8_server.storage.schema import not_ready
 
 # pg_advisory_lock key: any constant shared by every replica ("orch8" in ASCII).
 MIGRATION_LOCK = 0x6F72636838
@@ -284,6 +287,24 @@ MIGRATIONS: list[tuple[int, str]] = [
 LATEST = MIGRATIONS[-1][0]
 
 
+async def _applied(conn: asyncpg.Connection) -> set[int]:
+    """The versions applied; a database newer than this server is refused."""
+    done = {r[0] for r in await conn.fetch("SELECT version FROM orch8_schema_migrations")}
+    if done and max(done) > LATEST:
+        raise RuntimeError(f"database has schema version {max(done)}; this server knows {LATEST}")
+    return done
+
+
+async def require_current(conn: asyncpg.Connection) -> None:
+    """--no-migrate: refuse a missing or older schema instead of migrating it (read only,
+    so a role without CREATE rights may run it)."""
+    if await conn.fetchval("SELECT to_regclass('orch8_schema_migrations')") is None:
+        raise not_ready(0, LATEST)
+    done = await _applied(conn)
+    if any(version not in done for version, _ in MIGRATIONS):
+        raise not_ready(max(done, default=0), LATEST)
+
+
 async def migrate(conn: asyncpg.Connection) -> int:
     """Bring the database to LATEST; returns the number of migrations applied."""
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
@@ -292,11 +313,7 @@ async def migrate(conn: asyncpg.Connection) -> int:
             "CREATE TABLE IF NOT EXISTS orch8_schema_migrations ("
             "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        done = {r[0] for r in await conn.fetch("SELECT version FROM orch8_schema_migrations")}
-        if done and max(done) > LATEST:
-            raise RuntimeError(
-                f"database has schema version {max(done)}; this server knows {LATEST}"
-            )
+        done = await _applied(conn)
         applied = 0
         for version, sql in MIGRATIONS:
             if version in done:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal, cast
 
 from orch8_server.storage import sqlite_controls, sqlite_history
@@ -40,6 +42,7 @@ from orch8_server.storage.rows import (
     TenantRow,
     WorkerRow,
 )
+from orch8_server.storage.schema import not_ready
 from orch8_server.storage.sqlite_rows import (
     ATTEMPT_SELECT,
     TASK_SELECT,
@@ -48,7 +51,7 @@ from orch8_server.storage.sqlite_rows import (
     task,
     worker,
 )
-from orch8_server.storage.sqlite_schema import migrate
+from orch8_server.storage.sqlite_schema import SCHEMA_VERSION, migrate, require_current
 from orch8_server.storage.sqlite_tx import SqliteTx
 
 log = logging.getLogger("orch8.storage.sqlite")
@@ -58,9 +61,10 @@ class SqliteStorage:
     kind: Literal["sqlite", "postgresql"] = "sqlite"
     multi_replica = False
 
-    def __init__(self, path: str, synchronous: str = "NORMAL") -> None:
+    def __init__(self, path: str, synchronous: str = "NORMAL", migrate: bool = True) -> None:
         self.path = path
         self.synchronous = synchronous.upper()
+        self.migrate = migrate  # False: --no-migrate (schema.py)
         self._conn: sqlite3.Connection | None = None
         self._lock = asyncio.Lock()
         # The open group transaction's COMMIT: resolved once it is durable.
@@ -82,7 +86,13 @@ class SqliteStorage:
         return []  # one process: the in-memory registry is the whole truth
 
     async def open(self) -> None:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        if self.migrate:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        else:  # creates no file either
+            if not os.path.isfile(self.path):
+                raise not_ready(0, SCHEMA_VERSION)
+            uri = Path(self.path).resolve().as_uri() + "?mode=rw"
+            conn = sqlite3.connect(uri, isolation_level=None, check_same_thread=False, uri=True)
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA busy_timeout = 5000")
@@ -92,8 +102,13 @@ class SqliteStorage:
         # and fsyncs the WAL and the database: every 10,000 pages (~40 MB of WAL) instead
         # of SQLite's 1,000. Durability of each commit does not depend on it.
         conn.execute("PRAGMA wal_autocheckpoint = 10000")
-        applied = migrate(conn, self.path)
-        if applied:
+        if not self.migrate:
+            try:
+                require_current(conn, self.path)
+            except BaseException:
+                conn.close()
+                raise
+        elif applied := migrate(conn, self.path):
             log.info("schema migrated", extra={"applied": applied})
         self._conn = conn
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 
+from orch8_server.storage.schema import not_ready
+
 _V1 = """
 CREATE TABLE IF NOT EXISTS tasks (
     seq INTEGER PRIMARY KEY,
@@ -282,13 +284,25 @@ MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> int:
-    """Bring the database to SCHEMA_VERSION; returns the number of steps applied."""
+def _version(conn: sqlite3.Connection, path: str) -> int:
     version: int = conn.execute("PRAGMA user_version").fetchone()[0]
     if version > SCHEMA_VERSION:
         raise RuntimeError(
             f"{path} has schema version {version}; this server knows {SCHEMA_VERSION}"
         )
+    return version
+
+
+def require_current(conn: sqlite3.Connection, path: str) -> None:
+    """--no-migrate: refuse a schema older than SCHEMA_VERSION instead of migrating it."""
+    version = _version(conn, path)
+    if version < SCHEMA_VERSION:
+        raise not_ready(version, SCHEMA_VERSION)
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> int:
+    """Bring the database to SCHEMA_VERSION; returns the number of steps applied."""
+    version = _version(conn, path)
     for step in range(version, SCHEMA_VERSION):
         conn.execute("BEGIN IMMEDIATE")
         try:
