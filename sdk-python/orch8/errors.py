@@ -209,6 +209,19 @@ class PermanentError(Exception):
         self.checkpoint = checkpoint
 
 
+class Yield(Exception):
+    """Give the task back to be run again later, without spending an attempt (P-SDK-32).
+
+    The worker releases the task with `checkpoint` (stored and handed to the next claim,
+    P-CKPT-1; None keeps the one stored) after `delay_ms` (clamped to 0..86,400,000).
+    """
+
+    def __init__(self, checkpoint: dict[str, Any] | None = None, *, delay_ms: int = 0) -> None:
+        super().__init__(f"task yielded (delay_ms={delay_ms})")
+        self.checkpoint = checkpoint
+        self.delay_ms = delay_ms
+
+
 def is_retryable_status(status: int) -> bool:
     """P-SDK-6 classifier for a handler's downstream calls: 408, 429, 5xx retryable."""
     return status in (408, 429) or 500 <= status <= 599

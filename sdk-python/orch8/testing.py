@@ -34,7 +34,7 @@ from .worker.context import TaskContext
 
 __all__ = ["Heartbeat", "LogLine", "Outcome", "ServerNotFoundError", "TestServer", "TestTask"]
 
-Status = Literal["completed", "failed", "cancelled", "lease_lost"]
+Status = Literal["completed", "failed", "released", "cancelled", "lease_lost"]
 
 MAX_BODY_BYTES = 1_048_576  # the server's default body limit (section 13)
 # P-ERR-5 refuses bodies nested deeper than 128 levels; a completion batch's body, its
@@ -71,6 +71,7 @@ class Outcome:
     retry_after_ms: int | None = None
     details: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
+    delay_ms: int | None = None  # `released`: the yield's delay (P-SDK-32)
 
 
 class TestTask:
@@ -168,6 +169,11 @@ class TestTask:
             attempt = _Attempt(error=message, retryable=True, code=SHUTDOWN)
         elif reason is not None:  # P-SDK-5: nothing is reported
             return Outcome(status="lease_lost" if reason == "lease_lost" else "cancelled")
+        elif attempt.release is not None:  # P-SDK-32: the handler yielded
+            release = attempt.release
+            return Outcome(
+                status="released", checkpoint=release.checkpoint, delay_ms=release.delay_ms
+            )
         elif attempt.ok:
             text = json.dumps(
                 attempt.output, ensure_ascii=False, separators=(",", ":"), allow_nan=False

@@ -22,9 +22,11 @@ from ..errors import (
     PermanentError,
     RetryableError,
     TaskCancelledError,
+    Yield,
     is_outage,
 )
 from ._logs import ERROR, cause_text
+from ._release import Release, TaskExpired, of_yield, unless_expired
 from ._report import Report, ReportRefused, bound_message
 from .backoff import Backoff
 from .context import TaskContext
@@ -53,6 +55,7 @@ class Outcome:
     retry_after_ms: int | None = None
     details: dict[str, Any] | None = None
     checkpoint: dict[str, Any] | None = None
+    release: Release | None = None  # P-SDK-32 / P-SDK-33: given back, not failed
 
     @property
     def ok(self) -> bool:
@@ -76,7 +79,14 @@ class Outcome:
 
 
 def classify(exc: BaseException) -> Outcome:
-    """P-SDK-6 / P-SDK-20: typed errors as they say, anything else retryable unhandled_error."""
+    """P-SDK-6 / P-SDK-20: typed errors as they say, anything else retryable unhandled_error.
+
+    A yield (P-SDK-32) and an expiry before the start (P-SDK-33) are releases, not failures.
+    """
+    if isinstance(exc, Yield):
+        return Outcome(error=exc, release=of_yield(exc))
+    if isinstance(exc, TaskExpired):
+        return Outcome(error=exc, release=Release("expired", good_until=exc.good_until))
     if isinstance(exc, RetryableError):
         return Outcome(
             error=exc,
@@ -140,6 +150,7 @@ class Slot:
     delivering: bool = False  # the handler ended and its result is on its way
     started: float = 0.0
     duration_ms: float = 0.0
+    good_until: datetime.datetime | None = None  # P-SDK-33: checked again right before the start
     # P-SDK-30: the lease's length when its poll answer arrived (expires_at minus that
     # moment, >= 0) and the loop time of the claim; the heartbeat loop paces itself by them.
     lease_ms: float | None = None
@@ -170,7 +181,9 @@ def start_handler(slot: Slot, executor: Executor) -> asyncio.Future[Any]:
     loop = asyncio.get_running_loop()
     if is_async(slot.handler):
         return asyncio.ensure_future(slot.handler(slot.ctx))
-    call = functools.partial(contextvars.copy_context().run, slot.handler, slot.ctx)
+    call = functools.partial(
+        contextvars.copy_context().run, unless_expired, slot.handler, slot.ctx, slot.good_until
+    )
     return loop.run_in_executor(executor, call)
 
 

@@ -31,6 +31,7 @@ from ._execute import (
     run_handler,
 )
 from ._logs import ERROR, INFO, WARNING, answer_fields, cause_text
+from ._release import EXPIRED, Release, deliver_release, expired
 from ._runtime import Settings, lease_heartbeat_ms
 from .backoff import Backoff
 from .observe import Observer
@@ -370,8 +371,11 @@ async def run_slot(deps: ExecutorDeps, slot: Slot) -> None:
     ctx = slot.ctx
     settled = False
     try:
-        deps.observer.started(ctx)
-        outcome = await run_handler(slot, deps.executor)
+        if expired(slot.good_until):  # P-SDK-33: it waited in the worker past its deadline
+            outcome = Outcome(release=Release(EXPIRED, good_until=slot.good_until))
+        else:
+            deps.observer.started(ctx)
+            outcome = await run_handler(slot, deps.executor)
         if slot.abandoned:
             settled = True
             return  # shutdown already reported and counted this attempt (P-SDK-7)
@@ -406,6 +410,11 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
     if ctx.is_cancelled:  # P-SDK-5 / P-SDK-19: no result once the signal fired
         return ctx.cancel_reason or "lease_lost"
     slot.delivering = True
+    if outcome.release is not None:
+        ended = await deliver_release(deps, ctx, outcome.release)
+        if ended == "released":
+            deps.observer.released(ctx, outcome.release, elapsed_ms(slot))
+        return ended
     if outcome.ok:
         verdict = await deps.completer.complete(slot, outcome.output)  # P-SDK-12
         if verdict.kind == "completed":

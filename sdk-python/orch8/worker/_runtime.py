@@ -255,7 +255,9 @@ class Runtime:
             previous.cancel("lease_lost")
             self.superseded.add(previous)
         handler = self.handlers.get(ctx.handler_name) or self._no_handler(ctx.handler_name)
-        slot = Slot(ctx=ctx, handler=handler)
+        deadline = claimed.get("good_until")
+        good_until = _wire.timestamp(deadline) if isinstance(deadline, str) else None
+        slot = Slot(ctx=ctx, handler=handler, good_until=good_until)
         self._pace_heartbeats(slot, time.time() if received_at is None else received_at)
         self.held[ctx.id] = slot
         if self.telemetry is not None:  # P-TEL-4: in_flight and free slots

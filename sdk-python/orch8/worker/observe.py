@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ._logs import DEBUG, INFO, WARNING, answer_fields, call_event, cause_text, emit
+from ._release import EXPIRED, YIELD, Release
 from .context import TaskContext
 
 
@@ -67,7 +68,8 @@ HOOKS = ("poll", "task_start", "task_complete", "task_fail", "task_abandoned", "
 class WorkerStats:
     """Counters since the worker started (P-SDK-11); `in_flight` is a snapshot.
 
-    Always: tasks_claimed = completed + failed + lease_lost + cancelled + in_flight.
+    Always: tasks_claimed = completed + failed + lease_lost + cancelled + released
+    + in_flight.
     """
 
     tasks_claimed: int = 0
@@ -75,6 +77,7 @@ class WorkerStats:
     tasks_failed: int = 0
     tasks_lease_lost: int = 0
     tasks_cancelled: int = 0
+    tasks_released: int = 0
     in_flight: int = 0
     polls: int = 0
     poll_errors: int = 0
@@ -196,6 +199,17 @@ class Observer:
             retryable=retryable,
         )
         self.fire("task_fail", TaskFailEvent(ctx, code, retryable, duration_ms))
+
+    def released(self, ctx: TaskContext, release: Release, duration_ms: float | None) -> None:
+        """The server took the task back: a yield (P-SDK-32) or an expiry (P-SDK-33)."""
+        self._settle("tasks_released", ctx, "released", None, duration_ms)
+        if release.reason == EXPIRED:
+            deadline = release.good_until.isoformat() if release.good_until else None
+            message = "task expired before it started; released without running"
+            self.line(INFO, "task_released", message, ctx, reason=EXPIRED, good_until=deadline)
+        else:
+            message = f"task yielded; released (delay {release.delay_ms} ms)"
+            self.line(DEBUG, "task_released", message, ctx, reason=YIELD, delay_ms=release.delay_ms)
 
     def abandoned(
         self,

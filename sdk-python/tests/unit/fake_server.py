@@ -144,6 +144,8 @@ class FakeServer:
             return httpx.Response(
                 200, json={"items": [outcome_item(i["task_id"]) for i in body["items"]]}
             )
+        if method == "POST" and path.endswith("/release"):  # P-SDK-32, P-SDK-33
+            return httpx.Response(200, json=task_outcome(path.split("/")[3], "pending"))
         if method == "POST" and path.endswith("/fail"):
             task_id = path.split("/")[3]
             with self.lock:
