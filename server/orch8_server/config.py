@@ -48,5 +48,6 @@ class Settings:
 
     @property
     def poller_window_ms(self) -> int:
-        """How long a poll keeps its worker counted as an active poller (P-OBS-1)."""
-        return self.max_wait_ms + 5_000
+        """How long after its poll ends a worker still counts as an active poller (P-OBS-1):
+        one heartbeat interval, the gap a live worker leaves between two polls."""
+        return self.heartbeat_interval_ms

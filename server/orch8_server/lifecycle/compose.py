@@ -73,12 +73,13 @@ def build(settings: Settings, storage: Storage, spans: ServerSpans | None = None
         Service("scheduled-promotion", reaper_s, lambda: reaper.promote_due(work)),
         Service("dead-workers", reaper_s, workers.sweep_dead),
         Service("poller-prune", reaper_s, _prune(pollers)),
-        Service("workflow-pump", IDLE_PUMP_S, _pump(workflows)),
+        pump := Service("workflow-pump", IDLE_PUMP_S, _pump(workflows)),
         Service("history-flush", FLUSH_S, history.flush, final=history.final_flush),
     ]
+    workflows.pump_service = pump
     if storage.multi_replica:
         services.append(
-            Service("poller-sharing", POLLER_SHARING_S, _share_pollers(storage, pollers, settings))
+            Service("poller-sharing", POLLER_SHARING_S, _share_pollers(storage, pollers))
         )
     return Engine(
         settings=settings, storage=storage, spans=spans, state=state, rng=rng,
@@ -103,15 +104,14 @@ def _pump(workflows: Workflows) -> Callable[[], Awaitable[bool]]:
     return tick
 
 
-def _share_pollers(
-    storage: Storage, pollers: PollerRegistry, settings: Settings
-) -> Callable[[], Awaitable[None]]:
+def _share_pollers(storage: Storage, pollers: PollerRegistry) -> Callable[[], Awaitable[None]]:
     async def tick() -> None:
         """P-OBS-1 across replicas: publish the pollers seen here (one row per poller at
         most) and merge those the other replicas saw."""
-        mine = pollers.take_local()
+        now = now_ms()
+        mine = pollers.take_local(now)
         try:
-            others = await storage.share_pollers(mine, now_ms() - settings.poller_window_ms)
+            others = await storage.share_pollers(mine, pollers.shared_horizon(now))
         except BaseException:  # storage outage: keep them for the next round
             pollers.put_back(mine)
             raise

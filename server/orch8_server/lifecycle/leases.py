@@ -97,8 +97,7 @@ class Leases:
         wait_ms = min(int(body.get("wait_ms", settings.wait_ms)), settings.max_wait_ms)
         start = timefmt.now_ms()
         keys = [wake_key(tenant, queue) for queue in queues]
-        for key in keys:
-            self.pollers.seen(worker_id, key, handlers, start)
+        poller = self.pollers.arrived(worker_id, keys, handlers)  # P-OBS-1
         deadline = start + wait_ms
 
         dispatcher = self.dispatcher
@@ -135,6 +134,7 @@ class Leases:
                 if gone is not None and gone.done():
                     return []
         finally:
+            self.pollers.left(poller, timefmt.now_ms())
             if sleeping:
                 backpressure.sleeping -= 1
             dispatcher.unpark(waiter)
