@@ -9,10 +9,10 @@ import type { ClaimedTask, TaskFailureReport, TaskHeartbeat, TaskLeaseStatus } f
 import { boundReport } from "../worker/bound.js";
 import { TaskContext } from "../worker/context.js";
 import { shutdownMessage } from "../worker/drain.js";
-import { ShutdownError } from "../worker/errors.js";
+import { ShutdownError, Yield } from "../worker/errors.js";
 import type { Handler } from "../worker/executor.js";
 import { checkOutput, InvalidOutputError } from "../worker/output.js";
-import { failureReport, invalidOutputReport, outputRejectedReport } from "../worker/report.js";
+import { failureReport, invalidOutputReport, outputRejectedReport, yieldRelease } from "../worker/report.js";
 import type { Logger } from "../worker/stats.js";
 import { TaskRun } from "../worker/task-run.js";
 
@@ -66,7 +66,7 @@ export interface LogLine {
 
 /** What the worker would report for the attempt (P-KIT-5); null where it reports nothing. */
 export interface Outcome {
-  status: "completed" | "failed" | "cancelled" | "lease_lost";
+  status: "completed" | "failed" | "released" | "cancelled" | "lease_lost";
   output: unknown;
   error: string | null;
   code: string | null;
@@ -74,9 +74,11 @@ export interface Outcome {
   retryAfterMs: number | null;
   details: Record<string, unknown> | null;
   checkpoint: Record<string, unknown> | null;
+  /** `released`: the yield's delay (P-SDK-32). */
+  delayMs: number | null;
 }
 
-const NOTHING = { output: null, error: null, code: null, retryable: null, retryAfterMs: null, details: null, checkpoint: null };
+const NOTHING = { output: null, error: null, code: null, retryable: null, retryAfterMs: null, details: null, checkpoint: null, delayMs: null };
 
 /** A claimed attempt for a unit test: the handler's inputs, records and triggers. */
 export class TestTask {
@@ -158,6 +160,10 @@ export class TestTask {
       return failed({ lease_id: LEASE_ID, error: this.shutdownMessage(), retryable: true, code: "shutdown" });
     }
     if (by !== undefined) return { status: by, ...NOTHING }; // P-SDK-5: nothing is reported
+    if (!ok && value instanceof Yield) {
+      const release = yieldRelease(value, LEASE_ID); // P-SDK-32
+      return { ...NOTHING, status: "released", checkpoint: release.checkpoint ?? null, delayMs: release.delay_ms ?? 0 };
+    }
     if (!ok) return failed(failureReport(value, LEASE_ID));
     try {
       checkOutput(value);
@@ -192,7 +198,7 @@ function failed(report: TaskFailureReport): Outcome {
   const r = boundReport(report); // P-SDK-27
   return {
     status: "failed", output: null, error: r.error, code: r.code ?? null, retryable: r.retryable ?? null,
-    retryAfterMs: r.retry_after_ms ?? null, details: r.details ?? null, checkpoint: r.checkpoint ?? null,
+    retryAfterMs: r.retry_after_ms ?? null, details: r.details ?? null, checkpoint: r.checkpoint ?? null, delayMs: null,
   };
 }
 

@@ -53,6 +53,29 @@ export class PermanentError extends Error {
   }
 }
 
+export interface YieldOptions {
+  /** Stored on the task and handed to the next claim (P-CKPT-1); none keeps the stored one. */
+  checkpoint?: Record<string, unknown>;
+  /** Wait this long before the task is claimable again; default 0, clamped to 0..86,400,000. */
+  delayMs?: number;
+}
+
+/**
+ * Throw from a handler to yield: the task goes back to its queue with the checkpoint,
+ * without spending an attempt, and the next claim resumes from it (P-SDK-32, seed 002).
+ */
+export class Yield extends Error {
+  readonly checkpoint: Record<string, unknown> | undefined;
+  readonly delayMs: number;
+
+  constructor(options: YieldOptions = {}) {
+    super(`task yielded (delayMs=${options.delayMs ?? 0})`);
+    this.name = "Yield";
+    this.checkpoint = options.checkpoint;
+    this.delayMs = options.delayMs ?? 0;
+  }
+}
+
 /** The reason a handler's signal fires when the grace period of a shutdown runs out (P-SDK-7). */
 export class ShutdownError extends Error {
   readonly code = "shutdown";

@@ -4,14 +4,15 @@ import type { Orch8Client } from "../client.js";
 import { Backoff, sleep } from "../backoff.js";
 import { LeaseLostError, Orch8Error, TaskCancelledError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
-import type { TaskFailureReport } from "../types.js";
+import type { TaskFailureReport, TaskRelease } from "../types.js";
 import { CompletionBatcher, OUTAGE_INITIAL_MS, OUTAGE_MAX_MS, refusesContent } from "./batcher.js";
 import { boundReport, refusedReport } from "./bound.js";
 import { describeCause } from "./cause.js";
 import { TaskContext } from "./context.js";
+import { Yield } from "./errors.js";
 import { taskFields, type WorkerLog } from "./logs.js";
 import { checkOutput, InvalidOutputError } from "./output.js";
-import { failureReport, invalidOutputReport, outputRejectedReport } from "./report.js";
+import { failureReport, invalidOutputReport, outputRejectedReport, yieldRelease } from "./report.js";
 import type { ErrorOperation, WorkerHooks } from "./stats.js";
 import type { LossReason, Outcome, TaskRun } from "./task-run.js";
 
@@ -19,6 +20,11 @@ import type { LossReason, Outcome, TaskRun } from "./task-run.js";
 export type Handler = (ctx: TaskContext) => unknown | Promise<unknown>;
 
 export { OUTAGE_INITIAL_MS, OUTAGE_MAX_MS };
+
+/** P-SDK-33: the worker's clock says the task's good_until has passed. */
+export function expired(goodUntil: string | null | undefined, now: number = Date.now()): boolean {
+  return typeof goodUntil === "string" && now >= Date.parse(goodUntil);
+}
 
 export interface ExecutorDeps {
   client: Orch8Client;
@@ -68,6 +74,13 @@ export class TaskExecutor {
 
   /** Runs the handler, then reports its result unless the run was settled meanwhile. */
   async execute(run: TaskRun): Promise<void> {
+    if (expired(run.task.good_until)) {
+      // P-SDK-33: it waited past its deadline (behind a handler that kept the event loop
+      // busy, say): never run it; released, the server ends it expired.
+      run.phase = "delivering";
+      await this.release(run, { lease_id: run.leaseId, delay_ms: 0 }, "expired");
+      return;
+    }
     const handler = this.d.handlers[run.task.handler_name];
     if (!handler) {
       // P-SDK-14: no handler here will ever run it; fail it for good at once.
@@ -103,6 +116,10 @@ export class TaskExecutor {
     // P-SDK-5: the lease went away (or shutdown already failed it): no stale result.
     if (run.settled) return;
     run.phase = "delivering";
+    if (!ok && value instanceof Yield) {
+      await this.release(run, yieldRelease(value, run.leaseId), "yield"); // P-SDK-32
+      return;
+    }
     if (!ok) {
       await this.fail(run, failureReport(value, run.leaseId));
       return;
@@ -188,6 +205,43 @@ export class TaskExecutor {
     }
   }
 
+  /**
+   * Gives the task back without spending an attempt (P-SDK-32, P-SDK-33), re-sending
+   * through outages until the lease deadline (P-SDK-9); any other refusal gives it up.
+   */
+  private async release(run: TaskRun, body: TaskRelease, reason: "yield" | "expired"): Promise<void> {
+    const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
+    const halt = run.stopDelivery.signal;
+    for (;;) {
+      try {
+        await this.d.client.releaseTask(run.task.id, body);
+        if (reason === "yield") {
+          this.d.log.line("debug", "task_released", `task yielded; released (delay ${body.delay_ms} ms)`,
+            { ...taskFields(run.task), reason, delay_ms: body.delay_ms ?? 0 });
+        } else {
+          this.d.log.line("info", "task_released", "task expired before it started; released without running",
+            { ...taskFields(run.task), reason, good_until: run.task.good_until });
+        }
+        this.finish(run, "released");
+        return;
+      } catch (err) {
+        this.d.error("release", err);
+        if (err instanceof LeaseLostError) return this.dropped(run, "lease_lost", err);
+        if (err instanceof TaskCancelledError) return this.dropped(run, "cancelled", err);
+        const left = Date.parse(run.leaseExpiresAt) - Date.now();
+        if (!isOutage(err) || left <= 0 || halt.aborted) {
+          if (run.outcome !== undefined) return;
+          const why = isOutage(err) ? "release still undeliverable at the lease deadline" : "release refused";
+          this.givenUp(run, "release", why, describeCause(err));
+          return;
+        }
+        const wait = Math.min(outageWait(err, backoff.next()), left);
+        this.d.log.callFailed("release", err, "release", `retrying in ${wait} ms`, { ...taskFields(run.task), retry_in_ms: wait });
+        await sleep(wait, halt);
+      }
+    }
+  }
+
   /** A result that never reached the server: the task comes back after its lease (P-SDK-9). */
   private undeliverable(run: TaskRun, what: "complete" | "fail", err: unknown): void {
     if (run.outcome !== undefined) return;
@@ -196,7 +250,7 @@ export class TaskExecutor {
   }
 
   /** P-SDK-31 `given_up`: no result reached the server; the task counts as lease lost. */
-  private givenUp(run: TaskRun, operation: "complete" | "fail", why: string, cause: string): void {
+  private givenUp(run: TaskRun, operation: "complete" | "fail" | "release", why: string, cause: string): void {
     this.d.log.line("error", "given_up", `${why}; task given up as lease lost`, { ...taskFields(run.task), operation }, cause);
     this.finish(run, "lease_lost");
   }

@@ -3,8 +3,8 @@ export { Worker, DEFAULT_CONCURRENCY, DEFAULT_GRACE_PERIOD_MS, DEFAULT_HEARTBEAT
 export type { WorkerOptions } from "./worker.js";
 export type { Handler } from "./executor.js";
 export { TaskContext } from "./context.js";
-export { RetryableError, PermanentError, ShutdownError, isRetryableStatus, errorForStatus } from "./errors.js";
-export type { RetryableErrorOptions, PermanentErrorOptions } from "./errors.js";
+export { RetryableError, PermanentError, ShutdownError, Yield, isRetryableStatus, errorForStatus } from "./errors.js";
+export type { RetryableErrorOptions, PermanentErrorOptions, YieldOptions } from "./errors.js";
 export type { WorkerStats, WorkerHooks, ErrorOperation, ErrorSite, Logger } from "./stats.js";
 export { consoleAtWarn } from "./stats.js";
 export { InvalidOutputError } from "./output.js";

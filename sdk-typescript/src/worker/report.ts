@@ -1,7 +1,8 @@
-// Turns what a handler threw into the failure report the server stores (P-SDK-6, P-SDK-20).
+// Turns what a handler threw into the failure report the server stores (P-SDK-6, P-SDK-20),
+// or into the release of a yield (P-SDK-32).
 import type { Orch8Error } from "../errors.js";
-import type { TaskFailureReport } from "../types.js";
-import { PermanentError, RetryableError } from "./errors.js";
+import type { TaskFailureReport, TaskRelease } from "../types.js";
+import { PermanentError, RetryableError, type Yield } from "./errors.js";
 import type { InvalidOutputError } from "./output.js";
 
 // Not cut here: every fail is bounded once, where it is sent (P-SDK-27, bound.ts).
@@ -41,4 +42,15 @@ export function outputRejectedReport(refusal: Orch8Error, leaseId: string): Task
     lease_id: leaseId, error: `output rejected by the server: ${refusal.message}`, retryable: false,
     code: "output_rejected", details: { status: refusal.status, code: refusal.code },
   };
+}
+
+/** The contract's bound of TaskRelease.delay_ms (P-SDK-32). */
+export const MAX_RELEASE_DELAY_MS = 86_400_000;
+
+/** The release a yield asks for: its checkpoint, its delay clamped to the contract's bounds. */
+export function yieldRelease(y: Yield, leaseId: string): TaskRelease {
+  const delay = Number.isFinite(y.delayMs) ? Math.round(y.delayMs) : 0;
+  const body: TaskRelease = { lease_id: leaseId, delay_ms: Math.min(Math.max(0, delay), MAX_RELEASE_DELAY_MS) };
+  if (y.checkpoint !== undefined) body.checkpoint = y.checkpoint;
+  return body;
 }

@@ -14,7 +14,9 @@ export interface WorkerStats {
   tasks_lease_lost: number;
   /** Tasks given up because they were cancelled. */
   tasks_cancelled: number;
-  /** Tasks held now; claimed = completed + failed + lease_lost + cancelled + in_flight. */
+  /** Releases the server acknowledged: yields (P-SDK-32), tasks expired before they started (P-SDK-33). */
+  tasks_released: number;
+  /** Tasks held now; claimed = completed + failed + lease_lost + cancelled + released + in_flight. */
   in_flight: number;
   /** Poll requests sent, failed ones included. */
   polls: number;
@@ -25,7 +27,7 @@ export interface WorkerStats {
 export type Counter = Exclude<keyof WorkerStats, "in_flight">;
 
 /** The worker's own call that failed, for `onError`. */
-export type ErrorOperation = "poll" | "heartbeat" | "complete" | "fail" | "register" | "deregister";
+export type ErrorOperation = "poll" | "heartbeat" | "complete" | "fail" | "release" | "register" | "deregister";
 
 /** @deprecated Old name of ErrorOperation. */
 export type ErrorSite = ErrorOperation;
@@ -66,6 +68,6 @@ export const consoleAtWarn: Logger = {
 export function emptyStats(): Omit<WorkerStats, "in_flight"> {
   return {
     tasks_claimed: 0, tasks_completed: 0, tasks_failed: 0, tasks_lease_lost: 0,
-    tasks_cancelled: 0, polls: 0, poll_errors: 0,
+    tasks_cancelled: 0, tasks_released: 0, polls: 0, poll_errors: 0,
   };
 }

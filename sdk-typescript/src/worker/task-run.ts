@@ -8,7 +8,7 @@ import { HandlerTimers } from "./handler-timers.js";
 export type RunPhase = "running" | "delivering" | "done";
 export type LossReason = "lease_lost" | "cancelled" | "shutdown";
 /** How a claimed task left the worker; each maps to one stats counter. */
-export type Outcome = "completed" | "failed" | "lease_lost" | "cancelled";
+export type Outcome = "completed" | "failed" | "lease_lost" | "cancelled" | "released";
 
 export class TaskRun {
   /** Fires the handler's AbortSignal (lease lost, cancelled, grace period over). */

@@ -152,7 +152,7 @@ export class Worker {
   /** Counters and the number of tasks held now (P-SDK-11). */
   stats(): WorkerStats {
     const c = this.counters;
-    const done = c.tasks_completed + c.tasks_failed + c.tasks_lease_lost + c.tasks_cancelled;
+    const done = c.tasks_completed + c.tasks_failed + c.tasks_lease_lost + c.tasks_cancelled + c.tasks_released;
     return { ...c, in_flight: c.tasks_claimed - done };
   }
 
