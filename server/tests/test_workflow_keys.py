@@ -19,6 +19,7 @@ from orch8_server.lifecycle.workflow_steps import (
     initial_state,
     task_key,
 )
+from orch8_server.lifecycle.workflow_tree import compile_definition
 
 # Names chosen to fool a naive join: the engine's own words, separators, escapes.
 IDS = [
@@ -64,16 +65,17 @@ def test_a_step_named_on_error_and_the_on_error_step_get_two_tasks_P_WF_4_P_WF_6
         "steps": [{"id": "on_error", "handler": "h", "fallback": {"handler": "fb"}}],
         "on_error": {"handler": "cleanup"},
     }
+    tree = compile_definition(definition, templates=False)  # stored before ids were reserved
     inst: dict[str, Any] = {"id": "inst_X", "input": {}, "status": "running",
-                            "state": initial_state(definition, {})}  # fmt: skip
+                            "state": initial_state(tree, {})}  # fmt: skip
     keys: list[str] = []
-    machine = Machine(inst, definition, now=1)
+    machine = Machine(inst, tree, now=1)
     machine.start()
     for _ in range(3):  # step, fallback, on_error: each fails or completes in turn
         (dispatch,) = machine.dispatches
         keys.append(dispatch.key)
         dispatch.record["task_id"] = dispatch.key  # as _apply does with the stored task
-        machine = Machine(inst, definition, now=2)
+        machine = Machine(inst, tree, now=2)
         last = dispatch.action["handler"] == "cleanup"
         assert machine.on_task(_task(dispatch, "completed" if last else "failed"))
     assert len(set(keys)) == 3, keys

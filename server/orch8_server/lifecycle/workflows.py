@@ -23,18 +23,25 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
-from orch8_server.lifecycle import transitions, workflow_defs, workflow_views
+from orch8_server.lifecycle import transitions, workflow_defs, workflow_tree, workflow_views
 from orch8_server.lifecycle.backpressure import Backpressure
 from orch8_server.lifecycle.effects import InstanceWaiters, UnitOfWork, Work
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE, new_task_row
 from orch8_server.lifecycle.transitions import UNFINISHED
-from orch8_server.lifecycle.workflow_steps import FINAL, Machine, initial_state
+from orch8_server.lifecycle.workflow_steps import (
+    FINAL,
+    Machine,
+    SubStart,
+    failure,
+    initial_state,
+)
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, Storage
 from orch8_server.storage.rows import NewInstanceRow, SequenceRow
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import NewInstance, NewSequence
+    from orch8_server.services import Service
 
 EVENT_BATCH = 100
 IDLE_PUMP_S = 0.2  # events of other replicas' tasks and of claim-time expiry: found by this
@@ -58,12 +65,18 @@ class Workflows:
         self.backpressure = backpressure
         self.waiters = waiters
         work.before_commit(self.advance)  # P-WF-5: in every unit that ends tasks
+        self._trees = workflow_tree.TreeCache()
+        self.pump_service: Service | None = None  # set by compose: a child's end wakes it
+
+    def _tree(self, seq: SequenceRow) -> workflow_tree.Tree:
+        """The compiled tree of a stored version (rows are never changed: cached)."""
+        key = (seq["tenant"], seq["name"], seq["version"], seq["created_at"])
+        return self._trees.get(key, seq["definition"])
 
     # Sequences (P-WF-1, P-WF-2) -----------------------------------------------------
 
     async def define(self, tenant: str, body: NewSequence) -> tuple[Any, bool]:
-        workflow_defs.validate(body)
-        definition = {"steps": body["steps"], "on_error": body.get("on_error")}
+        definition = workflow_defs.definition_of(body)
         now = timefmt.now_ms()
         async with self.storage.transaction() as tx:
             await tx.workflows.lock_sequence_name(tenant, body["name"])
@@ -107,18 +120,19 @@ class Workflows:
             seq = await tx.workflows.sequence(tenant, body["sequence"], version)
             if seq is None:
                 raise not_found("sequence", body["sequence"])
-            definition = seq["definition"]
+            tree = self._tree(seq)
             trace = {k: v for k, v in headers.items() if k in TRACE_HEADERS}
+            data, config = _input_of(body)
             inst: NewInstanceRow = {
                 "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
-                "version": seq["version"], "status": "running", "input": body.get("input", {}),
-                "output": None, "error": None, "state": initial_state(definition, trace),
+                "version": seq["version"], "status": "running", "input": data,
+                "output": None, "error": None, "state": initial_state(tree, trace, config),
                 "idempotency_key": body.get("idempotency_key"), "created_at": now,
                 "updated_at": now, "finished_at": None,
             }  # fmt: skip
             inst, created = await tx.workflows.insert_instance(inst)
             if created:
-                machine = Machine(inst, definition, now)
+                machine = Machine(inst, tree, now)
                 machine.start()
                 await self._apply(uow, machine)
         return workflow_views.instance(inst), created
@@ -133,10 +147,11 @@ class Workflows:
             seq = await tx.workflows.sequence(tenant, body["sequence"], body.get("version"))
         if seq is None:
             raise not_found("sequence", body["sequence"])
-        definition = seq["definition"]
-        probe = {"id": "inst_probe", "input": body.get("input", {}), "status": "running",
-                 "state": initial_state(definition, {}), "updated_at": now}  # fmt: skip
-        machine = Machine(probe, definition, now)
+        tree = self._tree(seq)
+        data, config = _input_of(body)
+        probe = {"id": "inst_probe", "input": data, "status": "running",
+                 "state": initial_state(tree, {}, config), "updated_at": now}  # fmt: skip
+        machine = Machine(probe, tree, now)
         machine.start()
         queues = [d.action.get("queue_name", DEFAULT_QUEUE) for d in machine.dispatches]
         backpressure = self.backpressure
@@ -200,7 +215,7 @@ class Workflows:
                 )
             seq = await tx.workflows.sequence(tenant, inst["sequence"], inst["version"])
             assert seq is not None  # an instance's version is never deleted
-            machine = Machine(inst, seq["definition"], now)
+            machine = Machine(inst, self._tree(seq), now)
             if op == "cancel":
                 machine.cancel()
             else:
@@ -219,20 +234,28 @@ class Workflows:
     # Applying the machine's actions, in the caller's unit of work ---------------------
 
     async def _apply(self, uow: UnitOfWork, machine: Machine, reason: str | None = None) -> None:
-        """Dispatch, arm and cancel what the machine decided; store the instance."""
+        """Start children, dispatch, arm and cancel what the machine decided; store the
+        instance; tell a parent instance when this one ended (P-WF-13)."""
         inst, now, tx = machine.inst, machine.now, uow.db
+        while machine.subs:  # a child that cannot start fails its block: maybe more to do
+            subs, machine.subs = machine.subs, []
+            for sub in subs:
+                await self._start_child(uow, machine, sub)
+        trace = inst["state"].get("headers") or {}
         for d in machine.dispatches:  # P-WF-4: a worker task per step, once per run
-            a = d.action
+            a, rec = d.action, d.record
+            context = {"instance_id": inst["id"], "step_id": rec["id"]}
+            if rec["key"] != rec["id"]:  # inside a loop body: which iteration
+                context["step_key"] = rec["key"]
             body = {"handler_name": a["handler"], "params": a.get("params", {}),
-                    "context": {"instance_id": inst["id"], "step_id": d.record["id"]},
-                    "headers": inst["state"].get("headers") or {}}  # fmt: skip
+                    "context": context, "headers": {**a.get("headers", {}), **trace}}  # fmt: skip
             for name in ("queue_name", "priority", "retry"):
                 if name in a:
                     body[name] = a[name]
             row = new_task_row(body, now, "", inst["tenant"])
             row["idempotency_key"] = d.key
             stored, created = await tx.insert_task(row)
-            d.record["task_id"] = stored["id"]
+            rec["task_id"] = stored["id"]
             if created:
                 uow.created.append(stored)
         for t in machine.timers:
@@ -243,9 +266,52 @@ class Workflows:
                 change = transitions.cancel(task, now, reason or "instance cancelled")
                 if change is not None:
                     await uow.apply(change)
+        for child_id in machine.sub_cancels:  # parent before child: the lock order
+            child = await tx.workflows.instance(child_id)
+            if child is not None and child["status"] == "running":
+                seq = await tx.workflows.sequence(
+                    child["tenant"], child["sequence"], child["version"]
+                )
+                assert seq is not None
+                child_machine = Machine(child, self._tree(seq), now)
+                child_machine.cancel()
+                await self._apply(uow, child_machine, reason)
         await tx.workflows.update_instance(inst)
         if inst["status"] in FINAL:
             uow.finished_instances.append(inst["id"])
+            parent = inst["state"].get("parent")
+            if parent is not None:  # the parent's pump reads this child (P-WF-13)
+                await tx.workflows.add_timer(inst["tenant"], parent["instance_id"],
+                                             parent["key"], parent["run"], now)  # fmt: skip
+                self._wake_pump()  # a pump run before this commit waits for it or retries
+
+    async def _start_child(self, uow: UnitOfWork, machine: Machine, sub: SubStart) -> None:
+        """P-WF-13: the child instance of a sub_sequence block, in the parent's unit."""
+        tx, now, parent = uow.db, machine.now, machine.inst
+        tenant = parent["tenant"]
+        seq = await tx.workflows.sequence(tenant, sub.sequence, sub.version)
+        if seq is None:
+            name = sub.sequence if sub.version is None else f"{sub.sequence} version {sub.version}"
+            machine.child_failed(sub.record, failure(f"no sequence {name}", "not_found"))
+            return
+        tree = self._tree(seq)
+        data = sub.input if isinstance(sub.input, dict) else {"value": sub.input}
+        state = initial_state(tree, parent["state"].get("headers") or {}, {})
+        state["parent"] = {"instance_id": parent["id"], "key": sub.record["key"],
+                           "run": machine.state["run"]}  # fmt: skip
+        state["depth"] = int(machine.state.get("depth", 0)) + 1
+        row: NewInstanceRow = {
+            "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
+            "version": seq["version"], "status": "running", "input": data, "output": None,
+            "error": None, "state": state, "idempotency_key": sub.key, "created_at": now,
+            "updated_at": now, "finished_at": None,
+        }  # fmt: skip
+        child, created = await tx.workflows.insert_instance(row)
+        sub.record["child_instance_id"] = child["id"]
+        if created:
+            child_machine = Machine(child, tree, now)
+            child_machine.start()
+            await self._apply(uow, child_machine)
 
     # Advancing (P-WF-5) ------------------------------------------------------------------
 
@@ -271,7 +337,7 @@ class Workflows:
 
     async def _advance(self, uow: UnitOfWork, events: list[Row]) -> None:
         tx, now = uow.db, uow.now
-        definitions: dict[tuple[str, str, int], Any] = {}
+        sequences: dict[tuple[str, str, int], SequenceRow] = {}
         by_instance: dict[str, list[Row]] = {}
         for e in events:
             by_instance.setdefault(e["instance_id"], []).append(e)
@@ -280,18 +346,41 @@ class Workflows:
             if inst is None or inst["status"] != "running":
                 continue
             key = (inst["tenant"], inst["sequence"], inst["version"])
-            if key not in definitions:  # a batch's instances mostly share one version
+            if key not in sequences:  # a batch's instances mostly share one version
                 found = await tx.workflows.sequence(*key)
                 assert found is not None  # an instance's version is never deleted
-                definitions[key] = found["definition"]
-            machine = Machine(inst, definitions[key], now)
+                sequences[key] = found
+            machine = Machine(inst, self._tree(sequences[key]), now)
             changed = False
             for e in by_instance[instance_id]:
                 if e["task_id"] is not None:
                     task = await tx.get_task(e["task_id"])
                     if task is not None and task["status"] in (*FINAL, "expired"):
                         changed |= machine.on_task(task)
+                elif machine.record_type(e["step_id"]) == "sub_sequence":
+                    child_id = machine.child_of(e["step_id"])
+                    child = None if child_id is None else await tx.workflows.instance(child_id)
+                    changed |= machine.on_child(e["step_id"], e["run"], child)
                 else:
                     changed |= machine.on_timer(e["step_id"], e["run"])
             if changed:
                 await self._apply(uow, machine)
+
+    def _wake_pump(self) -> None:
+        if self.pump_service is not None:
+            self.pump_service.poke()
+
+
+def _input_of(body: NewInstance) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The instance input and config: `input` or `context.data` (both equal), and
+    `context.config` (P-WF-10)."""
+    context = body.get("context") or {}
+    data = body.get("input")
+    if "data" in context:
+        if data is not None and data != context["data"]:
+            raise Problem(
+                "validation_error", "input and context.data differ; give one of them",
+                errors=[{"pointer": "/context/data", "detail": "differs from input"}],
+            )  # fmt: skip
+        data = context["data"]
+    return dict(data or {}), dict(context.get("config") or {})
