@@ -1,23 +1,41 @@
-"""Seed 000's curl calls, run verbatim with bash and curl (only the address differs)."""
+"""Seed 000's curl calls, run verbatim with bash and curl (only the address differs).
+
+The calls are a copy kept in the repository (data/seed000_worker_api.sh); when the shared
+folder beside the repository holds the seed, the copy is checked against it.
+"""
 
 from __future__ import annotations
 
 import re
 import shutil
 import subprocess
+import warnings
 from pathlib import Path
 
 import httpx
 from conftest import enqueue
 
 SEED = Path(__file__).resolve().parents[3] / "shared" / "seeds" / "000_73cd677872d35844.txt"
+COPY = Path(__file__).resolve().parent / "data" / "seed000_worker_api.sh"
+FIRST_LINE = "# Poll for a task"
 
 
 def _seed_block() -> str:
+    """The curl block as the repository's copy holds it (its header comment dropped)."""
+    text = COPY.read_text()
+    return text[text.index(FIRST_LINE) :].strip()
+
+
+def test_the_copy_is_the_seeds_block() -> None:
+    block = _seed_block()
+    assert block.count("curl ") == 3 and "Worker API" not in block
+    if not SEED.exists():  # a clone without ../shared: the copy alone is the test
+        warnings.warn(f"{SEED} not found: the copy in {COPY.name} is not compared", stacklevel=1)
+        return
     text = SEED.read_text()
-    start = text.index("# Poll for a task")
-    end = text.index("Worker API#")
-    return text[start:end].strip()
+    assert text[text.index(FIRST_LINE) : text.index("Worker API#")].strip() == block, (
+        f"seed 000's curl block changed: copy it again into {COPY}"
+    )
 
 
 def test_seed_curl_calls_work_verbatim(api: httpx.Client, server) -> None:
