@@ -76,15 +76,19 @@ def status_is(run: ScenarioRun, wanted: dict) -> bool:
 
 def late_result(run: ScenarioRun, step: dict, what: str) -> list[str]:
     """A result for a step's task that must be refused (a race loser's, P-WF-7's cancelled
-    step): sent as a plain curl worker would (no lease id, P-LEASE-4), after which the
-    instance's expectations must still hold."""
+    step), sent as its worker would have with the lease of its last attempt; the instance's
+    expectations are checked after it."""
     found = instance(run, step["instance"])
     task_id = step_task(found or {}, step["step"])
     if not task_id:
         return [f"{what}: instance {step['instance']} has no task for step {step['step']!r}"]
     want = step["answer"]
     try:
-        run.api.call("POST", f"/tasks/{task_id}/complete", {"output": step.get("output", {"late": True})})
+        lease_id = run.api.attempts(task_id)[-1]["lease_id"]
+        body = {"lease_id": lease_id, "output": step.get("output", {"late": True})}
+        run.api.call("POST", f"/workers/tasks/{task_id}/complete", body)
+    except IndexError:
+        return [f"{what}: step {step['step']!r}'s task was never claimed"]
     except ApiError as err:
         code = err.body.get("code") if isinstance(err.body, dict) else None
         if err.status == want["status"] and want.get("code", code) == code:
@@ -157,7 +161,7 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
             out.append(f"instance {ref}: no step {step_key!r} (keys: {', '.join(steps)})")
         elif not contains(got, want):
             out.append(f"instance {ref} step {step_key}: {short(got)}, expected it to contain {short(want)}")
-    out += [f"instance {ref}: step {k!r} ran: {short(steps[k])}" for k in exp.get("steps_absent", []) if k in steps]
+    out += [f"instance {ref}: step {k!r} ran: {short(steps[k])}" for k in exp.get("not_run", []) if ran(steps.get(k))]
     if "finish_order" in exp:
         out += finish_order(ref, steps, exp["finish_order"])
     for step_key, want in exp.get("child_instances", {}).items():
@@ -207,6 +211,11 @@ def wait_timed_out(run: ScenarioRun, ref: str, found: dict, worker: str) -> list
     return []
 
 
+def ran(step: dict | None) -> bool:
+    """A block that never ran is absent from `steps`, or listed `pending` and never started."""
+    return step is not None and (step.get("status") != "pending" or step.get("started_at") is not None)
+
+
 def finish_order(ref: str, steps: dict[str, dict], keys: list[str]) -> list[str]:
     """The steps finished in this order (e.g. for_each iterations finishing last to first,
     while the block's output stays in item order)."""
@@ -252,6 +261,8 @@ def saw_context(run: ScenarioRun, ref: str, found: dict, step_key: str) -> list[
         return [f"instance {ref} step {step_key}: {err}"]
     step_id = (step_runs(found).get(step_key) or {}).get("id", step_key)
     want = {"instance_id": found["id"], "step_id": step_id}
+    if step_key != step_id:  # a run inside a loop or for_each: which iteration it is
+        want["step_key"] = step_key
     if not isinstance(output, dict) or output.get("context") != want:
         seen = output.get("context") if isinstance(output, dict) else output
         return [f"instance {ref} step {step_key}: the handler saw context {short(seen)}, expected {short(want)}"]

@@ -50,7 +50,7 @@ CATCHES = {
     "ignores_tenant": ["tenant-isolation"],
     "stops_when_forbidden": ["forbidden-poll"],
     "drops_context": ["workflow-chain"],
-    "reports_cancelled_step": ["workflow-cancel-instance"],
+    "reports_cancelled_step": ["workflow-cancel-instance", "workflow-race"],
     "wait_returns_early": ["wait-instance"],
     "ignores_lost_lease": ["test-clock-skip-while-held"],
     "sleeps_between_polls": ["test-clock-skips-timers"],
