@@ -145,6 +145,7 @@ class Machine:
         for r in self.state["steps"]:
             self._children.setdefault(r["group"], []).append(r)
         self._agenda: deque[tuple[Any, ...]] = deque()
+        self._by_task: dict[str, dict[str, Any]] | None = None
 
     @property
     def state(self) -> dict[str, Any]:
@@ -473,10 +474,13 @@ class Machine:
         """A step's task reached a final state (P-WF-5); False if it is not current."""
         if not self._running():
             return False
-        candidates = [*self.state["steps"], self.state["on_error"] or {}]
-        rec = next((r for r in candidates if r.get("task_id") == task["id"]
-                    and r.get("status") == "running"), None)  # fmt: skip
-        if rec is None:
+        if self._by_task is None:  # built once: a batch of 100 ends hits one machine
+            self._by_task = {r["task_id"]: r for r in self.state["steps"] if r["task_id"]}
+            on_error = self.state["on_error"]
+            if on_error is not None and on_error["task_id"]:
+                self._by_task[on_error["task_id"]] = on_error
+        rec = self._by_task.get(task["id"])
+        if rec is None or rec["status"] != "running" or rec["task_id"] != task["id"]:
             return False
         self._touch()
         rec["attempts"] += int(task["attempt"])
