@@ -40,6 +40,32 @@ type PermanentError struct {
 func (e *PermanentError) Error() string { return errText(e.Err, "permanent error") }
 func (e *PermanentError) Unwrap() error { return e.Err }
 
+// YieldError gives the task back to be run again later without spending an attempt
+// (P-SDK-32, seed 002): the worker releases it with Checkpoint after Delay. Build it with
+// Yield; find it with errors.As.
+type YieldError struct {
+	// Checkpoint is stored and handed to the next claim (P-CKPT-1); nil keeps the last one.
+	Checkpoint map[string]any
+	// Delay before the task can be claimed again; clamped to 0..24 h (the contract's bounds).
+	Delay time.Duration
+}
+
+func (e *YieldError) Error() string { return fmt.Sprintf("task yielded (delay %s)", e.Delay) }
+
+// Yield is what a handler returns to yield: return nil, orch8.Yield(checkpoint, delay).
+func Yield(checkpoint map[string]any, delay time.Duration) error {
+	return &YieldError{Checkpoint: checkpoint, Delay: delay}
+}
+
+// maxReleaseDelay is the contract's bound of TaskRelease.delay_ms.
+const maxReleaseDelay = 86_400_000 * time.Millisecond
+
+// yieldRelease is the release a yield asks for (P-SDK-32), for the claim's lease.
+func yieldRelease(y *YieldError, leaseID string) TaskRelease {
+	delay := min(max(y.Delay, 0), maxReleaseDelay)
+	return TaskRelease{LeaseID: Ptr(leaseID), DelayMs: Ptr(int(delay / time.Millisecond)), Checkpoint: y.Checkpoint}
+}
+
 // Retryable marks err as retryable, asking for a delay of after (zero: the server's backoff).
 func Retryable(err error, after time.Duration) error {
 	return &RetryableError{Err: err, After: after}

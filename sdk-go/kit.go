@@ -3,6 +3,7 @@ package orch8
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -24,19 +25,24 @@ func KitTask(ct ClaimedTask, heartbeat func(ctx context.Context, body TaskHeartb
 
 // KitRun calls h as the worker does (a panic is an unhandled_error) and returns the JSON
 // the worker would complete with, or else the fail it would send, bounded (P-SDK-6,
-// P-SDK-15, P-SDK-20, P-SDK-27).
-func KitRun(ctx context.Context, h Handler, t *Task) (json.RawMessage, *TaskFailureReport) {
+// P-SDK-15, P-SDK-20, P-SDK-27), or else the release of a yield (P-SDK-32).
+func KitRun(ctx context.Context, h Handler, t *Task) (json.RawMessage, *TaskFailureReport, *TaskRelease) {
 	output, err := callHandler(ctx, h, t)
+	var y *YieldError
+	if errors.As(err, &y) {
+		rel := yieldRelease(y, t.LeaseID)
+		return nil, nil, &rel
+	}
 	if err != nil {
 		rep := boundFailure(failureFor(err))
-		return nil, &rep
+		return nil, &rep, nil
 	}
 	raw, jerr := json.Marshal(output)
 	if jerr != nil {
 		rep := boundFailure(invalidOutput(jerr))
-		return nil, &rep
+		return nil, &rep, nil
 	}
-	return raw, nil
+	return raw, nil, nil
 }
 
 // KitRefused is the fail the worker sends when the server refuses a completion on its own

@@ -96,6 +96,7 @@ const (
 	OutcomeFailed    = "failed"
 	OutcomeLeaseLost = "lease_lost"
 	OutcomeCancelled = "cancelled"
+	OutcomeReleased  = "released" // a yield (P-SDK-32) or an expiry before the start (P-SDK-33)
 	PollClaimed      = "claimed"
 	PollEmpty        = "empty"
 	PollError        = "error"

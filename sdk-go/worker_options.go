@@ -123,24 +123,26 @@ const (
 	OpHeartbeat  = "heartbeat"
 	OpComplete   = "complete"
 	OpFail       = "fail"
+	OpRelease    = "release"
 	OpRegister   = "register"
 	OpDeregister = "deregister"
 )
 
 // ErrorEvent is the payload of Hooks.OnError.
 type ErrorEvent struct {
-	Operation string // OpPoll, OpHeartbeat, OpComplete, OpFail, OpRegister or OpDeregister
+	Operation string // OpPoll, OpHeartbeat, OpComplete, OpFail, OpRelease, OpRegister or OpDeregister
 	Err       error
 }
 
 // Stats are the worker's counters (P-SDK-11). At any moment TasksClaimed = TasksCompleted
-// + TasksFailed + TasksLeaseLost + TasksCancelled + InFlight.
+// + TasksFailed + TasksLeaseLost + TasksCancelled + TasksReleased + InFlight.
 type Stats struct {
 	TasksClaimed   int64 `json:"tasks_claimed"`    // tasks received from polls
 	TasksCompleted int64 `json:"tasks_completed"`  // completions the server acknowledged
 	TasksFailed    int64 `json:"tasks_failed"`     // fails of any kind the server acknowledged
 	TasksLeaseLost int64 `json:"tasks_lease_lost"` // given up: lease lost or result undeliverable
 	TasksCancelled int64 `json:"tasks_cancelled"`  // given up: the task was cancelled
+	TasksReleased  int64 `json:"tasks_released"`   // released: yields (P-SDK-32), expired before the start (P-SDK-33)
 	InFlight       int64 `json:"in_flight"`        // tasks held now
 	Polls          int64 `json:"polls"`            // poll requests sent, failed ones included
 	PollErrors     int64 `json:"poll_errors"`      // poll requests that failed

@@ -29,6 +29,7 @@ const (
 	outcomeFailed
 	outcomeLeaseLost
 	outcomeCancelled
+	outcomeReleased // given back: a yield (P-SDK-32) or an expiry before the start (P-SDK-33)
 )
 
 // run is one claimed task inside the worker: its handler's context and where it stands.
@@ -219,6 +220,16 @@ func (w *Worker) drop(r *run, cause error) (string, bool) {
 func (w *Worker) execute(r *run) {
 	defer w.finish(r)
 	t := r.task
+	if expired(t.GoodUntil, time.Now()) {
+		// P-SDK-33: it waited past its deadline before a handler could start: never run it;
+		// released, the server ends it expired.
+		w.reported(r)
+		r.mu.Lock()
+		r.phase = phaseDelivering
+		r.mu.Unlock()
+		w.deliverRelease(r, TaskRelease{LeaseID: Ptr(t.LeaseID), DelayMs: Ptr(0)}, ReleaseExpired)
+		return
+	}
 	if r.handler == nil {
 		w.reported(r)
 		w.failNoHandler(r)
@@ -238,6 +249,11 @@ func (w *Worker) execute(r *run) {
 	r.phase = phaseDelivering
 	r.mu.Unlock()
 
+	var y *YieldError
+	if errors.As(err, &y) {
+		w.deliverRelease(r, yieldRelease(y, t.LeaseID), ReleaseYield) // P-SDK-32
+		return
+	}
 	if err != nil {
 		w.deliverFailure(r, failureFor(err), time.Time{})
 		return
@@ -332,6 +348,8 @@ func (w *Worker) release(r *run) {
 			s.TasksFailed++
 		case outcomeCancelled:
 			s.TasksCancelled++
+		case outcomeReleased:
+			s.TasksReleased++
 		default:
 			s.TasksLeaseLost++
 		}

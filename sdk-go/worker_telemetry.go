@@ -56,6 +56,8 @@ func outcomeName(o outcome) string {
 		return OutcomeFailed
 	case outcomeCancelled:
 		return OutcomeCancelled
+	case outcomeReleased:
+		return OutcomeReleased
 	}
 	return OutcomeLeaseLost
 }

@@ -43,10 +43,11 @@ type scripted struct {
 	rejectedPolls int
 	directive     string                        // the worker heartbeat's directive; "running" when empty
 	taskHeartbeat func(id string) (int, string) // per-task heartbeat answer; 200 when nil
+	goodUntil     map[string]string             // the claimed task's good_until (RFC 3339); null when absent (P-SDK-33)
 }
 
 func newScripted(t *testing.T) (*scripted, *Client) {
-	s := &scripted{t: t, handler: map[string]string{}, queueOf: map[string]string{}, leaseOf: map[string]string{}}
+	s := &scripted{t: t, handler: map[string]string{}, queueOf: map[string]string{}, leaseOf: map[string]string{}, goodUntil: map[string]string{}}
 	srv := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(srv.Close)
 	c, err := NewClient(Config{BaseURL: srv.URL})
@@ -107,6 +108,9 @@ func (s *scripted) serve(w http.ResponseWriter, r *http.Request) {
 			directive = "running"
 		}
 		writeJSON(w, 200, map[string]any{"directive": directive, "heartbeat_interval_ms": 40, "tasks": tasks})
+	case strings.HasSuffix(r.URL.Path, "/release"): // P-SDK-32, P-SDK-33
+		writeJSON(w, 200, map[string]any{"task_id": strings.Split(r.URL.Path, "/")[3], "status": "pending", "attempt": 0,
+			"attempts_left": 3, "next_attempt_at": nil, "error_code": nil})
 	case r.URL.Path == "/workers/tasks/complete/batch":
 		s.completeBatch(w, rec)
 	case strings.HasSuffix(r.URL.Path, "/complete") || strings.HasSuffix(r.URL.Path, "/fail"):
@@ -158,7 +162,8 @@ func (s *scripted) poll(w http.ResponseWriter, rec recorded) {
 		id := s.queue[0]
 		s.queue = s.queue[1:]
 		body := strings.NewReplacer(`"task_1"`, fmt.Sprintf("%q", id), `"lease_1"`, fmt.Sprintf("%q", cmp.Or(s.leaseOf[id], "lease_"+id)),
-			`"echo"`, fmt.Sprintf("%q", s.handler[id]), `"default"`, fmt.Sprintf("%q", cmp.Or(s.queueOf[id], "default"))).Replace(claimedJSON)
+			`"echo"`, fmt.Sprintf("%q", s.handler[id]), `"default"`, fmt.Sprintf("%q", cmp.Or(s.queueOf[id], "default")),
+			`"good_until":null`, `"good_until":`+cmp.Or(strconvQuote(s.goodUntil[id]), "null")).Replace(claimedJSON)
 		claimed = append(claimed, json.RawMessage(body))
 	}
 	s.mu.Unlock()
@@ -167,6 +172,14 @@ func (s *scripted) poll(w http.ResponseWriter, rec recorded) {
 		claimed = []json.RawMessage{}
 	}
 	writeJSON(w, 200, map[string]any{"tasks": claimed, "next_poll_after_ms": 0})
+}
+
+// strconvQuote is s as a JSON string, or "" for "".
+func strconvQuote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return fmt.Sprintf("%q", s)
 }
 
 func (s *scripted) sent(method, pathSuffix string) []recorded {

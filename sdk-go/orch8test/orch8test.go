@@ -70,7 +70,8 @@ type LogLine struct {
 }
 
 // Outcome is what the worker would report for the attempt (P-KIT-5). Status is completed,
-// failed, cancelled or lease_lost; Output, Details and Checkpoint are as JSON stores them.
+// failed, released (a yield, P-SDK-32), cancelled or lease_lost; Output, Details and
+// Checkpoint are as JSON stores them.
 type Outcome struct {
 	Status     string
 	Output     any
@@ -80,6 +81,8 @@ type Outcome struct {
 	RetryAfter time.Duration
 	Details    map[string]any
 	Checkpoint map[string]any
+	// Delay is a released task's delay before its next claim (P-SDK-32).
+	Delay time.Duration
 }
 
 // TestTask is a claimed attempt for a unit test: the handler's inputs, records and triggers.
@@ -245,7 +248,7 @@ func (tt *TestTask) Run(ctx context.Context, h orch8.Handler) Outcome {
 	}
 	tt.mu.Unlock()
 
-	raw, failure := orch8.KitRun(hctx, h, tt.Task)
+	raw, failure, release := orch8.KitRun(hctx, h, tt.Task)
 
 	tt.mu.Lock()
 	reason := tt.reason
@@ -259,6 +262,9 @@ func (tt *TestTask) Run(ctx context.Context, h orch8.Handler) Outcome {
 		return Outcome{Status: reason}
 	case failure != nil:
 		return failed(*failure)
+	case release != nil:
+		return Outcome{Status: "released", Checkpoint: asStored(release.Checkpoint),
+			Delay: time.Duration(*release.DelayMs) * time.Millisecond}
 	}
 	var stored any
 	if err := json.Unmarshal(raw, &stored); err != nil {

@@ -52,3 +52,13 @@ func TestATaskRunsOnce(t *testing.T) {
 	}()
 	tt.Run(context.Background(), func(context.Context, *orch8.Task) (any, error) { return nil, nil })
 }
+
+// P-KIT-5, P-SDK-32: a yield is reported as released with its checkpoint and delay.
+func TestYieldIsReleased(t *testing.T) {
+	out := orch8test.NewTestTask(orch8test.Options{}).Run(context.Background(), func(ctx context.Context, task *orch8.Task) (any, error) {
+		return nil, orch8.Yield(map[string]any{"page": 3}, 50*time.Millisecond)
+	})
+	if out.Status != "released" || out.Checkpoint["page"] != 3.0 || out.Delay != 50*time.Millisecond || out.Code != "" {
+		t.Fatalf("outcome %+v", out)
+	}
+}
