@@ -225,20 +225,25 @@ _DEPRECATED: list[tuple[str, str, str, str]] = [
 ]
 
 
+_DESCRIPTION = (
+    "Orch8 external-worker reference server. Every flag has an ORCH8_* environment "
+    "equivalent; flags win. `orch8-server keys new|hash --help` makes API keys for "
+    "--keys-file; `orch8-server migrate --help` applies the schema migrations alone."
+)
+
+
 def parse_settings(argv: list[str] | None = None) -> Settings:
     """Flags, then ORCH8_* environment, then the defaults of Settings."""
     return parse_settings_and_warnings(argv)[0]
 
 
-def parse_settings_and_warnings(argv: list[str] | None = None) -> tuple[Settings, list[str]]:
+def parse_settings_and_warnings(
+    argv: list[str] | None = None, prog: str = "orch8-server", description: str = _DESCRIPTION
+) -> tuple[Settings, list[str]]:
     """Like parse_settings, plus the warnings (deprecated options, a lease shorter than
-    three heartbeat intervals) to log once logging is set up."""
-    parser = argparse.ArgumentParser(
-        prog="orch8-server",
-        description="Orch8 external-worker reference server. Every flag has an ORCH8_* "
-        "environment equivalent; flags win. `orch8-server keys new|hash --help` makes API keys "
-        "for --keys-file; `orch8-server migrate --help` applies the schema migrations alone.",
-    )
+    three heartbeat intervals) to log once logging is set up. `prog` and `description`
+    are a sub-command's that takes the server's options (`orch8-server migrate`)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--version", action="version", version=f"orch8-server {__version__}")
     for flag, env, _, kind, help_text in _OPTIONS:
         parser.add_argument(flag, type=kind, default=None, help=f"{help_text} [{env}]")

@@ -73,7 +73,8 @@ def test_sqlite_migrate_is_a_deploy_step_and_no_migrate_creates_nothing(tmp_path
     first = _run("migrate", ORCH8_DATABASE_URL=str(db))  # the server's env variable
     assert first.returncode == 0, first.stderr
     assert first.stdout == f"schema at version {version}, applied {version} migrations\n"
-    again = _run("migrate", "--db", str(db))
+    # The servers' own options are accepted (a deploy passes them on); only --db is used.
+    again = _run("migrate", "--db", str(db), "--no-migrate", "--lease-ms", "30000")
     assert again.returncode == 0 and again.stdout == f"already at version {version}\n"
 
     server = launch(db, tmp_path / "s.log", **{"no-migrate": True})
