@@ -253,8 +253,9 @@ def workflows(c: Consumer) -> None:
         expect(
             printed
             == [
-                "completed {'published': 'https://cdn.example.com/cat.png?w=200', 'step': 'publish'}",
-                "[('resize', 'completed'), ('publish', 'completed')]",
+                "completed {'archived': 'https://cdn.example.com/cat.png?w=200', 'why': 'private images are not published'}",
+                "[('resize', None, 'completed'), ('delivery', None, 'completed'), ('publish', 'try', 'failed'), "
+                "('archive', 'catch', 'completed')]",
             ],
             f"workflows printed {printed}",
         )

@@ -19,18 +19,23 @@ def _readme_block(name: str) -> str:
 
 
 def test_p_sdk_25_readme_workflow_example_runs(server, client, monkeypatch, capsys) -> None:
-    """The README's "Workflows" example, as written: two steps, the SDK's Worker, a wait."""
+    """The README's "Workflows" example, as written: blocks with templates, a try_catch whose
+    catch reads the failed step's error, the SDK's Worker, a wait."""
     monkeypatch.setenv("ORCH8_URL", server.url)
     names: dict[str, object] = {"__name__": "readme_workflows"}
     exec(_readme_block("workflows"), names)
     printed = capsys.readouterr().out.splitlines()
     assert printed == [
-        "completed {'published': 'https://cdn.example.com/cat.png?w=200', 'step': 'publish'}",
-        "[('resize', 'completed'), ('publish', 'completed')]",
+        "completed {'archived': 'https://cdn.example.com/cat.png?w=200', 'why': 'private images are not published'}",
+        "[('resize', None, 'completed'), ('delivery', None, 'completed'), ('publish', 'try', 'failed'), "
+        "('archive', 'catch', 'completed')]",
     ]
     done = names["done"]
-    tasks = client.list_tasks(instance_id=done.id).tasks  # type: ignore[attr-defined]
-    assert sorted(t.context["step_id"] for t in tasks) == ["publish", "resize"]
+    tasks = {t.context["step_id"]: t for t in client.list_tasks(instance_id=done.id).tasks}  # type: ignore[attr-defined]
+    assert sorted(tasks) == ["archive", "publish", "resize"]
+    # Whole-string templates keep the value's JSON type (P-WF-12).
+    assert tasks["resize"].params.to_dict() == {"image": "cat.png", "width": 200}
+    assert tasks["publish"].params["private"] is True
     assert not names["runner"].is_alive()  # type: ignore[attr-defined]
 
 
