@@ -80,7 +80,10 @@ const workflow: Scenario = {
   run: (project) => withServer(async (server) => {
     const { code, out } = await project.run("workflow.ts", { ORCH8_URL: server.url });
     assert.equal(code, 0, out);
-    assert.equal(out.trim(), 'completed {"published":true,"url":"https://example.com/cat.png?w=800"}');
+    assert.equal(out.trim(), [
+      'completed {"archived":"https://example.com/cat.png?w=800","why":"private images are not published"}',
+      "resize:-:completed delivery:-:completed publish:try:failed archive:catch:completed",
+    ].join("\n"));
   }),
 };
 

@@ -26,7 +26,7 @@ test("the README's Workflows block is examples/workflow.ts, verbatim", () => {
   assert.equal(block, example.slice(example.indexOf("import {")));
 });
 
-test("P-SDK-25 examples/workflow.ts (the README's Workflows) runs both steps and prints the final output", async () => {
+test("P-SDK-25 examples/workflow.ts (the README's Workflows) runs its blocks, the catch recovers, and it prints the final output", async () => {
   const child = spawn(process.execPath, ["--import", "tsx", EXAMPLE], {
     cwd: SDK_DIR, env: { ...process.env, ORCH8_URL: server.url }, stdio: ["ignore", "pipe", "pipe"],
   });
@@ -38,9 +38,21 @@ test("P-SDK-25 examples/workflow.ts (the README's Workflows) runs both steps and
   const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
   clearTimeout(timer);
   assert.equal(code, 0, `${out}\n${err}`);
-  assert.equal(out.trim(), 'completed {"published":true,"url":"https://example.com/cat.png?w=800"}');
+  assert.equal(out.trim(), [
+      'completed {"archived":"https://example.com/cat.png?w=800","why":"private images are not published"}',
+      "resize:-:completed delivery:-:completed publish:try:failed archive:catch:completed",
+    ].join("\n"));
   const [inst] = (await client.listInstances({ sequence: "thumbnail" })).instances;
-  assert.deepEqual(inst?.steps.map((s) => [s.id, s.status]), [["resize", "completed"], ["publish", "completed"]]);
+  assert.deepEqual(inst?.steps.map((s) => [s.key, s.group, s.lane, s.status]), [
+    ["resize", null, null, "completed"],
+    ["delivery", null, null, "completed"],
+    ["publish", "delivery", "try", "failed"],
+    ["archive", "delivery", "catch", "completed"],
+  ]);
+  // Whole-string templates keep the value's JSON type (P-WF-12).
+  const tasks = (await client.listTasks({ instance_id: inst!.id })).tasks;
+  const resize = tasks.find((t) => t.context?.step_id === "resize");
+  assert.deepEqual(resize?.params, { url: "https://example.com/cat.png", width: 800 });
 });
 
 test("P-SDK-25 waitInstance returns a failed instance as final, not as an error", async () => {
