@@ -20,6 +20,9 @@ type (
 	Step                = api.Step
 	StepAction          = api.StepAction
 	StepParams          = api.StepParams
+	BlockType           = api.BlockType
+	BlockList           = api.BlockList
+	Route               = api.Route
 	ListSequencesParams = api.ListSequencesParams
 	GetSequenceParams   = api.GetSequenceParams
 	NewInstance         = api.NewInstance
@@ -31,6 +34,18 @@ type (
 	ListInstancesParams = api.ListInstancesParams
 	GetInstanceParams   = api.GetInstanceParams
 	GetTaskParams       = api.GetTaskParams
+)
+
+// Block types of Orch8's sequence format (P-WF-11), for Step.Type.
+const (
+	BlockStep        = api.BlockTypeStep
+	BlockParallel    = api.BlockTypeParallel
+	BlockRace        = api.BlockTypeRace
+	BlockRouter      = api.BlockTypeRouter
+	BlockTryCatch    = api.BlockTypeTryCatch
+	BlockLoop        = api.BlockTypeLoop
+	BlockForEach     = api.BlockTypeForEach
+	BlockSubSequence = api.BlockTypeSubSequence
 )
 
 // Instance and step states, as on the wire (P-WF-10).

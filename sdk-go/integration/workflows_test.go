@@ -28,13 +28,20 @@ func runWorkflowExample(t *testing.T, bin string) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("example: %v\n%s", err, tail(logs.String(), 4000))
 	}
-	if got, want := strings.TrimSpace(stdout.String()), `completed {"published":"https://cdn.example/200/cat.png"}`; got != want {
+	want := `completed {"archived":"https://cdn.example/200/cat.png","why":"private images are not published"}` +
+		"\nresize:-:completed delivery:-:completed publish:try:failed archive:catch:completed"
+	if got := strings.TrimSpace(stdout.String()); got != want {
 		t.Fatalf("example printed %q, want %q", got, want)
 	}
 	c := newClient(t, s, nil)
 	page, err := c.ListInstances(context.Background(), &orch8.ListInstancesParams{Sequence: orch8.Ptr("thumbnail")})
-	if err != nil || len(page.Instances) != 1 || page.Instances[0].Steps[1].Status != orch8.StepCompleted {
+	if err != nil || len(page.Instances) != 1 {
 		t.Fatalf("instances %+v, %v", page, err)
+	}
+	// The catch ran inside the try_catch block: its run names the block and the lane.
+	archive := page.Instances[0].Steps[3]
+	if archive.Key != "archive" || archive.Group == nil || *archive.Group != "delivery" || archive.Type != orch8.BlockStep {
+		t.Fatalf("archive's run %+v", archive)
 	}
 }
 
