@@ -6,8 +6,10 @@ router / loop / for_each blocks) are rows of these tables.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import string
+import sys
 from typing import Any
 
 import pytest
@@ -68,6 +70,9 @@ VALUES = [
     # literals and paths
     ("42", 42),
     ("-1.5e2", -150.0),
+    ("-9223372036854775808", -(2**63)),
+    ("18446744073709551615", 2**64 - 1),
+    ("-1e300", -1e300),
     ('"a\\"b\\u00e9\\n"', 'a"b\u00e9\n'),
     ("null", None),
     ('[1, "x", [true], null]', [1, "x", [True], None]),
@@ -102,6 +107,9 @@ VALUES = [
     ('"1" == 1', False),
     ("1 == 1.0", True),
     ("true == 1", False),
+    ("true == true", True),
+    ("false != false", False),
+    ("context.data.flag == true", True),
     ("null == false", False),
     ("null == context.data.nothing", True),
     ('context.data.tags == ["vip", "beta"]', True),
@@ -213,6 +221,7 @@ PARSE_ERRORS = [
     ("007", 0, "a number cannot start with 0"),
     ("1e999", 0, "number out of range"),
     ("99999999999999999999999", 0, "integer out of the 64-bit range"),
+    ("-9223372036854775809", 1, "integer out of the 64-bit range"),
     ("a # b", 2, "unexpected character '#'"),
     ("x \u00a0", 2, "unexpected character"),
     ("\u0663", 0, "unexpected character"),  # an Arabic-Indic digit is not a JSON digit
@@ -271,6 +280,31 @@ def test_nesting_and_length_limits() -> None:
     assert parse(" && ".join(["true"] * 500)).evaluate(lookup) is True
     with pytest.raises(ExpressionError, match="longer than 4096 characters"):
         parse(chain + "+1")
+
+
+def test_deepest_accepted_expressions_need_a_small_stack() -> None:
+    """MAX_DEPTH keeps parse and evaluate far below Python's recursion limit (1,000), with
+    room for the caller's own frames: the deepest accepted shapes need under 250."""
+    shapes = [
+        "(" * MAX_DEPTH + "1" + ")" * MAX_DEPTH,
+        "len(" * MAX_DEPTH + "x" + ")" * MAX_DEPTH,
+        "[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH,
+        "x ? 1 : " * MAX_DEPTH + "0",
+        "len([-(" * (MAX_DEPTH // 4) + "x" + ")])" * (MAX_DEPTH // 4),
+        "(x || x && x == x + x * -" * (MAX_DEPTH // 7) + "x" + ")" * (MAX_DEPTH // 7),
+    ]
+    frame, here = sys._getframe(), 0
+    while frame is not None:
+        frame, here = frame.f_back, here + 1  # type: ignore[assignment]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(here + 250)
+    try:
+        for text in shapes:
+            expr = parse(text)
+            with contextlib.suppress(EvaluationError):
+                expr.evaluate(lambda _path: [1])
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ from orch8_server.lifecycle.expression_values import (
     COMPARISONS,
     FUNCTIONS,
     INT_MAX,
+    INT_MIN,
     EvaluationError,
     in_range,
     is_number,
@@ -57,16 +58,22 @@ class _Token(NamedTuple):
     pos: int
 
 
-_SPACE = re.compile(r"[ \t\r\n]*")
-_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+# One match per token, after optional JSON whitespace; no group matched = a bad character.
+_TOKEN = re.compile(
+    r"""[ \t\r\n]*(?:
+      (?P<num>[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
+    | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
+    | (?P<str>"(?:[^"\\]|\\.)*")
+    | (?P<op>==|!=|<=|>=|&&|\|\||}}|[-+*/%<>!?:,.()\[\]])
+    )?""",
+    re.VERBOSE | re.DOTALL,
+)
 _DIGITS = re.compile(r"[0-9]+")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_OPS = ("==", "!=", "<=", ">=", "&&", "||", "}}", *"+-*/%<>!?:,.()[]")
 _BAD_CHARS = {
     "=": "expected '==' (expressions cannot assign)",
     "&": "expected '&&'",
     "'": "strings are written in double quotes",
+    '"': "unclosed string: expected '\"'",
 }
 PIPE_REFUSED = "template filters (|) are not supported"
 
@@ -77,40 +84,35 @@ def lex(text: str, start: int, template: bool) -> tuple[list[_Token], int]:
     tokens: list[_Token] = []
     pos = start
     while True:
-        pos = _SPACE.match(text, pos).end()  # type: ignore[union-attr]  # * always matches
-        if pos - start > MAX_LENGTH:
-            raise ExpressionError(f"expression longer than {MAX_LENGTH} characters", pos)
-        if pos == len(text):
-            if template:
-                raise ExpressionError("unclosed '{{': expected '}}'", start - 2)
+        match = _TOKEN.match(text, pos)
+        assert match is not None  # every part of the pattern is optional
+        kind, value, pos = match.lastgroup, match.group(match.lastgroup or 0), match.end()
+        at = match.start(kind) if kind else pos
+        if at - start > MAX_LENGTH:
+            raise ExpressionError(f"expression longer than {MAX_LENGTH} characters", at)
+        if kind == "num":
+            if tokens and tokens[-1].kind == "op" and tokens[-1].value == ".":
+                # `items.0.1` is two path segments, not the number 0.1
+                pos = _DIGITS.match(text, at).end()  # type: ignore[union-attr]
+                value = text[at:pos]
+            tokens.append(_Token("num", _number_literal(value, at), at))
+        elif kind == "str":
+            tokens.append(_Token("str", _string_literal(value, at), at))
+        elif kind == "name" or (kind == "op" and value != "}}"):
+            tokens.append(_Token(kind, value, at))
+        elif kind == "op" and template:
+            tokens.append(_Token("end", None, at))
+            return tokens, pos
+        elif pos < len(text) or kind == "op":
+            char = text[at]
+            if char == "|":
+                raise ExpressionError(PIPE_REFUSED if template else "expected '||'", at)
+            raise ExpressionError(_BAD_CHARS.get(char, f"unexpected character {char!r}"), at)
+        elif template:
+            raise ExpressionError("unclosed '{{': expected '}}'", start - 2)
+        else:
             tokens.append(_Token("end", None, pos))
             return tokens, pos
-        char = text[pos]
-        after_dot = bool(tokens) and tokens[-1].value == "." and tokens[-1].kind == "op"
-        if char.isascii() and char.isdigit():
-            match = (_DIGITS if after_dot else _NUMBER).match(text, pos)
-            assert match is not None
-            tokens.append(_Token("num", _number_literal(match.group(), pos), pos))
-        elif match := _NAME.match(text, pos):
-            tokens.append(_Token("name", match.group(), pos))
-        elif char == '"':
-            match = _STRING.match(text, pos)
-            if match is None:
-                raise ExpressionError("unclosed string: expected '\"'", pos)
-            tokens.append(_Token("str", _string_literal(match.group(), pos), pos))
-        else:
-            op = next((op for op in _OPS if text.startswith(op, pos)), None)
-            if op == "}}" and template:
-                tokens.append(_Token("end", None, pos))
-                return tokens, pos + 2
-            if op is None or op == "}}":
-                if char == "|":
-                    raise ExpressionError(PIPE_REFUSED if template else "expected '||'", pos)
-                raise ExpressionError(_BAD_CHARS.get(char, f"unexpected character {char!r}"), pos)
-            tokens.append(_Token("op", op, pos))
-            pos += len(op)
-            continue
-        pos = match.end()
 
 
 def _number_literal(digits: str, pos: int) -> int | float:
@@ -246,7 +248,10 @@ class Parser:
         if op == "[":
             return self._array()
         if op == "-" and self._peek().kind == "num":
-            return _constant(-self._next().value)
+            number = self._next()
+            if isinstance(number.value, int) and -number.value < INT_MIN:
+                raise ExpressionError("integer out of the 64-bit range", number.pos)
+            return _constant(-number.value)
         if op in ("!", "-"):
             operand = self._expr(_UNARY)
             return _not(operand) if op == "!" else _negate(operand)
@@ -338,9 +343,15 @@ def _compare(test: Callable[[Any, Any], bool], left: Fn, right: Fn) -> Fn:
 
 
 def _logic(is_and: bool, operands: list[Fn]) -> Fn:
-    if is_and:
-        return lambda lookup: all(truthy(operand(lookup)) for operand in operands)
-    return lambda lookup: any(truthy(operand(lookup)) for operand in operands)
+    # && stops at the first false operand, || at the first true one: a plain loop, as a
+    # generator in all()/any() costs more than the comparisons it guards
+    def run(lookup: Lookup) -> bool:
+        for operand in operands:
+            if truthy(operand(lookup)) is not is_and:
+                return not is_and
+        return is_and
+
+    return run
 
 
 def _arithmetic(operands: list[Fn], ops: list[str]) -> Fn:
