@@ -41,9 +41,9 @@ def _run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _refused(db: str) -> str:
-    """A --no-migrate server on `db` exits non-zero before listening; its last stderr line."""
-    done = _run("--db", db, "--port", "0", "--no-migrate", "--db-retry-max-attempts", "1")
+def _refused(db: str, *flags: str) -> str:
+    """A server on `db` exits non-zero before listening; its last stderr line."""
+    done = _run("--db", db, "--port", "0", "--db-retry-max-attempts", "1", *flags)
     assert done.returncode != 0 and "listening" not in done.stdout, done
     return done.stderr.strip().splitlines()[-1]
 
@@ -65,7 +65,7 @@ def _serves_a_task(url: str) -> None:
 
 def test_sqlite_migrate_is_a_deploy_step_and_no_migrate_creates_nothing(tmp_path: Path) -> None:
     db = tmp_path / "orch8.db"
-    last = _refused(str(db))
+    last = _refused(str(db), "--no-migrate")
     assert last.startswith("orch8-server: the database has no orch8 schema") and HINT in last
     assert not db.exists()  # --no-migrate made no file
 
@@ -116,8 +116,10 @@ def test_postgresql_migrate_as_owner_then_serve_without_create_rights(
     as_app = pg.url(dbname).replace("postgres@", f"{app}@")
     pg.psql("REVOKE CREATE ON SCHEMA public FROM PUBLIC", dbname)  # PostgreSQL 15's default
 
-    last = _refused(as_app)
+    last = _refused(as_app, "--no-migrate")
     assert "the database has no orch8 schema" in last and HINT in last
+    last = _refused(as_app)  # migrating needs CREATE: refused for good, not retried
+    assert "permission denied" in last and "run `orch8-server migrate` as the schema's" in last
 
     latest = postgres_schema.LATEST
     first = _run("migrate", "--db", as_owner)
@@ -143,6 +145,12 @@ def test_postgresql_migrate_as_owner_then_serve_without_create_rights(
 
     asyncio.run(cannot_create())
     server = launch(as_app, tmp_path / "s.log", **{"no-migrate": True})
+    try:
+        _serves_a_task(server.url)
+    finally:
+        stop_server(server)
+    # Without the option too: a current schema is only read, so nothing needs CREATE.
+    server = launch(as_app, tmp_path / "d.log")
     try:
         _serves_a_task(server.url)
     finally:

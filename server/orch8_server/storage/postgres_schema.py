@@ -3,7 +3,8 @@ migrate` alone, schema.py).
 
 Every replica runs `migrate` when it starts; a session advisory lock serialises them, so
 replicas starting together apply each migration once, and a database already at the
-latest version is left alone (idempotent). A database newer than this server is refused.
+latest version is only read (no lock, no CREATE, so a role without CREATE rights may
+start on it). A database newer than this server is refused.
 """
 
 from __future__ import annotations
@@ -287,33 +288,40 @@ MIGRATIONS: list[tuple[int, str]] = [
 LATEST = MIGRATIONS[-1][0]
 
 
-async def _applied(conn: asyncpg.Connection) -> set[int]:
-    """The versions applied; a database newer than this server is refused."""
+async def _applied(conn: asyncpg.Connection) -> set[int] | None:
+    """The versions applied (None: no schema yet); a database newer than this server is
+    refused."""
+    if await conn.fetchval("SELECT to_regclass('orch8_schema_migrations')") is None:
+        return None
     done = {r[0] for r in await conn.fetch("SELECT version FROM orch8_schema_migrations")}
     if done and max(done) > LATEST:
         raise RuntimeError(f"database has schema version {max(done)}; this server knows {LATEST}")
     return done
 
 
+def _current(done: set[int] | None) -> bool:
+    return done is not None and all(version in done for version, _ in MIGRATIONS)
+
+
 async def require_current(conn: asyncpg.Connection) -> None:
     """--no-migrate: refuse a missing or older schema instead of migrating it (read only,
     so a role without CREATE rights may run it)."""
-    if await conn.fetchval("SELECT to_regclass('orch8_schema_migrations')") is None:
-        raise not_ready(0, LATEST)
     done = await _applied(conn)
-    if any(version not in done for version, _ in MIGRATIONS):
-        raise not_ready(max(done, default=0), LATEST)
+    if not _current(done):
+        raise not_ready(max(done or {0}), LATEST)
 
 
 async def migrate(conn: asyncpg.Connection) -> int:
     """Bring the database to LATEST; returns the number of migrations applied."""
+    if _current(await _applied(conn)):  # no lock, no CREATE: a role without the right starts
+        return 0
     await conn.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
     try:
         await conn.execute(
             "CREATE TABLE IF NOT EXISTS orch8_schema_migrations ("
             "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        done = await _applied(conn)
+        done = await _applied(conn) or set()
         applied = 0
         for version, sql in MIGRATIONS:
             if version in done:
@@ -325,5 +333,10 @@ async def migrate(conn: asyncpg.Connection) -> int:
                 )
             applied += 1
         return applied
+    except asyncpg.InsufficientPrivilegeError as exc:  # not retried: a role lacks a right
+        raise RuntimeError(
+            f"migrating the schema failed: {exc}; run `orch8-server migrate` as the schema's "
+            "owner first"
+        ) from exc
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)
