@@ -148,18 +148,16 @@ def _order(op: str, test: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bo
 def _contains(a: Any, b: Any) -> bool:
     if isinstance(b, list):
         return any(_equal(a, item) for item in b)
-    if isinstance(b, (str, dict)) and isinstance(a, str):
-        return a in b
-    if isinstance(b, (str, dict)):
-        return _raise(
+    if not isinstance(b, (str, dict)):
+        raise EvaluationError(
+            f"'in' needs an array, a string or an object on its right, found {type_name(b)}"
+        )
+    if not isinstance(a, str):
+        raise EvaluationError(
             "'in' needs a string on its left when its right is a string or an object, "
             f"found {type_name(a)}"
         )
-    return _raise(f"'in' needs an array, a string or an object on its right, found {type_name(b)}")
-
-
-def _raise(message: str) -> bool:
-    raise EvaluationError(message)
+    return a in b
 
 
 def _len(value: Any) -> int:
