@@ -35,6 +35,7 @@ TABLE: dict[str, tuple[str, tuple[str, ...]]] = {
     "task_started": ("debug", TASK),
     "task_completed": ("debug", TASK),
     "task_failed": ("debug", (*TASK, "code", "retryable")),
+    "task_released": ("debug", (*TASK, "reason")),  # info when the reason is `expired` (P-SDK-33)
     "stopped": ("info", ("stats",)),
     "internal_error": ("error", ("operation", "cause")),
 }
@@ -42,7 +43,7 @@ TABLE: dict[str, tuple[str, tuple[str, ...]]] = {
 
 def level_of(fields: dict) -> str | None:
     event = fields.get("event")
-    if event == "abandoned" and fields.get("reason") == "cancelled":
+    if (event, fields.get("reason")) in (("abandoned", "cancelled"), ("task_released", "expired")):
         return "info"
     return TABLE[event][0] if event in TABLE else None
 

@@ -19,6 +19,7 @@ STAT_NAMES = (
     "tasks_failed",
     "tasks_lease_lost",
     "tasks_cancelled",
+    "tasks_released",
     "in_flight",
     "polls",
     "poll_errors",
@@ -40,10 +41,11 @@ def observability(run: ScenarioRun, name: str) -> list[str]:
         missing = [k for k in STAT_NAMES if not isinstance(s.get(k), int)]
         if missing:
             return [f"{name}: stats() lacks counters {missing} (P-SDK-11)"]
-        held = s["tasks_completed"] + s["tasks_failed"] + s["tasks_lease_lost"] + s["tasks_cancelled"] + s["in_flight"]
-        if s["tasks_claimed"] != held:
+        settled = ("tasks_completed", "tasks_failed", "tasks_lease_lost", "tasks_cancelled", "tasks_released")
+        if s["tasks_claimed"] != sum(s[k] for k in settled) + s["in_flight"]:
             out.append(
-                f"{name}: stats {_fmt(s)} break claimed = completed + failed + lease_lost + cancelled + in_flight"
+                f"{name}: stats {_fmt(s)} break claimed = completed + failed + lease_lost + cancelled + released"
+                " + in_flight"
             )
             break
     final = next((e["stats"] for e in reversed(proc.events) if e.get("event") == "stopped" and "stats" in e), None)
@@ -71,6 +73,7 @@ def _against_server(run: ScenarioRun, name: str, final: dict) -> list[str]:
         "tasks_completed": outcomes.get("completed", 0),
         "tasks_failed": outcomes.get("failed", 0),
         "tasks_cancelled": outcomes.get("cancelled", 0),
+        "tasks_released": outcomes.get("released", 0),  # P-SDK-32, P-SDK-33
         "tasks_lease_lost": outcomes.get("lease_expired", 0) + outcomes.get("worker_lost", 0),
         "in_flight": 0,
     }

@@ -201,6 +201,14 @@ var moreHandlers = map[string]orch8.Handler{
 		}
 		return output(t, map[string]any{"checkpoint": t.Checkpoint}), nil
 	},
+	// Yields (P-SDK-32) until the checkpoint counts `yields` of them, then returns it.
+	"yield_checkpoint": func(ctx context.Context, t *orch8.Task) (any, error) {
+		done, _ := t.Checkpoint["yields"].(float64)
+		if done < param(t, "yields", 2.0) {
+			return nil, orch8.Yield(map[string]any{"yields": done + 1, "saved_by_attempt": t.Attempt}, 0)
+		}
+		return output(t, map[string]any{"checkpoint": t.Checkpoint}), nil
+	},
 	// Deaf to ctx; only its own heartbeat can learn of a cancel or a lost lease.
 	"heartbeat_after_cancel": func(ctx context.Context, t *orch8.Task) (any, error) {
 		if float64(t.Attempt) > param(t, "lose_attempts", 1) {

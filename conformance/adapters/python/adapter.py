@@ -15,7 +15,16 @@ import threading
 import time
 
 import tracing
-from orch8 import LeaseLostError, Orch8Error, PermanentError, RetryableError, TaskCancelledError, TaskContext, Worker
+from orch8 import (
+    LeaseLostError,
+    Orch8Error,
+    PermanentError,
+    RetryableError,
+    TaskCancelledError,
+    TaskContext,
+    Worker,
+    Yield,
+)
 
 # Unset: the SDK's default id (P-SDK-21); main() replaces it with the worker's own.
 WORKER_ID = os.environ.get("ORCH8_WORKER_ID")
@@ -171,6 +180,14 @@ def retryable_with_checkpoint(ctx: TaskContext) -> dict:
     return output(ctx, checkpoint=ctx.checkpoint)
 
 
+def yield_checkpoint(ctx: TaskContext) -> dict:
+    """Yields (P-SDK-32) until the checkpoint counts `yields` of them, then returns it."""
+    done = (ctx.checkpoint or {}).get("yields", 0)
+    if done < ctx.params.get("yields", 2):
+        raise Yield(checkpoint={"yields": done + 1, "saved_by_attempt": ctx.attempt})
+    return output(ctx, checkpoint=ctx.checkpoint)
+
+
 def heartbeat_after_cancel(ctx: TaskContext) -> dict:
     """Deaf to the signal; only its own heartbeat can learn of a cancel or lost lease (P-SDK-19)."""
     if ctx.attempt > ctx.params.get("lose_attempts", 1):
@@ -222,6 +239,7 @@ HANDLERS = {
         echo_context,
         deep_output,
         huge_error,
+        yield_checkpoint,
     )
 }
 HANDLERS.update({f"extra_{i}": echo for i in range(1, int(os.environ.get("ORCH8_EXTRA_HANDLERS") or 0) + 1)})

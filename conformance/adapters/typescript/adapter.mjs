@@ -8,6 +8,7 @@ import {
   PermanentError,
   LeaseLostError,
   TaskCancelledError,
+  Yield,
 } from "../../../sdk-typescript/dist/index.js";
 // A namespace import: the worker keeps working with an SDK build that predates waitInstance.
 import * as sdk from "../../../sdk-typescript/dist/index.js";
@@ -147,6 +148,12 @@ const handlers = {
       const checkpoint = { step: 1, saved_by_attempt: ctx.attempt };
       throw new RetryableError("retryable_with_checkpoint", { code: "checkpointed", details: { step: 1 }, checkpoint });
     }
+    return output(ctx, { checkpoint: ctx.checkpoint });
+  },
+  // Yields (P-SDK-32) until the checkpoint counts `yields` of them, then returns it.
+  async yield_checkpoint(ctx) {
+    const done = ctx.checkpoint?.yields ?? 0;
+    if (done < (ctx.params.yields ?? 2)) throw new Yield({ checkpoint: { yields: done + 1, saved_by_attempt: ctx.attempt } });
     return output(ctx, { checkpoint: ctx.checkpoint });
   },
   // Deaf to the signal; only its own heartbeat can learn of a cancel or a lost lease (P-SDK-19).
