@@ -9,8 +9,10 @@ Faults are rules (see `Fault`); several can be active at once, the first that ma
 request wins. Modes: `503`, `429`, `408`, `413` (answer that status with a problem body and
 the rule's `Retry-After`, without forwarding), `drop` (read the request, close without
 answering and without forwarding), `refuse` (stop listening and cut open connections),
-`delay` (hold the request `hold_ms`, then forward it) and `any_handler` (forward polls
-without `handler_names`, so the worker is handed tasks it has no handler for).
+`delay` (hold the request `hold_ms`, then forward it), `hold_answer` (forward the request at
+once, hold the server's answer `hold_ms` before passing it on: tasks a poll claimed reach the
+worker that much later, P-SDK-33) and `any_handler` (forward polls without `handler_names`,
+so the worker is handed tasks it has no handler for).
 
 Every request is logged for the checks: method, path, the fault applied, user agent,
 authorization and X-Tenant-Id, the answer's status, and a summary of worker bodies (poll options, the
@@ -36,7 +38,8 @@ ANSWERS = {
     "501": (501, "Not Implemented", None),
     "404": (404, "Not Found", None),
 }
-MODES = ("none", "drop", "refuse", "delay", "any_handler", *ANSWERS)
+REWRITES = ("delay", "hold_answer", "any_handler")  # forwarded, so not a fault the worker sees
+MODES = ("none", "drop", "refuse", *REWRITES, *ANSWERS)
 
 
 @dataclass
@@ -166,8 +169,8 @@ class FaultProxy:
                 "t": time.time() * 1000,
                 "method": method,
                 "path": path,
-                "fault": mode if mode not in ("delay", "any_handler") else "none",
-                "rewrite": mode if mode in ("delay", "any_handler") else None,
+                "fault": mode if mode not in REWRITES else "none",
+                "rewrite": mode if mode in REWRITES else None,
                 "user_agent": headers.get(b"user-agent", b"").decode("latin-1"),
                 "authorization": headers.get(b"authorization", b"").decode("latin-1"),
                 "tenant": _header(headers, b"x-tenant-id"),  # P-SDK-24; None when absent
@@ -190,6 +193,8 @@ class FaultProxy:
             if mode == "any_handler" and path.startswith("/workers/tasks/poll"):
                 body = _without_handler_names(body)
             answer = await self._forward(reader, head, body)
+            if answer is not None and mode == "hold_answer":
+                await asyncio.sleep(fault.hold_ms / 1000)
             if answer is not None:
                 entry["status"] = _status(answer)
                 entry["answered"] = time.time() * 1000

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 import time
 import urllib.parse
@@ -117,6 +118,8 @@ class ScenarioRun:
         for spec in specs:
             fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels", "headers")
             body = {k: spec[k] for k in fields if k in spec}
+            if "good_until_ms" in spec:  # P-SDK-33: a deadline relative to this enqueue
+                body["good_until"] = _in_ms(spec["good_until_ms"])
             members = task_refs([spec])[spec["ref"]]
             tenant = spec.get("tenant")  # sent as X-Tenant-Id (P-TEN-2); the default tenant when absent
             try:
@@ -320,3 +323,9 @@ class ScenarioRun:
                 if e.get("event") == kind and (task_id is None or e.get("task_id") == task_id)
             ]
         return found
+
+
+def _in_ms(ms: int) -> str:
+    """The RFC 3339 instant `ms` milliseconds from now (UTC, millisecond precision)."""
+    at = datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(milliseconds=ms)
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
