@@ -54,7 +54,10 @@ hurry = threading.Event()  # a second SIGTERM/SIGINT ends the grace period
 signals: list[str] = []  # SIGTERM/SIGINT received, in order
 quiet = {"signal": False, "directive": False}  # SIGTSTP and a quiet directive are separate reasons
 polling = threading.Event()  # set while the main thread waits in a long-poll
-stats = dict.fromkeys(("tasks_claimed", "tasks_completed", "tasks_failed", "tasks_lease_lost", "tasks_cancelled"), 0)
+# tasks_released stays 0: this adapter neither yields (P-SDK-32) nor skips expired tasks (P-SDK-33).
+stats = dict.fromkeys(
+    ("tasks_claimed", "tasks_completed", "tasks_failed", "tasks_lease_lost", "tasks_cancelled", "tasks_released"), 0
+)
 stats.update(polls=0, poll_errors=0)
 
 
