@@ -31,6 +31,7 @@ export type TenantList = Schemas["TenantList"];
 export type Instance = Schemas["Instance"];
 export type InstancePage = Schemas["InstancePage"];
 export type SequencePage = Schemas["SequencePage"];
+export type Sequence = Schemas["Sequence"];
 export type InstanceStatus = Schemas["InstanceStatus"];
 export type StepRun = Schemas["StepRun"];
 
@@ -212,6 +213,8 @@ export const api = {
     call<InstancePage>("GET", `/instances${query(params)}`),
   // P-WF-1: operator only (the instance list's sequence suggestions).
   sequences: () => call<SequencePage>("GET", "/sequences?limit=100"),
+  // P-WF-1: operator only (the instance page's router routes and catch / finally lists).
+  sequence: (name: string, version: number) => call<Sequence>("GET", `/sequences/${enc(name)}${query({ version: String(version) })}`),
   instance: (id: string) => call<Instance>("GET", `/instances/${enc(id)}`),
   cancelInstance: (id: string, body: TaskCancellation) => call<Instance>("POST", `/instances/${enc(id)}/cancel`, body),
   retryInstance: (id: string) => call<Instance>("POST", `/instances/${enc(id)}/retry`),

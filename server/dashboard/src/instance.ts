@@ -1,11 +1,11 @@
-// One workflow instance (GET /instances/{id}): its state, input and output, and the step
-// timeline: each step's status, task link, attempts, output or error, start and finish;
-// parallel children under their group (P-WF-3), a step whose fallback ran marked as such,
-// and the sequence's on_error step last (P-WF-5). Cancel (P-WF-7: producer, operator,
-// admin) and retry from the failed step (P-WF-8: operator, admin), behind a confirmation.
-import { api, ApiError, type Instance, type StepRun } from "./api";
+// One workflow instance (GET /instances/{id}): its state, input and output, and the block
+// timeline of block-view.ts. Cancel (P-WF-7: producer, operator, admin) and retry from the
+// failed step (P-WF-8: operator, admin), behind a confirmation.
+import { api, ApiError, type Instance } from "./api";
+import { type BlockDef, definitionIndex } from "./blocks";
+import { stepTimeline, type TimelineState } from "./block-view";
 import { fill, h } from "./dom";
-import { ago, duration, stamp } from "./format";
+import { stamp } from "./format";
 import { jsonBlock, pill, problemBox } from "./widgets";
 
 type Action = "cancel" | "retry";
@@ -23,11 +23,13 @@ export class InstanceDetail {
   private readonly confirm = h("div", { class: "confirm-slot" });
   private readonly notice = h("div", { class: "notice-slot" });
   private readonly body = h("div", { class: "detail-body" });
+  private readonly timeline: TimelineState = { defs: null, shown: new Map(), redraw: () => this.render() };
+  private defsAsked = false;
 
   constructor(
     readonly id: string,
     private readonly onUnreachable: (err: ApiError | null) => void,
-    private readonly can: { cancel: boolean; retry: boolean },
+    private readonly can: { cancel: boolean; retry: boolean; readSequences: boolean },
   ) {}
 
   mount(root: HTMLElement): void {
@@ -46,6 +48,7 @@ export class InstanceDetail {
     try {
       this.inst = await api.instance(this.id);
       this.onUnreachable(null);
+      await this.loadDefinition(this.inst);
       this.render();
     } catch (err) {
       if (err instanceof ApiError && err.unreachable) {
@@ -59,6 +62,22 @@ export class InstanceDetail {
     }
   }
 
+  /**
+   * The sequence's blocks name every route of a router and the catch / finally lists not run
+   * (the runs say only what ran). Read once: a version never changes. getSequence is an
+   * operator call (P-AUTH-2): other keys do without it rather than meet a 403.
+   */
+  private async loadDefinition(i: Instance): Promise<void> {
+    if (this.defsAsked || !this.can.readSequences) return;
+    this.defsAsked = true;
+    try {
+      const seq = await api.sequence(i.sequence, i.version);
+      this.timeline.defs = definitionIndex((seq.blocks ?? seq.steps) as BlockDef[]);
+    } catch {
+      // Without the definition the timeline shows what ran, and says so for routers.
+    }
+  }
+
   private render(): void {
     const i = this.inst;
     if (!i) return;
@@ -69,6 +88,8 @@ export class InstanceDetail {
         null,
         h("h2", { class: "mono", "data-testid": "instance-id" }, i.id),
         h("div", { class: "muted" }, `sequence ${i.sequence} v${i.version} · created ${stamp(i.created_at)}`, i.finished_at ? ` · finished ${stamp(i.finished_at)}` : ""),
+        // Seed 001: the task list filtered by this instance, over any time range.
+        h("a", { href: `#/?range=all&instance=${encodeURIComponent(i.id)}`, class: "small", "data-testid": "instance-tasks" }, "tasks of this instance →"),
       ),
       h("div", { "data-testid": "instance-status" }, pill(i.status, "large")),
     );
@@ -90,7 +111,7 @@ export class InstanceDetail {
             h("pre", { class: "wrap" }, i.error.message),
           )
         : null,
-      stepTimeline(i),
+      stepTimeline(i.steps, i.on_error, this.timeline),
       h("div", { class: "json-grid" }, jsonBlock("Input", i.input, "instance-input"), jsonBlock("Output", i.output, "instance-output")),
     );
   }
@@ -149,67 +170,4 @@ export class InstanceDetail {
     fill(this.confirm);
     this.render();
   }
-}
-
-/** The steps in order; a parallel group's children are nested under the group's row. */
-function stepTimeline(i: Instance): HTMLElement {
-  const ids = new Set(i.steps.map((s) => s.id));
-  const top = i.steps.filter((s) => !s.group || !ids.has(s.group));
-  const children = (g: string) => i.steps.filter((s) => s.group === g);
-  return h(
-    "section",
-    { class: "timeline steps", "data-testid": "steps" },
-    h("h3", null, `Steps (${top.length})`),
-    h(
-      "ol",
-      null,
-      top.map((s) => {
-        const kids = children(s.id);
-        return stepItem(s, kids.length ? "group" : "step", kids.length ? h("ol", { class: "parallel", "data-group": s.id }, kids.map((k) => stepItem(k, "child"))) : null);
-      }),
-      i.on_error ? stepItem(i.on_error, "on_error") : null,
-    ),
-  );
-}
-
-function stepItem(s: StepRun, kind: "step" | "group" | "child" | "on_error", nested: HTMLElement | null = null): HTMLElement {
-  const href = s.task_id ? `#/tasks/${encodeURIComponent(s.task_id)}` : null;
-  const ran = s.started_at && s.finished_at ? Date.parse(s.finished_at) - Date.parse(s.started_at) : null;
-  return h(
-    "li",
-    { class: `attempt step step-${kind} outcome-${s.status}`, "data-step": kind === "on_error" ? "on_error" : s.id, "data-step-status": s.status },
-    h("span", { class: "node" }),
-    h(
-      "div",
-      { class: "attempt-head" },
-      h("b", { class: "mono" }, kind === "on_error" ? "on_error" : s.id),
-      pill(s.status),
-      kind === "group" ? h("span", { class: "chip", "data-testid": "parallel" }, "parallel") : null,
-      kind === "on_error" ? h("span", { class: "chip", "data-testid": "on-error" }, "sequence on_error") : null,
-      s.fallback ? h("span", { class: "chip chip-warn", "data-testid": "fallback", title: "The step failed; its fallback ran (or runs) instead" }, "fallback") : null,
-      href ? h("a", { href, class: "mono small", "data-task-link": s.task_id }, s.task_id) : kind === "group" ? null : h("span", { class: "muted small" }, "no task"),
-      kind === "group" ? null : h("span", { class: "muted small", "data-attempts": s.attempts }, `${s.attempts} attempt${s.attempts === 1 ? "" : "s"}`),
-    ),
-    h(
-      "div",
-      { class: "attempt-timing small" },
-      "started ",
-      h("b", { title: stamp(s.started_at) }, s.started_at ? stamp(s.started_at) : "—"),
-      " · finished ",
-      h("b", { title: stamp(s.finished_at) }, s.finished_at ? `${stamp(s.finished_at)} (${ago(s.finished_at)})` : "—"),
-      ran !== null ? ` · took ${duration(ran)}` : "",
-    ),
-    s.error
-      ? h(
-          "div",
-          { class: "attempt-error", "data-testid": "step-error" },
-          s.fallback && s.status !== "failed" ? h("span", { class: "muted" }, "failed before its fallback: ") : null,
-          h("code", null, s.error.code),
-          " ",
-          s.error.message,
-        )
-      : null,
-    s.output !== null && s.output !== undefined ? h("pre", { class: "step-output", "data-testid": "step-output" }, JSON.stringify(s.output)) : null,
-    nested,
-  );
 }

@@ -183,7 +183,7 @@ function route(): void {
     overview.hidden = true;
     detailRoot.hidden = false;
     // P-AUTH-2 role table: cancelInstance producer+operator(+admin), retryInstance operator(+admin).
-    instanceView = new InstanceDetail(decodeURIComponent(iv[1]), reachability, { cancel: canCancelInstances(), retry: canOperate() });
+    instanceView = new InstanceDetail(decodeURIComponent(iv[1]), reachability, { cancel: canCancelInstances(), retry: canOperate(), readSequences: canOperate() });
     instanceView.mount(detailRoot);
     document.title = `${instanceView.id} · Orch8`;
     void instanceView.load();

@@ -102,7 +102,7 @@ test("P-WF-10, P-WF-3, P-WF-6: an instance driven by a raw worker renders its st
   // The parallel group: marked, its children nested under it, the fallback shown.
   assert.equal(await stepStatus(page, "fan"), "completed");
   assert.ok(await page.$('[data-step="fan"] [data-testid="parallel"]'));
-  assert.deepEqual(await page.$$eval('ol.parallel[data-group="fan"] > li', (els) => els.map((e) => e.dataset.step)), ["left", "right"]);
+  assert.deepEqual(await page.$$eval('[data-group="fan"] li[data-step]', (els) => els.map((e) => e.dataset.step)), ["left", "right"]);
   assert.ok(await page.$('[data-step="left"] [data-testid="fallback"]'), "left is marked as having run its fallback");
   assert.equal(await page.$('[data-step="right"] [data-testid="fallback"]'), null);
   assert.equal(await page.textContent('[data-step="left"] [data-testid="step-output"]'), '{"side":"fallback"}');

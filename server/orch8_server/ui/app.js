@@ -147,6 +147,8 @@ var api = {
   instances: (params) => call("GET", `/instances${query(params)}`),
   // P-WF-1: operator only (the instance list's sequence suggestions).
   sequences: () => call("GET", "/sequences?limit=100"),
+  // P-WF-1: operator only (the instance page's router routes and catch / finally lists).
+  sequence: (name, version) => call("GET", `/sequences/${enc(name)}${query({ version: String(version) })}`),
   instance: (id) => call("GET", `/instances/${enc(id)}`),
   cancelInstance: (id, body) => call("POST", `/instances/${enc(id)}/cancel`, body),
   retryInstance: (id) => call("POST", `/instances/${enc(id)}/retry`),
@@ -721,6 +723,259 @@ function attemptTiming(timing) {
   );
 }
 
+// src/blocks.ts
+var keyOf = (r) => r.key ?? r.id;
+function blockTree(steps) {
+  const byKey = /* @__PURE__ */ new Map();
+  for (const run of steps) byKey.set(keyOf(run), { run, key: keyOf(run), type: run.type ?? "step", lanes: /* @__PURE__ */ new Map() });
+  const top = [];
+  for (const node of byKey.values()) {
+    const parent = node.run.group ? byKey.get(node.run.group) : void 0;
+    if (!parent) {
+      top.push(node);
+      continue;
+    }
+    if (!node.run.type) parent.type = "parallel";
+    const lane = node.run.lane ?? `branch:${parent.lanes.size}`;
+    const list2 = parent.lanes.get(lane);
+    if (list2) list2.push(node);
+    else parent.lanes.set(lane, [node]);
+  }
+  return top;
+}
+function iterationOf(lane) {
+  const m = /^iteration:(\d+)$/.exec(lane);
+  return m ? Number(m[1]) : null;
+}
+function laneStatus(nodes) {
+  const seen = new Set(nodes.map((n) => n.run.status));
+  for (const s2 of ["failed", "running", "pending", "cancelled"]) if (seen.has(s2)) return s2;
+  return "completed";
+}
+function summariseIterations(node) {
+  const byStatus = /* @__PURE__ */ new Map();
+  for (const [lane, nodes] of node.lanes) {
+    const i = iterationOf(lane);
+    if (i === null) continue;
+    const status = laneStatus(nodes);
+    const list2 = byStatus.get(status);
+    if (list2) list2.push(i);
+    else byStatus.set(status, [i]);
+  }
+  for (const list2 of byStatus.values()) list2.sort((a, b) => a - b);
+  const order = ["failed", "running", "pending", "cancelled", "completed"];
+  const counts = order.filter((s2) => byStatus.has(s2)).map((s2) => [s2, byStatus.get(s2).length]);
+  return { started: node.run.iterations ?? node.lanes.size, counts, byStatus };
+}
+function definitionIndex(blocks) {
+  const index = /* @__PURE__ */ new Map();
+  const walk = (list2) => {
+    for (const b of list2 ?? []) {
+      if (b.id) index.set(b.id, b);
+      for (const r of b.routes ?? []) walk(r.blocks);
+      for (const branch of b.branches ?? []) walk(branch);
+      for (const l of [b.default, b.try_block, b.catch_block, b.finally_block, b.parallel, b.body]) walk(l);
+    }
+  };
+  walk(blocks);
+  return index;
+}
+
+// src/block-view.ts
+var ITERATIONS_DRAWN = 10;
+var FAILING_DRAWN = 5;
+var ITERATION_PAGE = 50;
+var TYPE_LABEL = {
+  parallel: "parallel",
+  race: "race",
+  router: "router",
+  try_catch: "try / catch",
+  loop: "loop",
+  for_each: "for each",
+  sub_sequence: "sub-sequence"
+};
+function stepTimeline(steps, onError, state) {
+  const top = blockTree(steps);
+  return h(
+    "section",
+    { class: "timeline steps", "data-testid": "steps" },
+    h("h3", null, `Steps (${top.length})`),
+    h("ol", null, top.map((n) => blockItem(n, state)), onError ? runItem(onError, "on_error", null) : null)
+  );
+}
+function blockItem(node, state) {
+  const body = (() => {
+    switch (node.type) {
+      case "step":
+        return null;
+      case "parallel":
+      case "race":
+        return branches(node, state);
+      case "router":
+        return routes(node, state);
+      case "try_catch":
+        return tryCatch(node, state);
+      case "loop":
+      case "for_each":
+        return iterations(node, state);
+      case "sub_sequence":
+        return childInstance(node.run);
+      default:
+        return node.lanes.size ? lanes(node, [...node.lanes.keys()], "stack", state, (l) => ({ label: l })) : null;
+    }
+  })();
+  return runItem(node.run, node.type === "step" ? "step" : "group", body, node.type);
+}
+function lanes(node, names, layout, state, look) {
+  return h(
+    "div",
+    { class: `lanes lanes-${layout}`, "data-group": node.key },
+    names.map((lane) => {
+      const l = look(lane);
+      const nodes = node.lanes.get(lane) ?? [];
+      return h(
+        "div",
+        { class: `lane${l.state ? ` lane-${l.state}` : ""}`, "data-lane": lane, "data-lane-state": l.state ?? null },
+        h("div", { class: "lane-head small" }, h("span", { class: "lane-label" }, l.label), l.chip ?? null),
+        l.note ? h("div", { class: "lane-note small muted" }, l.note) : null,
+        nodes.length ? h("ol", null, nodes.map((n) => blockItem(n, state))) : null
+      );
+    })
+  );
+}
+var byIndex = (a, b) => Number(a.split(":")[1] ?? 0) - Number(b.split(":")[1] ?? 0);
+var chip = (text, cls, testId, title = null) => h("span", { class: `chip ${cls}`, "data-testid": testId, title }, text);
+function branches(node, state) {
+  const names = [...node.lanes.keys()].sort(byIndex);
+  const winner = node.type === "race" ? node.run.chosen ?? null : null;
+  return lanes(node, names, "side", state, (lane) => {
+    const label = lane.replace(":", " ");
+    if (!winner) return { label };
+    return lane === winner ? { label, state: "won", chip: chip("winner", "chip-ok", "winner") } : { label, state: "lost", chip: chip("lost · cancelled", "chip-muted", "lost", "Another branch completed first: this one was cancelled") };
+  });
+}
+function routes(node, state) {
+  const def = state.defs?.get(node.run.id);
+  const chosen2 = node.run.chosen ?? null;
+  const decided = chosen2 !== null || node.run.status === "completed";
+  const names = def ? [...(def.routes ?? []).map((_, i) => `route:${i}`), ...def.default?.length || chosen2 === "default" ? ["default"] : []] : [.../* @__PURE__ */ new Set([...chosen2 ? [chosen2] : [], ...node.lanes.keys()])].sort(byIndex);
+  const view = lanes(node, names, "stack", state, (lane) => {
+    const i = lane.startsWith("route:") ? Number(lane.slice(6)) : null;
+    const condition = i !== null ? def?.routes?.[i]?.condition : null;
+    const label = lane === "default" ? "default" : `route ${i}`;
+    const note = condition ? h("code", { "data-testid": "condition" }, condition) : null;
+    if (lane === chosen2) return { label, note, state: "taken", chip: chip("taken", "chip-ok", "route-taken") };
+    return decided ? { label, note, state: "skipped", chip: chip("skipped", "chip-muted", "route-skipped") } : { label, note };
+  });
+  const summary = chosen2 === null && decided ? "No route matched and there is no default: the router's output is null." : !def && chosen2 !== null ? "Took this route; the others were skipped (the definition, with every route, needs an operator key)." : null;
+  return h("div", null, summary ? h("div", { class: "small muted", "data-testid": "router-note" }, summary) : null, view);
+}
+function tryCatch(node, state) {
+  const def = state.defs?.get(node.run.id);
+  const defined = (lane) => lane === "try" || node.lanes.has(lane) || (lane === "catch" ? !!def?.catch_block : !!def?.finally_block);
+  const caught = node.lanes.has("catch");
+  return lanes(node, ["try", "catch", "finally"].filter(defined), "stack", state, (lane) => {
+    if (lane === "catch" && caught) {
+      return { label: "catch", state: "caught", chip: chip("caught", "chip-warn", "caught", "A block of try failed: the catch blocks ran") };
+    }
+    if (node.lanes.has(lane)) return { label: lane };
+    const why = lane === "catch" ? node.run.status === "running" ? "not run (try has not failed)" : "not run: try did not fail" : "not run yet";
+    return { label: lane, state: "idle", note: why };
+  });
+}
+function iterations(node, state) {
+  const sum = summariseIterations(node);
+  const all = [...node.lanes.keys()].filter((l) => iterationOf(l) !== null).sort(byIndex);
+  const counts = h(
+    "div",
+    { class: "iteration-counts small", "data-testid": "iteration-counts" },
+    h("span", { "data-iterations": sum.started }, `${sum.started} iteration${sum.started === 1 ? "" : "s"} started`),
+    sum.counts.map(([s2, n]) => h("span", { class: `iter-count pill pill-${s2}`, "data-iter-count": s2 }, `${n} ${s2}`))
+  );
+  if (all.length <= ITERATIONS_DRAWN) return h("div", null, counts, lanes(node, all, "stack", state, iterationLook(node)));
+  const failing = (sum.byStatus.get("failed") ?? []).slice(0, FAILING_DRAWN);
+  const shown = Math.min(state.shown.get(node.key) ?? 0, all.length);
+  const drawn = /* @__PURE__ */ new Set([...failing.map((i) => `iteration:${i}`), ...all.slice(0, shown)]);
+  const hidden = all.length - drawn.size;
+  const more = (n) => () => {
+    state.shown.set(node.key, n);
+    state.redraw();
+  };
+  return h(
+    "div",
+    null,
+    counts,
+    failing.length ? h("div", { class: "small muted", "data-testid": "failing-first" }, `First failing iteration${failing.length === 1 ? "" : "s"}: ${failing.map((i) => `#${i}`).join(", ")}`) : null,
+    lanes(node, all.filter((l) => drawn.has(l)), "stack", state, iterationLook(node)),
+    h(
+      "div",
+      { class: "iteration-more small" },
+      hidden ? h("span", { class: "muted", "data-testid": "iterations-hidden" }, `${hidden} more iteration${hidden === 1 ? "" : "s"} not drawn`) : null,
+      shown < all.length ? h("button", { class: "btn small", "data-show-iterations": node.key, onclick: more(shown + ITERATION_PAGE) }, `Show ${Math.min(ITERATION_PAGE, all.length - shown)} more in order`) : null,
+      shown > 0 ? h("button", { class: "btn small", "data-collapse-iterations": node.key, onclick: more(0) }, "Collapse") : null
+    )
+  );
+}
+var iterationLook = (node) => (lane) => {
+  const status = laneStatus(node.lanes.get(lane) ?? []);
+  return { label: `#${iterationOf(lane)}`, state: `iter-${status}`, chip: pill(status) };
+};
+function childInstance(run) {
+  const child = run.child_instance_id;
+  if (!child) return h("div", { class: "small muted" }, "child instance not started yet");
+  return h(
+    "div",
+    { class: "small", "data-testid": "child-instance" },
+    "child instance ",
+    h("a", { href: `#/instances/${encodeURIComponent(child)}`, class: "mono" }, child)
+  );
+}
+function runItem(s2, kind, nested, type = "step") {
+  const href = s2.task_id ? `#/tasks/${encodeURIComponent(s2.task_id)}` : null;
+  const ran = s2.started_at && s2.finished_at ? Date.parse(s2.finished_at) - Date.parse(s2.started_at) : null;
+  const key = kind === "on_error" ? "on_error" : keyOf(s2);
+  return h(
+    "li",
+    {
+      class: `attempt step step-${kind} block-${type} outcome-${s2.status}`,
+      "data-step": key,
+      "data-block-type": kind === "on_error" ? null : type,
+      "data-step-status": s2.status
+    },
+    h("span", { class: "node" }),
+    h(
+      "div",
+      { class: "attempt-head" },
+      h("b", { class: "mono", title: key === s2.id ? null : key }, kind === "on_error" ? "on_error" : s2.id),
+      pill(s2.status),
+      TYPE_LABEL[type] ? h("span", { class: "chip", "data-testid": type }, TYPE_LABEL[type]) : null,
+      kind === "on_error" ? h("span", { class: "chip", "data-testid": "on-error" }, "sequence on_error") : null,
+      s2.fallback ? h("span", { class: "chip chip-warn", "data-testid": "fallback", title: "The step failed; its fallback ran (or runs) instead" }, "fallback") : null,
+      href ? h("a", { href, class: "mono small", "data-task-link": s2.task_id }, s2.task_id) : kind === "group" ? null : h("span", { class: "muted small" }, "no task"),
+      kind === "group" ? null : h("span", { class: "muted small", "data-attempts": s2.attempts }, `${s2.attempts} attempt${s2.attempts === 1 ? "" : "s"}`)
+    ),
+    h(
+      "div",
+      { class: "attempt-timing small" },
+      "started ",
+      h("b", { title: stamp(s2.started_at) }, s2.started_at ? stamp(s2.started_at) : "—"),
+      " · finished ",
+      h("b", { title: stamp(s2.finished_at) }, s2.finished_at ? `${stamp(s2.finished_at)} (${ago(s2.finished_at)})` : "—"),
+      ran !== null ? ` · took ${duration(ran)}` : ""
+    ),
+    s2.error ? h(
+      "div",
+      { class: "attempt-error", "data-testid": "step-error" },
+      s2.fallback && s2.status !== "failed" ? h("span", { class: "muted" }, "failed before its fallback: ") : null,
+      h("code", null, s2.error.code),
+      " ",
+      s2.error.message
+    ) : null,
+    s2.output !== null && s2.output !== void 0 ? h("pre", { class: "step-output", "data-testid": "step-output" }, JSON.stringify(s2.output)) : null,
+    nested
+  );
+}
+
 // src/instance.ts
 var EXPLAIN2 = {
   cancel: "Cancels the instance and the running step's tasks; a worker holding one learns it on its next heartbeat.",
@@ -742,6 +997,8 @@ var InstanceDetail = class {
   confirm = h("div", { class: "confirm-slot" });
   notice = h("div", { class: "notice-slot" });
   body = h("div", { class: "detail-body" });
+  timeline = { defs: null, shown: /* @__PURE__ */ new Map(), redraw: () => this.render() };
+  defsAsked = false;
   mount(root) {
     fill(
       root,
@@ -756,6 +1013,7 @@ var InstanceDetail = class {
     try {
       this.inst = await api.instance(this.id);
       this.onUnreachable(null);
+      await this.loadDefinition(this.inst);
       this.render();
     } catch (err) {
       if (err instanceof ApiError && err.unreachable) {
@@ -768,6 +1026,20 @@ var InstanceDetail = class {
       fill(this.body, problemBox(err, "Could not load the instance: "));
     }
   }
+  /**
+   * The sequence's blocks name every route of a router and the catch / finally lists not run
+   * (the runs say only what ran). Read once: a version never changes. getSequence is an
+   * operator call (P-AUTH-2): other keys do without it rather than meet a 403.
+   */
+  async loadDefinition(i) {
+    if (this.defsAsked || !this.can.readSequences) return;
+    this.defsAsked = true;
+    try {
+      const seq = await api.sequence(i.sequence, i.version);
+      this.timeline.defs = definitionIndex(seq.blocks ?? seq.steps);
+    } catch {
+    }
+  }
   render() {
     const i = this.inst;
     if (!i) return;
@@ -777,7 +1049,9 @@ var InstanceDetail = class {
         "div",
         null,
         h("h2", { class: "mono", "data-testid": "instance-id" }, i.id),
-        h("div", { class: "muted" }, `sequence ${i.sequence} v${i.version} · created ${stamp(i.created_at)}`, i.finished_at ? ` · finished ${stamp(i.finished_at)}` : "")
+        h("div", { class: "muted" }, `sequence ${i.sequence} v${i.version} · created ${stamp(i.created_at)}`, i.finished_at ? ` · finished ${stamp(i.finished_at)}` : ""),
+        // Seed 001: the task list filtered by this instance, over any time range.
+        h("a", { href: `#/?range=all&instance=${encodeURIComponent(i.id)}`, class: "small", "data-testid": "instance-tasks" }, "tasks of this instance →")
       ),
       h("div", { "data-testid": "instance-status" }, pill(i.status, "large"))
     );
@@ -797,7 +1071,7 @@ var InstanceDetail = class {
         h("div", { class: "problem-head" }, h("strong", null, "Error"), h("span", { class: "problem-code" }, i.error.code)),
         h("pre", { class: "wrap" }, i.error.message)
       ) : null,
-      stepTimeline(i),
+      stepTimeline(i.steps, i.on_error, this.timeline),
       h("div", { class: "json-grid" }, jsonBlock("Input", i.input, "instance-input"), jsonBlock("Output", i.output, "instance-output"))
     );
   }
@@ -854,64 +1128,6 @@ var InstanceDetail = class {
     this.render();
   }
 };
-function stepTimeline(i) {
-  const ids = new Set(i.steps.map((s2) => s2.id));
-  const top = i.steps.filter((s2) => !s2.group || !ids.has(s2.group));
-  const children = (g) => i.steps.filter((s2) => s2.group === g);
-  return h(
-    "section",
-    { class: "timeline steps", "data-testid": "steps" },
-    h("h3", null, `Steps (${top.length})`),
-    h(
-      "ol",
-      null,
-      top.map((s2) => {
-        const kids = children(s2.id);
-        return stepItem(s2, kids.length ? "group" : "step", kids.length ? h("ol", { class: "parallel", "data-group": s2.id }, kids.map((k) => stepItem(k, "child"))) : null);
-      }),
-      i.on_error ? stepItem(i.on_error, "on_error") : null
-    )
-  );
-}
-function stepItem(s2, kind, nested = null) {
-  const href = s2.task_id ? `#/tasks/${encodeURIComponent(s2.task_id)}` : null;
-  const ran = s2.started_at && s2.finished_at ? Date.parse(s2.finished_at) - Date.parse(s2.started_at) : null;
-  return h(
-    "li",
-    { class: `attempt step step-${kind} outcome-${s2.status}`, "data-step": kind === "on_error" ? "on_error" : s2.id, "data-step-status": s2.status },
-    h("span", { class: "node" }),
-    h(
-      "div",
-      { class: "attempt-head" },
-      h("b", { class: "mono" }, kind === "on_error" ? "on_error" : s2.id),
-      pill(s2.status),
-      kind === "group" ? h("span", { class: "chip", "data-testid": "parallel" }, "parallel") : null,
-      kind === "on_error" ? h("span", { class: "chip", "data-testid": "on-error" }, "sequence on_error") : null,
-      s2.fallback ? h("span", { class: "chip chip-warn", "data-testid": "fallback", title: "The step failed; its fallback ran (or runs) instead" }, "fallback") : null,
-      href ? h("a", { href, class: "mono small", "data-task-link": s2.task_id }, s2.task_id) : kind === "group" ? null : h("span", { class: "muted small" }, "no task"),
-      kind === "group" ? null : h("span", { class: "muted small", "data-attempts": s2.attempts }, `${s2.attempts} attempt${s2.attempts === 1 ? "" : "s"}`)
-    ),
-    h(
-      "div",
-      { class: "attempt-timing small" },
-      "started ",
-      h("b", { title: stamp(s2.started_at) }, s2.started_at ? stamp(s2.started_at) : "—"),
-      " · finished ",
-      h("b", { title: stamp(s2.finished_at) }, s2.finished_at ? `${stamp(s2.finished_at)} (${ago(s2.finished_at)})` : "—"),
-      ran !== null ? ` · took ${duration(ran)}` : ""
-    ),
-    s2.error ? h(
-      "div",
-      { class: "attempt-error", "data-testid": "step-error" },
-      s2.fallback && s2.status !== "failed" ? h("span", { class: "muted" }, "failed before its fallback: ") : null,
-      h("code", null, s2.error.code),
-      " ",
-      s2.error.message
-    ) : null,
-    s2.output !== null && s2.output !== void 0 ? h("pre", { class: "step-output", "data-testid": "step-output" }, JSON.stringify(s2.output)) : null,
-    nested
-  );
-}
 
 // src/instances.ts
 var PAGE_SIZE = 25;
@@ -1644,15 +1860,15 @@ function renderQueues(el, list2, onPick) {
   );
 }
 function controlsCell(row) {
-  const chip = (key, text, title) => h("span", { class: "chip", "data-control": key, title }, text);
+  const chip2 = (key, text, title) => h("span", { class: "chip", "data-control": key, title }, text);
   return h(
     "div",
     { class: "controls-cell" },
     blockedBadge(row.blocked),
-    row.paused && row.blocked !== "paused" ? chip("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
-    row.queue_max_running != null ? chip("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
-    row.handler_max_running != null ? chip("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
-    (row.unroutable ?? 0) > 0 ? chip("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
+    row.paused && row.blocked !== "paused" ? chip2("paused", "paused", "The queue is paused (P-CTRL-1)") : null,
+    row.queue_max_running != null ? chip2("queue_max_running", `queue ≤ ${row.queue_max_running}`, "Most tasks of this queue running at once (P-CTRL-2)") : null,
+    row.handler_max_running != null ? chip2("handler_max_running", `handler ≤ ${row.handler_max_running}`, "Most tasks of this handler running at once, every queue (P-CTRL-2)") : null,
+    (row.unroutable ?? 0) > 0 ? chip2("unroutable", `${row.unroutable} unroutable`, "Pending tasks whose required labels no live worker has (P-LABEL-3)") : null,
     h("a", {
       class: "queue-link small",
       href: queueHref(row.queue_name),
@@ -2242,7 +2458,7 @@ function route() {
   } else if (iv) {
     overview.hidden = true;
     detailRoot.hidden = false;
-    instanceView = new InstanceDetail(decodeURIComponent(iv[1]), reachability, { cancel: canCancelInstances(), retry: canOperate() });
+    instanceView = new InstanceDetail(decodeURIComponent(iv[1]), reachability, { cancel: canCancelInstances(), retry: canOperate(), readSequences: canOperate() });
     instanceView.mount(detailRoot);
     document.title = `${instanceView.id} · Orch8`;
     void instanceView.load();

@@ -1,0 +1,159 @@
+// The instance page draws each block type (issue 31) from the StepRun fields of contract
+// 1.8.0: the page is the real bundle served by a real server; GET /instances/{id} (and the
+// sequence definition) answer fixtures of tests/fixtures/blocks.mjs, so every block type and
+// outcome is drawn without a worker driving it there.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { bulk, checkout, checkoutDefinition, CHILD, FAILED, legacy } from "./fixtures/blocks.mjs";
+import { launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+
+let server, browser;
+before(async () => {
+  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
+});
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+/**
+ * Open the dashboard, answer the instance (and its sequence: the definition, or `null` for
+ * a 404) with fixtures, and go to the instance page. `page.instanceCalls` counts its loads,
+ * `page.answeredAt` is when the last one was answered.
+ */
+async function show(inst, definition = null) {
+  const page = await openPage(browser, `${server.url}/ui/`);
+  await page.waitForSelector("[data-role]");
+  page.instanceCalls = 0;
+  await page.route(`**/instances/${inst.id}`, (route) => {
+    page.instanceCalls++;
+    page.answeredAt = Date.now();
+    return route.fulfill({ json: inst });
+  });
+  await page.route(`**/sequences/${inst.sequence}?*`, (route) =>
+    definition
+      ? route.fulfill({ json: definition })
+      : route.fulfill({ status: 404, contentType: "application/problem+json", body: JSON.stringify({ type: "about:blank", title: "Not found", status: 404, detail: "no such sequence", code: "not_found", errors: [] }) }),
+  );
+  await page.evaluate((id) => (location.hash = `#/instances/${id}`), inst.id);
+  await page.waitForSelector(`[data-testid="instance-id"]:text("${inst.id}")`);
+  return page;
+}
+
+const lanesOf = (page, key) => page.$$eval(`[data-group="${key}"] > [data-lane]`, (els) => els.map((e) => [e.dataset.lane, e.dataset.laneState ?? ""]));
+const stepsIn = (page, key, lane) => page.$$eval(`[data-group="${key}"] > [data-lane="${lane}"] > ol > li`, (els) => els.map((e) => e.dataset.step));
+const status = (page, key) => page.getAttribute(`[data-step="${key}"]`, "data-step-status");
+
+test("parallel and race: branches side by side; the race's winner and its cancelled loser", async () => {
+  const page = await show(checkout, checkoutDefinition);
+  assert.deepEqual(
+    await page.$$eval('[data-testid="steps"] > ol > li', (els) => els.map((e) => `${e.dataset.step}:${e.dataset.blockType}`)),
+    ["validate:step", "enrich:parallel", "plan:router", "nomatch:router", "pay:try_catch", "guard:try_catch", "fastest:race", "poll:loop", "notify:sub_sequence"],
+  );
+  assert.deepEqual(await lanesOf(page, "enrich"), [["branch:0", ""], ["branch:1", ""]]);
+  assert.deepEqual(await stepsIn(page, "enrich", "branch:0"), ["geo", "geo_fmt"], "a branch's blocks in order");
+  assert.deepEqual(await stepsIn(page, "enrich", "branch:1"), ["credit"]);
+  const [a, b] = await page.$$eval('[data-group="enrich"] > [data-lane]', (els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+  assert.ok(b.left >= a.right && b.top === a.top, `branches side by side: ${JSON.stringify([a, b])}`);
+  assert.ok(await page.$('[data-step="enrich"] > .attempt-head [data-testid="parallel"]'));
+  assert.equal(await page.$('[data-step="enrich"] > .attempt-head [data-attempts]'), null, "a container has no attempts of its own");
+
+  assert.deepEqual(await lanesOf(page, "fastest"), [["branch:0", "won"], ["branch:1", "lost"]]);
+  assert.ok(await page.$('[data-group="fastest"] > [data-lane="branch:0"] [data-testid="winner"]'));
+  assert.ok(await page.$('[data-group="fastest"] > [data-lane="branch:1"] [data-testid="lost"]'));
+  assert.equal(await status(page, "mirror_b"), "cancelled");
+  const [w, l] = await page.$$eval('[data-group="fastest"] > [data-lane]', (els) => els.map((e) => e.getBoundingClientRect().toJSON()));
+  assert.ok(l.left >= w.right, "race branches side by side");
+  assert.deepEqual(page.errors, []);
+});
+
+test("router: the route taken, the skipped ones with their conditions, and a router no route matched", async () => {
+  const page = await show(checkout, checkoutDefinition);
+  assert.deepEqual(await lanesOf(page, "plan"), [["route:0", "skipped"], ["route:1", "taken"], ["default", "skipped"]]);
+  assert.deepEqual(await stepsIn(page, "plan", "route:1"), ["pro_setup"]);
+  assert.deepEqual(await stepsIn(page, "plan", "route:0"), [], "a skipped route ran nothing");
+  assert.equal(await page.textContent('[data-group="plan"] > [data-lane="route:0"] [data-testid="condition"]'), 'context.data.plan == "free"');
+  assert.ok(await page.$('[data-group="plan"] > [data-lane="route:1"] [data-testid="route-taken"]'));
+  assert.deepEqual(await lanesOf(page, "nomatch"), [["route:0", "skipped"]]);
+  assert.match(await page.textContent('[data-step="nomatch"] [data-testid="router-note"]'), /No route matched/);
+  await screenshot(page, "instance-blocks");
+});
+
+test("router without the definition (a key that may not read sequences): the route taken, and says the rest were skipped", async () => {
+  const page = await show(checkout, null);
+  assert.deepEqual(await lanesOf(page, "plan"), [["route:1", "taken"]]);
+  assert.match(await page.textContent('[data-step="plan"] [data-testid="router-note"]'), /others were skipped/);
+  // try / catch without the definition: only the lanes that ran.
+  assert.deepEqual(await lanesOf(page, "guard"), [["try", ""]]);
+  assert.deepEqual(page.errors, []);
+});
+
+test("try_catch: try, catch and finally lanes; the catch lane highlighted when it ran, marked not run otherwise", async () => {
+  const page = await show(checkout, checkoutDefinition);
+  assert.deepEqual(await lanesOf(page, "pay"), [["try", ""], ["catch", "caught"], ["finally", ""]]);
+  assert.equal(await status(page, "charge"), "failed");
+  assert.match(await page.textContent('[data-step="charge"] [data-testid="step-error"]'), /card_declined\s+insufficient funds/);
+  assert.deepEqual(await stepsIn(page, "pay", "catch"), ["refund_note"]);
+  assert.deepEqual(await stepsIn(page, "pay", "finally"), ["receipt"]);
+  assert.equal(await status(page, "pay"), "completed", "a recovered try_catch completed");
+  const bg = await page.$eval('[data-group="pay"] > [data-lane="catch"]', (e) => getComputedStyle(e).backgroundColor);
+  const plain = await page.$eval('[data-group="pay"] > [data-lane="try"]', (e) => getComputedStyle(e).backgroundColor);
+  assert.notEqual(bg, plain, "the catch path taken stands out");
+  // guard's try succeeded: its catch (defined) is shown as not run; it has no finally.
+  assert.deepEqual(await lanesOf(page, "guard"), [["try", ""], ["catch", "idle"]]);
+  assert.match(await page.textContent('[data-group="guard"] > [data-lane="catch"]'), /not run: try did not fail/);
+});
+
+test("loop and sub_sequence: few iterations all drawn; the child instance linked", async () => {
+  const page = await show(checkout, checkoutDefinition);
+  assert.deepEqual(await lanesOf(page, "poll"), [0, 1, 2].map((i) => [`iteration:${i}`, "iter-completed"]));
+  assert.deepEqual(await stepsIn(page, "poll", "iteration:2"), ["poll[2]/check"]);
+  assert.equal(await page.getAttribute('[data-step="poll"] [data-iterations]', "data-iterations"), "3");
+  assert.deepEqual(await texts(page, '[data-step="poll"] [data-iter-count]'), ["3 completed"]);
+  assert.equal(await page.getAttribute('[data-step="notify"] [data-testid="child-instance"] a', "href"), `#/instances/${CHILD}`);
+});
+
+test("for_each of 1,000 items: counts per status and the first failing iterations, drawn fast; more on demand", async () => {
+  const page = await show(bulk);
+  // Timed on a second visit (the first also loads the bundle): from the answer to the drawing.
+  await page.evaluate(() => (location.hash = "#/instances"));
+  await page.waitForSelector("#i-clear");
+  await page.evaluate((id) => (location.hash = `#/instances/${id}`), bulk.id);
+  await page.waitForSelector('[data-step="items"] [data-iter-count="failed"]');
+  const ms = Date.now() - page.answeredAt;
+  console.log(`for_each of 1,000 items (1,001 runs, ${JSON.stringify(bulk).length} bytes): drawn ${ms} ms after the answer`);
+  assert.ok(ms < 1000, `drawn in ${ms} ms`);
+  assert.deepEqual(await texts(page, '[data-step="items"] [data-iter-count]'), ["7 failed", "7 running", "986 completed"]);
+  assert.equal(await page.getAttribute('[data-step="items"] [data-iterations]', "data-iterations"), "1000");
+  const first = FAILED.slice(0, 5);
+  assert.equal(await page.textContent('[data-testid="failing-first"]'), `First failing iterations: ${first.map((i) => `#${i}`).join(", ")}`);
+  assert.deepEqual((await lanesOf(page, "items")).map(([l]) => l), first.map((i) => `iteration:${i}`));
+  assert.match(await page.textContent(`[data-step="items[17]/charge"] [data-testid="step-error"]`), /item 17 declined/);
+  assert.equal(await page.textContent('[data-testid="iterations-hidden"]'), "995 more iterations not drawn");
+  assert.ok((await page.$$("li[data-step]")) .length < 20, "collapsed: a handful of items in the DOM");
+  await screenshot(page, "instance-for-each");
+
+  // 50 more, in order (the failing #17 among them), kept across the page's own refreshes.
+  await page.click('[data-show-iterations="items"]');
+  const drawn = async () => (await lanesOf(page, "items")).map(([l]) => Number(l.split(":")[1]));
+  const expected = [...new Set([...Array.from({ length: 50 }, (_, i) => i), ...first])].sort((x, y) => x - y);
+  assert.deepEqual(await drawn(), expected);
+  const calls = page.instanceCalls;
+  await page.waitForResponse((r) => r.url().endsWith(`/instances/${bulk.id}`));
+  assert.ok(page.instanceCalls > calls, "the running instance was loaded again");
+  assert.deepEqual(await drawn(), expected, "still expanded after the refresh");
+  await page.click('[data-collapse-iterations="items"]');
+  assert.deepEqual(await drawn(), first);
+  assert.deepEqual(page.errors, []);
+});
+
+test("a 1.x instance (no type, no lane) still renders: the parallel group's children under it, the fallback marked", async () => {
+  const page = await show(legacy);
+  assert.deepEqual(await page.$$eval('[data-testid="steps"] > ol > li', (els) => els.map((e) => e.dataset.step)), ["fetch", "fan", "finish"]);
+  assert.ok(await page.$('[data-step="fan"] > .attempt-head [data-testid="parallel"]'));
+  assert.deepEqual(await page.$$eval('[data-group="fan"] li[data-step]', (els) => els.map((e) => e.dataset.step)), ["left", "right"]);
+  assert.ok(await page.$('[data-step="left"] [data-testid="fallback"]'));
+  assert.match(await page.textContent('[data-step="left"] [data-testid="step-error"]'), /failed before its fallback: parse_error\s+parser crashed/);
+  assert.ok(await page.$('[data-step="fetch"] [data-task-link]'));
+  assert.deepEqual(page.errors, []);
+});
