@@ -72,6 +72,9 @@ var handlers = map[string]kitHandler{
 		return nil, &orch8.PermanentError{Err: errors.New(str(t, "message")), Code: str(t, "code"),
 			Details: obj(t, "details"), Checkpoint: obj(t, "checkpoint")}
 	},
+	"yields": func(_ *orch8test.TestTask, _ context.Context, t *orch8.Task) (any, error) {
+		return nil, orch8.Yield(obj(t, "checkpoint"), time.Duration(num(t, "delay_ms"))*time.Millisecond)
+	},
 	"raises_unhandled": func(_ *orch8test.TestTask, _ context.Context, t *orch8.Task) (any, error) {
 		return nil, errors.New(str(t, "message"))
 	},
@@ -216,6 +219,9 @@ func check(c kitCase, tt *orch8test.TestTask, out orch8test.Outcome) []string {
 	}
 	if out.RetryAfter > 0 {
 		got["retry_after_ms"] = out.RetryAfter.Milliseconds()
+	}
+	if out.Status == "released" {
+		got["delay_ms"] = out.Delay.Milliseconds()
 	}
 	for key, want := range c.Expect {
 		switch key {

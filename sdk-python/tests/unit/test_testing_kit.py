@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from orch8 import PermanentError, RetryableError
+from orch8 import PermanentError, RetryableError, Yield
 from orch8.errors import LeaseLostError, TaskCancelledError
 from orch8.testing import Heartbeat, Outcome, TestTask
 from orch8.worker import TaskContext
@@ -73,6 +73,10 @@ def raises_permanent(_: TestTask, ctx: TaskContext) -> Any:
     )
 
 
+def yields(_: TestTask, ctx: TaskContext) -> Any:
+    raise Yield(checkpoint=ctx.params.get("checkpoint"), delay_ms=ctx.params.get("delay_ms", 0))
+
+
 def raises_unhandled(_: TestTask, ctx: TaskContext) -> Any:
     raise RuntimeError(ctx.params["message"])
 
@@ -121,6 +125,7 @@ HANDLERS: dict[str, KitHandler] = {
     "returns_nested": returns_nested,
     "raises_retryable": raises_retryable,
     "raises_permanent": raises_permanent,
+    "yields": yields,
     "raises_unhandled": raises_unhandled,
     "raises_huge_message": raises_huge_message,
     "raises_huge_details": raises_huge_details,
@@ -158,7 +163,7 @@ def check(case: dict[str, Any], task: TestTask, outcome: Outcome) -> None:
     """Every key of the case's `expect` (kit-cases.json says what each means)."""
     want = case["expect"]
     got = asdict(outcome)
-    for key in ("status", "output", "error", "code", "retryable", "retry_after_ms"):
+    for key in ("status", "output", "error", "code", "retryable", "retry_after_ms", "delay_ms"):
         if key in want:
             assert got[key] == want[key], key
     for key in ("details", "checkpoint"):

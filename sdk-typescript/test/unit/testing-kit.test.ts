@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
-import { LeaseLostError, PermanentError, RetryableError, ShutdownError, TaskCancelledError, type TaskContext } from "../../src/index.js";
+import { LeaseLostError, PermanentError, RetryableError, ShutdownError, TaskCancelledError, Yield, type TaskContext } from "../../src/index.js";
 import { TestTask, type Outcome } from "../../src/testing/index.js";
 
 interface Case {
@@ -61,6 +61,7 @@ const HANDLERS: Record<string, KitHandler> = {
     const { message, code, details, checkpoint } = p(ctx);
     throw new PermanentError(message, { code, details, checkpoint });
   },
+  yields: (_, ctx) => { throw new Yield({ checkpoint: p(ctx).checkpoint, delayMs: p(ctx).delay_ms }); },
   raises_unhandled: (_, ctx) => { throw new Error(p(ctx).message); },
   raises_huge_message: (_, ctx) => { throw new PermanentError(p(ctx).char.repeat(p(ctx).repeat)); },
   raises_huge_details: (_, ctx) => { throw new PermanentError("details too big", { details: { blob: "x".repeat(p(ctx).bytes) } }); },
@@ -118,8 +119,8 @@ async function runCase(c: Case): Promise<[TestTask, Outcome]> {
 
 function check(c: Case, task: TestTask, outcome: Outcome): void {
   const want = c.expect;
-  const got: Record<string, unknown> = { ...outcome, retry_after_ms: outcome.retryAfterMs };
-  for (const key of ["status", "output", "error", "code", "retryable", "retry_after_ms", "details", "checkpoint"]) {
+  const got: Record<string, unknown> = { ...outcome, retry_after_ms: outcome.retryAfterMs, delay_ms: outcome.delayMs };
+  for (const key of ["status", "output", "error", "code", "retryable", "retry_after_ms", "details", "checkpoint", "delay_ms"]) {
     if (key in want) assert.deepEqual(got[key], want[key], key);
   }
   if ("heartbeats" in want) assert.deepEqual(task.heartbeats, want.heartbeats);
