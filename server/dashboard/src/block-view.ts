@@ -80,19 +80,26 @@ function lanes(node: BlockNode, names: string[], layout: "side" | "stack", state
     { class: `lanes lanes-${layout}`, "data-group": node.key },
     names.map((lane) => {
       const l = look(lane);
-      const nodes = node.lanes.get(lane) ?? [];
+      const all = node.lanes.get(lane) ?? [];
+      // A route skipped or a catch not needed: the server may list its blocks, pending, but
+      // they will never run; name them rather than draw them as waiting.
+      const never = l.state === "skipped" || l.state === "idle" ? all.filter((n) => n.run.status === "pending") : [];
+      const nodes = never.length ? all.filter((n) => !never.includes(n)) : all;
       return h(
         "div",
         { class: `lane${l.state ? ` lane-${l.state}` : ""}`, "data-lane": lane, "data-lane-state": l.state ?? null },
         h("div", { class: "lane-head small" }, h("span", { class: "lane-label" }, l.label), l.chip ?? null),
         l.note ? h("div", { class: "lane-note small muted" }, l.note) : null,
+        never.length ? h("div", { class: "lane-note small muted", "data-testid": "not-run" }, "not run: ", h("span", { class: "mono" }, never.map((n) => n.run.id).join(", "))) : null,
         nodes.length ? h("ol", null, nodes.map((n) => blockItem(n, state))) : null,
       );
     }),
   );
 }
 
-const byIndex = (a: string, b: string) => Number(a.split(":")[1] ?? 0) - Number(b.split(":")[1] ?? 0);
+// `branch:2`, `route:0`, `iteration:7` by number; a lane without one (`default`) last.
+const laneIndex = (lane: string) => Number(lane.split(":")[1] ?? Infinity);
+const byIndex = (a: string, b: string) => laneIndex(a) - laneIndex(b) || a.localeCompare(b);
 const chip = (text: string, cls: string, testId: string, title: string | null = null) =>
   h("span", { class: `chip ${cls}`, "data-testid": testId, title }, text);
 
@@ -128,22 +135,25 @@ function routes(node: BlockNode, state: TimelineState): HTMLElement {
     chosen === null && decided
       ? "No route matched and there is no default: the router's output is null."
       : !def && chosen !== null
-        ? "Took this route; the others were skipped (the definition, with every route, needs an operator key)."
+        ? "Routes other than the one taken were skipped (their conditions are in the definition, which needs an operator key)."
         : null;
   return h("div", null, summary ? h("div", { class: "small muted", "data-testid": "router-note" }, summary) : null, view);
 }
 
 function tryCatch(node: BlockNode, state: TimelineState): HTMLElement {
   const def = state.defs?.get(node.run.id);
+  // The server may list a lane's blocks before they run (pending): a lane counts as run
+  // once one of its blocks started.
+  const ran = (lane: string) => (node.lanes.get(lane) ?? []).some((n) => n.run.status !== "pending");
   const defined = (lane: string) =>
     lane === "try" || node.lanes.has(lane) || (lane === "catch" ? !!def?.catch_block : !!def?.finally_block);
-  const caught = node.lanes.has("catch");
   return lanes(node, ["try", "catch", "finally"].filter(defined), "stack", state, (lane) => {
-    if (lane === "catch" && caught) {
-      return { label: "catch", state: "caught", chip: chip("caught", "chip-warn", "caught", "A block of try failed: the catch blocks ran") };
+    if (lane === "try" || ran(lane)) {
+      return lane === "catch" ? { label: "catch", state: "caught", chip: chip("caught", "chip-warn", "caught", "A block of try failed: the catch blocks ran") } : { label: lane };
     }
-    if (node.lanes.has(lane)) return { label: lane };
-    const why = lane === "catch" ? (node.run.status === "running" ? "not run (try has not failed)" : "not run: try did not fail") : "not run yet";
+    const st = node.run.status;
+    const why =
+      lane === "finally" ? "not run yet" : st === "completed" ? "not run: try did not fail" : st === "running" || st === "pending" ? "not run (try has not failed)" : "not run";
     return { label: lane, state: "idle", note: why };
   });
 }

@@ -69,7 +69,8 @@ test("router: the route taken, the skipped ones with their conditions, and a rou
   const page = await show(checkout, checkoutDefinition);
   assert.deepEqual(await lanesOf(page, "plan"), [["route:0", "skipped"], ["route:1", "taken"], ["default", "skipped"]]);
   assert.deepEqual(await stepsIn(page, "plan", "route:1"), ["pro_setup"]);
-  assert.deepEqual(await stepsIn(page, "plan", "route:0"), [], "a skipped route ran nothing");
+  assert.equal(await page.$('[data-step="free_setup"]'), null, "a skipped route's blocks are not drawn as waiting");
+  assert.equal(await page.textContent('[data-group="plan"] > [data-lane="route:0"] [data-testid="not-run"]'), "not run: free_setup");
   assert.equal(await page.textContent('[data-group="plan"] > [data-lane="route:0"] [data-testid="condition"]'), 'context.data.plan == "free"');
   assert.ok(await page.$('[data-group="plan"] > [data-lane="route:1"] [data-testid="route-taken"]'));
   assert.deepEqual(await lanesOf(page, "nomatch"), [["route:0", "skipped"]]);
@@ -77,12 +78,17 @@ test("router: the route taken, the skipped ones with their conditions, and a rou
   await screenshot(page, "instance-blocks");
 });
 
-test("router without the definition (a key that may not read sequences): the route taken, and says the rest were skipped", async () => {
+test("without the definition (a key that may not read sequences): the routes and lanes the runs name", async () => {
   const page = await show(checkout, null);
-  assert.deepEqual(await lanesOf(page, "plan"), [["route:1", "taken"]]);
-  assert.match(await page.textContent('[data-step="plan"] [data-testid="router-note"]'), /others were skipped/);
-  // try / catch without the definition: only the lanes that ran.
-  assert.deepEqual(await lanesOf(page, "guard"), [["try", ""]]);
+  assert.deepEqual(await lanesOf(page, "plan"), [["route:0", "skipped"], ["route:1", "taken"], ["default", "skipped"]]);
+  assert.equal(await page.$('[data-step="plan"] [data-testid="condition"]'), null);
+  assert.match(await page.textContent('[data-step="plan"] [data-testid="router-note"]'), /other than the one taken were skipped/);
+  // A router whose route lists are not in the runs: nothing to draw but the note.
+  assert.deepEqual(await lanesOf(page, "nomatch"), []);
+  assert.match(await page.textContent('[data-step="nomatch"] [data-testid="router-note"]'), /No route matched/);
+  // try / catch: the lanes the runs name; a catch listed but never started is not "caught".
+  assert.deepEqual(await lanesOf(page, "guard"), [["try", ""], ["catch", "idle"]]);
+  assert.deepEqual(await lanesOf(page, "pay"), [["try", ""], ["catch", "caught"], ["finally", ""]]);
   assert.deepEqual(page.errors, []);
 });
 
@@ -100,6 +106,7 @@ test("try_catch: try, catch and finally lanes; the catch lane highlighted when i
   // guard's try succeeded: its catch (defined) is shown as not run; it has no finally.
   assert.deepEqual(await lanesOf(page, "guard"), [["try", ""], ["catch", "idle"]]);
   assert.match(await page.textContent('[data-group="guard"] > [data-lane="catch"]'), /not run: try did not fail/);
+  assert.equal(await page.textContent('[data-group="guard"] > [data-lane="catch"] [data-testid="not-run"]'), "not run: alert");
 });
 
 test("loop and sub_sequence: few iterations all drawn; the child instance linked", async () => {

@@ -832,18 +832,22 @@ function lanes(node, names, layout, state, look) {
     { class: `lanes lanes-${layout}`, "data-group": node.key },
     names.map((lane) => {
       const l = look(lane);
-      const nodes = node.lanes.get(lane) ?? [];
+      const all = node.lanes.get(lane) ?? [];
+      const never = l.state === "skipped" || l.state === "idle" ? all.filter((n) => n.run.status === "pending") : [];
+      const nodes = never.length ? all.filter((n) => !never.includes(n)) : all;
       return h(
         "div",
         { class: `lane${l.state ? ` lane-${l.state}` : ""}`, "data-lane": lane, "data-lane-state": l.state ?? null },
         h("div", { class: "lane-head small" }, h("span", { class: "lane-label" }, l.label), l.chip ?? null),
         l.note ? h("div", { class: "lane-note small muted" }, l.note) : null,
+        never.length ? h("div", { class: "lane-note small muted", "data-testid": "not-run" }, "not run: ", h("span", { class: "mono" }, never.map((n) => n.run.id).join(", "))) : null,
         nodes.length ? h("ol", null, nodes.map((n) => blockItem(n, state))) : null
       );
     })
   );
 }
-var byIndex = (a, b) => Number(a.split(":")[1] ?? 0) - Number(b.split(":")[1] ?? 0);
+var laneIndex = (lane) => Number(lane.split(":")[1] ?? Infinity);
+var byIndex = (a, b) => laneIndex(a) - laneIndex(b) || a.localeCompare(b);
 var chip = (text, cls, testId, title = null) => h("span", { class: `chip ${cls}`, "data-testid": testId, title }, text);
 function branches(node, state) {
   const names = [...node.lanes.keys()].sort(byIndex);
@@ -867,19 +871,19 @@ function routes(node, state) {
     if (lane === chosen2) return { label, note, state: "taken", chip: chip("taken", "chip-ok", "route-taken") };
     return decided ? { label, note, state: "skipped", chip: chip("skipped", "chip-muted", "route-skipped") } : { label, note };
   });
-  const summary = chosen2 === null && decided ? "No route matched and there is no default: the router's output is null." : !def && chosen2 !== null ? "Took this route; the others were skipped (the definition, with every route, needs an operator key)." : null;
+  const summary = chosen2 === null && decided ? "No route matched and there is no default: the router's output is null." : !def && chosen2 !== null ? "Routes other than the one taken were skipped (their conditions are in the definition, which needs an operator key)." : null;
   return h("div", null, summary ? h("div", { class: "small muted", "data-testid": "router-note" }, summary) : null, view);
 }
 function tryCatch(node, state) {
   const def = state.defs?.get(node.run.id);
+  const ran = (lane) => (node.lanes.get(lane) ?? []).some((n) => n.run.status !== "pending");
   const defined = (lane) => lane === "try" || node.lanes.has(lane) || (lane === "catch" ? !!def?.catch_block : !!def?.finally_block);
-  const caught = node.lanes.has("catch");
   return lanes(node, ["try", "catch", "finally"].filter(defined), "stack", state, (lane) => {
-    if (lane === "catch" && caught) {
-      return { label: "catch", state: "caught", chip: chip("caught", "chip-warn", "caught", "A block of try failed: the catch blocks ran") };
+    if (lane === "try" || ran(lane)) {
+      return lane === "catch" ? { label: "catch", state: "caught", chip: chip("caught", "chip-warn", "caught", "A block of try failed: the catch blocks ran") } : { label: lane };
     }
-    if (node.lanes.has(lane)) return { label: lane };
-    const why = lane === "catch" ? node.run.status === "running" ? "not run (try has not failed)" : "not run: try did not fail" : "not run yet";
+    const st = node.run.status;
+    const why = lane === "finally" ? "not run yet" : st === "completed" ? "not run: try did not fail" : st === "running" || st === "pending" ? "not run (try has not failed)" : "not run";
     return { label: lane, state: "idle", note: why };
   });
 }
