@@ -79,6 +79,20 @@ export async function startServer({ apiKey, keys } = {}) {
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : null };
     },
+    /** A raw HTTP worker: claim the one task of `handler` (long poll), then complete or fail it. */
+    async claim(handler, as = {}) {
+      const res = await server.api("POST", "/workers/tasks/poll", { handler_names: [handler], wait_ms: 5000 }, as);
+      if (res.status !== 200) throw new Error(`poll ${handler}: ${res.status} ${JSON.stringify(res.body)}`);
+      return res.body;
+    },
+    async complete(task, output, as = {}) {
+      const res = await server.api("POST", `/workers/tasks/${task.id}/complete`, { lease_id: task.lease.id, output }, as);
+      if (res.status !== 200) throw new Error(`complete ${task.id}: ${res.status} ${JSON.stringify(res.body)}`);
+    },
+    async fail(task, error, code, as = {}) {
+      const res = await server.api("POST", `/workers/tasks/${task.id}/fail`, { lease_id: task.lease.id, error, code, retryable: false }, as);
+      if (res.status !== 200) throw new Error(`fail ${task.id}: ${res.status} ${JSON.stringify(res.body)}`);
+    },
     async enqueue(tasks, as = {}) {
       const res = await server.api("POST", "/tasks/batch", { tasks }, as);
       if (res.status !== 201) throw new Error(`enqueue: ${res.status} ${JSON.stringify(res.body)}`);

@@ -53,20 +53,10 @@ async function start(sequence, input = {}) {
   return res.body;
 }
 
-/** The raw worker: claim the one task of `handler` (long poll), then complete or fail it. */
-async function claim(handler) {
-  const res = await server.api("POST", "/workers/tasks/poll", { handler_names: [handler], wait_ms: 5000 }, T1);
-  assert.equal(res.status, 200, `poll ${handler}: ${res.status}`);
-  return res.body;
-}
-async function complete(task, output) {
-  const res = await server.api("POST", `/workers/tasks/${task.id}/complete`, { lease_id: task.lease.id, output }, T1);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-}
-async function fail(task, error, code) {
-  const res = await server.api("POST", `/workers/tasks/${task.id}/fail`, { lease_id: task.lease.id, error, code, retryable: false }, T1);
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-}
+// The raw worker of the harness, in tenant t1.
+const claim = (handler) => server.claim(handler, T1);
+const complete = (task, output) => server.complete(task, output, T1);
+const fail = (task, error, code) => server.fail(task, error, code, T1);
 
 const stepStatus = (page, id) => page.getAttribute(`[data-step="${id}"]`, "data-step-status");
 
