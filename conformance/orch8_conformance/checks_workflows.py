@@ -49,13 +49,13 @@ def instance(run: ScenarioRun, ref: str) -> dict | None:
         return None
 
 
-def key(step: dict) -> str:
+def run_key(step: dict) -> str:
     """A StepRun's key; a server without block runs (issue 16) names a step by its id."""
     return step.get("key") or step["id"]
 
 
 def step_runs(found: dict | None) -> dict[str, dict]:
-    return {key(s): s for s in (found or {}).get("steps", [])}
+    return {run_key(s): s for s in (found or {}).get("steps", [])}
 
 
 def step_started(run: ScenarioRun, want: dict) -> bool:
