@@ -331,3 +331,15 @@ def test_for_each_of_1000_items_fans_out_in_one_transaction_P_WF_11(
         done_tasks += len(tasks)
     done = wait(api, inst)
     assert done["status"] == "completed" and done["output"] == [n * 2 for n in range(1000)]
+
+
+def test_a_huge_bad_definition_lists_the_first_100_errors_P_WF_12(
+    api: httpx.Client, name: str
+) -> None:
+    """Schemathesis sent 700 KB of blocks with every field set: each error was listed and
+    the answer took over 10 s. The list stops at 100, and says so."""
+    bad = {"type": "loop", "handler": name, "branches": [[]], "condition": "true", "body": []}
+    r = api.post("/sequences", json={"name": name,
+                                     "blocks": [{**bad, "id": f"b{i}"} for i in range(2000)]})  # fmt: skip
+    errors = assert_problem(r, 422, "validation_error")["errors"]
+    assert len(errors) == 101 and errors[-1]["detail"].startswith("more errors not listed")

@@ -10,10 +10,22 @@ value raises KeyError (the expression reads null; a template fails the step).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from orch8_server.lifecycle.workflow_steps import Machine
+from orch8_server.lifecycle.workflow_tree import Tree
+
+
+class Records(Protocol):
+    """What a scope reads of the instance's machine (workflow_steps.Machine)."""
+
+    inst: Any
+    tree: Tree
+
+    @property
+    def state(self) -> dict[str, Any]: ...
+    def record_at(self, key: str) -> dict[str, Any] | None: ...
+    def find(self, block_id: str, scope: str) -> dict[str, Any] | None: ...
+
 
 _MISSING = object()
 
@@ -48,7 +60,7 @@ class Scope:
     __slots__ = ("error", "loop_next", "machine", "rec", "scope")
 
     def __init__(
-        self, machine: Machine, rec: dict[str, Any], error: Any, loop_next: int | None
+        self, machine: Records, rec: dict[str, Any], error: Any, loop_next: int | None
     ) -> None:
         """`loop_next`: for a loop's condition, the index of the iteration it decides on
         (`iteration` reads it; `steps.<id>` sees the previous iteration's blocks)."""

@@ -47,6 +47,13 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 ROOTS = ("context", "data", "config", "input", "steps", "outputs", "instance_id")
 
 
+MAX_ERRORS = 100
+
+
+class _TooMany(Exception):
+    pass
+
+
 class DefinitionError(ValueError):
     def __init__(self, errors: list[dict[str, str]]) -> None:
         super().__init__(errors[0]["detail"])
@@ -161,13 +168,23 @@ class _Compiler:
         self.errors: list[dict[str, str]] = []
         self.blocks: dict[str, Block] = {}
         self.count = 0
-        self._visible: dict[str, frozenset[str]] = {}
+        self._paths: dict[str, dict[str | None, tuple[str | None, int]]] = {}
         self.root: list[str] = []
 
     def err(self, pointer: str, detail: str) -> None:
         self.errors.append({"pointer": pointer, "detail": detail})
+        if len(self.errors) >= MAX_ERRORS:  # a huge bad definition answers fast
+            raise _TooMany
 
     def run(self) -> Tree:
+        try:
+            return self._run()
+        except _TooMany:
+            self.errors.append({"pointer": "", "detail": f"more errors not listed (the first "
+                                f"{MAX_ERRORS} are)"})  # fmt: skip
+            raise DefinitionError(self.errors) from None
+
+    def _run(self) -> Tree:
         root = self.root = self.walk(self.definition[self.key], f"/{self.key}", None, None, 1)
         if self.count > MAX_BLOCKS:
             self.err(f"/{self.key}", f"has {self.count} blocks, more than {MAX_BLOCKS}")
@@ -177,9 +194,8 @@ class _Compiler:
         on_error = self.definition.get("on_error")
         on_error_params = None
         if on_error is not None:
-            everything = frozenset(b.id for b in self.blocks.values() if not self.iterated(b))
             on_error_params = self.renderer(
-                on_error.get("params", {}), "/on_error/params", everything, ("error",), None
+                on_error.get("params", {}), "/on_error/params", None, ("error",)
             )
             self.check_sleep(on_error, "/on_error")
         if self.errors:
@@ -279,35 +295,49 @@ class _Compiler:
             block = parent
         return None
 
-    def subtree_ids(self, ids: list[str]) -> set[str]:
-        found: set[str] = set()
-        for bid in ids:
-            found.add(bid)
-            block = self.blocks[bid]
-            if block.type not in ITERATING:
-                for lane_ids in block.lanes.values():
-                    found |= self.subtree_ids(lane_ids)
+    def _path(self, reader: Block) -> dict[str | None, tuple[str | None, int]]:
+        """For each container above `reader` (None: the top level), the lane and index of
+        the reader's ancestor-or-self in it."""
+        found = self._paths.get(reader.id)
+        if found is None:
+            found, node = {}, reader
+            while True:
+                found[node.parent] = (node.lane, node.index)
+                if node.parent is None:
+                    break
+                node = self.blocks[node.parent]
+            self._paths[reader.id] = found
         return found
 
-    def visible(self, block: Block) -> frozenset[str]:
-        """Ids of the blocks that have ended whenever `block` starts (P-WF-12)."""
-        if block.id in self._visible:
-            return self._visible[block.id]
-        if block.parent is None:
-            lane_ids = self.root
-        else:
-            lane_ids = self.blocks[block.parent].lanes[block.lane or ""]
-        seen = self.subtree_ids(lane_ids[: block.index])
-        if block.parent is not None:
-            parent = self.blocks[block.parent]
-            if parent.type == "try_catch" and block.lane in ("catch", "finally"):
-                seen |= self.subtree_ids(parent.lanes.get("try", []))
-                if block.lane == "finally":
-                    seen |= self.subtree_ids(parent.lanes.get("catch", []))
-            seen |= self.visible(parent)
-        result = frozenset(seen)
-        self._visible[block.id] = result
-        return result
+    def unseen(self, reader: Block | None, target: Block, into_body: bool = False) -> str | None:
+        """Why `target` may not have ended when `reader` starts (P-WF-12), or None. The
+        reader None is on_error (after everything); `into_body`: a loop's condition, which
+        also sees its own body. Costs the depth of the target, not the sequence's size."""
+        loop = self.iterated(target)
+        if reader is None:
+            return None if loop is None else "loop"
+        path, node, crossed = self._path(reader), target, False
+        while True:
+            parent = node.parent
+            if parent == reader.id:  # the target is inside the reader
+                return None if into_body and node.lane == "body" and not crossed else "later"
+            if parent in path:  # the closest container holding both
+                if crossed:
+                    return "loop"
+                lane, index = path[parent]
+                if lane == node.lane and node.index < index:
+                    return None
+                if parent is not None and self.blocks[parent].type == "try_catch" and (
+                    (lane == "catch" and node.lane == "try")
+                    or (lane == "finally" and node.lane in ("try", "catch"))
+                ):  # fmt: skip
+                    return None
+                return "later"
+            assert parent is not None  # the top level is always in the path
+            container = self.blocks[parent]
+            if container.type in ITERATING and node.lane == "body":
+                crossed = True
+            node = container
 
     def extra_roots(self, block: Block) -> tuple[str, ...]:
         """Roots that exist only inside some blocks: loop variables and the caught error."""
@@ -325,8 +355,8 @@ class _Compiler:
         return tuple(roots)
 
     def check_path(
-        self, path: tuple[Any, ...], pointer: str, visible: frozenset[str],
-        extra: tuple[str, ...], me: str | None,
+        self, path: tuple[Any, ...], pointer: str, reader: Block | None,
+        extra: tuple[str, ...], into_body: bool = False,
     ) -> None:  # fmt: skip
         root = path[0]
         if root in extra or root in ("data", "config", "input", "instance_id"):
@@ -343,22 +373,23 @@ class _Compiler:
             self.err(pointer, f"{root} needs a block id ({root}.<id>)")
             return
         target = path[1]
-        if target == me:
+        me = None if reader is None else reader.id
+        if target == me and not into_body:
             self.err(pointer, f"block {me} cannot refer to its own output")
         elif target not in self.blocks:
             self.err(pointer, f"no block {target} in this sequence")
-        elif target not in visible:
+        else:
+            why = self.unseen(reader, self.blocks[target], into_body)
             loop = self.iterated(self.blocks[target])
-            if loop is not None and me is not None and loop.id != me:
+            if why == "loop" and loop is not None:
                 self.err(pointer, f"block {target} runs inside {loop.type} {loop.id}; "
                          f"refer to steps.{loop.id}.output")  # fmt: skip
-            else:
+            elif why is not None:
                 self.err(pointer, f"block {target} does not run before this block")
 
     def renderer(
-        self, value: Any, pointer: str, visible: frozenset[str], extra: tuple[str, ...],
-        me: str | None,
-    ) -> Renderer | None:  # fmt: skip
+        self, value: Any, pointer: str, reader: Block | None, extra: tuple[str, ...]
+    ) -> Renderer | None:
         try:
             renderer, paths = compile_params(value, pointer, self.templates)
         except ex.ExpressionError as exc:
@@ -369,54 +400,49 @@ class _Compiler:
             self.err(where, detail)
             return None
         for path, where in paths:
-            self.check_path(path, where, visible, extra, me)
+            self.check_path(path, where, reader, extra)
         return renderer
 
     def expression(
-        self, text: str, pointer: str, visible: frozenset[str], extra: tuple[str, ...]
-    ) -> ex.Expr | None:
+        self, text: str, pointer: str, reader: Block, extra: tuple[str, ...],
+        into_body: bool = False,
+    ) -> ex.Expr | None:  # fmt: skip
         try:
             expr = ex.parse(text)
         except ex.ExpressionError as exc:
             self.err(pointer, f"{exc.message} (at character {exc.position})")
             return None
         for path in expr.paths():
-            self.check_path(path, pointer, visible, extra, None)
+            self.check_path(path, pointer, reader, extra, into_body)
         return expr
 
     def check_block(self, block: Block) -> None:
-        spec, ptr = block.spec, block.pointer
-        visible, extra = self.visible(block), self.extra_roots(block)
+        spec, ptr, extra = block.spec, block.pointer, self.extra_roots(block)
         if block.type == "step":
-            block.params = self.renderer(
-                spec.get("params", {}), f"{ptr}/params", visible, extra, block.id
-            )
+            block.params = self.renderer(spec.get("params", {}), f"{ptr}/params", block, extra)
             self.check_sleep(spec, ptr)
             if "fallback" in spec:
                 block.fallback_params = self.renderer(
-                    spec["fallback"].get("params", {}), f"{ptr}/fallback/params", visible,
-                    (*extra, "error"), block.id,
+                    spec["fallback"].get("params", {}), f"{ptr}/fallback/params", block,
+                    (*extra, "error"),
                 )  # fmt: skip
                 self.check_sleep(spec["fallback"], f"{ptr}/fallback")
         elif block.type == "sub_sequence":
-            block.params = self.renderer(
-                spec.get("input", {}), f"{ptr}/input", visible, extra, block.id
-            )
+            block.params = self.renderer(spec.get("input", {}), f"{ptr}/input", block, extra)
         elif block.type == "router":
             for j, route in enumerate(spec["routes"]):
                 expr = self.expression(
-                    route["condition"], f"{ptr}/routes/{j}/condition", visible, extra
+                    route["condition"], f"{ptr}/routes/{j}/condition", block, extra
                 )
                 if expr is not None:
                     block.routes.append(expr)
         elif block.type == "loop":
-            inside = visible | self.subtree_ids(block.lanes.get("body", []))
             block.condition = self.expression(
-                spec["condition"], f"{ptr}/condition", inside, (*extra, "iteration")
+                spec["condition"], f"{ptr}/condition", block, (*extra, "iteration"), True
             )
         elif block.type == "for_each":
             block.collection = self.expression(
-                spec["collection"], f"{ptr}/collection", visible, extra
+                spec["collection"], f"{ptr}/collection", block, extra
             )
 
     def check_sleep(self, action: dict[str, Any], ptr: str) -> None:
