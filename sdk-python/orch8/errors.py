@@ -217,6 +217,10 @@ class Yield(Exception):
     """
 
     def __init__(self, checkpoint: dict[str, Any] | None = None, *, delay_ms: int = 0) -> None:
+        if checkpoint is not None and not isinstance(checkpoint, dict):
+            # The contract's checkpoint is a JSON object; refused here, inside the handler,
+            # the attempt fails as unhandled_error instead of the release failing unseen.
+            raise TypeError(f"Yield checkpoint must be a dict, not {type(checkpoint).__name__}")
         super().__init__(f"task yielded (delay_ms={delay_ms})")
         self.checkpoint = checkpoint
         self.delay_ms = delay_ms

@@ -129,3 +129,12 @@ def test_the_kit_reports_a_yield_as_released() -> None:
     outcome = TestTask().run(handler)
     assert (outcome.status, outcome.checkpoint, outcome.delay_ms) == ("released", {"page": 3}, 50)
     assert outcome.code is None
+
+
+def test_a_yield_with_a_checkpoint_that_is_not_an_object_fails_the_attempt() -> None:
+    def handler(ctx: TaskContext) -> Any:
+        raise orch8.Yield(checkpoint=[1, 2])  # type: ignore[arg-type]
+
+    outcome = TestTask().run(handler)
+    assert (outcome.status, outcome.code) == ("failed", "unhandled_error")
+    assert outcome.details is not None and outcome.details["type"] == "TypeError"
