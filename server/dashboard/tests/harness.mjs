@@ -51,11 +51,12 @@ export function keysToml(keys) {
 /**
  * Start a real orch8-server (shared launcher, temp SQLite file) with the timings the
  * dashboard tests need, plus API helpers. `apiKey` adds an env (admin) key; `keys` a keys
- * file (see keysToml; `server.rewriteKeys(keys)` replaces it and sends SIGHUP).
+ * file (see keysToml; `server.rewriteKeys(keys)` replaces it and sends SIGHUP); `args`
+ * more options (a later option wins).
  */
-export async function startServer({ apiKey, keys } = {}) {
+export async function startServer({ apiKey, keys, args: extra = [] } = {}) {
   const args = ["--max-wait-ms", "20000", "--reaper-interval-ms", "200",
-    "--heartbeat-interval-ms", "1000", "--dead-after-ms", "60000"];
+    "--heartbeat-interval-ms", "1000", "--dead-after-ms", "60000", ...extra];
   if (apiKey) args.push("--api-key", apiKey);
   let keysDir = null;
   if (keys) {
