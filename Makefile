@@ -12,7 +12,7 @@ DIST_PACKAGES := server sdk-python sdk-typescript sdk-go
 
 help:
 	@echo "make run              start the reference server on SQLite at http://localhost:3001"
-	@echo "make test             set up everything and run every test of every package"
+	@echo "make test             set up everything, then lint, check-spec and every package's tests"
 	@echo "make setup            install toolchains and dependencies (idempotent)"
 	@echo "make lint             validate and lint openapi.yaml, lint every package"
 	@echo "make generate         regenerate all code derived from openapi.yaml"
@@ -50,8 +50,9 @@ check-generated: setup
 check-spec: setup
 	@scripts/check-spec.sh
 
-test: setup lint check-spec
-	@scripts/run-tests.sh $(PACKAGES)
+# Set-up, then lint, the spec gate and every package's tests side by side (scripts/run-tests.sh).
+test: setup
+	@scripts/run-tests.sh lint check-spec $(PACKAGES)
 
 conformance: setup
 	@$(MAKE) --no-print-directory -C conformance conformance

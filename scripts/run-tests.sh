@@ -1,27 +1,31 @@
 #!/usr/bin/env bash
-# Runs every package's tests and prints one summary line per package, with its duration.
-# Exits non-zero if any package failed; never stops at the first failure.
+# Runs the checks of `make test` (after its setup) and prints one summary line per check,
+# with its duration. Each argument is a check: `lint` and `check-spec` are root targets
+# (`make lint`, `make check-spec`), every other name is a package whose `make -C <pkg> test`
+# runs. Exits non-zero if any check failed; never stops at the first failure.
 # A package without a Makefile or without a `test` target counts as FAILED (named), so a
 # package can never drop out of `make test` silently.
-# The last line is always `packages: N passed, N failed`.
+# The last line is always `checks: N passed, N failed (S s after set-up)`.
 #
-# Packages run side by side, ORCH8_TEST_JOBS at a time (default 2): most of their time is
-# spent waiting on leases, timers and subprocesses, not computing. The longest start first
-# so the short ones fill the gaps. Each package's output goes to a log printed whole when
-# the package ends, so two packages' lines never interleave. ORCH8_TEST_JOBS=1 runs them
-# one after another.
+# Checks run side by side, ORCH8_TEST_JOBS at a time (default 2): most of their time is
+# spent waiting on leases, timers and subprocesses, not computing. Lint and the spec gate
+# are checks of the pool too, not steps before it: alone they kept one of the two cores
+# idle for minutes before any package started. The longest start first so the short ones
+# fill the gaps. Each check's output goes to a log printed whole when it ends, so two
+# checks' lines never interleave. ORCH8_TEST_JOBS=1 runs them one after another.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# Longest first (by their times in a fresh-clone run); any other package starts after these.
-LONGEST_FIRST=(conformance server sdk-python sdk-go sdk-typescript bench)
+ROOT_CHECKS=(lint check-spec)
+# Longest first (by their times in a fresh-clone run); any other check starts after these.
+LONGEST_FIRST=(conformance server sdk-python check-spec sdk-typescript sdk-go lint bench)
 slots=${ORCH8_TEST_JOBS:-2}
 [[ $slots =~ ^[1-9][0-9]*$ ]] || { echo "ORCH8_TEST_JOBS must be a positive number, not '$slots'" >&2; exit 2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/orch8-tests-XXXXXX")
 failed=()
 passed=()
-declare -A line=()    # package -> its summary line
-declare -A running=() # pid -> package
-declare -A began=()   # package -> $SECONDS at its start
+declare -A line=()    # check -> its summary line
+declare -A running=() # pid -> check
+declare -A began=()   # check -> $SECONDS at its start
 declare -A seen=()
 
 # True when <dir>/Makefile defines <target>: make's rule database, nothing is run (the
@@ -30,27 +34,31 @@ has_target() {
   { make --no-print-directory -C "$1" -pRrq : 2>/dev/null || true; } | grep -q "^$2:"
 }
 
-fail_early() { # package, reason for the summary, message
+is_root_check() { [[ " ${ROOT_CHECKS[*]} " == *" $1 "* ]]; }
+
+fail_early() { # check, reason for the summary, message
   failed+=("$1")
   line[$1]=$(printf '%-16s FAILED (%s)' "$1" "$2")
   echo "=== $1: FAILED: $3" >&2
 }
 
-# Packages in start order; those that cannot run are failed here, before anything starts.
+# Checks in start order; those that cannot run are failed here, before anything starts.
 queue=()
-for p in "${LONGEST_FIRST[@]}" "$@"; do
-  [[ " $* " == *" $p "* && -z ${seen[$p]:-} ]] || continue
-  seen[$p]=1
-  if [ ! -f "$p/Makefile" ]; then
-    fail_early "$p" "no $p/Makefile" "there is no $p/Makefile"
-  elif ! has_target "$p" test; then
-    fail_early "$p" "no test target" "$p/Makefile has no 'test' target"
+for c in "${LONGEST_FIRST[@]}" "$@"; do
+  [[ " $* " == *" $c "* && -z ${seen[$c]:-} ]] || continue
+  seen[$c]=1
+  if is_root_check "$c"; then
+    if has_target . "$c"; then queue+=("$c"); else fail_early "$c" "no $c target" "the Makefile has no '$c' target"; fi
+  elif [ ! -f "$c/Makefile" ]; then
+    fail_early "$c" "no $c/Makefile" "there is no $c/Makefile"
+  elif ! has_target "$c" test; then
+    fail_early "$c" "no test target" "$c/Makefile has no 'test' target"
   else
-    queue+=("$p")
+    queue+=("$c")
   fi
 done
 
-# Each package in its own process group (set -m), so an interrupt stops all it started.
+# Each check in its own process group (set -m), so an interrupt stops all it started.
 set -m
 stop_all() {
   for pid in "${!running[@]}"; do kill -TERM -- "-$pid" 2>/dev/null; done
@@ -60,51 +68,52 @@ stop_all() {
 trap stop_all INT TERM
 
 start() {
-  local p=$1
-  echo "=== start: $p"
-  began[$p]=$SECONDS
+  local c=$1 cmd
+  if is_root_check "$c"; then cmd=(make --no-print-directory "$c"); else cmd=(make --no-print-directory -C "$c" test); fi
+  echo "=== start: $c"
+  began[$c]=$SECONDS
   (
-    make --no-print-directory -C "$p" test >"$logs/$p.log" 2>&1
-    echo $? >"$logs/$p.done"
+    "${cmd[@]}" >"$logs/$c.log" 2>&1
+    echo $? >"$logs/$c.done"
   ) &
-  running[$!]=$p
+  running[$!]=$c
 }
 
-# Prints the log of every package that has ended since the last call, whole.
+# Prints the log of every check that has ended since the last call, whole.
 report_ended() {
-  local pid p rc status took
+  local pid c rc status took
   for pid in "${!running[@]}"; do
-    p=${running[$pid]}
-    if [ -f "$logs/$p.done" ]; then
+    c=${running[$pid]}
+    if [ -f "$logs/$c.done" ]; then
       wait "$pid" 2>/dev/null
-      rc=$(<"$logs/$p.done")
+      rc=$(<"$logs/$c.done")
     elif ! kill -0 "$pid" 2>/dev/null; then # killed before it could write its status
       rc=1
     else
       continue
     fi
     unset "running[$pid]"
-    took=$((SECONDS - began[$p]))
+    took=$((SECONDS - began[$c]))
     if [ "$rc" -eq 0 ]; then
       status=ok
-      passed+=("$p")
+      passed+=("$c")
     else
       status=FAILED
-      failed+=("$p")
+      failed+=("$c")
     fi
-    echo "=== test: $p"
-    cat "$logs/$p.log"
-    echo "=== $p: $status ($took s)"
-    line[$p]=$(printf '%-16s %-7s %5d s' "$p" "$status" "$took")
+    echo "=== test: $c"
+    cat "$logs/$c.log"
+    echo "=== $c: $status ($took s, ended at $SECONDS s)"
+    line[$c]=$(printf '%-16s %-7s %5d s' "$c" "$status" "$took")
   done
 }
 
-for p in "${queue[@]}"; do
+for c in "${queue[@]}"; do
   while [ ${#running[@]} -ge "$slots" ]; do
     wait -n
     report_ended
   done
-  start "$p"
+  start "$c"
 done
 while [ ${#running[@]} -gt 0 ]; do
   wait -n
@@ -113,7 +122,7 @@ done
 rm -rf "$logs"
 
 echo
-for p in "$@"; do echo "${line[$p]}"; done
+for c in "$@"; do echo "${line[$c]}"; done
 [ ${#failed[@]} -eq 0 ] || echo "failed: ${failed[*]}"
-echo "packages: ${#passed[@]} passed, ${#failed[@]} failed"
+echo "checks: ${#passed[@]} passed, ${#failed[@]} failed ($SECONDS s after set-up)"
 [ ${#failed[@]} -eq 0 ]
