@@ -552,18 +552,12 @@ type HealthStatusStatus string
 // Instance defines model for Instance.
 type Instance struct {
 	// Context `data` is the input; `config` the configuration given at start (P-WF-10).
-	Context struct {
-		// Config Any JSON object.
-		Config JSONObject `json:"config"`
-
-		// Data Any JSON object.
-		Data JSONObject `json:"data"`
-	} `json:"context"`
-	CreatedAt      time.Time    `json:"created_at"`
-	Error          *TaskFailure `json:"error"`
-	FinishedAt     *time.Time   `json:"finished_at"`
-	ID             InstanceID   `json:"id"`
-	IdempotencyKey *string      `json:"idempotency_key,omitempty"`
+	Context        InstanceContext `json:"context"`
+	CreatedAt      time.Time       `json:"created_at"`
+	Error          *TaskFailure    `json:"error"`
+	FinishedAt     *time.Time      `json:"finished_at"`
+	ID             InstanceID      `json:"id"`
+	IdempotencyKey *string         `json:"idempotency_key,omitempty"`
 
 	// Input Any JSON object.
 	Input JSONObject `json:"input"`
@@ -581,6 +575,15 @@ type Instance struct {
 	Tenant    *TenantID `json:"tenant,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int       `json:"version"`
+}
+
+// InstanceContext `data` is the input; `config` the configuration given at start (P-WF-10).
+type InstanceContext struct {
+	// Config Any JSON object.
+	Config JSONObject `json:"config"`
+
+	// Data Any JSON object.
+	Data JSONObject `json:"data"`
 }
 
 // InstanceID defines model for InstanceId.
@@ -642,14 +645,8 @@ type ManualFailure struct {
 // NewInstance defines model for NewInstance.
 type NewInstance struct {
 	// Context Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
-	Context *struct {
-		// Config Any JSON object.
-		Config JSONObject `json:"config,omitempty"`
-
-		// Data Any JSON object.
-		Data JSONObject `json:"data,omitempty"`
-	} `json:"context,omitempty"`
-	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+	Context        *NewInstanceContext `json:"context,omitempty"`
+	IdempotencyKey *string             `json:"idempotency_key,omitempty"`
 
 	// Input Any JSON object.
 	Input JSONObject `json:"input,omitempty"`
@@ -657,6 +654,15 @@ type NewInstance struct {
 	// Sequence Name of a sequence (the pattern of QueueName).
 	Sequence SequenceName `json:"sequence"`
 	Version  *int         `json:"version,omitempty"`
+}
+
+// NewInstanceContext Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
+type NewInstanceContext struct {
+	// Config Any JSON object.
+	Config JSONObject `json:"config,omitempty"`
+
+	// Data Any JSON object.
+	Data JSONObject `json:"data,omitempty"`
 }
 
 // NewSequence `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's blocks; give
@@ -1970,13 +1976,15 @@ type ClientInterface interface {
 
 	// DefineSequenceWithBody Define the next version of a sequence
 	//
-	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-	// A definition equal to the latest version returns that version with 200 and stores
-	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-	// `on_error` is reserved for the sequence's error handler (P-WF-1).
+	// Stores `blocks` (or `steps`, the same list) as the next version of the named
+	// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+	// returns that version with 200 and stores nothing, so defining is idempotent
+	// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+	// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+	// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+	// it, and so is an object with a `$from` member that is not exactly
+	// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+	// handler (P-WF-1).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1985,13 +1993,15 @@ type ClientInterface interface {
 
 	// DefineSequence Define the next version of a sequence
 	//
-	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-	// A definition equal to the latest version returns that version with 200 and stores
-	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-	// `on_error` is reserved for the sequence's error handler (P-WF-1).
+	// Stores `blocks` (or `steps`, the same list) as the next version of the named
+	// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+	// returns that version with 200 and stores nothing, so defining is idempotent
+	// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+	// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+	// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+	// it, and so is an object with a `$from` member that is not exactly
+	// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+	// handler (P-WF-1).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2869,13 +2879,15 @@ func (c *Client) ListSequences(ctx context.Context, params *ListSequencesParams,
 
 // DefineSequenceWithBody Define the next version of a sequence
 //
-// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-// A definition equal to the latest version returns that version with 200 and stores
-// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-// here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-// `on_error` is reserved for the sequence's error handler (P-WF-1).
+// Stores `blocks` (or `steps`, the same list) as the next version of the named
+// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+// returns that version with 200 and stores nothing, so defining is idempotent
+// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+// it, and so is an object with a `$from` member that is not exactly
+// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+// handler (P-WF-1).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2894,13 +2906,15 @@ func (c *Client) DefineSequenceWithBody(ctx context.Context, contentType string,
 
 // DefineSequence Define the next version of a sequence
 //
-// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-// A definition equal to the latest version returns that version with 200 and stores
-// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-// here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-// `on_error` is reserved for the sequence's error handler (P-WF-1).
+// Stores `blocks` (or `steps`, the same list) as the next version of the named
+// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+// returns that version with 200 and stores nothing, so defining is idempotent
+// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+// it, and so is an object with a `$from` member that is not exactly
+// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+// handler (P-WF-1).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6184,13 +6198,15 @@ type ClientWithResponsesInterface interface {
 
 	// DefineSequenceWithBodyWithResponse Define the next version of a sequence
 	//
-	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-	// A definition equal to the latest version returns that version with 200 and stores
-	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-	// `on_error` is reserved for the sequence's error handler (P-WF-1).
+	// Stores `blocks` (or `steps`, the same list) as the next version of the named
+	// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+	// returns that version with 200 and stores nothing, so defining is idempotent
+	// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+	// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+	// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+	// it, and so is an object with a `$from` member that is not exactly
+	// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+	// handler (P-WF-1).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6199,13 +6215,15 @@ type ClientWithResponsesInterface interface {
 
 	// DefineSequenceWithResponse Define the next version of a sequence
 	//
-	// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-	// A definition equal to the latest version returns that version with 200 and stores
-	// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-	// here: a reference to an unknown step, to a later step, to the step itself or to a
-	// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-	// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-	// `on_error` is reserved for the sequence's error handler (P-WF-1).
+	// Stores `blocks` (or `steps`, the same list) as the next version of the named
+	// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+	// returns that version with 200 and stores nothing, so defining is idempotent
+	// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+	// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+	// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+	// it, and so is an object with a `$from` member that is not exactly
+	// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+	// handler (P-WF-1).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11565,13 +11583,15 @@ func (c *ClientWithResponses) ListSequencesWithResponse(ctx context.Context, par
 
 // DefineSequenceWithBodyWithResponse Define the next version of a sequence
 //
-// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-// A definition equal to the latest version returns that version with 200 and stores
-// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-// here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-// `on_error` is reserved for the sequence's error handler (P-WF-1).
+// Stores `blocks` (or `steps`, the same list) as the next version of the named
+// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+// returns that version with 200 and stores nothing, so defining is idempotent
+// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+// it, and so is an object with a `$from` member that is not exactly
+// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+// handler (P-WF-1).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11586,13 +11606,15 @@ func (c *ClientWithResponses) DefineSequenceWithBodyWithResponse(ctx context.Con
 
 // DefineSequenceWithResponse Define the next version of a sequence
 //
-// Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-// A definition equal to the latest version returns that version with 200 and stores
-// nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-// here: a reference to an unknown step, to a later step, to the step itself or to a
-// sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-// object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-// `on_error` is reserved for the sequence's error handler (P-WF-1).
+// Stores `blocks` (or `steps`, the same list) as the next version of the named
+// sequence (201, versions 1, 2, ...). A definition equal to the latest version
+// returns that version with 200 and stores nothing, so defining is idempotent
+// (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+// (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+// to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+// it, and so is an object with a `$from` member that is not exactly
+// `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+// handler (P-WF-1).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

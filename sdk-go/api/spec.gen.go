@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.8.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "d4a0a8558d4219c401053885167028396ce847551fa266315bd635bdb28af3f0"
+const SpecSHA256 = "caef6e6e2a029713007f5201eba1fce85b0c6e03bd52314027de7298ac733bb4"

@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.8.0"
-SPEC_SHA256 = "d4a0a8558d4219c401053885167028396ce847551fa266315bd635bdb28af3f0"
+SPEC_SHA256 = "caef6e6e2a029713007f5201eba1fce85b0c6e03bd52314027de7298ac733bb4"

@@ -653,13 +653,15 @@ export interface paths {
         put?: never;
         /**
          * Define the next version of a sequence
-         * @description Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-         *     A definition equal to the latest version returns that version with 200 and stores
-         *     nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-         *     here: a reference to an unknown step, to a later step, to the step itself or to a
-         *     sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-         *     object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-         *     `on_error` is reserved for the sequence's error handler (P-WF-1).
+         * @description Stores `blocks` (or `steps`, the same list) as the next version of the named
+         *     sequence (201, versions 1, 2, ...). A definition equal to the latest version
+         *     returns that version with 200 and stores nothing, so defining is idempotent
+         *     (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+         *     (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+         *     to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+         *     it, and so is an object with a `$from` member that is not exactly
+         *     `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+         *     handler (P-WF-1).
          */
         post: operations["defineSequence"];
         delete?: never;
@@ -1529,12 +1531,13 @@ export interface components {
             sequence: components["schemas"]["SequenceName"];
             version?: number;
             input?: components["schemas"]["JsonObject"];
-            /** @description Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`. */
-            context?: {
-                data?: components["schemas"]["JsonObject"];
-                config?: components["schemas"]["JsonObject"];
-            };
+            context?: components["schemas"]["NewInstanceContext"];
             idempotency_key?: string;
+        };
+        /** @description Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`. */
+        NewInstanceContext: {
+            data?: components["schemas"]["JsonObject"];
+            config?: components["schemas"]["JsonObject"];
         };
         /** @enum {string} */
         InstanceStatus: "running" | "completed" | "failed" | "cancelled";
@@ -1577,11 +1580,7 @@ export interface components {
             version: number;
             status: components["schemas"]["InstanceStatus"];
             input: components["schemas"]["JsonObject"];
-            /** @description `data` is the input; `config` the configuration given at start (P-WF-10). */
-            context: {
-                data: components["schemas"]["JsonObject"];
-                config: components["schemas"]["JsonObject"];
-            };
+            context: components["schemas"]["InstanceContext"];
             /** @description The last step output once completed (any JSON value). */
             output: unknown;
             error: components["schemas"]["TaskFailure"] | null;
@@ -1595,6 +1594,11 @@ export interface components {
             updated_at: string;
             /** Format: date-time */
             finished_at: string | null;
+        };
+        /** @description `data` is the input; `config` the configuration given at start (P-WF-10). */
+        InstanceContext: {
+            data: components["schemas"]["JsonObject"];
+            config: components["schemas"]["JsonObject"];
         };
         InstancePage: {
             instances: components["schemas"]["Instance"][];
@@ -4202,21 +4206,37 @@ export interface operations {
                      *           "version": 1,
                      *           "steps": [
                      *             {
+                     *               "type": "step",
                      *               "id": "resize",
                      *               "handler": "resize_image",
                      *               "params": {
-                     *                 "url": {
-                     *                   "$from": "input.image_url"
-                     *                 }
+                     *                 "url": "{{context.data.image_url}}"
                      *               }
                      *             },
                      *             {
+                     *               "type": "step",
                      *               "id": "upload",
                      *               "handler": "upload_image",
                      *               "params": {
-                     *                 "url": {
-                     *                   "$from": "steps.resize.output.url"
-                     *                 }
+                     *                 "url": "{{steps.resize.output.url}}"
+                     *               }
+                     *             }
+                     *           ],
+                     *           "blocks": [
+                     *             {
+                     *               "type": "step",
+                     *               "id": "resize",
+                     *               "handler": "resize_image",
+                     *               "params": {
+                     *                 "url": "{{context.data.image_url}}"
+                     *               }
+                     *             },
+                     *             {
+                     *               "type": "step",
+                     *               "id": "upload",
+                     *               "handler": "upload_image",
+                     *               "params": {
+                     *                 "url": "{{steps.resize.output.url}}"
                      *               }
                      *             }
                      *           ],
@@ -4250,23 +4270,21 @@ export interface operations {
                 /**
                  * @example {
                  *       "name": "thumbnail",
-                 *       "steps": [
+                 *       "blocks": [
                  *         {
+                 *           "type": "step",
                  *           "id": "resize",
                  *           "handler": "resize_image",
                  *           "params": {
-                 *             "url": {
-                 *               "$from": "input.image_url"
-                 *             }
+                 *             "url": "{{context.data.image_url}}"
                  *           }
                  *         },
                  *         {
+                 *           "type": "step",
                  *           "id": "upload",
                  *           "handler": "upload_image",
                  *           "params": {
-                 *             "url": {
-                 *               "$from": "steps.resize.output.url"
-                 *             }
+                 *             "url": "{{steps.resize.output.url}}"
                  *           }
                  *         }
                  *       ]
@@ -4289,21 +4307,37 @@ export interface operations {
                      *       "version": 1,
                      *       "steps": [
                      *         {
+                     *           "type": "step",
                      *           "id": "resize",
                      *           "handler": "resize_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "input.image_url"
-                     *             }
+                     *             "url": "{{context.data.image_url}}"
                      *           }
                      *         },
                      *         {
+                     *           "type": "step",
                      *           "id": "upload",
                      *           "handler": "upload_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "steps.resize.output.url"
-                     *             }
+                     *             "url": "{{steps.resize.output.url}}"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "blocks": [
+                     *         {
+                     *           "type": "step",
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": "{{context.data.image_url}}"
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "step",
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": "{{steps.resize.output.url}}"
                      *           }
                      *         }
                      *       ],
@@ -4327,21 +4361,37 @@ export interface operations {
                      *       "version": 1,
                      *       "steps": [
                      *         {
+                     *           "type": "step",
                      *           "id": "resize",
                      *           "handler": "resize_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "input.image_url"
-                     *             }
+                     *             "url": "{{context.data.image_url}}"
                      *           }
                      *         },
                      *         {
+                     *           "type": "step",
                      *           "id": "upload",
                      *           "handler": "upload_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "steps.resize.output.url"
-                     *             }
+                     *             "url": "{{steps.resize.output.url}}"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "blocks": [
+                     *         {
+                     *           "type": "step",
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": "{{context.data.image_url}}"
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "step",
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": "{{steps.resize.output.url}}"
                      *           }
                      *         }
                      *       ],
@@ -4388,21 +4438,37 @@ export interface operations {
                      *       "version": 1,
                      *       "steps": [
                      *         {
+                     *           "type": "step",
                      *           "id": "resize",
                      *           "handler": "resize_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "input.image_url"
-                     *             }
+                     *             "url": "{{context.data.image_url}}"
                      *           }
                      *         },
                      *         {
+                     *           "type": "step",
                      *           "id": "upload",
                      *           "handler": "upload_image",
                      *           "params": {
-                     *             "url": {
-                     *               "$from": "steps.resize.output.url"
-                     *             }
+                     *             "url": "{{steps.resize.output.url}}"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "blocks": [
+                     *         {
+                     *           "type": "step",
+                     *           "id": "resize",
+                     *           "handler": "resize_image",
+                     *           "params": {
+                     *             "url": "{{context.data.image_url}}"
+                     *           }
+                     *         },
+                     *         {
+                     *           "type": "step",
+                     *           "id": "upload",
+                     *           "handler": "upload_image",
+                     *           "params": {
+                     *             "url": "{{steps.resize.output.url}}"
                      *           }
                      *         }
                      *       ],
@@ -4455,12 +4521,21 @@ export interface operations {
                      *           "input": {
                      *             "image_url": "https://example.com/cat.png"
                      *           },
+                     *           "context": {
+                     *             "data": {
+                     *               "image_url": "https://example.com/cat.png"
+                     *             },
+                     *             "config": {}
+                     *           },
                      *           "output": null,
                      *           "error": null,
                      *           "steps": [
                      *             {
                      *               "id": "resize",
+                     *               "key": "resize",
+                     *               "type": "step",
                      *               "group": null,
+                     *               "lane": null,
                      *               "status": "completed",
                      *               "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *               "output": {
@@ -4470,11 +4545,17 @@ export interface operations {
                      *               "attempts": 1,
                      *               "fallback": false,
                      *               "started_at": "2026-11-21T10:30:00.000Z",
-                     *               "finished_at": "2026-11-21T10:30:01.000Z"
+                     *               "finished_at": "2026-11-21T10:30:01.000Z",
+                     *               "chosen": null,
+                     *               "iterations": null,
+                     *               "child_instance_id": null
                      *             },
                      *             {
                      *               "id": "upload",
+                     *               "key": "upload",
+                     *               "type": "step",
                      *               "group": null,
+                     *               "lane": null,
                      *               "status": "running",
                      *               "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *               "output": null,
@@ -4482,7 +4563,10 @@ export interface operations {
                      *               "attempts": 0,
                      *               "fallback": false,
                      *               "started_at": "2026-11-21T10:30:01.000Z",
-                     *               "finished_at": null
+                     *               "finished_at": null,
+                     *               "chosen": null,
+                     *               "iterations": null,
+                     *               "child_instance_id": null
                      *             }
                      *           ],
                      *           "on_error": null,
@@ -4543,12 +4627,21 @@ export interface operations {
                      *       "input": {
                      *         "image_url": "https://example.com/cat.png"
                      *       },
+                     *       "context": {
+                     *         "data": {
+                     *           "image_url": "https://example.com/cat.png"
+                     *         },
+                     *         "config": {}
+                     *       },
                      *       "output": null,
                      *       "error": null,
                      *       "steps": [
                      *         {
                      *           "id": "resize",
+                     *           "key": "resize",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "completed",
                      *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *           "output": {
@@ -4558,11 +4651,17 @@ export interface operations {
                      *           "attempts": 1,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:00.000Z",
-                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *           "finished_at": "2026-11-21T10:30:01.000Z",
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         },
                      *         {
                      *           "id": "upload",
+                     *           "key": "upload",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "running",
                      *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *           "output": null,
@@ -4570,7 +4669,10 @@ export interface operations {
                      *           "attempts": 0,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:01.000Z",
-                     *           "finished_at": null
+                     *           "finished_at": null,
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         }
                      *       ],
                      *       "on_error": null,
@@ -4599,12 +4701,21 @@ export interface operations {
                      *       "input": {
                      *         "image_url": "https://example.com/cat.png"
                      *       },
+                     *       "context": {
+                     *         "data": {
+                     *           "image_url": "https://example.com/cat.png"
+                     *         },
+                     *         "config": {}
+                     *       },
                      *       "output": null,
                      *       "error": null,
                      *       "steps": [
                      *         {
                      *           "id": "resize",
+                     *           "key": "resize",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "completed",
                      *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *           "output": {
@@ -4614,11 +4725,17 @@ export interface operations {
                      *           "attempts": 1,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:00.000Z",
-                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *           "finished_at": "2026-11-21T10:30:01.000Z",
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         },
                      *         {
                      *           "id": "upload",
+                     *           "key": "upload",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "running",
                      *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *           "output": null,
@@ -4626,7 +4743,10 @@ export interface operations {
                      *           "attempts": 0,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:01.000Z",
-                     *           "finished_at": null
+                     *           "finished_at": null,
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         }
                      *       ],
                      *       "on_error": null,
@@ -4680,12 +4800,21 @@ export interface operations {
                      *       "input": {
                      *         "image_url": "https://example.com/cat.png"
                      *       },
+                     *       "context": {
+                     *         "data": {
+                     *           "image_url": "https://example.com/cat.png"
+                     *         },
+                     *         "config": {}
+                     *       },
                      *       "output": null,
                      *       "error": null,
                      *       "steps": [
                      *         {
                      *           "id": "resize",
+                     *           "key": "resize",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "completed",
                      *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *           "output": {
@@ -4695,11 +4824,17 @@ export interface operations {
                      *           "attempts": 1,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:00.000Z",
-                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *           "finished_at": "2026-11-21T10:30:01.000Z",
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         },
                      *         {
                      *           "id": "upload",
+                     *           "key": "upload",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "running",
                      *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *           "output": null,
@@ -4707,7 +4842,10 @@ export interface operations {
                      *           "attempts": 0,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:01.000Z",
-                     *           "finished_at": null
+                     *           "finished_at": null,
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         }
                      *       ],
                      *       "on_error": null,
@@ -4764,12 +4902,21 @@ export interface operations {
                      *       "input": {
                      *         "image_url": "https://example.com/cat.png"
                      *       },
+                     *       "context": {
+                     *         "data": {
+                     *           "image_url": "https://example.com/cat.png"
+                     *         },
+                     *         "config": {}
+                     *       },
                      *       "output": null,
                      *       "error": null,
                      *       "steps": [
                      *         {
                      *           "id": "resize",
+                     *           "key": "resize",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "completed",
                      *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *           "output": {
@@ -4779,11 +4926,17 @@ export interface operations {
                      *           "attempts": 1,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:00.000Z",
-                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *           "finished_at": "2026-11-21T10:30:01.000Z",
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         },
                      *         {
                      *           "id": "upload",
+                     *           "key": "upload",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "running",
                      *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *           "output": null,
@@ -4791,7 +4944,10 @@ export interface operations {
                      *           "attempts": 0,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:01.000Z",
-                     *           "finished_at": null
+                     *           "finished_at": null,
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         }
                      *       ],
                      *       "on_error": null,
@@ -4842,12 +4998,21 @@ export interface operations {
                      *       "input": {
                      *         "image_url": "https://example.com/cat.png"
                      *       },
+                     *       "context": {
+                     *         "data": {
+                     *           "image_url": "https://example.com/cat.png"
+                     *         },
+                     *         "config": {}
+                     *       },
                      *       "output": null,
                      *       "error": null,
                      *       "steps": [
                      *         {
                      *           "id": "resize",
+                     *           "key": "resize",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "completed",
                      *           "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
                      *           "output": {
@@ -4857,11 +5022,17 @@ export interface operations {
                      *           "attempts": 1,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:00.000Z",
-                     *           "finished_at": "2026-11-21T10:30:01.000Z"
+                     *           "finished_at": "2026-11-21T10:30:01.000Z",
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         },
                      *         {
                      *           "id": "upload",
+                     *           "key": "upload",
+                     *           "type": "step",
                      *           "group": null,
+                     *           "lane": null,
                      *           "status": "running",
                      *           "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
                      *           "output": null,
@@ -4869,7 +5040,10 @@ export interface operations {
                      *           "attempts": 0,
                      *           "fallback": false,
                      *           "started_at": "2026-11-21T10:30:01.000Z",
-                     *           "finished_at": null
+                     *           "finished_at": null,
+                     *           "chosen": null,
+                     *           "iterations": null,
+                     *           "child_instance_id": null
                      *         }
                      *       ],
                      *       "on_error": null,

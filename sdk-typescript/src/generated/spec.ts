@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.8.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "d4a0a8558d4219c401053885167028396ce847551fa266315bd635bdb28af3f0";
+export const SPEC_SHA256 = "caef6e6e2a029713007f5201eba1fce85b0c6e03bd52314027de7298ac733bb4";

@@ -321,21 +321,13 @@ BlockType: TypeAlias = Literal[
 Expression: TypeAlias = str
 
 
-class Context(TypedDict, closed=True):
+class NewInstanceContext(TypedDict, closed=True):
     """
     Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
     """
 
     data: NotRequired[JsonObject]
     config: NotRequired[JsonObject]
-
-
-class NewInstance(TypedDict, closed=True):
-    sequence: SequenceName
-    version: NotRequired[int]
-    input: NotRequired[JsonObject]
-    context: NotRequired[Context]
-    idempotency_key: NotRequired[str]
 
 
 InstanceStatus: TypeAlias = Literal['running', 'completed', 'failed', 'cancelled']
@@ -369,7 +361,7 @@ class StepRun(TypedDict):
     finished_at: str | None
 
 
-class Context1(TypedDict):
+class InstanceContext(TypedDict):
     """
     `data` is the input; `config` the configuration given at start (P-WF-10).
     """
@@ -604,6 +596,14 @@ class TaskPage(TypedDict):
     next_cursor: str | None
 
 
+class NewInstance(TypedDict, closed=True):
+    sequence: SequenceName
+    version: NotRequired[int]
+    input: NotRequired[JsonObject]
+    context: NotRequired[NewInstanceContext]
+    idempotency_key: NotRequired[str]
+
+
 class Instance(TypedDict):
     id: InstanceId
     tenant: NotRequired[TenantId]
@@ -611,7 +611,7 @@ class Instance(TypedDict):
     version: int
     status: InstanceStatus
     input: JsonObject
-    context: Context1
+    context: InstanceContext
     output: Any
     error: TaskFailure | None
     steps: list[StepRun]

@@ -100,13 +100,15 @@ def sync_detailed(
 ) -> Response[Problem | Sequence]:
     """Define the next version of a sequence
 
-     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-    A definition equal to the latest version returns that version with 200 and stores
-    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-    here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-    `on_error` is reserved for the sequence's error handler (P-WF-1).
+     Stores `blocks` (or `steps`, the same list) as the next version of the named
+    sequence (201, versions 1, 2, ...). A definition equal to the latest version
+    returns that version with 200 and stores nothing, so defining is idempotent
+    (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+    (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+    to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+    it, and so is an object with a `$from` member that is not exactly
+    `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+    handler (P-WF-1).
 
     Args:
         body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
@@ -139,13 +141,15 @@ def sync(
 ) -> Problem | Sequence | None:
     """Define the next version of a sequence
 
-     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-    A definition equal to the latest version returns that version with 200 and stores
-    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-    here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-    `on_error` is reserved for the sequence's error handler (P-WF-1).
+     Stores `blocks` (or `steps`, the same list) as the next version of the named
+    sequence (201, versions 1, 2, ...). A definition equal to the latest version
+    returns that version with 200 and stores nothing, so defining is idempotent
+    (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+    (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+    to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+    it, and so is an object with a `$from` member that is not exactly
+    `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+    handler (P-WF-1).
 
     Args:
         body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
@@ -173,13 +177,15 @@ async def asyncio_detailed(
 ) -> Response[Problem | Sequence]:
     """Define the next version of a sequence
 
-     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-    A definition equal to the latest version returns that version with 200 and stores
-    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-    here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-    `on_error` is reserved for the sequence's error handler (P-WF-1).
+     Stores `blocks` (or `steps`, the same list) as the next version of the named
+    sequence (201, versions 1, 2, ...). A definition equal to the latest version
+    returns that version with 200 and stores nothing, so defining is idempotent
+    (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+    (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+    to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+    it, and so is an object with a `$from` member that is not exactly
+    `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+    handler (P-WF-1).
 
     Args:
         body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
@@ -210,13 +216,15 @@ async def asyncio(
 ) -> Problem | Sequence | None:
     """Define the next version of a sequence
 
-     Stores `steps` as the next version of the named sequence (201, versions 1, 2, ...).
-    A definition equal to the latest version returns that version with 200 and stores
-    nothing, so defining is idempotent (P-WF-1). References in `params` are checked
-    here: a reference to an unknown step, to a later step, to the step itself or to a
-    sibling in the same parallel group is a 422 pointing at it (P-WF-2), and so is an
-    object with a `$from` member that is not exactly `{"$from": "<path>"}`. The step id
-    `on_error` is reserved for the sequence's error handler (P-WF-1).
+     Stores `blocks` (or `steps`, the same list) as the next version of the named
+    sequence (201, versions 1, 2, ...). A definition equal to the latest version
+    returns that version with 200 and stores nothing, so defining is idempotent
+    (P-WF-1). Blocks (P-WF-11), templates and expressions (P-WF-12) and references
+    (P-WF-2) are checked here: a malformed expression, a reference to an unknown block,
+    to a later block, to the block itself or to a parallel sibling is a 422 pointing at
+    it, and so is an object with a `$from` member that is not exactly
+    `{"$from": "<path>"}`. The id `on_error` is reserved for the sequence's error
+    handler (P-WF-1).
 
     Args:
         body (NewSequence): `blocks` (Orch8's name) or `steps` (the 1.x name) holds the sequence's
