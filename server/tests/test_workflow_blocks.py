@@ -343,3 +343,16 @@ def test_a_huge_bad_definition_lists_the_first_100_errors_P_WF_12(
                                      "blocks": [{**bad, "id": f"b{i}"} for i in range(2000)]})  # fmt: skip
     errors = assert_problem(r, 422, "validation_error")["errors"]
     assert len(errors) == 101 and errors[-1]["detail"].startswith("more errors not listed")
+
+
+def test_a_step_carries_static_headers_beside_the_trace_headers_P_WF_11(
+    api: httpx.Client, name: str
+) -> None:
+    """Seed 001: a step's static `headers` reach its task; the start's trace context too."""
+    define_blocks(api, name, [{"type": "step", "id": "a", "handler": name,
+                               "headers": {"x-region": "eu", "traceparent": "ignored"}}])  # fmt: skip
+    trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+    r = api.post("/instances", json={"sequence": name}, headers={"traceparent": trace})
+    assert r.status_code == 201, r.text
+    task = claim_step(api, name)
+    assert task["headers"] == {"x-region": "eu", "traceparent": trace}
