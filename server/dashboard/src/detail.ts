@@ -5,6 +5,7 @@ import { api, ApiError, type Attempt, type Task, type TaskStatus } from "./api";
 import { fill, h } from "./dom";
 import { ago, duration, precise, stamp } from "./format";
 import { attemptTimings, traceId } from "./telemetry";
+import { workflowOf } from "./tasks";
 import { jsonBlock, pill, problemBox } from "./widgets";
 
 type Action = "complete" | "fail" | "cancel" | "retry";
@@ -181,17 +182,15 @@ export class TaskDetail {
 
 /** P-WF-4: a step task's context names its instance (and step): link to the instance page. */
 function instanceLink(t: Task): HTMLElement | null {
-  const ctx = (t.context ?? {}) as Record<string, unknown>;
-  const id = ctx.instance_id;
-  if (typeof id !== "string" || !id) return null;
-  const step = typeof ctx.step_id === "string" ? ctx.step_id : null;
+  const wf = workflowOf(t);
+  if (!wf) return null;
   return h(
     "div",
     { class: "small", "data-testid": "instance-link" },
     "step ",
-    step ? h("b", { class: "mono" }, step) : "?",
+    wf.step ? h("b", { class: "mono" }, wf.step) : "?",
     " of workflow instance ",
-    h("a", { href: `#/instances/${encodeURIComponent(id)}`, class: "mono" }, id),
+    h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, class: "mono" }, wf.instance),
   );
 }
 

@@ -196,11 +196,15 @@ export class TaskList {
   }
 }
 
-/** P-WF-4: a workflow step's task names its instance and step in `context`. */
+/**
+ * P-WF-4: a workflow step's task names its instance and step in `context`; inside a loop or
+ * for_each iteration the step's run is `step_key` (`items[3]/charge`), which says which one.
+ */
 export function workflowOf(t: Task): { instance: string; step: string | null } | null {
   const ctx = (t.context ?? {}) as Record<string, unknown>;
-  if (typeof ctx.instance_id !== "string") return null;
-  return { instance: ctx.instance_id, step: typeof ctx.step_id === "string" ? ctx.step_id : null };
+  if (typeof ctx.instance_id !== "string" || !ctx.instance_id) return null;
+  const step = [ctx.step_key, ctx.step_id].find((v): v is string => typeof v === "string" && v !== "");
+  return { instance: ctx.instance_id, step: step ?? null };
 }
 
 function taskRow(t: Task, filterByInstance: (id: string) => void): HTMLElement {

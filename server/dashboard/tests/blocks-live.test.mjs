@@ -66,6 +66,13 @@ test("issue 31: a block sequence run by a raw worker is drawn block by block on 
   assert.deepEqual(await texts(page, '[data-step="items"] [data-iter-count]'), ["3 completed"]);
   assert.deepEqual(await lanes("items"), ["iteration:0:iter-completed", "iteration:1:iter-completed", "iteration:2:iter-completed"]);
   assert.ok(await page.$('[data-step="items[1]/ship"]'));
+  // An iteration's task says which run it is, on its page and in the task list.
+  const shipTask = await page.getAttribute('[data-step="items[1]/ship"] [data-task-link]', "data-task-link");
+  await page.click('[data-step="items[1]/ship"] [data-task-link]');
+  assert.match(await (await page.waitForSelector('[data-testid="instance-link"]')).textContent(), new RegExp(`step items\\[1\\]/ship of workflow instance ${id}`));
+  await page.goto(`${server.url}/ui/#/?range=all&instance=${id}&handler=live_ship`);
+  await page.waitForSelector(`tr[data-task="${shipTask}"] td[data-step="items[1]/ship"]`);
+  await page.goto(`${server.url}/ui/#/instances/${id}`);
   await screenshot(page, "instance-blocks-live");
 
   // The sub_sequence's child instance, one click away.

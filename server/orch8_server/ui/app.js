@@ -415,6 +415,227 @@ function empty(text) {
   return h("div", { class: "empty-state" }, text);
 }
 
+// src/tasks.ts
+var RANGES = { "1h": 36e5, "24h": 864e5, "7d": 7 * 864e5, all: 0 };
+var RANGE_NAMES = { "1h": "Last hour", "24h": "Last 24 h", "7d": "Last 7 days", all: "Any time" };
+var NO_FILTERS = { range: "1h", handler: "", queue: "", status: "", worker: "", instance: "", id: "" };
+var PAGE_SIZE = 25;
+var TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
+var LIVE = ["pending", "running"];
+var TaskList = class {
+  constructor(onFiltersChanged, onUnreachable) {
+    this.onFiltersChanged = onFiltersChanged;
+    this.onUnreachable = onUnreachable;
+  }
+  onFiltersChanged;
+  onUnreachable;
+  filters = { ...NO_FILTERS };
+  tasks = [];
+  cursors = [void 0];
+  // cursor of each page seen so far
+  next = null;
+  loading = 0;
+  /** Build the filter bar once; the list body is re-rendered on every load. */
+  mount() {
+    const input = (id, label, placeholder, list2) => h(
+      "label",
+      { class: "field" },
+      h("span", null, label),
+      h("input", {
+        id: `f-${id}`,
+        type: "search",
+        placeholder,
+        list: list2 ?? null,
+        autocomplete: "off",
+        spellcheck: "false",
+        oninput: debounce(() => this.set({ [id]: (byId(`f-${id}`).value || "").trim() }))
+      })
+    );
+    const select = (id, label, options) => h(
+      "label",
+      { class: "field" },
+      h("span", null, label),
+      h(
+        "select",
+        { id: `f-${id}`, onchange: () => this.set({ [id]: byId(`f-${id}`).value }) },
+        options.map(([value, text]) => h("option", { value }, text))
+      )
+    );
+    fill(
+      byId("task-filters"),
+      select("range", "Created", Object.entries(RANGE_NAMES)),
+      select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s2) => [s2, s2])]),
+      input("handler", "Handler", "any handler", "dl-handlers"),
+      input("queue", "Queue", "any queue", "dl-queues"),
+      input("worker", "Worker", "any worker", "dl-workers"),
+      input("instance", "Instance", "inst_…"),
+      input("id", "Task id", "task_01…"),
+      h("button", { class: "btn", id: "f-clear", onclick: () => this.set({ ...NO_FILTERS }) }, "Clear"),
+      h("datalist", { id: "dl-handlers" }),
+      h("datalist", { id: "dl-queues" }),
+      h("datalist", { id: "dl-workers" })
+    );
+    this.syncInputs();
+  }
+  /** Offer the handler, queue and worker names the dashboard has seen. */
+  suggest(handlers, queues, workers) {
+    const opts = (names) => [...new Set(names)].sort().map((n) => h("option", { value: n }));
+    fill(byId("dl-handlers"), opts(handlers));
+    fill(byId("dl-queues"), opts(queues));
+    fill(byId("dl-workers"), opts(workers));
+  }
+  /** Change filters (from the bar, a queue bar or a worker link): back to the first page. */
+  set(change) {
+    this.filters = { ...this.filters, ...change };
+    this.cursors = [void 0];
+    this.syncInputs();
+    this.onFiltersChanged(this.filters);
+    void this.load();
+  }
+  /** P-OBS: keep the view live only while something on it can still change by itself. */
+  isLive() {
+    return this.tasks.some((t) => LIVE.includes(t.status));
+  }
+  async load() {
+    const ticket = ++this.loading;
+    const f = this.filters;
+    const body = byId("task-list");
+    try {
+      let tasks;
+      let next = null;
+      if (f.id) {
+        tasks = await this.byId(f.id);
+      } else {
+        const page = await api.tasks({
+          limit: String(PAGE_SIZE),
+          status: f.status || void 0,
+          handler_name: f.handler || void 0,
+          queue_name: f.queue || void 0,
+          worker_id: f.worker || void 0,
+          instance_id: f.instance || void 0,
+          created_after: RANGES[f.range] ? new Date(Date.now() - RANGES[f.range]).toISOString() : void 0,
+          cursor: this.cursors[this.cursors.length - 1]
+        });
+        tasks = page.tasks;
+        next = page.next_cursor;
+      }
+      if (ticket !== this.loading) return;
+      this.tasks = tasks;
+      this.next = next;
+      this.onUnreachable(null);
+      this.render();
+    } catch (err) {
+      if (ticket !== this.loading) return;
+      if (err instanceof ApiError && err.unreachable) {
+        this.onUnreachable(err);
+        return;
+      }
+      this.tasks = [];
+      fill(body, problemBox(err, "Could not list tasks: "));
+      fill(byId("task-pager"));
+    }
+  }
+  async byId(id) {
+    if (!TASK_ID.test(id)) return [];
+    try {
+      return [await api.task(id)];
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return [];
+      throw err;
+    }
+  }
+  render() {
+    const f = this.filters;
+    if (this.tasks.length === 0) {
+      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : `No tasks match these filters${f.range === "all" ? "" : ` (created in the ${RANGE_NAMES[f.range].toLowerCase()}; widen Created for older ones)`}.`));
+    } else {
+      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Instance", "Step", "Created", "Updated"].map(
+        (t) => h("th", { class: t === "Attempt" ? "num" : null }, t)
+      );
+      const row = (t) => taskRow(t, (instance) => this.set({ instance, id: "" }));
+      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
+      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
+    }
+    const page = this.cursors.length;
+    fill(
+      byId("task-pager"),
+      h(
+        "span",
+        { class: "muted", "data-testid": "page-info" },
+        f.id ? "Looked up by id; other filters ignored" : `Page ${page} · ${this.tasks.length} task${this.tasks.length === 1 ? "" : "s"}`
+      ),
+      this.isLive() ? h("span", { class: "live", title: "Pending or running tasks are shown: refreshing every 3 s" }, h("span", { class: "dot" }), "live") : null,
+      h("span", { class: "spacer" }),
+      h("button", { class: "btn", id: "page-refresh", title: "Load this page again", onclick: () => void this.load() }, "Refresh"),
+      h("button", { class: "btn", id: "page-newer", disabled: page === 1 || !!f.id, onclick: () => this.page(-1) }, "← Newer"),
+      h("button", { class: "btn", id: "page-older", disabled: !this.next || !!f.id, onclick: () => this.page(1) }, "Older →")
+    );
+  }
+  page(step) {
+    if (step === 1 && this.next) this.cursors.push(this.next);
+    if (step === -1 && this.cursors.length > 1) this.cursors.pop();
+    void this.load();
+  }
+  syncInputs() {
+    for (const key of Object.keys(this.filters)) {
+      const el = document.getElementById(`f-${key}`);
+      if (el && el.value !== this.filters[key] && document.activeElement !== el) el.value = this.filters[key];
+    }
+  }
+};
+function workflowOf(t) {
+  const ctx = t.context ?? {};
+  if (typeof ctx.instance_id !== "string" || !ctx.instance_id) return null;
+  const step = [ctx.step_key, ctx.step_id].find((v) => typeof v === "string" && v !== "");
+  return { instance: ctx.instance_id, step: step ?? null };
+}
+function taskRow(t, filterByInstance) {
+  const href = `#/tasks/${encodeURIComponent(t.id)}`;
+  const wf = workflowOf(t);
+  const own = (e) => e.stopPropagation();
+  return h(
+    "tr",
+    { "data-task": t.id, "data-status": t.status, class: "clickable", onclick: () => location.hash = href },
+    h("td", null, h("a", { href, class: "mono" }, t.id)),
+    h("td", null, t.handler_name),
+    h("td", null, t.queue_name),
+    h("td", null, pill(t.status)),
+    h("td", { class: "num" }, `${t.attempt} / ${t.max_attempts}`),
+    h("td", { class: "mono small" }, t.worker_id ?? h("span", { class: "muted" }, "—")),
+    h(
+      "td",
+      { class: "mono small", "data-instance": wf?.instance ?? null },
+      wf ? [
+        h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, onclick: own, title: "Open the workflow instance" }, wf.instance),
+        h(
+          "button",
+          {
+            class: "linkish filter-by",
+            type: "button",
+            "data-filter-instance": wf.instance,
+            title: "List only this instance's tasks",
+            onclick: (e) => {
+              own(e);
+              filterByInstance(wf.instance);
+            }
+          },
+          "filter"
+        )
+      ] : h("span", { class: "muted" }, "—")
+    ),
+    h("td", { class: "mono small", "data-step": wf?.step ?? null }, wf?.step ?? h("span", { class: "muted" }, "—")),
+    h("td", { title: stamp(t.created_at) }, ago(t.created_at)),
+    h("td", { title: stamp(t.updated_at) }, ago(t.updated_at))
+  );
+}
+function debounce(fn, ms = 300) {
+  let timer;
+  return () => {
+    clearTimeout(timer);
+    timer = setTimeout(fn, ms);
+  };
+}
+
 // src/detail.ts
 var ALLOWED = {
   complete: ["pending", "scheduled", "running"],
@@ -433,7 +654,7 @@ var EXPLAIN = {
   retry: "Puts the task back in its queue as pending, with a fresh budget of attempts."
 };
 var DONE = { complete: "completed", fail: "failed", cancel: "cancelled", retry: "retried" };
-var LIVE = ["pending", "scheduled", "running"];
+var LIVE2 = ["pending", "scheduled", "running"];
 var TaskDetail = class {
   constructor(id, onUnreachable, operate) {
     this.id = id;
@@ -460,7 +681,7 @@ var TaskDetail = class {
     );
   }
   isLive() {
-    return !this.task || LIVE.includes(this.task.status);
+    return !this.task || LIVE2.includes(this.task.status);
   }
   async load() {
     try {
@@ -574,17 +795,15 @@ var TaskDetail = class {
   }
 };
 function instanceLink(t) {
-  const ctx = t.context ?? {};
-  const id = ctx.instance_id;
-  if (typeof id !== "string" || !id) return null;
-  const step = typeof ctx.step_id === "string" ? ctx.step_id : null;
+  const wf = workflowOf(t);
+  if (!wf) return null;
   return h(
     "div",
     { class: "small", "data-testid": "instance-link" },
     "step ",
-    step ? h("b", { class: "mono" }, step) : "?",
+    wf.step ? h("b", { class: "mono" }, wf.step) : "?",
     " of workflow instance ",
-    h("a", { href: `#/instances/${encodeURIComponent(id)}`, class: "mono" }, id)
+    h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, class: "mono" }, wf.instance)
   );
 }
 function unlessForbidden(err) {
@@ -1134,7 +1353,7 @@ var InstanceDetail = class {
 };
 
 // src/instances.ts
-var PAGE_SIZE = 25;
+var PAGE_SIZE2 = 25;
 var COUNT_CAP = 500;
 function instanceFiltersFrom(hash) {
   const q = new URLSearchParams(hash.split("?")[1] ?? "");
@@ -1226,7 +1445,7 @@ var InstanceList = class {
     try {
       const [page, counts] = await Promise.all([
         api.instances({
-          limit: String(PAGE_SIZE),
+          limit: String(PAGE_SIZE2),
           sequence: f.sequence || void 0,
           status: f.status || void 0,
           cursor: this.cursors[this.cursors.length - 1]
@@ -1945,226 +2164,6 @@ function queueRow(row, widest, onPick) {
       row.oldest_pending_age_ms === null ? h("span", { class: "muted" }, "—") : duration(row.oldest_pending_age_ms)
     )
   );
-}
-
-// src/tasks.ts
-var RANGES = { "1h": 36e5, "24h": 864e5, "7d": 7 * 864e5, all: 0 };
-var RANGE_NAMES = { "1h": "Last hour", "24h": "Last 24 h", "7d": "Last 7 days", all: "Any time" };
-var NO_FILTERS = { range: "1h", handler: "", queue: "", status: "", worker: "", instance: "", id: "" };
-var PAGE_SIZE2 = 25;
-var TASK_ID = /^[A-Za-z0-9_-]{1,64}$/;
-var LIVE2 = ["pending", "running"];
-var TaskList = class {
-  constructor(onFiltersChanged, onUnreachable) {
-    this.onFiltersChanged = onFiltersChanged;
-    this.onUnreachable = onUnreachable;
-  }
-  onFiltersChanged;
-  onUnreachable;
-  filters = { ...NO_FILTERS };
-  tasks = [];
-  cursors = [void 0];
-  // cursor of each page seen so far
-  next = null;
-  loading = 0;
-  /** Build the filter bar once; the list body is re-rendered on every load. */
-  mount() {
-    const input = (id, label, placeholder, list2) => h(
-      "label",
-      { class: "field" },
-      h("span", null, label),
-      h("input", {
-        id: `f-${id}`,
-        type: "search",
-        placeholder,
-        list: list2 ?? null,
-        autocomplete: "off",
-        spellcheck: "false",
-        oninput: debounce(() => this.set({ [id]: (byId(`f-${id}`).value || "").trim() }))
-      })
-    );
-    const select = (id, label, options) => h(
-      "label",
-      { class: "field" },
-      h("span", null, label),
-      h(
-        "select",
-        { id: `f-${id}`, onchange: () => this.set({ [id]: byId(`f-${id}`).value }) },
-        options.map(([value, text]) => h("option", { value }, text))
-      )
-    );
-    fill(
-      byId("task-filters"),
-      select("range", "Created", Object.entries(RANGE_NAMES)),
-      select("status", "Status", [["", "Any status"], ...TASK_STATUSES.map((s2) => [s2, s2])]),
-      input("handler", "Handler", "any handler", "dl-handlers"),
-      input("queue", "Queue", "any queue", "dl-queues"),
-      input("worker", "Worker", "any worker", "dl-workers"),
-      input("instance", "Instance", "inst_…"),
-      input("id", "Task id", "task_01…"),
-      h("button", { class: "btn", id: "f-clear", onclick: () => this.set({ ...NO_FILTERS }) }, "Clear"),
-      h("datalist", { id: "dl-handlers" }),
-      h("datalist", { id: "dl-queues" }),
-      h("datalist", { id: "dl-workers" })
-    );
-    this.syncInputs();
-  }
-  /** Offer the handler, queue and worker names the dashboard has seen. */
-  suggest(handlers, queues, workers) {
-    const opts = (names) => [...new Set(names)].sort().map((n) => h("option", { value: n }));
-    fill(byId("dl-handlers"), opts(handlers));
-    fill(byId("dl-queues"), opts(queues));
-    fill(byId("dl-workers"), opts(workers));
-  }
-  /** Change filters (from the bar, a queue bar or a worker link): back to the first page. */
-  set(change) {
-    this.filters = { ...this.filters, ...change };
-    this.cursors = [void 0];
-    this.syncInputs();
-    this.onFiltersChanged(this.filters);
-    void this.load();
-  }
-  /** P-OBS: keep the view live only while something on it can still change by itself. */
-  isLive() {
-    return this.tasks.some((t) => LIVE2.includes(t.status));
-  }
-  async load() {
-    const ticket = ++this.loading;
-    const f = this.filters;
-    const body = byId("task-list");
-    try {
-      let tasks;
-      let next = null;
-      if (f.id) {
-        tasks = await this.byId(f.id);
-      } else {
-        const page = await api.tasks({
-          limit: String(PAGE_SIZE2),
-          status: f.status || void 0,
-          handler_name: f.handler || void 0,
-          queue_name: f.queue || void 0,
-          worker_id: f.worker || void 0,
-          instance_id: f.instance || void 0,
-          created_after: RANGES[f.range] ? new Date(Date.now() - RANGES[f.range]).toISOString() : void 0,
-          cursor: this.cursors[this.cursors.length - 1]
-        });
-        tasks = page.tasks;
-        next = page.next_cursor;
-      }
-      if (ticket !== this.loading) return;
-      this.tasks = tasks;
-      this.next = next;
-      this.onUnreachable(null);
-      this.render();
-    } catch (err) {
-      if (ticket !== this.loading) return;
-      if (err instanceof ApiError && err.unreachable) {
-        this.onUnreachable(err);
-        return;
-      }
-      this.tasks = [];
-      fill(body, problemBox(err, "Could not list tasks: "));
-      fill(byId("task-pager"));
-    }
-  }
-  async byId(id) {
-    if (!TASK_ID.test(id)) return [];
-    try {
-      return [await api.task(id)];
-    } catch (err) {
-      if (err instanceof ApiError && err.status === 404) return [];
-      throw err;
-    }
-  }
-  render() {
-    const f = this.filters;
-    if (this.tasks.length === 0) {
-      fill(byId("task-list"), empty(f.id ? `No task with id “${f.id}”.` : `No tasks match these filters${f.range === "all" ? "" : ` (created in the ${RANGE_NAMES[f.range].toLowerCase()}; widen Created for older ones)`}.`));
-    } else {
-      const head = ["Task", "Handler", "Queue", "Status", "Attempt", "Worker", "Instance", "Step", "Created", "Updated"].map(
-        (t) => h("th", { class: t === "Attempt" ? "num" : null }, t)
-      );
-      const row = (t) => taskRow(t, (instance) => this.set({ instance, id: "" }));
-      const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
-      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
-    }
-    const page = this.cursors.length;
-    fill(
-      byId("task-pager"),
-      h(
-        "span",
-        { class: "muted", "data-testid": "page-info" },
-        f.id ? "Looked up by id; other filters ignored" : `Page ${page} · ${this.tasks.length} task${this.tasks.length === 1 ? "" : "s"}`
-      ),
-      this.isLive() ? h("span", { class: "live", title: "Pending or running tasks are shown: refreshing every 3 s" }, h("span", { class: "dot" }), "live") : null,
-      h("span", { class: "spacer" }),
-      h("button", { class: "btn", id: "page-refresh", title: "Load this page again", onclick: () => void this.load() }, "Refresh"),
-      h("button", { class: "btn", id: "page-newer", disabled: page === 1 || !!f.id, onclick: () => this.page(-1) }, "← Newer"),
-      h("button", { class: "btn", id: "page-older", disabled: !this.next || !!f.id, onclick: () => this.page(1) }, "Older →")
-    );
-  }
-  page(step) {
-    if (step === 1 && this.next) this.cursors.push(this.next);
-    if (step === -1 && this.cursors.length > 1) this.cursors.pop();
-    void this.load();
-  }
-  syncInputs() {
-    for (const key of Object.keys(this.filters)) {
-      const el = document.getElementById(`f-${key}`);
-      if (el && el.value !== this.filters[key] && document.activeElement !== el) el.value = this.filters[key];
-    }
-  }
-};
-function workflowOf(t) {
-  const ctx = t.context ?? {};
-  if (typeof ctx.instance_id !== "string") return null;
-  return { instance: ctx.instance_id, step: typeof ctx.step_id === "string" ? ctx.step_id : null };
-}
-function taskRow(t, filterByInstance) {
-  const href = `#/tasks/${encodeURIComponent(t.id)}`;
-  const wf = workflowOf(t);
-  const own = (e) => e.stopPropagation();
-  return h(
-    "tr",
-    { "data-task": t.id, "data-status": t.status, class: "clickable", onclick: () => location.hash = href },
-    h("td", null, h("a", { href, class: "mono" }, t.id)),
-    h("td", null, t.handler_name),
-    h("td", null, t.queue_name),
-    h("td", null, pill(t.status)),
-    h("td", { class: "num" }, `${t.attempt} / ${t.max_attempts}`),
-    h("td", { class: "mono small" }, t.worker_id ?? h("span", { class: "muted" }, "—")),
-    h(
-      "td",
-      { class: "mono small", "data-instance": wf?.instance ?? null },
-      wf ? [
-        h("a", { href: `#/instances/${encodeURIComponent(wf.instance)}`, onclick: own, title: "Open the workflow instance" }, wf.instance),
-        h(
-          "button",
-          {
-            class: "linkish filter-by",
-            type: "button",
-            "data-filter-instance": wf.instance,
-            title: "List only this instance's tasks",
-            onclick: (e) => {
-              own(e);
-              filterByInstance(wf.instance);
-            }
-          },
-          "filter"
-        )
-      ] : h("span", { class: "muted" }, "—")
-    ),
-    h("td", { class: "mono small", "data-step": wf?.step ?? null }, wf?.step ?? h("span", { class: "muted" }, "—")),
-    h("td", { title: stamp(t.created_at) }, ago(t.created_at)),
-    h("td", { title: stamp(t.updated_at) }, ago(t.updated_at))
-  );
-}
-function debounce(fn, ms = 300) {
-  let timer;
-  return () => {
-    clearTimeout(timer);
-    timer = setTimeout(fn, ms);
-  };
 }
 
 // src/tenant.ts
