@@ -2,7 +2,8 @@
 // by lane: parallel and race branches side by side (the race's winner and its cancelled
 // losers), a router's route taken and the ones it skipped, try / catch / finally lanes (the
 // catch lane highlighted when it ran), loop and for_each iterations (collapsed to counts and
-// the first failing ones when many), a sub_sequence's child instance, the on_error step last.
+// the first failing ones when many; a count draws that status's iterations), a
+// sub_sequence's child instance, the on_error step last.
 import { type BlockDef, type BlockNode, type BlockRun, blockTree, iterationOf, keyOf, laneStatus, summariseIterations } from "./blocks";
 import { h } from "./dom";
 import { ago, duration, stamp } from "./format";
@@ -18,6 +19,8 @@ export interface TimelineState {
   defs: Map<string, BlockDef> | null;
   /** Per loop key, how many iterations the operator asked to see beyond the failing ones. */
   shown: Map<string, number>;
+  /** Per loop key, the iteration status the operator picked from the counts, if any. */
+  only: Map<string, string>;
   /** Draw the timeline again (after a show-more click), without asking the server. */
   redraw: () => void;
 }
@@ -161,22 +164,43 @@ function tryCatch(node: BlockNode, state: TimelineState): HTMLElement {
 function iterations(node: BlockNode, state: TimelineState): HTMLElement {
   const sum = summariseIterations(node);
   const all = [...node.lanes.keys()].filter((l) => iterationOf(l) !== null).sort(byIndex);
+  const few = all.length <= ITERATIONS_DRAWN;
+  const only = few ? null : (state.only.get(node.key) ?? null);
+  const set = (status: string | null, shown: number) => () => {
+    if (status) state.only.set(node.key, status);
+    else state.only.delete(node.key);
+    state.shown.set(node.key, shown);
+    state.redraw();
+  };
   const counts = h(
     "div",
     { class: "iteration-counts small", "data-testid": "iteration-counts" },
     h("span", { "data-iterations": sum.started }, `${sum.started} iteration${sum.started === 1 ? "" : "s"} started`),
-    sum.counts.map(([s, n]) => h("span", { class: `iter-count pill pill-${s}`, "data-iter-count": s }, `${n} ${s}`)),
+    sum.counts.map(([s, n]) =>
+      few
+        ? h("span", { class: `iter-count pill pill-${s}`, "data-iter-count": s }, `${n} ${s}`)
+        : h(
+            "button",
+            {
+              class: `iter-count pill pill-${s}${only === s ? " picked" : ""}`,
+              "data-iter-count": s,
+              "aria-pressed": only === s ? "true" : "false",
+              title: only === s ? "Back to the failing iterations first" : `Draw the ${s} iterations`,
+              onclick: only === s ? set(null, 0) : set(s, ITERATION_PAGE),
+            },
+            `${n} ${s}`,
+          ),
+    ),
   );
-  if (all.length <= ITERATIONS_DRAWN) return h("div", null, counts, lanes(node, all, "stack", state, iterationLook(node)));
+  if (few) return h("div", null, counts, lanes(node, all, "stack", state, iterationLook(node)));
 
-  const failing = (sum.byStatus.get("failed") ?? []).slice(0, FAILING_DRAWN);
-  const shown = Math.min(state.shown.get(node.key) ?? 0, all.length);
-  const drawn = new Set([...failing.map((i) => `iteration:${i}`), ...all.slice(0, shown)]);
+  // Collapsed: the first failing iterations, then as many more (of the status picked, else
+  // of all, in order) as the operator asked for.
+  const pool = only ? (sum.byStatus.get(only) ?? []).map((i) => `iteration:${i}`) : all;
+  const failing = only ? [] : (sum.byStatus.get("failed") ?? []).slice(0, FAILING_DRAWN);
+  const shown = Math.min(state.shown.get(node.key) ?? 0, pool.length);
+  const drawn = new Set([...failing.map((i) => `iteration:${i}`), ...pool.slice(0, shown)]);
   const hidden = all.length - drawn.size;
-  const more = (n: number) => () => {
-    state.shown.set(node.key, n);
-    state.redraw();
-  };
   return h(
     "div",
     null,
@@ -187,8 +211,10 @@ function iterations(node: BlockNode, state: TimelineState): HTMLElement {
       "div",
       { class: "iteration-more small" },
       hidden ? h("span", { class: "muted", "data-testid": "iterations-hidden" }, `${hidden} more iteration${hidden === 1 ? "" : "s"} not drawn`) : null,
-      shown < all.length ? h("button", { class: "btn small", "data-show-iterations": node.key, onclick: more(shown + ITERATION_PAGE) }, `Show ${Math.min(ITERATION_PAGE, all.length - shown)} more in order`) : null,
-      shown > 0 ? h("button", { class: "btn small", "data-collapse-iterations": node.key, onclick: more(0) }, "Collapse") : null,
+      shown < pool.length
+        ? h("button", { class: "btn small", "data-show-iterations": node.key, onclick: set(only, shown + ITERATION_PAGE) }, `Show ${Math.min(ITERATION_PAGE, pool.length - shown)} more${only ? ` ${only}` : ""} in order`)
+        : null,
+      shown > 0 || only ? h("button", { class: "btn small", "data-collapse-iterations": node.key, onclick: set(null, 0) }, "Collapse") : null,
     ),
   );
 }

@@ -23,7 +23,7 @@ export class InstanceDetail {
   private readonly confirm = h("div", { class: "confirm-slot" });
   private readonly notice = h("div", { class: "notice-slot" });
   private readonly body = h("div", { class: "detail-body" });
-  private readonly timeline: TimelineState = { defs: null, shown: new Map(), redraw: () => this.render() };
+  private readonly timeline: TimelineState = { defs: null, shown: new Map(), only: new Map(), redraw: () => this.render() };
   private defsAsked = false;
 
   constructor(

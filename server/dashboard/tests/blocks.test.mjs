@@ -4,7 +4,7 @@
 // outcome is drawn without a worker driving it there.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { bulk, checkout, checkoutDefinition, CHILD, FAILED, legacy } from "./fixtures/blocks.mjs";
+import { bulk, checkout, checkoutDefinition, CHILD, FAILED, legacy, RUNNING } from "./fixtures/blocks.mjs";
 import { launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
 
 let server, browser;
@@ -162,6 +162,12 @@ test("for_each of 1,000 items: counts per status and the first failing iteration
   assert.ok(page.instanceCalls > calls, "the running instance was loaded again");
   assert.deepEqual(await drawn(), expected, "still expanded after the refresh");
   await page.click('[data-collapse-iterations="items"]');
+  assert.deepEqual(await drawn(), first);
+  // A count draws the iterations of its status (the running ones here); again: back.
+  await page.click('[data-step="items"] [data-iter-count="running"]');
+  assert.deepEqual(await drawn(), RUNNING);
+  assert.equal(await page.getAttribute('[data-step="items"] [data-iter-count="running"]', "aria-pressed"), "true");
+  await page.click('[data-step="items"] [data-iter-count="running"]');
   assert.deepEqual(await drawn(), first);
   assert.deepEqual(page.errors, []);
 });

@@ -1109,21 +1109,38 @@ function tryCatch(node, state) {
 function iterations(node, state) {
   const sum = summariseIterations(node);
   const all = [...node.lanes.keys()].filter((l) => iterationOf(l) !== null).sort(byIndex);
+  const few = all.length <= ITERATIONS_DRAWN;
+  const only = few ? null : state.only.get(node.key) ?? null;
+  const set = (status, shown2) => () => {
+    if (status) state.only.set(node.key, status);
+    else state.only.delete(node.key);
+    state.shown.set(node.key, shown2);
+    state.redraw();
+  };
   const counts = h(
     "div",
     { class: "iteration-counts small", "data-testid": "iteration-counts" },
     h("span", { "data-iterations": sum.started }, `${sum.started} iteration${sum.started === 1 ? "" : "s"} started`),
-    sum.counts.map(([s2, n]) => h("span", { class: `iter-count pill pill-${s2}`, "data-iter-count": s2 }, `${n} ${s2}`))
+    sum.counts.map(
+      ([s2, n]) => few ? h("span", { class: `iter-count pill pill-${s2}`, "data-iter-count": s2 }, `${n} ${s2}`) : h(
+        "button",
+        {
+          class: `iter-count pill pill-${s2}${only === s2 ? " picked" : ""}`,
+          "data-iter-count": s2,
+          "aria-pressed": only === s2 ? "true" : "false",
+          title: only === s2 ? "Back to the failing iterations first" : `Draw the ${s2} iterations`,
+          onclick: only === s2 ? set(null, 0) : set(s2, ITERATION_PAGE)
+        },
+        `${n} ${s2}`
+      )
+    )
   );
-  if (all.length <= ITERATIONS_DRAWN) return h("div", null, counts, lanes(node, all, "stack", state, iterationLook(node)));
-  const failing = (sum.byStatus.get("failed") ?? []).slice(0, FAILING_DRAWN);
-  const shown = Math.min(state.shown.get(node.key) ?? 0, all.length);
-  const drawn = /* @__PURE__ */ new Set([...failing.map((i) => `iteration:${i}`), ...all.slice(0, shown)]);
+  if (few) return h("div", null, counts, lanes(node, all, "stack", state, iterationLook(node)));
+  const pool = only ? (sum.byStatus.get(only) ?? []).map((i) => `iteration:${i}`) : all;
+  const failing = only ? [] : (sum.byStatus.get("failed") ?? []).slice(0, FAILING_DRAWN);
+  const shown = Math.min(state.shown.get(node.key) ?? 0, pool.length);
+  const drawn = /* @__PURE__ */ new Set([...failing.map((i) => `iteration:${i}`), ...pool.slice(0, shown)]);
   const hidden = all.length - drawn.size;
-  const more = (n) => () => {
-    state.shown.set(node.key, n);
-    state.redraw();
-  };
   return h(
     "div",
     null,
@@ -1134,8 +1151,8 @@ function iterations(node, state) {
       "div",
       { class: "iteration-more small" },
       hidden ? h("span", { class: "muted", "data-testid": "iterations-hidden" }, `${hidden} more iteration${hidden === 1 ? "" : "s"} not drawn`) : null,
-      shown < all.length ? h("button", { class: "btn small", "data-show-iterations": node.key, onclick: more(shown + ITERATION_PAGE) }, `Show ${Math.min(ITERATION_PAGE, all.length - shown)} more in order`) : null,
-      shown > 0 ? h("button", { class: "btn small", "data-collapse-iterations": node.key, onclick: more(0) }, "Collapse") : null
+      shown < pool.length ? h("button", { class: "btn small", "data-show-iterations": node.key, onclick: set(only, shown + ITERATION_PAGE) }, `Show ${Math.min(ITERATION_PAGE, pool.length - shown)} more${only ? ` ${only}` : ""} in order`) : null,
+      shown > 0 || only ? h("button", { class: "btn small", "data-collapse-iterations": node.key, onclick: set(null, 0) }, "Collapse") : null
     )
   );
 }
@@ -1220,7 +1237,7 @@ var InstanceDetail = class {
   confirm = h("div", { class: "confirm-slot" });
   notice = h("div", { class: "notice-slot" });
   body = h("div", { class: "detail-body" });
-  timeline = { defs: null, shown: /* @__PURE__ */ new Map(), redraw: () => this.render() };
+  timeline = { defs: null, shown: /* @__PURE__ */ new Map(), only: /* @__PURE__ */ new Map(), redraw: () => this.render() };
   defsAsked = false;
   mount(root) {
     fill(
