@@ -73,8 +73,10 @@ export class InstanceDetail {
     try {
       const seq = await api.sequence(i.sequence, i.version);
       this.timeline.defs = definitionIndex((seq.blocks ?? seq.steps) as BlockDef[]);
-    } catch {
-      // Without the definition the timeline shows what ran, and says so for routers.
+    } catch (err) {
+      // Unreachable: ask again on the next load. Refused or gone: the timeline shows what
+      // ran, and says so for routers.
+      if (err instanceof ApiError && err.unreachable) this.defsAsked = false;
     }
   }
 

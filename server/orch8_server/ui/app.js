@@ -1277,7 +1277,8 @@ var InstanceDetail = class {
     try {
       const seq = await api.sequence(i.sequence, i.version);
       this.timeline.defs = definitionIndex(seq.blocks ?? seq.steps);
-    } catch {
+    } catch (err) {
+      if (err instanceof ApiError && err.unreachable) this.defsAsked = false;
     }
   }
   render() {
