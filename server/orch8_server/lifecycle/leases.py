@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from orch8_server import ids, timefmt
 from orch8_server.config import Settings
@@ -241,6 +241,11 @@ class Leases:
                 if i.get("lease_id") and (confined is None or not confined.scoped)
             ]
             rows = await uow.db.complete_running(tenant, fast, uow.now)
+            if any(r["instance_id"] for r in rows):  # the advance reads steps' outputs here
+                outputs = {task_id: output for task_id, _, output in fast}
+                for r in rows:
+                    if r["instance_id"]:
+                        cast("dict[str, Any]", r)["output"] = outputs[r["id"]]
             uow.completed(rows)  # each stored as transitions.complete stores it (tested)
             done: dict[tuple[str, str | None], Row] = {(r["id"], r["lease_id"]): r for r in rows}
             for item in items:

@@ -487,7 +487,7 @@ class Machine:
         if task["status"] == "completed":
             self._complete(rec, task["output"])
         else:
-            error = task["error"] or failure(f"task {task['status']}", task["status"])
+            error = task.get("error") or failure(f"task {task['status']}", task["status"])
             self._leaf_failed(rec, error, fallback_done=rec["fallback"])
         self._drain()
         return True

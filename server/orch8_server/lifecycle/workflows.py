@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 EVENT_BATCH = 100
 IDLE_PUMP_S = 0.2  # events of other replicas' tasks and of claim-time expiry: found by this
 TRACE_HEADERS = ("traceparent", "tracestate")
+_RESULT_KEYS = frozenset({"id", "status", "attempt", "output"})  # what Machine.on_task reads
 
 
 def _instance_of(row: Row) -> Any:
@@ -333,9 +334,14 @@ class Workflows:
             return
         events = await uow.db.workflows.ended_events(ended)
         if events:
-            await self._advance(uow, events)
+            # Rows this unit ended with their result need no second read (a third of an
+            # advance's CPU on SQLite was that read).
+            known = {r["id"]: r for _, r, _ in uow.ended if r.keys() >= _RESULT_KEYS}
+            await self._advance(uow, events, known)
 
-    async def _advance(self, uow: UnitOfWork, events: list[Row]) -> None:
+    async def _advance(
+        self, uow: UnitOfWork, events: list[Row], known: dict[str, Row] | None = None
+    ) -> None:
         tx, now = uow.db, uow.now
         sequences: dict[tuple[str, str, int], SequenceRow] = {}
         by_instance: dict[str, list[Row]] = {}
@@ -354,7 +360,7 @@ class Workflows:
             changed = False
             for e in by_instance[instance_id]:
                 if e["task_id"] is not None:
-                    task = await tx.get_task(e["task_id"])
+                    task = (known or {}).get(e["task_id"]) or await tx.get_task(e["task_id"])
                     if task is not None and task["status"] in (*FINAL, "expired"):
                         changed |= machine.on_task(task)
                 elif machine.record_type(e["step_id"]) == "sub_sequence":
