@@ -74,6 +74,8 @@ def end_state(run: ScenarioRun) -> list[str]:
         reasons += max_concurrent(run, name, bounds, attempts)
     for name, concurrency in expect.get("batch_polls_within_free_slots", {}).items():
         reasons += batch_polls(run, name, concurrency, attempts)
+    for name, bounds in expect.get("max_running", {}).items():
+        reasons += max_running(run, name, bounds)
     for name, exp in expect.get("workers", {}).items():
         reasons += worker(run, name, exp)
     reasons += sdk_checks.end_state(run, expect)
@@ -209,6 +211,20 @@ def max_concurrent(run: ScenarioRun, name: str, bounds: dict, attempts: dict) ->
         peak = max(peak, held)
     if peak > bounds.get("max", peak) or peak < bounds.get("min", peak):
         return [f"{name} held {peak} tasks at once on the server (attempt spans), expected {bounds}"]
+    return []
+
+
+def max_running(run: ScenarioRun, name: str, bounds: dict) -> list[str]:
+    """P-SDK-3: the most handlers the worker ran at once, from its adapter's `start` and `end`
+    events (emitted in order by one process). Unlike `max_concurrent`, a task whose result is
+    being reported no longer counts: its slot is free once the completion is handed over."""
+    running = peak = 0
+    for e in list(run.worker(name).events):
+        kind = e.get("event")
+        running += 1 if kind == "start" else -1 if kind == "end" else 0
+        peak = max(peak, running)
+    if peak > bounds.get("max", peak) or peak < bounds.get("min", peak):
+        return [f"{name} ran {peak} handlers at once (adapter start/end events), expected {bounds}"]
     return []
 
 

@@ -30,6 +30,8 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += poll_limits(run, name, limits)
     for name, threshold in expect.get("poll_threshold", {}).items():
         out += poll_threshold(run, name, threshold)
+    for name in expect.get("polls_overlap_reporting", []):
+        out += polls_overlap_reporting(run, name)
     if "server_rejections" in expect:
         out += server_rejections(run, expect["server_rejections"])
     if expect.get("completions_via_batch"):
@@ -134,6 +136,17 @@ def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
         return [f"{name} polled for {small[:5]} tasks while results were being reported, expected at least "
                 f"{threshold} (P-SDK-26); poll sizes in order: {sizes[:12]}"]  # fmt: skip
     return []
+
+
+def polls_overlap_reporting(run: ScenarioRun, name: str) -> list[str]:
+    """P-SDK-3: a completion frees its slot once handed over, so some poll is sent while a
+    completion batch of the worker is still unanswered (the proxy holds each one)."""
+    batches = [(c["t"], c["answered"]) for c in requests_of(run, name, COMPLETE_BATCH) if "answered" in c]
+    polls = [p["t"] for p in requests_of(run, name, POLL)]
+    if any(sent < t < answered for t in polls for sent, answered in batches):
+        return []
+    return [f"{name} sent no poll while a completion batch was in flight ({len(polls)} polls, "
+            f"{len(batches)} batches): the slots of handed-over results stayed taken (P-SDK-3)"]  # fmt: skip
 
 
 def server_rejections(run: ScenarioRun, allowed: int) -> list[str]:

@@ -73,7 +73,10 @@ def check_refs(data: dict, name: str) -> None:
         raise ScenarioError(f"{name}: unknown task ref {ref!r}")
     expect = data["expect"]
     named = (
-        set(expect.get("workers", {})) | set(expect.get("max_concurrent", {})) | set(expect.get("observability", []))
+        set(expect.get("workers", {}))
+        | set(expect.get("max_concurrent", {}))
+        | set(expect.get("observability", []))
+        | set(expect.get("polls_overlap_reporting", []))
     )
     for key in (
         "poll_limits",
@@ -81,6 +84,7 @@ def check_refs(data: dict, name: str) -> None:
         "polls_during_faults",
         "stderr_mentions",
         "batch_polls_within_free_slots",
+        "max_running",
     ):
         named |= set(expect.get(key, {}))
     named |= {
