@@ -36,7 +36,7 @@ from orch8_server.lifecycle.workflow_steps import (
     initial_state,
 )
 from orch8_server.problems import Problem, not_found
-from orch8_server.storage.base import Row, Storage
+from orch8_server.storage.base import Row, Storage, Tx
 from orch8_server.storage.rows import NewInstanceRow, SequenceRow
 
 if TYPE_CHECKING:
@@ -67,7 +67,21 @@ class Workflows:
         self.waiters = waiters
         work.before_commit(self.advance)  # P-WF-5: in every unit that ends tasks
         self._trees = workflow_tree.TreeCache()
+        self._by_version: dict[tuple[str, str, int], workflow_tree.Tree] = {}
         self.pump_service: Service | None = None  # set by compose: a child's end wakes it
+
+    async def _version_tree(self, tx: Tx, inst: Row) -> workflow_tree.Tree:
+        """The tree of an instance's version: a version never changes once stored, so
+        its compiled tree is kept and the row not read again."""
+        key = (inst["tenant"], inst["sequence"], inst["version"])
+        tree = self._by_version.get(key)
+        if tree is None:
+            seq = await tx.workflows.sequence(*key)
+            assert seq is not None  # an instance's version is never deleted
+            tree = self._by_version[key] = self._tree(seq)
+            if len(self._by_version) > 1024:
+                self._by_version.pop(next(iter(self._by_version)))
+        return tree
 
     def _tree(self, seq: SequenceRow) -> workflow_tree.Tree:
         """The compiled tree of a stored version (rows are never changed: cached)."""
@@ -214,9 +228,7 @@ class Workflows:
                     f"instance {instance_id} is {status}; only a {allowed} instance can be "
                     f"{'cancelled' if op == 'cancel' else 'retried'}",
                 )
-            seq = await tx.workflows.sequence(tenant, inst["sequence"], inst["version"])
-            assert seq is not None  # an instance's version is never deleted
-            machine = Machine(inst, self._tree(seq), now)
+            machine = Machine(inst, await self._version_tree(tx, inst), now)
             if op == "cancel":
                 machine.cancel()
             else:
@@ -270,11 +282,7 @@ class Workflows:
         for child_id in machine.sub_cancels:  # parent before child: the lock order
             child = await tx.workflows.instance(child_id)
             if child is not None and child["status"] == "running":
-                seq = await tx.workflows.sequence(
-                    child["tenant"], child["sequence"], child["version"]
-                )
-                assert seq is not None
-                child_machine = Machine(child, self._tree(seq), now)
+                child_machine = Machine(child, await self._version_tree(tx, child), now)
                 child_machine.cancel()
                 await self._apply(uow, child_machine, reason)
         await tx.workflows.update_instance(inst)
@@ -343,7 +351,6 @@ class Workflows:
         self, uow: UnitOfWork, events: list[Row], known: dict[str, Row] | None = None
     ) -> None:
         tx, now = uow.db, uow.now
-        sequences: dict[tuple[str, str, int], SequenceRow] = {}
         by_instance: dict[str, list[Row]] = {}
         for e in events:
             by_instance.setdefault(e["instance_id"], []).append(e)
@@ -351,12 +358,7 @@ class Workflows:
             inst = await tx.workflows.instance(instance_id)
             if inst is None or inst["status"] != "running":
                 continue
-            key = (inst["tenant"], inst["sequence"], inst["version"])
-            if key not in sequences:  # a batch's instances mostly share one version
-                found = await tx.workflows.sequence(*key)
-                assert found is not None  # an instance's version is never deleted
-                sequences[key] = found
-            machine = Machine(inst, self._tree(sequences[key]), now)
+            machine = Machine(inst, await self._version_tree(tx, inst), now)
             changed = False
             for e in by_instance[instance_id]:
                 if e["task_id"] is not None:

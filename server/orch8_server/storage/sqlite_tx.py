@@ -50,6 +50,10 @@ _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(c for c, _ in _NEW_TASK)}) "
     f"VALUES ({', '.join('?' * len(_NEW_TASK))})"
 )
+_INSERT_TASK_IF_NEW = (
+    _INSERT_TASK + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL"
+    " DO NOTHING"
+)
 _UPSERT_ATTEMPT = (
     f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})"
@@ -128,13 +132,12 @@ class SqliteTx:
             self._write(("t", row["id"]), _INSERT_TASK, values)
             return row, True
         self.flush()  # a key buffered earlier in this transaction must be seen
+        if self.c.execute(_INSERT_TASK_IF_NEW, values).rowcount == 1:
+            return row, True  # the usual case costs one statement, not a look first
         existing = self.c.execute(  # P-TEN-3: idempotency keys are per tenant
             TASK_SELECT + " WHERE tenant = ? AND idempotency_key = ?", (row["tenant"], key)
         ).fetchone()
-        if existing is not None:
-            return task(existing), False  # P-TASK-3
-        self.c.execute(_INSERT_TASK, values)
-        return row, True
+        return task(existing), False  # P-TASK-3
 
     async def get_task(self, task_id: str) -> TaskRow | None:
         if task_id not in self._rows:
