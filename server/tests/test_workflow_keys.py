@@ -80,3 +80,23 @@ def test_a_step_named_on_error_and_the_on_error_step_get_two_tasks_P_WF_4_P_WF_6
         assert machine.on_task(_task(dispatch, "completed" if last else "failed"))
     assert len(set(keys)) == 3, keys
     assert inst["status"] == "failed" and inst["state"]["on_error"]["status"] == "completed"
+
+
+def test_a_1x_instance_mid_group_is_upgraded_and_joins_P_WF_3() -> None:
+    """An instance stored by 1.x (no keys, a `position`) in the middle of a parallel group:
+    upgraded on load, its group still joins when the last child completes."""
+    definition = {"steps": [{"id": "g", "parallel": [{"id": "a", "handler": "h"},
+                                                     {"id": "b", "handler": "h"}]}]}  # fmt: skip
+    tree = compile_definition(definition, templates=False)
+    rec = {"group": None, "status": "running", "task_id": None, "output": None, "error": None,
+           "attempts": 0, "fallback": False, "started_at": 1, "finished_at": None}  # fmt: skip
+    state = {"run": 1, "position": 0, "on_error": None, "failure": None, "headers": {},
+             "steps": [{**rec, "id": "g"},
+                       {**rec, "id": "a", "group": "g", "status": "completed", "output": 1},
+                       {**rec, "id": "b", "group": "g", "task_id": "task_b"}]}  # fmt: skip
+    inst: dict[str, Any] = {"id": "inst_X", "input": {}, "status": "running", "state": state}
+    machine = Machine(inst, tree, now=2)
+    task = {"id": "task_b", "status": "completed", "attempt": 1, "output": 2, "error": None}
+    assert machine.on_task(task)
+    assert inst["status"] == "completed" and inst["output"] == {"a": 1, "b": 2}
+    assert [r["lane"] for r in state["steps"]] == [None, "branch:0", "branch:1"]

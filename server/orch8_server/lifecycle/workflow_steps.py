@@ -85,6 +85,10 @@ def upgrade(state: dict[str, Any]) -> None:
             lane = f"branch:{lanes.get(r['group'], 0)}"
             lanes[r["group"]] = lanes.get(r["group"], 0) + 1
         r.update({**record(r["id"], r["group"], kind=kind, lane=lane), **r}, type=kind, lane=lane)
+    for r in state["steps"]:  # a running group's join counts the children done so far
+        if r["type"] == "parallel" and r["status"] == "running":
+            done = sum(c["group"] == r["id"] and c["status"] == "completed" for c in state["steps"])
+            r["internal"] = {"done": done, "failed": 0}
     if state.get("on_error") is not None:
         state["on_error"] = {**record(ON_ERROR), **state["on_error"]}
     state.pop("position", None)
