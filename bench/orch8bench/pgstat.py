@@ -1,6 +1,7 @@
 """Where PostgreSQL's time goes, per statement and per table, for the bench's batch loop.
 
     python -m orch8bench.pgstat [--tasks 30000] [--batch 100] [--top 20]
+    python -m orch8bench.pgstat --workflows 2000   # the bench's 3-step workflow row instead
 
 A throwaway cluster (fsync on, `pg_stat_statements` preloaded, nested statements tracked:
 the NOTIFY trigger's too) and one server (working tree). A warm-up of a tenth of the
@@ -114,6 +115,8 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--workflows", type=int, default=0,
+                    help="profile N 3-step workflow instances instead (figures per instance)")
     a = ap.parse_args(argv)
     work = Workdir()
     cluster = PgCluster(fsync=True, settings=SETTINGS).init()
@@ -125,13 +128,23 @@ def main(argv: list[str] | None = None) -> str:
             loadgen("-mode=run", *shape, f"-n={max(a.tasks // 10, a.batch)}")  # warm-up
             cluster.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", db)
             cluster.psql("SELECT pg_stat_statements_reset(), pg_stat_reset()", db)
-            log(f"pgstat: {a.tasks:,} tasks at batch {a.batch}")
-            out = loadgen("-mode=run", *shape, f"-n={a.tasks}")
+            if a.workflows:
+                from orch8bench.workflows import run_once  # its client is only needed here
+
+                log(f"pgstat: {a.workflows:,} 3-step workflow instances")
+                got = run_once(server.url, a.workflows, workers=2)
+                out = {"tasks": a.workflows, "tasks_per_s": got["instances_per_s"]}
+            else:
+                log(f"pgstat: {a.tasks:,} tasks at batch {a.batch}")
+                out = loadgen("-mode=run", *shape, f"-n={a.tasks}")
         finally:
             server.stop()
         # After the stop: a backend sends its table and index counts when it ends (or at
         # most once a second while idle), so reading them earlier can miss the last ones.
         text = _report(cluster, db, out["tasks"], a.batch, out["tasks_per_s"], a.top)
+        if a.workflows:  # the figures are per instance, not per task
+            text = text.replace(" per task", " per instance").replace("/task", "/instance")
+            text = text.replace(f"batch {a.batch}, {a.workflows:,} tasks", f"3-step workflows, {a.workflows:,} instances")
         shutil.rmtree(work.path, ignore_errors=True)
     finally:
         cluster.destroy()

@@ -10,6 +10,7 @@ listed and deduplicated by the code of now.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 
 import asyncpg
@@ -102,5 +103,31 @@ def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
             "from_previous",
         )
         assert keys == "tasks_idempotency_key,tasks_pkey"
+
+    asyncio.run(run())
+
+
+def test_a_step_event_is_due_a_second_after_its_task_ended(cluster: PgCluster) -> None:
+    """Schema 9 (P-WF-5): the trigger's event is the pump's safety net, due one second
+    later, so the pump does not race the inline advance for it (and lock it from it)."""
+    url = cluster.create_database("step_event_due")
+
+    async def run() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        try:
+            cluster.psql(
+                "INSERT INTO tasks (id, handler_name, queue_name, status, priority, params, "
+                "context, headers, attempt, max_attempts, retry, run_at, created_at, "
+                "updated_at, tenant) VALUES ('t1', 'h', 'q', 'running', 0, '{}', "
+                "'{\"instance_id\": \"inst_1\", \"step_id\": \"a\"}', '{}', 1, 3, '{}', 0, 0, "
+                "0, 'default')", "step_event_due",
+            )  # fmt: skip
+            before = int(time.time() * 1000)
+            cluster.psql("UPDATE tasks SET status = 'completed' WHERE id = 't1'", "step_event_due")
+            due = int(cluster.psql("SELECT fire_at FROM instance_events", "step_event_due"))
+            assert before + 900 <= due <= int(time.time() * 1000) + 1100, (before, due)
+        finally:
+            await storage.close()
 
     asyncio.run(run())

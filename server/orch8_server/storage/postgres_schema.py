@@ -282,8 +282,25 @@ CREATE INDEX tasks_ended_seq ON tasks (tenant, status, seq)
     WHERE status IN ('failed', 'cancelled', 'expired');
 """
 
+# P-WF-5: a batch completion that comes first in its unit commits by itself (one round
+# trip); its steps advance in the unit's next transaction, which takes the step's event.
+# The workflow pump took those events too, at once (fire_at 0): it raced every inline
+# advance, and the advance's DELETE waited on the pump's row locks (19% of PostgreSQL's
+# time in a workflow run, `orch8bench.pgstat --workflows`). A task event is now due one
+# second after its task ended: the pump is the safety net (a crash between the two
+# commits, an end no result path reaches), not a competitor.
+_V9 = """
+CREATE OR REPLACE FUNCTION orch8_instance_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO instance_events (tenant, instance_id, task_id, fire_at)
+    VALUES (NEW.tenant, NEW.context->>'instance_id', NEW.id,
+            (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 1000);
+    RETURN NULL;
+END $$;
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8)
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9)
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
