@@ -1233,6 +1233,9 @@ type Task struct {
 	Tenant    *TenantID `json:"tenant,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 
+	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+	Waiting *TaskWaiting `json:"waiting,omitempty"`
+
 	// WorkerID Worker of the latest attempt.
 	WorkerID *string `json:"worker_id"`
 }
@@ -1402,6 +1405,28 @@ type TaskRetry struct {
 
 // TaskStatus See the state machine in docs/protocol.md.
 type TaskStatus string
+
+// TaskWaiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+type TaskWaiting struct {
+	Cap *int `json:"cap,omitempty"`
+
+	// Detail The reason as a sentence, with its numbers.
+	Detail          string     `json:"detail"`
+	LastHeartbeatAt *time.Time `json:"last_heartbeat_at,omitempty"`
+	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
+	Pollers         *int       `json:"pollers,omitempty"`
+
+	// Reason `scheduled` or `retry_backoff` (claimable at `until`), `paused` (its queue),
+	// `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
+	// live worker has its required labels), `no_poller` (no worker polls its handler
+	// on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
+	// as their slots free), `running` (`worker_id` holds its lease), `finished`.
+	// More reasons may come (issue 33's keys): show an unknown one by its `detail`.
+	Reason   string     `json:"reason"`
+	Running  *int       `json:"running,omitempty"`
+	Until    *time.Time `json:"until,omitempty"`
+	WorkerID *string    `json:"worker_id,omitempty"`
+}
 
 // TenantID A tenant (P-TEN-1); `default` when no key or header names one.
 type TenantID = string

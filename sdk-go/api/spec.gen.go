@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.8.0"
+const SpecVersion = "1.9.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "caef6e6e2a029713007f5201eba1fce85b0c6e03bd52314027de7298ac733bb4"
+const SpecSHA256 = "2f6020d26edd047f88cf39f874d2f8d18c515adb837a2a8a7a0ddf18b74184e9"

@@ -1137,6 +1137,35 @@ export interface components {
             required_labels: {
                 [key: string]: string;
             };
+            waiting?: components["schemas"]["TaskWaiting"];
+        };
+        /** @description What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. */
+        TaskWaiting: {
+            /**
+             * @description `scheduled` or `retry_backoff` (claimable at `until`), `paused` (its queue),
+             *     `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
+             *     live worker has its required labels), `no_poller` (no worker polls its handler
+             *     on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
+             *     as their slots free), `running` (`worker_id` holds its lease), `finished`.
+             *     More reasons may come (issue 33's keys): show an unknown one by its `detail`.
+             * @example handler_cap
+             */
+            reason: string;
+            /**
+             * @description The reason as a sentence, with its numbers.
+             * @example handler resize_image runs 4 tasks, its cap (P-CTRL-2)
+             */
+            detail: string;
+            /** Format: date-time */
+            until?: string | null;
+            running?: number | null;
+            cap?: number | null;
+            pollers?: number | null;
+            worker_id?: string | null;
+            /** Format: date-time */
+            last_heartbeat_at?: string | null;
+            /** Format: date-time */
+            lease_expires_at?: string | null;
         };
         TaskPage: {
             tasks: components["schemas"]["Task"][];

@@ -81,6 +81,23 @@ class TaskFailure(TypedDict):
     details: dict[str, Any] | None
 
 
+class TaskWaiting(TypedDict):
+    """
+    What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+
+    """
+
+    reason: str
+    detail: str
+    until: NotRequired[str | None]
+    running: NotRequired[int | None]
+    cap: NotRequired[int | None]
+    pollers: NotRequired[int | None]
+    worker_id: NotRequired[str | None]
+    last_heartbeat_at: NotRequired[str | None]
+    lease_expires_at: NotRequired[str | None]
+
+
 class TaskCancellation(TypedDict, closed=True):
     reason: NotRequired[str]
 
@@ -589,6 +606,7 @@ class Task(TypedDict):
     progress: Any
     cancel_reason: str | None
     required_labels: dict[str, str]
+    waiting: NotRequired[TaskWaiting]
 
 
 class TaskPage(TypedDict):

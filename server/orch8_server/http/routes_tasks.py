@@ -10,6 +10,7 @@ from starlette.responses import Response
 from orch8_server.http.endpoint import Call, json_response
 from orch8_server.http.operations import operation
 from orch8_server.lifecycle.engine import Engine
+from orch8_server.lifecycle.explain import waiting
 from orch8_server.problems import Problem
 from orch8_server.storage.base import TaskFilter
 from orch8_server.timefmt import parse
@@ -93,9 +94,9 @@ async def list_tasks(call: Call[None]) -> Response:
 async def get_task(call: Call[None]) -> Response:
     engine = _engine(call)
     wait_ms = min(call.params["wait_ms"], engine.settings.max_wait_ms)  # P-WF-9
-    return json_response(
-        await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms)
-    )
+    task = await engine.tasks.wait_final(call.tenant, call.params["task_id"], wait_ms)
+    task["waiting"] = await waiting(engine.storage, engine.pollers, call.tenant, task)  # P-OBS-7
+    return json_response(task)
 
 
 @operation("cancelTask")

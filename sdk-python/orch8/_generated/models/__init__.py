@@ -88,6 +88,7 @@ from .task_release import TaskRelease
 from .task_required_labels import TaskRequiredLabels
 from .task_retry import TaskRetry
 from .task_status import TaskStatus
+from .task_waiting import TaskWaiting
 from .tenant_list import TenantList
 from .tenant_list_tenants_item import TenantListTenantsItem
 from .worker import Worker
@@ -190,6 +191,7 @@ __all__ = (
     "TaskRequiredLabels",
     "TaskRetry",
     "TaskStatus",
+    "TaskWaiting",
     "TenantList",
     "TenantListTenantsItem",
     "Worker",

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from ..models.task_failure import TaskFailure
     from ..models.task_headers import TaskHeaders
     from ..models.task_required_labels import TaskRequiredLabels
+    from ..models.task_waiting import TaskWaiting
 
 
 T = TypeVar("T", bound="Task")
@@ -57,6 +58,7 @@ class Task:
         cancel_reason (None | str):
         required_labels (TaskRequiredLabels): Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
+        waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
     """
 
     id: str
@@ -87,6 +89,7 @@ class Task:
     cancel_reason: None | str
     required_labels: TaskRequiredLabels
     tenant: str | Unset = UNSET
+    waiting: TaskWaiting | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -181,6 +184,10 @@ class Task:
 
         tenant = self.tenant
 
+        waiting: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.waiting, Unset):
+            waiting = self.waiting.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -216,6 +223,8 @@ class Task:
         )
         if tenant is not UNSET:
             field_dict["tenant"] = tenant
+        if waiting is not UNSET:
+            field_dict["waiting"] = waiting
 
         return field_dict
 
@@ -228,6 +237,7 @@ class Task:
         from ..models.task_failure import TaskFailure
         from ..models.task_headers import TaskHeaders
         from ..models.task_required_labels import TaskRequiredLabels
+        from ..models.task_waiting import TaskWaiting
 
         d = dict(src_dict)
         id = d.pop("id")
@@ -392,6 +402,13 @@ class Task:
 
         tenant = d.pop("tenant", UNSET)
 
+        _waiting = d.pop("waiting", UNSET)
+        waiting: TaskWaiting | Unset
+        if isinstance(_waiting, Unset):
+            waiting = UNSET
+        else:
+            waiting = TaskWaiting.from_dict(_waiting)
+
         task = cls(
             id=id,
             handler_name=handler_name,
@@ -421,6 +438,7 @@ class Task:
             cancel_reason=cancel_reason,
             required_labels=required_labels,
             tenant=tenant,
+            waiting=waiting,
         )
 
         task.additional_properties = d
