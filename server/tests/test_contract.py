@@ -112,6 +112,7 @@ expected-statuses = [
 [[operations]]
 include-operation-id = [
   "pollTask", "pollTasks", "heartbeatTask", "defineSequence", "enqueueTask", "enqueueTasks",
+  "startInstance",
 ]
 checks.positive_data_acceptance.expected-statuses = [
   "2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx",

@@ -233,7 +233,14 @@ def test_sub_sequence_runs_a_child_instance_and_takes_its_output_P_WF_13(
     done = wait(api, inst)
     assert done["status"] == "completed" and done["output"] == {"risk": "low", "for": "c9"}
     child_id = steps_by_key(done)["run_risk_review"]["child_instance_id"]
-    assert api.get(f"/instances/{child_id}").json()["status"] == "completed"
+    child_row = api.get(f"/instances/{child_id}").json()
+    assert child_row["status"] == "completed"
+    # Its key is the engine's: a caller cannot start (or find) an instance under it.
+    assert child_row["idempotency_key"].startswith("wf:")
+    r = api.post(
+        "/instances", json={"sequence": child, "idempotency_key": child_row["idempotency_key"]}
+    )
+    assert_problem(r, 422, "validation_error")
 
 
 def test_cancelling_a_parent_cancels_its_child_instance_P_WF_13(

@@ -29,6 +29,7 @@ from orch8_server.lifecycle.effects import InstanceWaiters, UnitOfWork, Work
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE, new_task_row
 from orch8_server.lifecycle.transitions import UNFINISHED
 from orch8_server.lifecycle.workflow_steps import (
+    ENGINE_KEY_PREFIX,
     FINAL,
     Machine,
     SubStart,
@@ -128,6 +129,12 @@ class Workflows:
     ) -> tuple[Any, bool]:
         now = timefmt.now_ms()
         version = body.get("version")
+        if str(body.get("idempotency_key", "")).startswith(ENGINE_KEY_PREFIX):  # P-WF-13
+            raise Problem(
+                "validation_error", f"idempotency_key must not begin with {ENGINE_KEY_PREFIX!r} "
+                "(reserved for the child instances of sub_sequence blocks)",
+                errors=[{"pointer": "/idempotency_key", "detail": "reserved prefix wf:"}],
+            )  # fmt: skip
         if self.backpressure.limits_enqueues:  # P-BP-1, P-BP-2: before anything is stored
             version = await self._admit_start(tenant, body, now)
         async with self.work(now) as uow:
