@@ -91,7 +91,11 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
 # `pattern`, and adding one tightens a released request schema: a major version (oasdiff,
 # docs/changing-the-spec.md). Until 2.0 the two enqueue operations may answer 422 to a
 # schema-valid body; test_tasks_api.py (test_p_task_3_engine_keys_are_refused) asserts that
-# refusal and its pointer.
+# refusal and its pointer. startInstance likewise: a `wf:` key (the engine's for
+# sub_sequence children, P-WF-13), and `input` and `context.data` that differ (P-WF-10);
+# test_workflow_blocks.py asserts the first. defineSequence also refuses, since 1.8.0,
+# malformed expressions and templates and references to blocks that cannot have run
+# (P-WF-11, P-WF-12; test_workflow_blocks.py).
 #
 # A body over the server's limit (1 MiB) is refused with 413 payload_too_large before it is
 # parsed (P-ERR-3): a rejection, which the negative-data check does not list by default.
