@@ -363,3 +363,15 @@ def test_a_step_carries_static_headers_beside_the_trace_headers_P_WF_11(
     assert r.status_code == 201, r.text
     task = claim_step(api, name)
     assert task["headers"] == {"x-region": "eu", "traceparent": trace}
+
+
+def test_input_and_context_data_are_one_value_P_WF_10(api: httpx.Client, name: str) -> None:
+    define_blocks(api, name, [{"type": "step", "id": "a", "handler": name,
+                               "params": {"x": "{{input.x}}", "y": "{{data.x}}"}}])  # fmt: skip
+    same = start(api, name, input={"x": 1}, context={"data": {"x": 1}, "config": {"c": 2}})
+    assert same["context"] == {"data": {"x": 1}, "config": {"c": 2}}
+    assert claim_step(api, name)["params"] == {"x": 1, "y": 1}
+    r = api.post("/instances", json={"sequence": name, "input": {"x": 1},
+                                     "context": {"data": {"x": 2}}})  # fmt: skip
+    body = assert_problem(r, 422, "validation_error")
+    assert body["errors"][0]["pointer"] == "/context/data"
