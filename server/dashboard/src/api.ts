@@ -8,6 +8,7 @@ type Schemas = components["schemas"];
 export type Task = Schemas["Task"];
 export type TaskPage = Schemas["TaskPage"];
 export type TaskStatus = Schemas["TaskStatus"];
+export type TaskWaiting = Schemas["TaskWaiting"];
 export type Attempt = Schemas["Attempt"];
 export type AttemptList = Schemas["AttemptList"];
 export type Worker = Schemas["Worker"];

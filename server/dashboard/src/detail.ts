@@ -6,6 +6,7 @@ import { fill, h } from "./dom";
 import { ago, duration, precise, stamp } from "./format";
 import { attemptTimings, traceId } from "./telemetry";
 import { workflowOf } from "./tasks";
+import { whyPanel } from "./why";
 import { jsonBlock, pill, problemBox } from "./widgets";
 
 type Action = "complete" | "fail" | "cancel" | "retry";
@@ -35,6 +36,7 @@ export class TaskDetail {
   private attemptsForbidden = false;
   private open: Action | null = null;
   private readonly head = h("div", { class: "detail-head" });
+  private readonly why = h("div", { class: "why-slot" });
   private readonly actions = h("div", { class: "detail-actions" });
   private readonly confirm = h("div", { class: "confirm-slot" });
   private readonly notice = h("div", { class: "notice-slot" });
@@ -50,7 +52,7 @@ export class TaskDetail {
     fill(
       root,
       h("a", { href: "#/", class: "back" }, "← All tasks"),
-      h("div", { class: "card detail" }, this.head, this.actions, this.confirm, this.notice, this.body),
+      h("div", { class: "card detail" }, this.head, this.why, this.actions, this.confirm, this.notice, this.body),
     );
   }
 
@@ -75,6 +77,7 @@ export class TaskDetail {
       }
       this.task = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
+      fill(this.why);
       fill(this.actions);
       fill(this.body, problemBox(err, "Could not load the task: "));
     }
@@ -88,6 +91,7 @@ export class TaskDetail {
       h("div", null, h("h2", { class: "mono", "data-testid": "task-id" }, t.id), h("div", { class: "muted" }, `${t.handler_name} on queue ${t.queue_name} · priority ${t.priority}`), instanceLink(t)),
       h("div", { "data-testid": "task-status" }, pill(t.status, "large")),
     );
+    fill(this.why, whyPanel(t));
     fill(
       this.actions,
       this.operate

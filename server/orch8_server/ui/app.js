@@ -350,8 +350,8 @@ function attemptTimings(task, attempts) {
 }
 
 // src/widgets.ts
-function pill(status, extra = "") {
-  return h("span", { class: `pill pill-${status} ${extra}`.trim(), "data-status": status }, status);
+function pill(status, extra2 = "") {
+  return h("span", { class: `pill pill-${status} ${extra2}`.trim(), "data-status": status }, status);
 }
 function pollerState(row) {
   if (row.active_pollers > 0) return "polling";
@@ -636,6 +636,76 @@ function debounce(fn, ms = 300) {
   };
 }
 
+// src/why.ts
+var REASONS = {
+  scheduled: ["scheduled", "time"],
+  retry_backoff: ["retry backoff", "time"],
+  paused: ["paused", "blocked"],
+  queue_cap: ["queue cap", "blocked"],
+  handler_cap: ["handler cap", "blocked"],
+  unroutable: ["unroutable", "blocked"],
+  no_poller: ["no poller", "blocked"],
+  claimable: ["claimable", "ok"],
+  running: ["running", "running"]
+};
+function whyPanel(t) {
+  const w = t.waiting;
+  if (!w || w.reason === "finished") return null;
+  const [label, tone] = REASONS[w.reason] ?? [w.reason, "other"];
+  return h(
+    "section",
+    { class: "why", "data-testid": "why", "data-reason": w.reason },
+    h("span", { class: "why-label" }, "Why"),
+    h("span", { class: `badge why-${tone}`, "data-testid": "why-badge" }, h("span", { class: "dot" }), label),
+    h("span", { class: "why-detail", "data-testid": "why-detail" }, w.detail),
+    specifics(t, w)
+  );
+}
+function specifics(t, w) {
+  const queue = queueLink(t.queue_name);
+  switch (w.reason) {
+    case "scheduled":
+    case "retry_backoff":
+      return extra(w.until ? ["claimable ", when(w.until, "until")] : null);
+    case "paused":
+      return extra(["resume it on ", queue]);
+    case "queue_cap":
+    case "handler_cap":
+      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
+    case "unroutable":
+      return extra(["needs labels ", ...labels(t.required_labels), "· start a worker with them"]);
+    case "no_poller":
+      return extra(["start a worker that polls ", h("code", null, t.handler_name), " on ", queue]);
+    case "claimable":
+      return extra([h("b", { "data-testid": "why-pollers" }, String(w.pollers ?? 0)), ` polling worker(s): handed out as a slot frees`]);
+    case "running":
+      return extra(running(w));
+    default:
+      return null;
+  }
+}
+function running(w) {
+  const worker = w.worker_id ? (
+    // No workers page: the overview's task list filtered by the worker sits beside its row.
+    h("a", { class: "mono", href: `#/?worker=${encodeURIComponent(w.worker_id)}&range=all`, "data-testid": "why-worker", title: "This worker's tasks, and the workers table" }, w.worker_id)
+  ) : h("span", { class: "muted" }, "an anonymous poller");
+  const beat = w.last_heartbeat_at ? ["last heartbeat ", when(w.last_heartbeat_at, "heartbeat")] : ["no heartbeat known"];
+  const lease = w.lease_expires_at ? [" · lease ends ", when(w.lease_expires_at, "lease")] : [];
+  return [worker, " · ", ...beat, ...lease];
+}
+function extra(children) {
+  return children ? h("span", { class: "why-extra small", "data-testid": "why-extra" }, children) : null;
+}
+function when(iso, name) {
+  return h("b", { title: stamp(iso), [`data-${name}`]: iso }, ago(iso));
+}
+function queueLink(queue) {
+  return h("a", { href: `#/queues/${encodeURIComponent(queue)}`, "data-testid": "why-queue" }, `queue ${queue}`);
+}
+function labels(required) {
+  return Object.entries(required).map(([k, v]) => h("span", { class: "chip", "data-label": k }, `${k}=${v}`));
+}
+
 // src/detail.ts
 var ALLOWED = {
   complete: ["pending", "scheduled", "running"],
@@ -669,6 +739,7 @@ var TaskDetail = class {
   attemptsForbidden = false;
   open = null;
   head = h("div", { class: "detail-head" });
+  why = h("div", { class: "why-slot" });
   actions = h("div", { class: "detail-actions" });
   confirm = h("div", { class: "confirm-slot" });
   notice = h("div", { class: "notice-slot" });
@@ -677,7 +748,7 @@ var TaskDetail = class {
     fill(
       root,
       h("a", { href: "#/", class: "back" }, "← All tasks"),
-      h("div", { class: "card detail" }, this.head, this.actions, this.confirm, this.notice, this.body)
+      h("div", { class: "card detail" }, this.head, this.why, this.actions, this.confirm, this.notice, this.body)
     );
   }
   isLive() {
@@ -698,6 +769,7 @@ var TaskDetail = class {
       }
       this.task = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
+      fill(this.why);
       fill(this.actions);
       fill(this.body, problemBox(err, "Could not load the task: "));
     }
@@ -710,6 +782,7 @@ var TaskDetail = class {
       h("div", null, h("h2", { class: "mono", "data-testid": "task-id" }, t.id), h("div", { class: "muted" }, `${t.handler_name} on queue ${t.queue_name} · priority ${t.priority}`), instanceLink(t)),
       h("div", { "data-testid": "task-status" }, pill(t.status, "large"))
     );
+    fill(this.why, whyPanel(t));
     fill(
       this.actions,
       this.operate ? Object.keys(ALLOWED).map(
@@ -834,7 +907,7 @@ function actionFields(action) {
 }
 function facts(t) {
   const row = (label, value, id) => h("div", { class: "fact", "data-fact": id ?? null }, h("dt", null, label), h("dd", null, value));
-  const when = (iso) => iso ? h("span", { title: stamp(iso) }, `${stamp(iso)} (${ago(iso)})`) : h("span", { class: "muted" }, "—");
+  const when2 = (iso) => iso ? h("span", { title: stamp(iso) }, `${stamp(iso)} (${ago(iso)})`) : h("span", { class: "muted" }, "—");
   const lease = t.lease ? h(
     "span",
     null,
@@ -849,13 +922,13 @@ function facts(t) {
     row("Attempt", `${t.attempt} of ${t.max_attempts}`),
     row("Lease holder", lease, "lease"),
     row("Worker (latest)", t.worker_id ?? "—"),
-    row("Created", when(t.created_at)),
-    row("Run at", when(t.run_at)),
-    row("Started", when(t.started_at)),
-    row("Finished", when(t.finished_at)),
-    row("Next attempt", when(t.next_attempt_at)),
-    row("Good until", when(t.good_until)),
-    row("Updated", when(t.updated_at)),
+    row("Created", when2(t.created_at)),
+    row("Run at", when2(t.run_at)),
+    row("Started", when2(t.started_at)),
+    row("Finished", when2(t.finished_at)),
+    row("Next attempt", when2(t.next_attempt_at)),
+    row("Good until", when2(t.good_until)),
+    row("Updated", when2(t.updated_at)),
     row("Idempotency key", t.idempotency_key ?? "—"),
     row("Retry policy", `${t.retry.max_attempts} attempts, ${duration(t.retry.initial_backoff_ms)} × ${t.retry.backoff_multiplier}, cap ${duration(t.retry.max_backoff_ms)}`),
     t.cancel_reason ? row("Cancel reason", t.cancel_reason) : null
@@ -2049,7 +2122,7 @@ var rank = (r) => RANK[pollerState(r) === "stuck" ? "stuck" : r.blocked ? "block
 var queueHref = (queue) => `#/queues/${encodeURIComponent(queue)}`;
 function withControlRows(list2) {
   const seen = new Set(list2.queues.map((r) => r.queue_name));
-  const extra = (list2.queue_controls ?? []).filter((c) => !seen.has(c.queue_name)).map((c) => ({
+  const extra2 = (list2.queue_controls ?? []).filter((c) => !seen.has(c.queue_name)).map((c) => ({
     queue_name: c.queue_name,
     handler_name: "",
     pending: 0,
@@ -2064,7 +2137,7 @@ function withControlRows(list2) {
     handler_max_running: null,
     blocked: null
   }));
-  return [...list2.queues, ...extra];
+  return [...list2.queues, ...extra2];
 }
 function renderQueues(el, list2, onPick) {
   const rows = withControlRows(list2);
