@@ -148,6 +148,7 @@ class Slot:
     handler_future: asyncio.Future[Any] | None = None
     abandoned: bool = False  # shutdown already reported this attempt (P-SDK-7)
     delivering: bool = False  # the handler ended and its result is on its way
+    handed: bool = False  # P-SDK-3: its completion is with the completer, its slot free
     started: float = 0.0
     duration_ms: float = 0.0
     good_until: datetime.datetime | None = None  # P-SDK-33: checked again right before the start

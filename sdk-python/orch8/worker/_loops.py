@@ -363,6 +363,8 @@ class ExecutorDeps(Protocol):
 
     def new_backoff(self) -> Backoff: ...
 
+    def hand_over(self, slot: Slot) -> None: ...
+
     def release_slot(self, slot: Slot) -> None: ...
 
 
@@ -416,6 +418,7 @@ async def _report(deps: ExecutorDeps, slot: Slot, outcome: Outcome) -> str:
             deps.observer.released(ctx, outcome.release, elapsed_ms(slot))
         return ended
     if outcome.ok:
+        deps.hand_over(slot)  # P-SDK-3: the next poll need not wait for this answer
         verdict = await deps.completer.complete(slot, outcome.output)  # P-SDK-12
         if verdict.kind == "completed":
             deps.observer.completed(ctx, slot.duration_ms)

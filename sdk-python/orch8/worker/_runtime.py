@@ -90,6 +90,7 @@ class Runtime:
         self.completer = Completer(self)
         self.held: dict[str, Slot] = {}
         self.superseded: set[Slot] = set()
+        self.handed = 0  # P-SDK-3: held slots whose completion is with the completer
         self.stopping = asyncio.Event()
         self.end_grace = asyncio.Event()  # P-SDK-17: a second signal ends the grace period
         self.second_signal: str | None = None  # its name, for the shutdown message (P-SDK-29)
@@ -128,7 +129,11 @@ class Runtime:
         return chunk
 
     def free_slots(self) -> int:
-        return self.settings.concurrency - len(self.held) - len(self.superseded)
+        """P-SDK-3: a completion handed to the completer frees its slot, so the next poll
+        overlaps with reporting; at most `concurrency` of them do (bounded unsent results)."""
+        concurrency = self.settings.concurrency
+        taken = len(self.held) + len(self.superseded) - min(self.handed, concurrency)
+        return concurrency - taken
 
     def gathering(self) -> bool:
         """P-SDK-26: wait for the slots of results being reported rather than poll for few."""
@@ -288,7 +293,17 @@ class Runtime:
 
         return no_handler
 
+    def hand_over(self, slot: Slot) -> None:
+        """P-SDK-3: the slot's completion goes to the completer; its slot frees up now."""
+        if not slot.handed:
+            slot.handed = True
+            self.handed += 1
+            self.wake.set()
+
     def release_slot(self, slot: Slot) -> None:
+        if slot.handed:
+            slot.handed = False
+            self.handed -= 1
         if self.held.get(slot.ctx.id) is slot:
             del self.held[slot.ctx.id]
         self.superseded.discard(slot)
