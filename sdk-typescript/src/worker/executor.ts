@@ -33,6 +33,8 @@ export interface ExecutorDeps {
   leaseMs: number | undefined;
   log: WorkerLog;
   count(outcome: Outcome): void;
+  /** P-SDK-3: `run`'s completion goes to the batcher; its slot frees up now. */
+  handOver(run: TaskRun): void;
   hook<K extends keyof WorkerHooks>(name: K, ...args: Parameters<NonNullable<WorkerHooks[K]>>): void;
   /** A call failed: tells onError (the caller logs it). */
   error(operation: ErrorOperation, error: unknown): void;
@@ -137,6 +139,7 @@ export class TaskExecutor {
   }
 
   private async complete(run: TaskRun, output: unknown): Promise<void> {
+    this.d.handOver(run); // P-SDK-3: the next poll need not wait for this answer
     const d = await this.completions.submit(run, output);
     switch (d.kind) {
       case "sent":

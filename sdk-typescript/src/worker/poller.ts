@@ -22,6 +22,14 @@ export function pollThreshold(concurrency: number, given?: number): number {
 }
 
 /**
+ * P-SDK-3: free slots. A completion handed to the batcher frees its slot, so the next poll
+ * overlaps with reporting; at most `concurrency` of them do (bounded unsent results).
+ */
+export function freeSlots(concurrency: number, held: number, handed: number): number {
+  return concurrency - held + Math.min(handed, concurrency);
+}
+
+/**
  * P-SDK-26: true while the poll should wait for slots that free up once the results being
  * reported are answered; a worker whose held tasks are all in their handlers polls at once.
  */

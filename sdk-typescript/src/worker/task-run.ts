@@ -23,6 +23,8 @@ export class TaskRun {
   readonly leaseMs: number | undefined;
   leaseExpiresAt: string;
   phase: RunPhase = "running";
+  /** P-SDK-3: its completion is with the batcher, so its slot is free (counted by the worker). */
+  handed = false;
   /** Set once nothing more may be reported for this lease (P-SDK-5, P-SDK-7). */
   settledBy: LossReason | undefined;
   /** Set once the run is counted (P-SDK-11); never changes afterwards. */

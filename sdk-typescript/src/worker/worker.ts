@@ -16,7 +16,7 @@ import { HealthServer, type HealthAddress } from "./health.js";
 import { trackHandlerTimers } from "./handler-timers.js";
 import { HeartbeatLoop } from "./heartbeats.js";
 import { Notifier } from "./notifier.js";
-import { gatherSlots, pollThreshold, PollPlan } from "./poller.js";
+import { freeSlots, gatherSlots, pollThreshold, PollPlan } from "./poller.js";
 import { registeredQueues, selectQueues, type QueueSelection } from "./queues.js";
 import { registerUntilAnswered } from "./register.js";
 import { installSignals } from "./signals.js";
@@ -96,6 +96,7 @@ export class Worker {
   private readonly queues: QueueSelection;
   private readonly runs = new Map<string, TaskRun>(); // by runKey: one entry per claimed lease
   private readonly latestRun = new Map<string, TaskRun>(); // by task id: its newest run
+  private handed = 0; // P-SDK-3: held runs whose completion is with the batcher
   private readonly counters = emptyStats();
   private readonly wake = new Notifier();
   private readonly executor: TaskExecutor;
@@ -144,6 +145,12 @@ export class Worker {
       leaseMs: options.leaseMs,
       log: this.log,
       count: (outcome) => this.counters[`tasks_${outcome}`]++,
+      handOver: (run) => {
+        if (run.handed) return;
+        run.handed = true;
+        this.handed++;
+        this.wake.notify();
+      },
       hook: (name, ...args) => this.hook(name, ...args),
       error: (operation, error) => this.hook("onError", { operation, error }),
     });
@@ -295,7 +302,7 @@ export class Worker {
       workerId: this.workerId,
       stopping: () => this.phase !== "running",
       inFlight: () => this.runs.size,
-      freeSlots: () => this.concurrency - this.runs.size,
+      freeSlots: () => this.freeSlots(),
       startedAt: () => this.startedAt,
       lastPollAt: () => this.lastPollAt,
       lastHeartbeatAt: () => this.lastHeartbeatAt,
@@ -336,7 +343,7 @@ export class Worker {
   private async pollLoop(): Promise<void> {
     const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
     while (this.phase === "running") {
-      const free = this.concurrency - this.runs.size;
+      const free = this.freeSlots();
       // P-SDK-26: slots of results being reported free up soon; wait for them, not poll for few.
       if (this.isQuiet || free <= 0 || gatherSlots(free, this.pollThreshold, this.runs.values())) {
         await this.wake.wait();
@@ -391,17 +398,22 @@ export class Worker {
     this.counters.tasks_claimed++;
     if (this.tel !== undefined) {
       run.tel = this.tel.taskStarted(task, run.claimedAt, link);
-      this.tel.held(1, this.concurrency - this.runs.size);
+      this.tel.held(1, this.freeSlots());
     }
     run.done = this.executor.execute(run)
       .catch((err) => this.log.line("error", "internal_error", "task runner crashed", { operation: "run", ...taskFields(task) }, describeCause(err)))
       .finally(() => {
         run.phase = "done";
+        if (run.handed) this.handed--;
         this.runs.delete(key);
         if (this.latestRun.get(task.id) === run) this.latestRun.delete(task.id);
-        this.tel?.held(-1, this.concurrency - this.runs.size);
+        this.tel?.held(-1, this.freeSlots());
         this.wake.notify();
       });
+  }
+
+  private freeSlots(): number {
+    return freeSlots(this.concurrency, this.runs.size, this.handed);
   }
 
   /** P-WORKER-3, P-SDK-18: act on a directive when it changes; it sets only the operator flag. */
