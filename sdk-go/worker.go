@@ -32,6 +32,7 @@ type Worker struct {
 	held        map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
 	changed     chan struct{}   // closed and replaced whenever held or quiet changes
 	reporting   int             // held runs whose handler returned: result not yet settled (P-SDK-26)
+	handed      int             // held runs whose completion is with the completer (P-SDK-3)
 	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
 	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
 	stopping    bool

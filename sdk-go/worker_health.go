@@ -100,9 +100,9 @@ func (w *Worker) serveHealth(stopCtx context.Context) (stop func(), err error) {
 // before either, the start of Run) is at most 3 heartbeat intervals old (P-TEL-5).
 func (w *Worker) healthReport(stopCtx context.Context) HealthReport {
 	w.mu.Lock()
-	held, interval, stopping := len(w.held), w.interval, w.stopping
+	held, free, interval, stopping := len(w.held), w.freeLocked(), w.interval, w.stopping
 	w.mu.Unlock()
-	rep := HealthReport{Status: "ok", WorkerID: w.opts.WorkerID, InFlight: held, FreeSlots: max(w.opts.Concurrency-held, 0),
+	rep := HealthReport{Status: "ok", WorkerID: w.opts.WorkerID, InFlight: held, FreeSlots: max(free, 0),
 		LastPollAt: unixTime(w.health.lastPoll.Load()), LastHeartbeatAt: unixTime(w.health.lastHeartbeat.Load())}
 	last := max(w.health.began.Load(), w.health.lastPoll.Load(), w.health.lastHeartbeat.Load())
 	switch {

@@ -28,7 +28,7 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 	chunks := handlerChunks(w.names)
 	for turn := 0; stopCtx.Err() == nil; {
 		w.mu.Lock()
-		free := w.opts.Concurrency - len(w.held)
+		free := w.freeLocked()
 		paused := w.localQuiet || w.serverQuiet // either flag stops claiming (P-SDK-18)
 		changed := w.changed
 		// P-SDK-26: while results are being reported, their slots are about to free up;
@@ -98,6 +98,13 @@ func (w *Worker) pollLoop(stopCtx, base context.Context) {
 			sleepCtx(stopCtx, time.Duration(res.NextPollAfterMs)*time.Millisecond)
 		}
 	}
+}
+
+// freeLocked is the free slots (P-SDK-3): a completion handed to the completer frees its
+// slot, so the next poll overlaps with reporting; at most Concurrency of them do, which
+// bounds the results awaiting an answer. Callers hold w.mu.
+func (w *Worker) freeLocked() int {
+	return w.opts.Concurrency - len(w.held) + min(w.handed, w.opts.Concurrency)
 }
 
 // giveBack releases a task the server handed over beyond batch_size (a server fault).

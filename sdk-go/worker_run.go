@@ -55,6 +55,7 @@ type run struct {
 	span    ProcessSpan   // nil without telemetry
 
 	reporting bool // counted in Worker.reporting; guarded by Worker.mu
+	handed    bool // counted in Worker.handed; guarded by Worker.mu
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
@@ -161,7 +162,7 @@ func (w *Worker) start(base, receive context.Context, ct ClaimedTask, answered t
 	r.handler = w.handlers[ct.HandlerName]
 	stale := w.heldLocked(ct.ID) // a run of this task under a lease the server since reaped
 	w.held[r.key()] = r
-	free := w.opts.Concurrency - len(w.held)
+	free := w.freeLocked()
 	w.notifyLocked()
 	w.mu.Unlock()
 	if stale != nil && !stale.delivering() {
@@ -265,6 +266,7 @@ func (w *Worker) execute(r *run) {
 		w.deliverFailure(r, invalidOutput(jerr), time.Time{})
 		return
 	}
+	w.handOver(r)                       // P-SDK-3: the next poll need not wait for this answer
 	w.complete(r, json.RawMessage(raw)) // batched with other completions (P-SDK-12)
 }
 
@@ -308,6 +310,17 @@ func (w *Worker) reported(r *run) {
 	w.mu.Unlock()
 }
 
+// handOver frees r's slot as its completion goes to the completer (P-SDK-3).
+func (w *Worker) handOver(r *run) {
+	w.mu.Lock()
+	if w.held[r.key()] == r && !r.handed {
+		r.handed = true
+		w.handed++
+		w.notifyLocked()
+	}
+	w.mu.Unlock()
+}
+
 // finish ends a run: it leaves the held set and frees its slot.
 func (w *Worker) finish(r *run) {
 	r.mu.Lock()
@@ -332,7 +345,10 @@ func (w *Worker) release(r *run) {
 	if r.reporting {
 		w.reporting--
 	}
-	free := w.opts.Concurrency - len(w.held)
+	if r.handed {
+		w.handed--
+	}
+	free := w.freeLocked()
 	w.mu.Unlock()
 	r.mu.Lock()
 	o := r.outcome
