@@ -17,9 +17,11 @@ Layouts run interleaved (the order rotates per repetition); medians are reported
 - index entries written per task: B-tree leaf inserts in the window's WAL (pg_walinspect;
   page splits carry one entry each), and WAL bytes per task.
 
-Layouts: A today's (postgres_schema V1..V9), B a narrow `ready` queue beside A's tasks, C a
-narrow hot `open` table updated in place (HOT) + write-once `bodies` + `done`, D as C with
-partial (pending-only) claim indexes, M the minimal table (minimal.py) as the floor.
+Layouts (layouts.py): A today's (postgres_schema V1..V9), B a narrow `ready` queue beside
+A's tasks, P A's table partitioned by status, C a narrow hot `open` table updated in place
+(HOT) + write-once `bodies` + `done`, D as C with pending-only claim indexes (claims not
+HOT), E and F as D and C with no attempt row for a success (its `done` row is the record),
+G as E with list and running-work indexes, M the minimal table (minimal.py) as the floor.
 """
 
 from __future__ import annotations
@@ -31,257 +33,14 @@ import json
 import os
 import statistics
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from orch8bench import minimal
 from orch8bench.env import PgCluster, cluster_cpu_seconds, cpu_seconds, loadavg, log
+from orch8bench.layouts import LAYOUTS, NEW, Layout
 
 BATCH = 100
-GUARDS = (  # the plain claim's P-CTRL-1/2 guards (postgres_claim.py), $8 the tenant
-    "NOT EXISTS (SELECT 1 FROM handler_controls hc WHERE hc.tenant = $8 "
-    "AND hc.handler_name = h.name AND hc.max_running IS NOT NULL) AND NOT EXISTS "
-    "(SELECT 1 FROM queue_controls qc WHERE qc.tenant = $8 AND qc.queue_name = $1 "
-    "AND (qc.paused OR qc.max_running IS NOT NULL))"
-)
-CONTROLS = """
-CREATE TABLE queue_controls (tenant text, queue_name text, paused boolean NOT NULL DEFAULT false,
-    max_running integer, PRIMARY KEY (tenant, queue_name));
-CREATE TABLE handler_controls (tenant text, handler_name text, max_running integer,
-    PRIMARY KEY (tenant, handler_name));
-CREATE TABLE attempts (task_id text NOT NULL, lease_id text NOT NULL, attempt integer NOT NULL,
-    worker_id text, started_at bigint NOT NULL, ended_at bigint NOT NULL, outcome text NOT NULL,
-    error json, reply json, PRIMARY KEY (task_id, lease_id));
-"""
-AUTOVACUUM = "autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_cost_delay = 0"
-# Today's tasks table as V1..V9 leave it (column order included), without its triggers:
-# the per-row NOTIFY (~7 us/task, pg-statements-after-v8) is the same for every layout,
-# and the workflow-event trigger is what issue 30 removes.
-TYPES = {
-    "seq": "bigint GENERATED ALWAYS AS IDENTITY", "id": "text PRIMARY KEY",
-    "handler_name": "text", "queue_name": "text", "status": "text", "priority": "integer",
-    "params": "json", "context": "json", "headers": "json", "attempt": "integer",
-    "max_attempts": "integer", "retry": "json", "run_at": "bigint", "good_until": "bigint",
-    "idempotency_key": "text", "created_at": "bigint", "updated_at": "bigint",
-    "started_at": "bigint", "finished_at": "bigint", "worker_id": "text", "lease_id": "text",
-    "lease_expires_at": "bigint", "lease_ms": "bigint", "lease_started_at": "bigint",
-    "output": "json", "error": "json", "checkpoint": "json", "progress": "json",
-    "cancel_reason": "text", "required_labels": "jsonb", "tenant": "text",
-}  # fmt: skip
-NEW = [c for c in TYPES if c != "seq"]  # what an enqueue writes (postgres_bulk.NEW_TASK_COLS)
-RECORDSET = (
-    "json_to_recordset($1::json) AS r(" + ", ".join(f"{c} {TYPES[c].split()[0]}" for c in NEW) + ")"
-)
-
-
-def table(name: str, cols: list[str], fillfactor: int) -> str:
-    body = ", ".join(f"{c} {TYPES[c]}" for c in cols)
-    return f"CREATE TABLE {name} ({body}) WITH (fillfactor = {fillfactor}, {AUTOVACUUM});\n"
-
-
-TASK_INDEXES = """
-CREATE INDEX tasks_scheduled ON tasks (run_at) WHERE status = 'scheduled';
-CREATE INDEX tasks_leases ON tasks (lease_expires_at) WHERE status = 'running';
-CREATE INDEX tasks_good_until ON tasks (good_until)
-    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled');
-CREATE INDEX tasks_open_seq ON tasks (tenant, status, seq)
-    WHERE status IN ('pending', 'scheduled', 'running');
-CREATE INDEX tasks_ended_seq ON tasks (tenant, status, seq)
-    WHERE status IN ('failed', 'cancelled', 'expired');
-CREATE INDEX tasks_tenant_seq ON tasks (tenant, seq);
-CREATE INDEX tasks_worker_seq ON tasks (tenant, worker_id, seq) WHERE worker_id IS NOT NULL;
-CREATE UNIQUE INDEX tasks_idempotency_key ON tasks (tenant, idempotency_key)
-    WHERE idempotency_key IS NOT NULL;
-CREATE INDEX tasks_running_queue ON tasks (tenant, queue_name, handler_name)
-    WHERE status = 'running';
-"""
-
-
-def claim_indexes(table: str, where: str) -> str:
-    return (
-        f"CREATE INDEX {table}_claim_handler ON {table} "
-        f"(tenant, queue_name, handler_name, priority, seq){where};\n"
-        f"CREATE INDEX {table}_claim_any ON {table} (tenant, queue_name, priority, seq){where};\n"
-    )
-
-
-PENDING = " WHERE status = 'pending'"
-DDL_A = table("tasks", list(TYPES), 90) + TASK_INDEXES + claim_indexes("tasks", PENDING)
-READY = ["tenant", "queue_name", "handler_name", "priority", "seq", "id", "required_labels"]
-DDL_B = (
-    table("tasks", list(TYPES), 90) + TASK_INDEXES
-    + "CREATE TABLE ready (tenant text, queue_name text, handler_name text, priority integer, "
-    f"seq bigint, id text, required_labels jsonb) WITH ({AUTOVACUUM});\n"
-    + claim_indexes("ready", "")
-)  # fmt: skip
-# C/D: the hot row of open work, its write-once body, and the finished record.
-OPEN = ["id", "tenant", "queue_name", "handler_name", "priority", "seq", "status", "attempt",
-        "max_attempts", "run_at", "good_until", "worker_id", "lease_id", "lease_expires_at",
-        "lease_ms", "lease_started_at", "started_at", "required_labels", "created_at",
-        "updated_at"]  # fmt: skip
-BODY = ["id", "tenant", "params", "context", "headers", "retry", "checkpoint", "idempotency_key"]
-DONE = ["id", "tenant", "queue_name", "handler_name", "priority", "seq", "status", "attempt",
-        "max_attempts", "run_at", "worker_id", "lease_id", "lease_started_at", "created_at",
-        "started_at", "finished_at", "output", "error", "cancel_reason"]  # fmt: skip
-SIDE = (
-    table("bodies", BODY, 100)
-    + "CREATE UNIQUE INDEX bodies_idempotency_key ON bodies (tenant, idempotency_key) "
-    "WHERE idempotency_key IS NOT NULL;\n"
-    + table("done", DONE, 100).replace(" GENERATED ALWAYS AS IDENTITY", "")
-    + "CREATE INDEX done_tenant_seq ON done (tenant, seq);\n"
-    "CREATE INDEX done_ended_seq ON done (tenant, status, seq) WHERE status <> 'completed';\n"
-)
-# C: nothing a claim or a heartbeat changes is indexed (not even in a predicate): claims
-# are HOT, and a claim scan steps over the running rows still in the claim index.
-DDL_C = (
-    table("open", OPEN, 30) + claim_indexes("open", "")
-    + "CREATE INDEX open_run_at ON open (run_at);\n" + SIDE
-)  # fmt: skip
-# D: as C, but the claim indexes hold pending rows only: a claim is not HOT (one primary
-# key entry), heartbeats (lease_expires_at) still are.
-DDL_D = (
-    table("open", OPEN, 70) + claim_indexes("open", PENDING)
-    + "CREATE INDEX open_scheduled ON open (run_at) WHERE status = 'scheduled';\n" + SIDE
-)  # fmt: skip
-
-
-def live(then: str, otherwise: str) -> str:  # a claimed row past good_until expires
-    return f"CASE WHEN (t.good_until IS NULL OR t.good_until > $3) THEN {then} ELSE {otherwise} END"
-
-
-RUNNING, EXPIRED = "'running'", "'expired'"
-LEASE = (
-    f"status = {live(RUNNING, EXPIRED)}, "
-    f"attempt = {live('t.attempt + 1', 't.attempt')}, "
-    f"lease_id = {live('($6::text[])[r.rn]', 't.lease_id')}, "
-    f"lease_expires_at = {live('$3 + $4', 't.lease_expires_at')}, "
-    f"lease_ms = {live('$4', 't.lease_ms')}, lease_started_at = {live('$3', 't.lease_started_at')}, "
-    f"worker_id = {live('$5', 't.worker_id')}, "
-    f"started_at = {live('COALESCE(t.started_at, $3)', 't.started_at')}, updated_at = $3"
-)
-CLAIMED = ("seq", "id", "handler_name", "queue_name", "priority", "params", "context",
-           "headers", "attempt", "max_attempts", "checkpoint", "good_until", "created_at",
-           "started_at", "run_at", "tenant", "status", "lease_id", "worker_id",
-           "lease_expires_at", "lease_ms", "lease_started_at")  # fmt: skip
-JSON_TEXT = ("params", "context", "headers", "checkpoint")
-
-
-def returned(row: str, body: str) -> str:
-    return ", ".join(
-        f"{body}.{c}::text AS {c}" if c in JSON_TEXT else f"{row}.{c}" for c in CLAIMED
-    )
-
-
-def pick(table: str, filters: str, cols: str = "id, seq, priority") -> str:
-    """postgres_claim.claim_sql's by-handler pick: one LATERAL scan per handler ($7)."""
-    return (
-        f"SELECT c.* FROM unnest($7::text[]) AS h(name), LATERAL (SELECT {cols} FROM {table} t "
-        f"WHERE {filters}tenant = $8 AND queue_name = $1 AND handler_name = h.name "
-        f"AND t.required_labels IS NULL AND {GUARDS} ORDER BY priority, seq LIMIT $2 "
-        "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
-    )
-
-
-RANKED = "ranked AS (SELECT id, row_number() OVER (ORDER BY priority, seq) AS rn FROM {src})"
-CLAIM_A = (
-    f"WITH pick AS ({pick('tasks', 'status = ' + repr('pending') + ' AND ')}), "
-    + RANKED.format(src="pick")
-    + f" UPDATE tasks t SET {LEASE}, finished_at = {live('t.finished_at', '$3')} "
-    f"FROM ranked r WHERE t.id = r.id RETURNING {returned('t', 't')}"
-)
-CLAIM_B = (
-    f"WITH pick AS ({pick('ready', '', 'ctid AS rid, id, seq, priority')}), "
-    "gone AS (DELETE FROM ready WHERE ctid = ANY(ARRAY(SELECT rid FROM pick)) "
-    "RETURNING id, priority, seq), "
-    + RANKED.format(src="gone")
-    + f" UPDATE tasks t SET {LEASE}, finished_at = {live('t.finished_at', '$3')} "
-    f"FROM ranked r WHERE t.id = r.id RETURNING {returned('t', 't')}"
-)
-CLAIM_OPEN = (  # C and D: the hot row leased in place, the body joined for the answer
-    f"WITH pick AS ({pick('open', 'status = ' + repr('pending') + ' AND ')}), "
-    + RANKED.format(src="pick")
-    + f", up AS (UPDATE open t SET {LEASE} FROM ranked r WHERE t.id = r.id RETURNING t.*) "
-    f"SELECT {returned('u', 'b')} FROM up u JOIN bodies b ON b.id = u.id"
-)
-ITEMS = (
-    "c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
-    "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output))"
-)
-ATTEMPT = (
-    "INSERT INTO attempts (task_id, lease_id, attempt, worker_id, started_at, ended_at, "
-    "outcome, error, reply) SELECT id, lease_id, attempt, worker_id, lease_started_at, $4, "
-    "'completed', NULL, json_build_object('task_id', id, 'status', 'completed', 'attempt', "
-    "attempt, 'attempts_left', greatest(0, max_attempts - attempt), 'next_attempt_at', NULL, "
-    "'error_code', NULL) FROM done_ ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    "attempt = EXCLUDED.attempt, worker_id = EXCLUDED.worker_id, started_at = "
-    "EXCLUDED.started_at, ended_at = EXCLUDED.ended_at, outcome = EXCLUDED.outcome, "
-    "error = EXCLUDED.error, reply = EXCLUDED.reply"
-)
-COMPLETED = ("id", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
-             "queue_name", "handler_name", "run_at", "tenant")  # fmt: skip
-COMPLETE_TASKS = (  # A and B: postgres_tx._COMPLETE_RUNNING
-    f"WITH {ITEMS}, done_ AS (UPDATE tasks AS t SET status = 'completed', "
-    "output = c.output::json, finished_at = $4, updated_at = $4 FROM c WHERE t.id = c.id "
-    "AND t.lease_id = c.lease_id AND t.status = c.live AND t.tenant = $5 RETURNING "
-    + ", ".join(f"t.{c}" for c in COMPLETED)
-    + ", t.status, t.headers, t.context->>'instance_id' AS instance_id), "
-    f"ended AS ({ATTEMPT}) SELECT * FROM done_"
-)
-
-
-def complete_open(attempt_row: bool) -> str:
-    """C, D, E: the hot row moved to `done` by the completing statement; E keeps no attempt
-    row for a success: its `done` row is that attempt's record."""
-    ended = f"ended AS ({ATTEMPT}) " if attempt_row else ""
-    return (
-        f"WITH {ITEMS}, done_ AS (DELETE FROM open t USING c WHERE t.id = c.id "
-        "AND t.lease_id = c.lease_id AND t.status = c.live AND t.tenant = $5 "
-        "RETURNING t.*, c.output), "
-        f"moved AS (INSERT INTO done ({', '.join(DONE)}) SELECT "
-        + ", ".join({"status": "'completed'", "finished_at": "$4::bigint",
-                     "output": "output::json", "error": "NULL",
-                     "cancel_reason": "NULL"}.get(c, c) for c in DONE)
-        + f" FROM done_){', ' if attempt_row else ' '}{ended}SELECT "
-        + ", ".join(f"d.{c}" for c in COMPLETED)
-        + ", 'completed' AS status, b.headers, b.context->>'instance_id' AS instance_id "
-        "FROM done_ d JOIN bodies b ON b.id = d.id"
-    )  # fmt: skip
-
-
-INSERT_A = f"INSERT INTO tasks ({', '.join(NEW)}) SELECT {', '.join(NEW)} FROM {RECORDSET}"
-INSERT_B = (
-    f"WITH ins AS ({INSERT_A} RETURNING {', '.join(READY)}, status) "
-    f"INSERT INTO ready ({', '.join(READY)}) SELECT {', '.join(READY)} FROM ins "
-    "WHERE status = 'pending'"
-)
-OPEN_NEW = [c for c in OPEN if c != "seq"]
-INSERT_OPEN = (
-    f"WITH r AS (SELECT * FROM {RECORDSET}), "
-    f"b AS (INSERT INTO bodies ({', '.join(BODY)}) SELECT {', '.join(BODY)} FROM r) "
-    f"INSERT INTO open ({', '.join(OPEN_NEW)}) SELECT {', '.join(OPEN_NEW)} FROM r"
-)
-
-
-@dataclass(frozen=True)
-class Layout:
-    name: str
-    ddl: str
-    insert: str
-    claim: str
-    complete: str
-
-
-LAYOUTS = {
-    "A": Layout("A", DDL_A + CONTROLS, INSERT_A, CLAIM_A, COMPLETE_TASKS),
-    "B": Layout("B", DDL_B + CONTROLS, INSERT_B, CLAIM_B, COMPLETE_TASKS),
-    "C": Layout("C", DDL_C + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(True)),
-    "D": Layout("D", DDL_D + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(True)),
-    "E": Layout("E", DDL_D + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
-    "F": Layout("F", DDL_C + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
-    "M": Layout("M", minimal.PG_SCHEMA, minimal.PgJobs._INSERT, minimal.PgJobs._CLAIM,
-                minimal.PgJobs._COMPLETE),
-}  # fmt: skip
 _ids = itertools.count()
 _PREFIX = f"{time.time_ns() // 1_000_000:012x}"  # time-ordered ids, as the server's ULIDs
 
@@ -403,20 +162,25 @@ async def measure(cluster: PgCluster, layout: Layout, db: str, tasks: int, conns
 
 
 def summary(runs: list[dict], names: list[str]) -> str:
+    """Medians per layout; `x A` is the median of each repetition's backend CPU over A's in
+    the same repetition (the load moves both alike)."""
     lines = [
-        "| layout | tasks/s | PG backend CPU us/task | PG cluster CPU us/task | HOT share "
-        "| updates/task | index entries/task | WAL B/task |",
-        "|---|---|---|---|---|---|---|---|",
+        "| layout | tasks/s | PG backend CPU us/task | x A | PG cluster CPU us/task "
+        "| HOT share | updates/task | index entries/task | WAL B/task |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    base = {r["rep"]: r["backend_us"] for r in runs if r["layout"] == "A"}
     for name in names:
         mine = [r for r in runs if r["layout"] == name]
 
         def med(key: str, mine: list[dict] = mine) -> float:
             return statistics.median(r[key] or 0 for r in mine)
 
+        ratios = [r["backend_us"] / base[r["rep"]] for r in mine if base.get(r["rep"])]
+        ratio = f"{statistics.median(ratios):.2f}" if ratios else "-"
         hot = "-" if mine[0]["hot_share"] is None else f"{med('hot_share'):.0%}"
         lines.append(
-            f"| {name} | {med('tasks_per_s'):,.0f} | {med('backend_us'):.0f} "
+            f"| {name} | {med('tasks_per_s'):,.0f} | {med('backend_us'):.0f} | {ratio} "
             f"| {med('cluster_us'):.0f} | {hot} | {med('updates_per_task'):.2f} "
             f"| {med('index_entries'):.2f} | {med('wal_bytes'):,.0f} |"
         )
@@ -439,7 +203,7 @@ async def run(tasks: int, reps: int, conns: int, names: list[str]) -> list[dict]
                 got = await measure(cluster, LAYOUTS[name], f"{name.lower()}_{rep}", tasks, conns)
                 log("schemas: " + json.dumps({k: round(v, 3) if isinstance(v, float) else v
                                               for k, v in got.items()}))  # fmt: skip
-                runs.append(got)
+                runs.append({**got, "rep": rep})
         return runs
     finally:
         cluster.destroy()
