@@ -106,6 +106,9 @@ test("running: the worker (a link to its tasks), its last heartbeat and the leas
   assert.equal(await attr(page, '[data-testid="why-worker"]', "href"), "#/?worker=img-worker-7&range=all");
   assert.match(got.extra, /^img-worker-7 · last heartbeat 1[2-4] s ago · lease ends in 2[3-5] s$/);
   await screenshot(page, "task-why-running");
+  await page.click('[data-testid="why-worker"]');
+  await page.waitForFunction(() => document.querySelector("#f-worker")?.value === "img-worker-7");
+  assert.equal(await page.inputValue("#f-range"), "all", "the worker's tasks of any time");
   assert.deepEqual(page.errors, []);
   await page.close();
 });
