@@ -20,7 +20,8 @@ def test_each_hold_is_named_in_the_rules_order_P_OBS_7(api: httpx.Client, name: 
     task = enqueue(api, name, queue_name=queue)
     assert waiting(api, task)["reason"] == "no_poller"
     labelled = enqueue(api, name, queue_name=queue, required_labels={"gpu": "a100"})
-    assert waiting(api, labelled)["reason"] == "unroutable"
+    held = waiting(api, labelled)
+    assert held["reason"] == "unroutable" and "gpu=a100" in held["detail"], held
     api.put(f"/handlers/{name}/limit", json={"max_running": 1}).raise_for_status()
     running = claim(api, name, queue_name=queue)
     held = waiting(api, task if running["id"] != task["id"] else labelled)

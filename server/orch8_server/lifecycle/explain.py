@@ -71,8 +71,8 @@ async def waiting(
     if required:
         workers = await storage.live_worker_labels(tenant)
         if not any(all(w.get(k) == v for k, v in required.items()) for w in workers):
-            return _hold("unroutable", f"no live worker has the labels {required} "
-                         "(P-LABEL-3)")  # fmt: skip
+            labels = ", ".join(f"{k}={v}" for k, v in sorted(required.items()))
+            return _hold("unroutable", f"no live worker has the labels {labels} (P-LABEL-3)")
     count = pollers.count(wake_key(tenant, queue), handler, timefmt.now_ms())
     if count == 0:
         return _hold("no_poller", f"no worker polls handler {handler} on queue {queue} now "
