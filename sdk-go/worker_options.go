@@ -20,7 +20,9 @@ type Handler func(ctx context.Context, t *Task) (any, error)
 type WorkerOptions struct {
 	// WorkerID names this process to the server; "<hostname>-<pid>-<8 hex>" when empty (P-SDK-21).
 	WorkerID string
-	// Concurrency is the most tasks held at once (P-SDK-3); 10 when zero.
+	// Concurrency is the most handlers running at once; a completion handed to the
+	// completer frees its slot, at most Concurrency of them awaiting an answer (P-SDK-3);
+	// 10 when zero.
 	Concurrency int
 	// GracePeriod is how long a shutdown lets running handlers finish (P-SDK-7); 25 s when
 	// zero, none when negative.

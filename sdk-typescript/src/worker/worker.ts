@@ -32,7 +32,7 @@ export interface WorkerOptions {
   client?: Orch8Client;
   /** Default: `<hostname>-<pid>-<8 hex digits>` (P-SDK-21). */
   workerId?: string;
-  /** Most tasks held at once (P-SDK-3). Default 10. */
+  /** Most handlers running at once; a completion handed to the batcher frees its slot, at most `concurrency` of them awaiting an answer (P-SDK-3). Default 10. */
   concurrency?: number;
   /** Free slots a poll waits for while results are being reported (P-SDK-26). Default: half of min(concurrency, 100), rounded up; 1 turns the wait off. */
   pollThreshold?: number;
