@@ -146,6 +146,7 @@ class Ctx:
         self.reason = "cancelled"
         self.reported = False
         self.reporting = False  # the handler returned: its result is on its way (P-SDK-26)
+        self.handed = False  # its completion is with the completer: its slot is free (P-SDK-3)
         self.started = time.monotonic()
 
     def heartbeat(self, progress=None, checkpoint=None) -> None:
@@ -345,6 +346,7 @@ def run_task(ctx: Ctx) -> None:
             details = {"type": type(err).__name__, "message": str(err)}
             return fail(ctx, {"error": "output is not JSON", "retryable": False, "code": "invalid_output",
                               "details": details})  # fmt: skip
+        ctx.handed = True  # P-SDK-3: the next poll need not wait for this answer
         return COMPLETER.add(ctx, out)
     fail(ctx, body)
 
@@ -375,8 +377,10 @@ def heartbeat_loop(interval_s: float) -> None:
 
 
 def free_slots() -> int:
+    """P-SDK-3: a handed-over completion frees its slot; at most CONCURRENCY of them do."""
     with held_lock:
-        return CONCURRENCY - len(held)
+        handed = sum(1 for ctx in held.values() if ctx.handed)
+        return CONCURRENCY - len(held) + min(handed, CONCURRENCY)
 
 
 def gathering(free: int) -> bool:
