@@ -138,6 +138,9 @@ DDL_G = (
     DDL_D + "CREATE INDEX open_tenant_seq ON open (tenant, seq);\n"
     "CREATE INDEX open_running ON open (tenant, worker_id, seq) WHERE status = 'running';\n"
 )
+# H: F with the list index; the claim changes neither column, so it stays HOT. Running work
+# cannot be indexed here (status and worker change at the claim).
+DDL_H = DDL_C + "CREATE INDEX open_tenant_seq ON open (tenant, seq);\n"
 
 
 def live(then: str, otherwise: str) -> str:  # a claimed row past good_until expires
@@ -275,6 +278,7 @@ LAYOUTS = {
     "E": Layout("E", DDL_D + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
     "F": Layout("F", DDL_C + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
     "G": Layout("G", DDL_G + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
+    "H": Layout("H", DDL_H + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(False)),
     "M": Layout("M", minimal.PG_SCHEMA, minimal.PgJobs._INSERT, minimal.PgJobs._CLAIM,
                 minimal.PgJobs._COMPLETE),
 }  # fmt: skip

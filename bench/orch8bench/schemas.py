@@ -2,13 +2,15 @@
 layout brings the database's CPU per task toward the minimal table's.
 
     python -m orch8bench.schemas [--tasks 30000] [--reps 3] [--conns 4] [--only A,C]
+        [--plans auto|analyze]
 
 A throwaway cluster (fsync on, as `make bench`); per layout and repetition a fresh database,
-a warm-up of a tenth of the tasks, then `--tasks` through enqueue -> claim -> complete at
-batch 100 by `--conns` loops (as minimal.py's bare-SQL row; finished rows kept). The
-statements are shaped like the server's: one multi-row INSERT (json_to_recordset), one
-claim CTE with FOR UPDATE SKIP LOCKED in the claim index's order (with the pause/cap
-guards and the label filter), one set-based completion that writes the attempt row too.
+a warm-up of a tenth of the tasks (`--plans analyze`: then an ANALYZE), then `--tasks`
+through enqueue -> claim -> complete at batch 100 by `--conns` loops (as minimal.py's
+bare-SQL row; finished rows kept). The statements are shaped like the server's: one
+multi-row INSERT (json_to_recordset), one claim CTE with FOR UPDATE SKIP LOCKED in the
+claim index's order (with the pause/cap guards and the label filter), one set-based
+completion that writes the attempt row too.
 Layouts run interleaved (the order rotates per repetition); medians are reported:
 
 - CPU us/task of the loops' PostgreSQL backends (/proc, as env.cpu_seconds) and of the
@@ -21,7 +23,8 @@ Layouts (layouts.py): A today's (postgres_schema V1..V9), B a narrow `ready` que
 A's tasks, P A's table partitioned by status, C a narrow hot `open` table updated in place
 (HOT) + write-once `bodies` + `done`, D as C with pending-only claim indexes (claims not
 HOT), E and F as D and C with no attempt row for a success (its `done` row is the record),
-G as E with list and running-work indexes, M the minimal table (minimal.py) as the floor.
+G as E with list and running-work indexes, H as F with the list index, M the minimal table
+(minimal.py) as the floor.
 """
 
 from __future__ import annotations
@@ -108,7 +111,9 @@ ENTRIES = (
 )
 
 
-async def measure(cluster: PgCluster, layout: Layout, db: str, tasks: int, conns: int) -> dict:
+async def measure(
+    cluster: PgCluster, layout: Layout, db: str, tasks: int, conns: int, plans: str
+) -> dict:
     import asyncpg
 
     url = cluster.create_database(db)
@@ -123,6 +128,10 @@ async def measure(cluster: PgCluster, layout: Layout, db: str, tasks: int, conns
     conn_list = [c for pair in pairs for c in pair]
     pids = [c.get_server_pid() for c in conn_list]
     await drive(layout, pairs, max(tasks // 10, BATCH))  # warm-up
+    # --plans analyze: the statistics of the warmed-up tables (every task finished, so C-H's
+    # `open` is empty) instead of autoanalyze's of the young ones.
+    if plans == "analyze":
+        await setup.execute("ANALYZE")
     for c in conn_list:  # the warm-up's table counts reach the statistics before the reset
         await c.execute("SELECT pg_stat_force_next_flush()")
     await setup.execute("SELECT pg_stat_reset()")
@@ -187,7 +196,7 @@ def summary(runs: list[dict], names: list[str]) -> str:
     return "\n".join(lines)
 
 
-async def run(tasks: int, reps: int, conns: int, names: list[str]) -> list[dict]:
+async def run(tasks: int, reps: int, conns: int, names: list[str], plans: str) -> list[dict]:
     cluster = PgCluster(fsync=True, settings={"wal_keep_size": "4GB"}).init()
     try:
         import asyncpg
@@ -200,7 +209,8 @@ async def run(tasks: int, reps: int, conns: int, names: list[str]) -> list[dict]
             order = names[rep % len(names) :] + names[: rep % len(names)]
             for name in order:
                 log(f"schemas: {name} rep {rep + 1}/{reps}, load {loadavg()}")
-                got = await measure(cluster, LAYOUTS[name], f"{name.lower()}_{rep}", tasks, conns)
+                db = f"{name.lower()}_{rep}"
+                got = await measure(cluster, LAYOUTS[name], db, tasks, conns, plans)
                 log("schemas: " + json.dumps({k: round(v, 3) if isinstance(v, float) else v
                                               for k, v in got.items()}))  # fmt: skip
                 runs.append({**got, "rep": rep})
@@ -215,13 +225,15 @@ def main(argv: list[str] | None = None) -> tuple[list[dict], str]:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--conns", type=int, default=4)
     ap.add_argument("--only", default=",".join(LAYOUTS), help="comma list of layouts")
+    ap.add_argument("--plans", choices=["auto", "analyze"], default="auto",
+                    help="statistics: autoanalyze's only, or an ANALYZE after the warm-up")  # fmt: skip
     a = ap.parse_args(argv)
     names = [n.strip().upper() for n in a.only.split(",") if n.strip()]
     load = loadavg()
-    runs = asyncio.run(run(a.tasks, a.reps, a.conns, names))
+    runs = asyncio.run(run(a.tasks, a.reps, a.conns, names, a.plans))
     text = (
         f"{a.tasks:,} tasks per run at batch {BATCH}, {a.conns} loops, median of {a.reps} "
-        f"interleaved runs; load {load} -> {loadavg()}\n\n{summary(runs, names)}\n"
+        f"interleaved runs, plans {a.plans}; load {load} -> {loadavg()}\n\n{summary(runs, names)}\n"
     )
     print(text, flush=True)
     return runs, text
