@@ -115,8 +115,12 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--top", type=int, default=20)
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--workflows", type=int, default=0,
-                    help="profile N 3-step workflow instances instead (figures per instance)")
+    ap.add_argument(
+        "--workflows",
+        type=int,
+        default=0,
+        help="profile N 3-step workflow instances instead (figures per instance)",
+    )
     a = ap.parse_args(argv)
     work = Workdir()
     cluster = PgCluster(fsync=True, settings=SETTINGS).init()
@@ -144,7 +148,10 @@ def main(argv: list[str] | None = None) -> str:
         text = _report(cluster, db, out["tasks"], a.batch, out["tasks_per_s"], a.top)
         if a.workflows:  # the figures are per instance, not per task
             text = text.replace(" per task", " per instance").replace("/task", "/instance")
-            text = text.replace(f"batch {a.batch}, {a.workflows:,} tasks", f"3-step workflows, {a.workflows:,} instances")
+            text = text.replace(
+                f"batch {a.batch}, {a.workflows:,} tasks",
+                f"3-step workflows, {a.workflows:,} instances",
+            )
         shutil.rmtree(work.path, ignore_errors=True)
     finally:
         cluster.destroy()
