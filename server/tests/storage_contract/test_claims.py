@@ -7,6 +7,7 @@ import orjson
 from orch8_server.storage import Storage
 from orch8_server.storage.rows import CLAIM_COLUMNS
 from storage_contract.support import (
+    EVENTS_DUE,
     NOW,
     TENANT,
     Backend,
@@ -93,7 +94,7 @@ def test_a_claim_expires_the_stale_tasks_it_meets_and_still_fills_its_limit(stor
                 NOW + 1,
             )
         async with s.transaction() as tx:
-            events = await tx.workflows.take_due_events(NOW + 1, 10)
+            events = await tx.workflows.take_due_events(EVENTS_DUE, 10)
         assert [(e["instance_id"], e["task_id"]) for e in events] == [("i1", stale[1]["id"])]
 
     store.run(check)

@@ -10,7 +10,16 @@ import orjson
 from orch8_server.storage import Storage
 from orch8_server.storage.base import TaskFilter, completed_reply
 from orch8_server.storage.rows import COMPLETED_COLUMNS, TASK_COLUMNS
-from storage_contract.support import NOW, TENANT, Backend, insert, running, status_of, task
+from storage_contract.support import (
+    EVENTS_DUE,
+    NOW,
+    TENANT,
+    Backend,
+    insert,
+    running,
+    status_of,
+    task,
+)
 
 
 def test_insert_task_stores_every_column_and_get_task_reads_it_back(store: Backend) -> None:
@@ -224,7 +233,7 @@ def test_expire_overdue_expires_unstarted_tasks_past_good_until(store: Backend) 
             assert (stored["status"], stored["finished_at"]) == ("expired", NOW)
         assert [await status_of(s, r["id"]) for r in kept] == ["pending", "running", "pending"]
         async with s.transaction() as tx:
-            events = await tx.workflows.take_due_events(NOW, 10)
+            events = await tx.workflows.take_due_events(EVENTS_DUE, 10)
         assert [(e["instance_id"], e["task_id"]) for e in events] == [("i1", step["id"])]
 
     store.run(check)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orch8_server.storage import Storage
-from storage_contract.support import NOW, TENANT, Backend, insert, task
+from storage_contract.support import EVENTS_DUE, NOW, TENANT, Backend, insert, task
 
 
 def _sequence(name: str, version: int, tenant: str = TENANT) -> dict[str, Any]:
@@ -143,7 +143,7 @@ def test_take_task_events_takes_the_stored_events_of_those_tasks(store: Backend)
             taken = await tx.workflows.take_task_events([steps[0]["id"]])
             assert [(e["instance_id"], e["task_id"]) for e in taken] == [("i1", steps[0]["id"])]
         async with s.transaction() as tx:
-            left = await tx.workflows.take_due_events(NOW, 10)
+            left = await tx.workflows.take_due_events(EVENTS_DUE, 10)
             assert [e["instance_id"] for e in left] == ["i2"]
 
     store.run(check)
