@@ -17,7 +17,9 @@ def test_enqueue_defaults(api: httpx.Client, name: str) -> None:
         "max_backoff_ms": 300000,
         "jitter": 0.2,
     }
-    assert task["id"].startswith("task_") and api.get(f"/tasks/{task['id']}").json() == task
+    got = api.get(f"/tasks/{task['id']}").json()
+    assert got.pop("waiting")["reason"] == "no_poller"  # P-OBS-7: GET /tasks/{id} only
+    assert task["id"].startswith("task_") and got == task
 
 
 def test_idempotency_key_returns_the_existing_task(api: httpx.Client, name: str) -> None:
