@@ -108,21 +108,6 @@ class Tree:
         walk(self.root)
         return out
 
-    def subtree(self, bid: str) -> list[Block]:
-        """The blocks of one iteration of a loop body rooted at `bid`, and their contents."""
-        out: list[Block] = []
-
-        def walk(ids: list[str]) -> None:
-            for i in ids:
-                block = self.blocks[i]
-                out.append(block)
-                if block.type not in ITERATING:
-                    for lane_ids in block.lanes.values():
-                        walk(lane_ids)
-
-        walk([bid])
-        return out
-
 
 def block_type(spec: dict[str, Any]) -> str | None:
     if "type" in spec:
