@@ -509,6 +509,12 @@ type ClockAdvance struct {
 	ToNextTimer *bool `json:"to_next_timer,omitempty"`
 }
 
+// ConcurrencyKey Names what the task's work must not overload, e.g. one customer or one external
+// account (P-KEY-1). Per tenant, across queues and handlers: at most
+// `max_concurrency` tasks of the key are claimable or running at once; the others
+// stay `pending`, held, and never block other tasks (P-KEY-2).
+type ConcurrencyKey = string
+
 // EnqueuedTasks defines model for EnqueuedTasks.
 type EnqueuedTasks struct {
 	Tasks []Task `json:"tasks"`
@@ -642,6 +648,9 @@ type ManualFailure struct {
 	Error   string     `json:"error"`
 }
 
+// MaxConcurrency With `concurrency_key`, how many tasks of the key may be claimable or running at once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+type MaxConcurrency = int
+
 // NewInstance defines model for NewInstance.
 type NewInstance struct {
 	// Context Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
@@ -680,6 +689,12 @@ type NewSequence struct {
 
 // NewTask defines model for NewTask.
 type NewTask struct {
+	// ConcurrencyKey Names what the task's work must not overload, e.g. one customer or one external
+	// account (P-KEY-1). Per tenant, across queues and handlers: at most
+	// `max_concurrency` tasks of the key are claimable or running at once; the others
+	// stay `pending`, held, and never block other tasks (P-KEY-2).
+	ConcurrencyKey *ConcurrencyKey `json:"concurrency_key,omitempty"`
+
 	// Context Any JSON object.
 	Context JSONObject `json:"context,omitempty"`
 
@@ -695,6 +710,9 @@ type NewTask struct {
 
 	// IdempotencyKey Enqueueing the same key again returns the existing task (P-TASK-3). Keys beginning with `wf:` are reserved for workflow steps (422).
 	IdempotencyKey *string `json:"idempotency_key,omitempty"`
+
+	// MaxConcurrency With `concurrency_key`, how many tasks of the key may be claimable or running at once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+	MaxConcurrency *MaxConcurrency `json:"max_concurrency,omitempty"`
 
 	// Params Any JSON object.
 	Params JSONObject `json:"params,omitempty"`
@@ -1035,6 +1053,9 @@ type Step struct {
 	// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
 	Collection *Expression `json:"collection,omitempty"`
 
+	// ConcurrencyKey The concurrency key of the step's task (P-KEY-1). May be a template rendered from the instance (`'{{context.data.customer_id}}'`, P-WF-12); it must render to a string of 1-200 characters, else the step fails with `bad_reference`.
+	ConcurrencyKey *string `json:"concurrency_key,omitempty"`
+
 	// Condition A condition or value (P-WF-12): JSON literals, paths (`context.data.plan`,
 	// `steps.<id>.output.items[0]`), `!`, `+ - * / %`, `== != < <= > >=`, `in`, `&&`,
 	// `||`, `c ? a : b`, `len(x)`, `abs(x)`, `json(x)`. Malformed is 422 at definition.
@@ -1057,6 +1078,9 @@ type Step struct {
 
 	// ItemVar `for_each`: the name of the current item in templates; default `item`.
 	ItemVar *string `json:"item_var,omitempty"`
+
+	// MaxConcurrency With `concurrency_key`, how many tasks of the key may be claimable or running at once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+	MaxConcurrency *MaxConcurrency `json:"max_concurrency,omitempty"`
 
 	// MaxIterations `loop` and `for_each`; default 1000.
 	MaxIterations *int   `json:"max_iterations,omitempty"`
@@ -1179,6 +1203,9 @@ type Task struct {
 	// Checkpoint Latest checkpoint saved by a heartbeat or fail (P-CKPT-1).
 	Checkpoint map[string]interface{} `json:"checkpoint"`
 
+	// ConcurrencyKey Its concurrency key (P-KEY-1), or null.
+	ConcurrencyKey *string `json:"concurrency_key"`
+
 	// Context Any JSON object.
 	Context   JSONObject `json:"context"`
 	CreatedAt time.Time  `json:"created_at"`
@@ -1199,6 +1226,9 @@ type Task struct {
 	// Lease The current lease while `running`.
 	Lease       *Lease `json:"lease"`
 	MaxAttempts int    `json:"max_attempts"`
+
+	// MaxConcurrency Its key's limit as this task states it (P-KEY-1); null without a key.
+	MaxConcurrency *int `json:"max_concurrency"`
 
 	// NextAttemptAt For a task waiting out its retry backoff.
 	NextAttemptAt *time.Time `json:"next_attempt_at"`
@@ -1420,8 +1450,9 @@ type TaskWaiting struct {
 	// `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
 	// live worker has its required labels), `no_poller` (no worker polls its handler
 	// on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
-	// as their slots free), `running` (`worker_id` holds its lease), `finished`.
-	// More reasons may come (issue 33's keys): show an unknown one by its `detail`.
+	// as their slots free), `concurrency_key` (held: `running` is how many tasks of its
+	// key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+	// `finished`. More reasons may come: show an unknown one by its `detail`.
 	Reason   string     `json:"reason"`
 	Running  *int       `json:"running,omitempty"`
 	Until    *time.Time `json:"until,omitempty"`

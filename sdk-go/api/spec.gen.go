@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.9.0"
+const SpecVersion = "1.10.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "2f6020d26edd047f88cf39f874d2f8d18c515adb837a2a8a7a0ddf18b74184e9"
+const SpecSHA256 = "0470c436277c9f0dd5452e824a3ec5dc3af7f89c727ad2fc9093c7039f47a3b1"

@@ -137,6 +137,8 @@ class SyncMethods:
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
         required_labels: Mapping[str, str] | None = None,
+        concurrency_key: str | None = None,
+        max_concurrency: int | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -163,6 +165,10 @@ class SyncMethods:
             body["retry"] = dict(retry)
         if required_labels is not None:
             body["required_labels"] = dict(required_labels)
+        if concurrency_key is not None:
+            body["concurrency_key"] = concurrency_key
+        if max_concurrency is not None:
+            body["max_concurrency"] = max_concurrency
         call = Call(
             enqueue_task,
             {
@@ -213,12 +219,14 @@ class SyncMethods:
             "enqueue_batch",
             tasks,
             [
+                "concurrency_key",
                 "context",
                 "delay_ms",
                 "good_until",
                 "handler_name",
                 "headers",
                 "idempotency_key",
+                "max_concurrency",
                 "params",
                 "priority",
                 "queue_name",
@@ -874,6 +882,7 @@ class SyncMethods:
                     "branches",
                     "catch_block",
                     "collection",
+                    "concurrency_key",
                     "condition",
                     "default",
                     "fallback",
@@ -883,6 +892,7 @@ class SyncMethods:
                     "id",
                     "input",
                     "item_var",
+                    "max_concurrency",
                     "max_iterations",
                     "parallel",
                     "params",
@@ -907,6 +917,7 @@ class SyncMethods:
                     "branches",
                     "catch_block",
                     "collection",
+                    "concurrency_key",
                     "condition",
                     "default",
                     "fallback",
@@ -916,6 +927,7 @@ class SyncMethods:
                     "id",
                     "input",
                     "item_var",
+                    "max_concurrency",
                     "max_iterations",
                     "parallel",
                     "params",
@@ -1202,6 +1214,8 @@ class AsyncMethods:
         idempotency_key: str | None = None,
         retry: Mapping[str, Any] | None = None,
         required_labels: Mapping[str, str] | None = None,
+        concurrency_key: str | None = None,
+        max_concurrency: int | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -1228,6 +1242,10 @@ class AsyncMethods:
             body["retry"] = dict(retry)
         if required_labels is not None:
             body["required_labels"] = dict(required_labels)
+        if concurrency_key is not None:
+            body["concurrency_key"] = concurrency_key
+        if max_concurrency is not None:
+            body["max_concurrency"] = max_concurrency
         call = Call(
             enqueue_task,
             {
@@ -1278,12 +1296,14 @@ class AsyncMethods:
             "enqueue_batch",
             tasks,
             [
+                "concurrency_key",
                 "context",
                 "delay_ms",
                 "good_until",
                 "handler_name",
                 "headers",
                 "idempotency_key",
+                "max_concurrency",
                 "params",
                 "priority",
                 "queue_name",
@@ -1939,6 +1959,7 @@ class AsyncMethods:
                     "branches",
                     "catch_block",
                     "collection",
+                    "concurrency_key",
                     "condition",
                     "default",
                     "fallback",
@@ -1948,6 +1969,7 @@ class AsyncMethods:
                     "id",
                     "input",
                     "item_var",
+                    "max_concurrency",
                     "max_iterations",
                     "parallel",
                     "params",
@@ -1972,6 +1994,7 @@ class AsyncMethods:
                     "branches",
                     "catch_block",
                     "collection",
+                    "concurrency_key",
                     "condition",
                     "default",
                     "fallback",
@@ -1981,6 +2004,7 @@ class AsyncMethods:
                     "id",
                     "input",
                     "item_var",
+                    "max_concurrency",
                     "max_iterations",
                     "parallel",
                     "params",

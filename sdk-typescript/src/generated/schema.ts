@@ -1034,7 +1034,19 @@ export interface components {
             idempotency_key?: string;
             retry?: components["schemas"]["RetryPolicy"];
             required_labels?: components["schemas"]["RequiredLabels"];
+            concurrency_key?: components["schemas"]["ConcurrencyKey"];
+            max_concurrency?: components["schemas"]["MaxConcurrency"];
         };
+        /**
+         * @description Names what the task's work must not overload, e.g. one customer or one external
+         *     account (P-KEY-1). Per tenant, across queues and handlers: at most
+         *     `max_concurrency` tasks of the key are claimable or running at once; the others
+         *     stay `pending`, held, and never block other tasks (P-KEY-2).
+         * @example customer-42
+         */
+        ConcurrencyKey: string;
+        /** @description With `concurrency_key`, how many tasks of the key may be claimable or running at once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5). */
+        MaxConcurrency: number;
         /**
          * @description Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
          *     registered worker whose `labels` include every one of these pairs claims the task.
@@ -1137,6 +1149,10 @@ export interface components {
             required_labels: {
                 [key: string]: string;
             };
+            /** @description Its concurrency key (P-KEY-1), or null. */
+            concurrency_key: string | null;
+            /** @description Its key's limit as this task states it (P-KEY-1); null without a key. */
+            max_concurrency: number | null;
             waiting?: components["schemas"]["TaskWaiting"];
         };
         /** @description What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. */
@@ -1146,8 +1162,9 @@ export interface components {
              *     `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
              *     live worker has its required labels), `no_poller` (no worker polls its handler
              *     on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
-             *     as their slots free), `running` (`worker_id` holds its lease), `finished`.
-             *     More reasons may come (issue 33's keys): show an unknown one by its `detail`.
+             *     as their slots free), `concurrency_key` (held: `running` is how many tasks of its
+             *     key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+             *     `finished`. More reasons may come: show an unknown one by its `detail`.
              * @example handler_cap
              */
             reason: string;
@@ -1501,6 +1518,9 @@ export interface components {
             headers?: {
                 [key: string]: string;
             };
+            /** @description The concurrency key of the step's task (P-KEY-1). May be a template rendered from the instance (`'{{context.data.customer_id}}'`, P-WF-12); it must render to a string of 1-200 characters, else the step fails with `bad_reference`. */
+            concurrency_key?: string;
+            max_concurrency?: components["schemas"]["MaxConcurrency"];
             parallel?: components["schemas"]["Step"][];
             /** @description `parallel` and `race`: each branch is a list of blocks run in order. */
             branches?: components["schemas"]["BlockList"][];

@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.9.0";
+export const SPEC_VERSION = "1.10.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "2f6020d26edd047f88cf39f874d2f8d18c515adb837a2a8a7a0ddf18b74184e9";
+export const SPEC_SHA256 = "0470c436277c9f0dd5452e824a3ec5dc3af7f89c727ad2fc9093c7039f47a3b1";

@@ -56,6 +56,12 @@ class RetryPolicySettings(TypedDict, closed=True):
     jitter: float
 
 
+ConcurrencyKey: TypeAlias = str
+
+
+MaxConcurrency: TypeAlias = int
+
+
 RequiredLabels: TypeAlias = dict[str, str]
 
 
@@ -571,6 +577,8 @@ class NewTask(TypedDict, closed=True):
     idempotency_key: NotRequired[str]
     retry: NotRequired[RetryPolicy]
     required_labels: NotRequired[RequiredLabels]
+    concurrency_key: NotRequired[ConcurrencyKey]
+    max_concurrency: NotRequired[MaxConcurrency]
 
 
 class NewTaskBatch(TypedDict, closed=True):
@@ -606,6 +614,8 @@ class Task(TypedDict):
     progress: Any
     cancel_reason: str | None
     required_labels: dict[str, str]
+    concurrency_key: str | None
+    max_concurrency: int | None
     waiting: NotRequired[TaskWaiting]
 
 
@@ -736,6 +746,8 @@ class Step(TypedDict, closed=True):
     retry: NotRequired[RetryPolicy]
     fallback: NotRequired[StepAction]
     headers: NotRequired[dict[str, str]]
+    concurrency_key: NotRequired[str]
+    max_concurrency: NotRequired[MaxConcurrency]
     parallel: NotRequired[list[Step]]
     branches: NotRequired[list[BlockList]]
     semantics: NotRequired[Literal['first_to_succeed']]

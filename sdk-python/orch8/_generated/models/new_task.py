@@ -43,6 +43,13 @@ class NewTask:
             registered worker whose `labels` include every one of these pairs claims the task.
             `{}` (the default) means any worker.
              Example: {'gpu': 'true'}.
+        concurrency_key (str | Unset): Names what the task's work must not overload, e.g. one customer or one external
+            account (P-KEY-1). Per tenant, across queues and handlers: at most
+            `max_concurrency` tasks of the key are claimable or running at once; the others
+            stay `pending`, held, and never block other tasks (P-KEY-2).
+             Example: customer-42.
+        max_concurrency (int | Unset): With `concurrency_key`, how many tasks of the key may be claimable or running at
+            once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
     """
 
     handler_name: str
@@ -57,6 +64,8 @@ class NewTask:
     idempotency_key: str | Unset = UNSET
     retry: RetryPolicy | Unset = UNSET
     required_labels: RequiredLabels | Unset = UNSET
+    concurrency_key: str | Unset = UNSET
+    max_concurrency: int | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         handler_name = self.handler_name
@@ -97,6 +106,10 @@ class NewTask:
         if not isinstance(self.required_labels, Unset):
             required_labels = self.required_labels.to_dict()
 
+        concurrency_key = self.concurrency_key
+
+        max_concurrency = self.max_concurrency
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -126,6 +139,10 @@ class NewTask:
             field_dict["retry"] = retry
         if required_labels is not UNSET:
             field_dict["required_labels"] = required_labels
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
+        if max_concurrency is not UNSET:
+            field_dict["max_concurrency"] = max_concurrency
 
         return field_dict
 
@@ -196,6 +213,10 @@ class NewTask:
         else:
             required_labels = RequiredLabels.from_dict(_required_labels)
 
+        concurrency_key = d.pop("concurrency_key", UNSET)
+
+        max_concurrency = d.pop("max_concurrency", UNSET)
+
         new_task = cls(
             handler_name=handler_name,
             params=params,
@@ -209,6 +230,8 @@ class NewTask:
             idempotency_key=idempotency_key,
             retry=retry,
             required_labels=required_labels,
+            concurrency_key=concurrency_key,
+            max_concurrency=max_concurrency,
         )
 
         return new_task

@@ -54,6 +54,11 @@ class Step:
             fallback (StepAction | Unset): What a fallback or `on_error` runs (a step without id).
             headers (StepHeaders | Unset): Static headers of the step's task (seed 001); the instance's trace headers are
                 added (P-WF-4).
+            concurrency_key (str | Unset): The concurrency key of the step's task (P-KEY-1). May be a template rendered from
+                the instance (`'{{context.data.customer_id}}'`, P-WF-12); it must render to a string of 1-200 characters, else
+                the step fails with `bad_reference`.
+            max_concurrency (int | Unset): With `concurrency_key`, how many tasks of the key may be claimable or running at
+                once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
             parallel (list[Step] | Unset):
             branches (list[list[Step]] | Unset): `parallel` and `race`: each branch is a list of blocks run in order.
             semantics (StepSemantics | Unset): `race`: the only semantics: the first branch to complete wins.
@@ -87,6 +92,8 @@ class Step:
     retry: RetryPolicy | Unset = UNSET
     fallback: StepAction | Unset = UNSET
     headers: StepHeaders | Unset = UNSET
+    concurrency_key: str | Unset = UNSET
+    max_concurrency: int | Unset = UNSET
     parallel: list[Step] | Unset = UNSET
     branches: list[list[Step]] | Unset = UNSET
     semantics: StepSemantics | Unset = UNSET
@@ -132,6 +139,10 @@ class Step:
         headers: dict[str, Any] | Unset = UNSET
         if not isinstance(self.headers, Unset):
             headers = self.headers.to_dict()
+
+        concurrency_key = self.concurrency_key
+
+        max_concurrency = self.max_concurrency
 
         parallel: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.parallel, Unset):
@@ -248,6 +259,10 @@ class Step:
             field_dict["fallback"] = fallback
         if headers is not UNSET:
             field_dict["headers"] = headers
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
+        if max_concurrency is not UNSET:
+            field_dict["max_concurrency"] = max_concurrency
         if parallel is not UNSET:
             field_dict["parallel"] = parallel
         if branches is not UNSET:
@@ -335,6 +350,10 @@ class Step:
             headers = UNSET
         else:
             headers = StepHeaders.from_dict(_headers)
+
+        concurrency_key = d.pop("concurrency_key", UNSET)
+
+        max_concurrency = d.pop("max_concurrency", UNSET)
 
         _parallel = d.pop("parallel", UNSET)
         parallel: list[Step] | Unset = UNSET
@@ -461,6 +480,8 @@ class Step:
             retry=retry,
             fallback=fallback,
             headers=headers,
+            concurrency_key=concurrency_key,
+            max_concurrency=max_concurrency,
             parallel=parallel,
             branches=branches,
             semantics=semantics,

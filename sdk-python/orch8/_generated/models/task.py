@@ -57,6 +57,8 @@ class Task:
         progress (Any): Latest progress reported by a heartbeat (any JSON value).
         cancel_reason (None | str):
         required_labels (TaskRequiredLabels): Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
+        concurrency_key (None | str): Its concurrency key (P-KEY-1), or null.
+        max_concurrency (int | None): Its key's limit as this task states it (P-KEY-1); null without a key.
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
         waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
     """
@@ -88,6 +90,8 @@ class Task:
     progress: Any
     cancel_reason: None | str
     required_labels: TaskRequiredLabels
+    concurrency_key: None | str
+    max_concurrency: int | None
     tenant: str | Unset = UNSET
     waiting: TaskWaiting | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -182,6 +186,12 @@ class Task:
 
         required_labels = self.required_labels.to_dict()
 
+        concurrency_key: None | str
+        concurrency_key = self.concurrency_key
+
+        max_concurrency: int | None
+        max_concurrency = self.max_concurrency
+
         tenant = self.tenant
 
         waiting: dict[str, Any] | Unset = UNSET
@@ -219,6 +229,8 @@ class Task:
                 "progress": progress,
                 "cancel_reason": cancel_reason,
                 "required_labels": required_labels,
+                "concurrency_key": concurrency_key,
+                "max_concurrency": max_concurrency,
             }
         )
         if tenant is not UNSET:
@@ -400,6 +412,20 @@ class Task:
 
         required_labels = TaskRequiredLabels.from_dict(d.pop("required_labels"))
 
+        def _parse_concurrency_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key"))
+
+        def _parse_max_concurrency(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        max_concurrency = _parse_max_concurrency(d.pop("max_concurrency"))
+
         tenant = d.pop("tenant", UNSET)
 
         _waiting = d.pop("waiting", UNSET)
@@ -437,6 +463,8 @@ class Task:
             progress=progress,
             cancel_reason=cancel_reason,
             required_labels=required_labels,
+            concurrency_key=concurrency_key,
+            max_concurrency=max_concurrency,
             tenant=tenant,
             waiting=waiting,
         )

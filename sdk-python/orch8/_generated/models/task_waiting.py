@@ -23,8 +23,9 @@ class TaskWaiting:
             `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
             live worker has its required labels), `no_poller` (no worker polls its handler
             on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
-            as their slots free), `running` (`worker_id` holds its lease), `finished`.
-            More reasons may come (issue 33's keys): show an unknown one by its `detail`.
+            as their slots free), `concurrency_key` (held: `running` is how many tasks of its
+            key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+            `finished`. More reasons may come: show an unknown one by its `detail`.
              Example: handler_cap.
         detail (str): The reason as a sentence, with its numbers. Example: handler resize_image runs 4 tasks, its cap
             (P-CTRL-2).
