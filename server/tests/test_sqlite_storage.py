@@ -151,3 +151,36 @@ def test_completion_probes_each_task_even_when_statistics_saw_no_running_task() 
     args = ["t", "l", "{}"] * 3 + [1, 1, "default"]
     plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + _complete_statement(3), args)]
     assert "SEARCH tasks USING INDEX sqlite_autoindex_tasks_1 (id=?)" in plan, plan
+
+
+def test_schema_v8_adds_concurrency_keys_and_keeps_every_task(tmp_path: Path) -> None:
+    """P-KEY-1: a v7 file with tasks opens as v8; each task is as it was, without a key,
+    and the key's indexes exist (held tasks stay out of the claim indexes, P-KEY-2)."""
+    path = tmp_path / "v7.db"
+    with sqlite3.connect(path) as c:
+        for step in MIGRATIONS[:7]:
+            for statement in step.split(";") if isinstance(step, str) else step:
+                if statement.strip():
+                    c.execute(statement)
+        c.execute("PRAGMA user_version = 7")
+        c.executemany(
+            "INSERT INTO tasks (id, handler_name, queue_name, status, priority, params, "
+            "context, headers, attempt, max_attempts, retry, run_at, created_at, updated_at) "
+            "VALUES (?, 'h', 'q', ?, 0, '{}', '{}', '{}', 0, 3, '{}', 0, 0, 0)",
+            [(f"t{i}", ("pending", "completed", "scheduled")[i % 3]) for i in range(30)],
+        )
+        before = c.execute("SELECT * FROM tasks ORDER BY seq").fetchall()
+
+    async def reopen() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        await storage.close()
+
+    asyncio.run(reopen())
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        after = c.execute("SELECT * FROM tasks ORDER BY seq").fetchall()
+        assert [row[:-2] for row in after] == before
+        assert {row[-2:] for row in after} == {(None, None)}
+        indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert {"tasks_held", "tasks_key_slots", "tasks_good_until"} <= indexes

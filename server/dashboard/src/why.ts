@@ -16,6 +16,7 @@ const REASONS: Record<string, [string, Tone]> = {
   handler_cap: ["handler cap", "blocked"],
   unroutable: ["unroutable", "blocked"],
   no_poller: ["no poller", "blocked"],
+  concurrency_key: ["key full", "time"],
   claimable: ["claimable", "ok"],
   running: ["running", "running"],
 };
@@ -47,6 +48,8 @@ function specifics(t: Task, w: TaskWaiting): HTMLElement | null {
     case "queue_cap":
     case "handler_cap":
       return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
+    case "concurrency_key":
+      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
     case "unroutable":
       return extra(["needs labels ", ...labels(t.required_labels), "· start a worker with them"]);
     case "no_poller":

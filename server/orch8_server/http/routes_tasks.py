@@ -69,9 +69,12 @@ async def enqueue_tasks(call: Call[NewTaskBatch]) -> Response:
 @operation("listTasks")
 async def list_tasks(call: Call[None]) -> Response:
     p = call.params
+    statuses = p.get("status", [])
+    if "pending" in statuses:  # P-KEY-6: held tasks are pending on the wire
+        statuses = [*statuses, "held"]
     flt = TaskFilter(
         tenant=call.tenant,  # P-TEN-3
-        statuses=tuple(dict.fromkeys(p.get("status", []))),
+        statuses=tuple(dict.fromkeys(statuses)),
         handler_name=p.get("handler_name"),
         queue_name=p.get("queue_name"),
         worker_id=p.get("worker_id"),

@@ -71,6 +71,7 @@ def build(settings: Settings, storage: Storage, spans: ServerSpans | None = None
         Service("lease-expiry", reaper_s, lambda: reaper.reclaim_expired_leases(work)),
         Service("good-until-expiry", reaper_s, lambda: reaper.expire_overdue(work)),
         Service("scheduled-promotion", reaper_s, lambda: reaper.promote_due(work)),
+        Service("concurrency-keys", reaper.KEYS_S, lambda: reaper.admit_stranded(work)),
         Service("dead-workers", reaper_s, workers.sweep_dead),
         Service("poller-prune", reaper_s, _prune(pollers)),
         pump := Service("workflow-pump", IDLE_PUMP_S, _pump(workflows)),

@@ -52,6 +52,8 @@ class Changes:
 @dataclass(slots=True)
 class UnitOfWork(Changes):
     tx: Tx | None = None
+    # (tenant, concurrency key) of every keyed task this unit moved: admitted before commit
+    keys: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def db(self) -> Tx:
@@ -60,7 +62,12 @@ class UnitOfWork(Changes):
 
     async def apply(self, t: Transition) -> Row:
         """Store a transition (the task's columns, the ended attempt) and record it."""
-        await self.db.update_task(t.task["id"], t.fields)
+        fields, key = t.fields, t.task["concurrency_key"]
+        if key is not None:  # P-KEY-1, P-KEY-3: its key's slots are counted again
+            self.keys.add((t.task["tenant"], key))
+            if fields.get("status") == "pending":  # back in its key's queue for a slot
+                fields = {**fields, "status": "held"}
+        await self.db.update_task(t.task["id"], fields)
         if t.attempt is not None:
             await self.db.insert_attempt(t.attempt)
         self.ended.append((t.kind, t.task, t.freed))
@@ -69,6 +76,9 @@ class UnitOfWork(Changes):
     def completed(self, rows: list[Row]) -> None:
         """Rows a set-based completion stored (storage `complete_running`)."""
         self.ended.extend(("completed", row, True) for row in rows)
+        for row in rows:
+            if row["concurrency_key"] is not None:  # P-KEY-3: a slot is free
+                self.keys.add((row["tenant"], row["concurrency_key"]))
 
 
 Hook = Callable[[UnitOfWork], Awaitable[None]]
@@ -245,6 +255,12 @@ class Work:
             yield uow
             for hook in self._hooks:
                 await hook(uow)
+            keys = uow.keys
+            for row in uow.created:
+                if row["status"] == "held":  # P-KEY-1: new, and waiting for a slot
+                    keys.add((row["tenant"], row["concurrency_key"]))
+            if keys or tx.touched:  # P-KEY-3: before commit, so no freed slot stays empty
+                uow.promoted += await tx.admit(keys, uow.now)
         uow.tx = None
         await self._effects.apply(uow)
 

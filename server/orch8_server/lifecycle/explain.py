@@ -49,6 +49,14 @@ async def waiting(
             return _hold("retry_backoff", f"attempt {task['attempt']} failed; it is "
                          f"claimable again at {until} (P-RETRY-1)", until=until)  # fmt: skip
         return _hold("scheduled", f"it is claimable from {until} on", until=until)
+    key = task["concurrency_key"]
+    if key is not None:  # P-KEY-1: the wire says pending; the stored row says held or not
+        row = await storage.get_task(task["id"])
+        if row is not None and row["status"] == "held":
+            taken, cap = await storage.key_slots(tenant, key), task["max_concurrency"]
+            return _hold("concurrency_key", f"{taken} task(s) of concurrency key {key} hold "
+                         f"its {cap} slot(s); it is admitted when one ends (P-KEY-3)",
+                         running=taken, cap=cap)  # fmt: skip
     queues, handlers = await storage.controls()
     control = next((q for q in queues if q["tenant"] == tenant and q["queue_name"] == queue), None)
     cap = next((h["max_running"] for h in handlers

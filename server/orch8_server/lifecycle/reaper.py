@@ -1,14 +1,18 @@
 """The reaper's jobs, each run by its own service (services.py, wired in compose.py):
 expired leases (P-LEASE-6), overdue tasks (P-EXPIRE-1), due scheduled tasks (the
-fallback of the timer, P-STATE-2). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
+fallback of the timer, P-STATE-2), held tasks of keys nothing holds (P-KEY-3). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
 
 from __future__ import annotations
+
+import logging
 
 from orch8_server.lifecycle import transitions
 from orch8_server.lifecycle.attempts import LEASE_EXPIRED_CODE
 from orch8_server.lifecycle.effects import Work
 
 BATCH = 500
+KEYS_S = 5.0  # how often admit_stranded looks (it walks each key with held tasks once)
+log = logging.getLogger("orch8.reaper")
 
 
 async def reclaim_expired_leases(work: Work) -> bool:
@@ -34,3 +38,17 @@ async def promote_due(work: Work) -> None:
     """Scheduled tasks whose run_at arrived become pending, if the timer missed them."""
     async with work() as uow:
         uow.promoted += await uow.db.promote_due(uow.now)
+
+
+async def admit_stranded(work: Work) -> None:
+    """P-KEY-3's safety net: keys with held tasks and no task in a slot, which nothing
+    would ever admit (a crash between the commit that freed the last slot and its
+    admission, on PostgreSQL where a completion commits alone). Logged: each is a sign."""
+    async with work() as uow:
+        stranded = await uow.db.stranded_keys(BATCH)
+        if stranded:
+            log.warning(
+                "admitting held tasks of concurrency keys that had no task in a slot",
+                extra={"keys": len(stranded), "first": f"{stranded[0][0]}/{stranded[0][1]}"},
+            )
+            uow.keys.update(stranded)

@@ -58,6 +58,16 @@ def new_task_row(
     finished_at = None
     if good_until is not None and good_until <= now:
         status, finished_at = "expired", now  # P-EXPIRE-1: already past its deadline
+    key, limit = body.get("concurrency_key"), body.get("max_concurrency")
+    if key is None:
+        if limit is not None:  # P-KEY-5
+            raise _field_problem(
+                f"{pointer}/max_concurrency", "max_concurrency needs a concurrency_key"
+            )
+    else:
+        limit = 1 if limit is None else int(limit)  # P-KEY-1
+        if status == "pending":  # claimable once the unit's admission gives it a slot
+            status = "held"
     return {
         "id": ids.task_id(),
         "handler_name": body["handler_name"],
@@ -89,6 +99,8 @@ def new_task_row(
         "cancel_reason": None,
         "required_labels": body.get("required_labels") or None,  # P-LABEL-1: NULL for {}
         "tenant": tenant,  # P-TEN-1
+        "concurrency_key": key,
+        "max_concurrency": limit,
     }
 
 

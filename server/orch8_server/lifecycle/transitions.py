@@ -48,7 +48,7 @@ Kind = Literal[
     "retried",  # an operator sent a finished task back to its queue (P-RETRY-6)
     "expired",  # good_until passed before a claim (P-EXPIRE-1)
 ]
-UNFINISHED = ("pending", "scheduled", "running")
+UNFINISHED = ("pending", "scheduled", "running", "held")  # held: pending for a key (P-KEY-1)
 FINISHED = ("completed", "failed", "cancelled", "expired")
 
 
@@ -71,7 +71,7 @@ class Transition:
 
 def outcome(row: TaskRow, error_code: str | None = None) -> TaskOutcome:
     """The TaskOutcome of a row (complete, fail and release answers)."""
-    status = row["status"]
+    status = "pending" if row["status"] == "held" else row["status"]  # P-KEY-6
     left = (
         0 if status in ("failed", "cancelled", "expired") else row["max_attempts"] - row["attempt"]
     )

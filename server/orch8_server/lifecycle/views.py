@@ -33,6 +33,8 @@ def lease(row: Row) -> Lease:
 
 def task(row: Row) -> Task:
     status = row["status"]
+    if status == "held":  # P-KEY-6: a task waiting for a slot of its key is pending
+        status = "pending"
     return {
         "id": row["id"],
         "tenant": row["tenant"],  # P-TEN-1
@@ -62,6 +64,8 @@ def task(row: Row) -> Task:
         "progress": row["progress"],
         "cancel_reason": row["cancel_reason"],
         "required_labels": row.get("required_labels") or {},  # P-LABEL-1
+        "concurrency_key": row["concurrency_key"],  # P-KEY-1
+        "max_concurrency": row["max_concurrency"],
     }
 
 

@@ -239,7 +239,7 @@ class Machine:
         inner = self._internal(rec)
         kind, key, scope = block.type, rec["key"], scope_of(rec)
         if kind == "step":
-            self._start_leaf(rec, block.spec, block.params, STEP)
+            self._start_leaf(rec, block.spec, block.params, STEP, key_of=block.key)
         elif kind in ("parallel", "race"):
             inner.update(done=0, failed=0)
             for lane in block.lanes:
@@ -347,10 +347,21 @@ class Machine:
         self.subs.append(SubStart(rec, spec["sequence_name"], spec.get("version"), value, key))
 
     def _start_leaf(self, rec: dict[str, Any], action: dict[str, Any],
-                    params_of: Renderer | None, kind: str, error: Any = None) -> None:  # fmt: skip
+                    params_of: Renderer | None, kind: str, error: Any = None,
+                    key_of: Renderer | None = None) -> None:  # fmt: skip
         rec.update(status="running", started_at=rec["started_at"] or self.now, task_id=None)
         try:
-            params = params_of.render(self._lookup(rec, error=error)) if params_of else {}
+            lookup = self._lookup(rec, error=error)
+            params = params_of.render(lookup) if params_of else {}
+            if key_of is not None:  # P-KEY-5: the step's concurrency key, rendered
+                key = key_of.render(lookup)
+                if not isinstance(key, str) or not 1 <= len(key) <= 200:
+                    self._leaf_failed(rec, failure(
+                        "concurrency_key must render to a string of 1-200 characters",
+                        BAD_REFERENCE, {"concurrency_key": key},
+                    ), fallback_done=kind != STEP)  # fmt: skip
+                    return
+                action = {**action, "concurrency_key": key}
         except (BadReference, ex.EvaluationError) as exc:  # P-WF-2: a permanent failure
             self._leaf_failed(rec, failure(
                 f"reference {exc.path} has no value" if isinstance(exc, BadReference)

@@ -29,7 +29,17 @@ CONTAINERS = ("parallel", "race", "router", "try_catch", "loop", "for_each")
 ITERATING = ("loop", "for_each")
 _COMMON = {"id", "type"}
 FIELDS: dict[str, set[str]] = {
-    "step": {"handler", "params", "queue_name", "priority", "retry", "fallback", "headers"},
+    "step": {
+        "handler",
+        "params",
+        "queue_name",
+        "priority",
+        "retry",
+        "fallback",
+        "headers",
+        "concurrency_key",
+        "max_concurrency",
+    },
     "parallel": {"branches"},
     "race": {"branches", "semantics"},
     "router": {"routes", "default"},
@@ -71,6 +81,7 @@ class Block:
     pointer: str
     lanes: dict[str, list[str]] = field(default_factory=dict)  # container: lane -> ids
     params: Renderer | None = None  # step params, sub_sequence input
+    key: Renderer | None = None  # a step's concurrency_key (P-KEY-5)
     fallback_params: Renderer | None = None
     condition: ex.Expr | None = None  # loop
     routes: list[ex.Expr] = field(default_factory=list)  # router
@@ -405,6 +416,12 @@ class _Compiler:
         spec, ptr, extra = block.spec, block.pointer, self.extra_roots(block)
         if block.type == "step":
             block.params = self.renderer(spec.get("params", {}), f"{ptr}/params", block, extra)
+            if "concurrency_key" in spec:
+                block.key = self.renderer(
+                    spec["concurrency_key"], f"{ptr}/concurrency_key", block, extra
+                )
+            elif "max_concurrency" in spec:  # P-KEY-5
+                self.err(f"{ptr}/max_concurrency", "max_concurrency needs a concurrency_key")
             self.check_sleep(spec, ptr)
             if "fallback" in spec:
                 block.fallback_params = self.renderer(

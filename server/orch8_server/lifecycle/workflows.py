@@ -269,7 +269,7 @@ class Workflows:
                 context["step_key"] = rec["key"]
             body = {"handler_name": a["handler"], "params": a.get("params", {}),
                     "context": context, "headers": {**a.get("headers", {}), **trace}}  # fmt: skip
-            for name in ("queue_name", "priority", "retry"):
+            for name in ("queue_name", "priority", "retry", "concurrency_key", "max_concurrency"):
                 if name in a:
                     body[name] = a[name]
             row = new_task_row(body, now, "", inst["tenant"])

@@ -214,6 +214,20 @@ class Tx(Protocol):
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         """Running tasks whose lease expired at `now`, earliest first (P-LEASE-6)."""
 
+    # Concurrency keys (P-KEY-1..6): a keyed task is stored `held` until it has a slot.
+    # (tenant, key) pairs whose slots this transaction's own set-based statements changed
+    # (promote_due, expire_overdue); the unit of work admits them with its own.
+    touched: set[tuple[str, str]]
+
+    async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
+        """P-KEY-3/4: for each (tenant, key), held -> pending in claim order while slots
+        are free, serialised per key across replicas. Returns the admitted tasks' (tenant,
+        queue, handler) triples, to wake their polls."""
+
+    async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
+        """Keys with held tasks and no task in a slot: nothing would ever admit them (a
+        crash between a slot's release and the admission)."""
+
     async def running_tasks_of(self, tenant: str, worker_id: str) -> list[TaskRow]: ...
 
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
@@ -260,6 +274,9 @@ class Storage(Protocol):
         """The tenant's counts per (queue, handler) with an unfinished or failed task."""
 
     async def next_scheduled_at(self) -> int | None: ...
+
+    async def key_slots(self, tenant: str, key: str) -> int:
+        """How many tasks of a concurrency key hold a slot: pending or running (P-KEY-1)."""
 
     async def next_expiry_at(self) -> int | None:
         """The earliest good_until of a pending or scheduled task (P-CLOCK-3)."""

@@ -30,7 +30,7 @@ import asyncpg
 import orjson
 
 from orch8_server.storage import postgres_controls as pc
-from orch8_server.storage import postgres_history
+from orch8_server.storage import postgres_history, postgres_keys
 from orch8_server.storage.base import (
     ClaimParams,
     StorageUnavailable,
@@ -355,12 +355,12 @@ class PgStorage:
     async def queue_stats(self, tenant: str, queue_name: str | None) -> list[QueueStatsRow]:
         rows: list[QueueStatsRow] = await self._fetch(
             "SELECT queue_name, handler_name, "
-            "count(*) FILTER (WHERE status = 'pending') AS pending, "
+            "count(*) FILTER (WHERE status IN ('pending', 'held')) AS pending, "  # P-KEY-6
             "count(*) FILTER (WHERE status = 'scheduled') AS scheduled, "
             "count(*) FILTER (WHERE status = 'running') AS running, "
             "count(*) FILTER (WHERE status = 'failed') AS failed, "
-            "min(run_at) FILTER (WHERE status = 'pending') AS oldest_pending_run_at "
-            "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed') "
+            "min(run_at) FILTER (WHERE status IN ('pending', 'held')) AS oldest_pending_run_at "
+            "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed', 'held') "
             "AND tenant = $2 AND ($1::text IS NULL OR queue_name = $1) "
             "GROUP BY queue_name, handler_name",
             queue_name,
@@ -375,9 +375,13 @@ class PgStorage:
     async def next_expiry_at(self) -> int | None:
         row = await self._fetchrow(
             "SELECT min(good_until) AS at FROM tasks "
-            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled')"
+            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held')"
         )
         return None if row is None else row["at"]
+
+    async def key_slots(self, tenant: str, key: str) -> int:
+        row = await self._fetchrow(postgres_keys.SLOTS, tenant, key)
+        return 0 if row is None else int(row["count"])
 
     async def next_event_at(self) -> int | None:
         row = await self._fetchrow("SELECT min(fire_at) AS at FROM instance_events")

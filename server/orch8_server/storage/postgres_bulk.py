@@ -35,7 +35,8 @@ _TYPES = {
     "worker_id": "text", "lease_id": "text", "lease_expires_at": "bigint",
     "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
     "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
-    "required_labels": "jsonb", "task_id": "text",
+    "required_labels": "jsonb", "task_id": "text", "concurrency_key": "text",
+    "max_concurrency": "integer",
     "ended_at": "bigint", "outcome": "text", "reply": "json",
 }  # fmt: skip
 

@@ -299,8 +299,28 @@ BEGIN
 END $$;
 """
 
+# Concurrency keys (contract 1.10.0, P-KEY-1..6), as in SQLite's version 8: a task over its
+# key's limit is stored `held`, outside the claim indexes (P-KEY-2); tasks_held is each
+# key's queue in claim order, tasks_key_slots counts its slot holders. The open-status
+# list index and the expiry index take `held` in, so lists of `pending` (which include
+# held tasks, P-KEY-6) and the expiry sweep keep using them.
+_V10 = """
+ALTER TABLE tasks ADD COLUMN concurrency_key text;
+ALTER TABLE tasks ADD COLUMN max_concurrency integer;
+CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq) WHERE status = 'held';
+CREATE INDEX tasks_key_slots ON tasks (tenant, concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'running');
+DROP INDEX tasks_good_until;
+CREATE INDEX tasks_good_until ON tasks (good_until)
+    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');
+DROP INDEX tasks_open_seq;
+CREATE INDEX tasks_open_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('pending', 'scheduled', 'running', 'held');
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9)
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
+    (10, _V10),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

@@ -29,6 +29,7 @@ from typing import Any, cast
 import asyncpg
 import orjson
 
+from orch8_server.storage import postgres_keys
 from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres_bulk import (
     BULK,
@@ -124,6 +125,7 @@ class PgTx:
             str, list[tuple[Any, ...]]
         ] = {}  # statement -> argument tuples, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
+        self.touched: set[tuple[str, str]] = set()
 
     async def _write(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> None:
         if self._written_by.get(key, sql) != sql:
@@ -269,25 +271,38 @@ class PgTx:
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         await self.flush()
         self._locked.clear()
+        # P-KEY-3: a keyed task that falls due queues for a slot of its key (admit)
         rows = await self.c.fetch(
-            "UPDATE tasks SET status = 'pending', updated_at = $1 WHERE id IN ("
+            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL THEN 'pending' "
+            "ELSE 'held' END, updated_at = $1 WHERE id IN ("
             "SELECT id FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
-            "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name",
+            "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name, concurrency_key",
             now,
         )
-        return sorted({(r[0], r[1], r[2]) for r in rows})
+        self.touched.update((r[0], r[3]) for r in rows if r[3] is not None)
+        return sorted({(r[0], r[1], r[2]) for r in rows if r[3] is None})
 
     async def expire_overdue(self, now: int) -> int:
         await self.flush()
         self._locked.clear()
-        status = await self.c.execute(
+        rows = await self.c.fetch(
             "UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
             "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
-            "AND status IN ('pending', 'scheduled') AND good_until <= $1 "
-            "FOR UPDATE SKIP LOCKED)",
+            "AND status IN ('pending', 'scheduled', 'held') AND good_until <= $1 "
+            "FOR UPDATE SKIP LOCKED) RETURNING tenant, concurrency_key",
             now,
         )
-        return int(status.rsplit(" ", 1)[-1])
+        self.touched.update((r[0], r[1]) for r in rows if r[1] is not None)  # P-KEY-3
+        return len(rows)
+
+    async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
+        await self.flush()  # BEGIN: the keys' locks last until this transaction ends
+        self._locked.clear()  # rows written below bypass update_task
+        return await postgres_keys.admit(self.c, keys | self.touched, now)
+
+    async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
+        await self.flush()
+        return await postgres_keys.stranded(self.c, limit)
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         await self.flush()

@@ -15,7 +15,14 @@ from typing import Any, Literal, TypedDict
 Json = Any  # a parsed JSON value; on claimed rows an orjson.Fragment of the stored text
 # The stored values of these columns: the spec's enums of the same names (openapi.yaml).
 TaskStatus = Literal[
-    "pending", "scheduled", "running", "completed", "failed", "cancelled", "expired"
+    "pending",
+    "scheduled",
+    "running",
+    "completed",
+    "failed",
+    "cancelled",
+    "expired",
+    "held",  # stored only: a pending task waiting for a slot of its key (P-KEY-1)
 ]
 WorkerDirective = Literal["running", "quiet", "terminate"]
 
@@ -54,6 +61,8 @@ TASK_COLUMNS = (
     "cancel_reason",
     "required_labels",  # NULL for none (P-LABEL-1): the plain claim's test is IS NULL
     "tenant",  # P-TEN-1
+    "concurrency_key",  # P-KEY-1, NULL for none
+    "max_concurrency",
 )
 ATTEMPT_COLUMNS = (
     "task_id",
@@ -79,6 +88,7 @@ COMPLETED_COLUMNS = (
     "id", "status", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
     "queue_name", "handler_name", "run_at", "tenant",
     "headers",  # P-TEL-2 complete spans: parsed on PostgreSQL, the stored text on SQLite
+    "concurrency_key",  # P-KEY-3: a completion frees its key's slot
 )  # fmt: skip
 QUEUE_CONTROL_COLUMNS = (
     "queue_name", "paused", "paused_at", "max_running", "updated_at", "tenant",
@@ -140,6 +150,8 @@ class NewTaskRow(TypedDict):
     cancel_reason: str | None
     required_labels: dict[str, str] | None  # None for none (P-LABEL-1)
     tenant: str  # P-TEN-1
+    concurrency_key: str | None  # P-KEY-1
+    max_concurrency: int | None
 
 
 class TaskRow(NewTaskRow):
@@ -217,6 +229,7 @@ class CompletedRow(TypedDict):
     run_at: int
     tenant: str
     headers: Json  # P-TEL-2: parsed on PostgreSQL, the stored text on SQLite
+    concurrency_key: str | None  # P-KEY-3
     instance_id: str | None  # context.instance_id (P-WF-5: advanced inline)
 
 

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from orch8_server.storage import sqlite_controls, sqlite_history
+from orch8_server.storage import sqlite_controls, sqlite_history, sqlite_keys
 from orch8_server.storage.base import ClaimParams, TaskFilter
 from orch8_server.storage.rows import (
     AttemptRow,
@@ -266,13 +266,17 @@ class SqliteStorage:
         ):
             s = slot(queue, handler)
             s["pending"], s["oldest_pending_run_at"] = n, oldest
-        for status in ("scheduled", "running", "failed"):
+        for status in ("scheduled", "running", "failed", "held"):
             for queue, handler, n in self.c.execute(
                 "SELECT queue_name, handler_name, COUNT(*) FROM tasks "
                 "WHERE status = ?" + q + " GROUP BY queue_name, handler_name",
                 (status, *args),
             ):
-                slot(queue, handler)[status] = n
+                if status == "held":  # P-KEY-6: a held task is pending on the wire
+                    s = slot(queue, handler)
+                    s["pending"] += n
+                else:
+                    slot(queue, handler)[status] = n
         return cast("list[QueueStatsRow]", list(stats.values()))
 
     async def next_scheduled_at(self) -> int | None:
@@ -282,11 +286,15 @@ class SqliteStorage:
         ).fetchone()[0]
         return earliest
 
+    async def key_slots(self, tenant: str, key: str) -> int:
+        await self._settled()
+        return sqlite_keys.slots(self.c, tenant, key)
+
     async def next_expiry_at(self) -> int | None:
         await self._settled()
         earliest: int | None = self.c.execute(
             "SELECT MIN(good_until) FROM tasks "
-            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled')"
+            "WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held')"
         ).fetchone()[0]
         return earliest
 

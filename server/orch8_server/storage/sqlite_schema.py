@@ -280,7 +280,22 @@ _V6 = "DROP TRIGGER IF EXISTS tasks_instance_event"
 # P-AUTH-7: a worker belongs to the key that registered it.
 _V7 = "ALTER TABLE workers ADD COLUMN key_id TEXT"
 
-MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7)
+# Concurrency keys (contract 1.10.0, P-KEY-1..6). A task over its key's limit is stored as
+# status `held` (the wire says `pending`): the claim indexes cover `pending` rows only, so a
+# claim never reads a held task (P-KEY-2). tasks_held is each key's queue in claim order;
+# tasks_key_slots counts a key's slot holders. A held task still expires (P-KEY-6).
+_V8 = """
+ALTER TABLE tasks ADD COLUMN concurrency_key TEXT;
+ALTER TABLE tasks ADD COLUMN max_concurrency INTEGER;
+CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq) WHERE status = 'held';
+CREATE INDEX tasks_key_slots ON tasks (tenant, concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'running');
+DROP INDEX IF EXISTS tasks_good_until;
+CREATE INDEX tasks_good_until ON tasks (good_until)
+    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');
+"""
+
+MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -15,7 +15,7 @@ import sqlite3
 from functools import cached_property
 from typing import Any, cast
 
-from orch8_server.storage import sqlite_claim
+from orch8_server.storage import sqlite_claim, sqlite_keys
 from orch8_server.storage.base import ClaimParams, completed_reply
 from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
@@ -96,6 +96,7 @@ class SqliteTx:
         self._rows: dict[str, TaskRow | None] = {}  # task id -> row as this tx left it
         self._writes: dict[str, list[Any]] = {}  # statement -> parameter rows, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
+        self.touched: set[tuple[str, str]] = set()
 
     def _write(self, key: tuple[Any, ...], sql: str, params: Any) -> None:
         if self._written_by.get(key, sql) != sql:
@@ -219,23 +220,40 @@ class SqliteTx:
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         self.flush()
         self._rows.clear()
+        # P-KEY-3: a keyed task that falls due queues for a slot of its key (admit)
         rows = self.c.execute(
-            "UPDATE tasks SET status = 'pending', updated_at = ? "
-            "WHERE status = 'scheduled' AND run_at <= ? RETURNING tenant, queue_name, handler_name",
+            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL THEN 'pending' "
+            "ELSE 'held' END, updated_at = ? WHERE status = 'scheduled' AND run_at <= ? "
+            "RETURNING tenant, queue_name, handler_name, concurrency_key",
             (now, now),
         ).fetchall()
-        return sorted(set(rows))
+        self.touched.update((t, k) for t, _, _, k in rows if k is not None)
+        return sorted({(t, q, h) for t, q, h, k in rows if k is None})
 
     async def expire_overdue(self, now: int) -> int:
         self.flush()
         self._rows.clear()
-        due = "good_until IS NOT NULL AND status IN ('pending', 'scheduled') AND good_until <= ?"
-        self.c.execute(sqlite_claim.EXPIRY_EVENTS.format(where=due), (now,))  # P-WF-5
-        cur = self.c.execute(
-            f"UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? WHERE {due}",
-            (now, now, now),
+        due = (
+            "good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held') "
+            "AND good_until <= ?"
         )
-        return cur.rowcount
+        self.c.execute(sqlite_claim.EXPIRY_EVENTS.format(where=due), (now,))  # P-WF-5
+        rows = self.c.execute(
+            f"UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? WHERE {due} "
+            "RETURNING tenant, concurrency_key",
+            (now, now, now),
+        ).fetchall()
+        self.touched.update((t, k) for t, k in rows if k is not None)  # P-KEY-3
+        return len(rows)
+
+    async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
+        self.flush()
+        self._rows.clear()  # rows written below bypass update_task
+        return sqlite_keys.admit(self.c, keys | self.touched, now)
+
+    async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
+        self.flush()
+        return sqlite_keys.stranded(self.c, limit)
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         self.flush()

@@ -170,7 +170,7 @@ def test_complete_running_completes_only_tasks_running_under_their_lease(store: 
         assert {k: row[k] for k in COMPLETED_COLUMNS if k != "headers"} == {
             "id": step["id"], "status": "completed", "lease_id": "la", "attempt": 1,
             "max_attempts": 3, "worker_id": "w", "lease_started_at": NOW, "queue_name": "q",
-            "handler_name": "h", "run_at": NOW, "tenant": TENANT,
+            "handler_name": "h", "run_at": NOW, "tenant": TENANT, "concurrency_key": None,
         }  # fmt: skip
         assert (row["instance_id"], by_id[plain["id"]]["instance_id"]) == ("i1", None)
         stored = await s.get_task(step["id"])
