@@ -118,6 +118,7 @@ class ScenarioRun:
         self.groups.update(task_refs(specs))
         for spec in specs:
             fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels", "headers")
+            fields += ("concurrency_key", "max_concurrency")
             body = {k: spec[k] for k in fields if k in spec}
             if "good_until_ms" in spec:  # P-SDK-33: a deadline relative to this enqueue
                 body["good_until"] = _in_ms(spec["good_until_ms"])

@@ -1,0 +1,96 @@
+"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..4), from the attempt history.
+
+A key's slots are counted from its tasks' attempts (started_at .. ended_at on the server):
+a claimable task holds a slot too, so this count is a lower bound of the slots taken, and a
+count above the limit is a violation on every replica.
+
+Each function returns human-readable reasons; an empty list means the check passed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .api import ApiError
+
+if TYPE_CHECKING:
+    from .run import ScenarioRun
+
+
+def end_state(run: ScenarioRun, expect: dict) -> list[str]:
+    """The expect-level checks of this module, in a fixed order."""
+    out = []
+    if "key_slots" in expect:
+        out += key_slots(run, expect["key_slots"])
+    for done, later in expect.get("done_before_last_start", {}).items():
+        out += done_before_last_start(run, done, later)
+    return out
+
+
+def peak(spans: list[tuple[float, float]]) -> int:
+    """The most spans open at once; an end at the same ms as a start comes first (a slot
+    freed and taken again in one ms is one slot)."""
+    points = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    held = most = 0
+    for _, delta in points:
+        held += delta
+        most = max(most, held)
+    return most
+
+
+def key_slots(run: ScenarioRun, bounds: dict[str, dict]) -> list[str]:
+    """P-KEY-1, P-KEY-4: per key, the most of its tasks' attempts that overlapped lies within
+    the bounds (`max`: the limit held; `min`: the limit was reached, not merely respected).
+    Every task enqueued with a key must read back with it and its limit (the Task schema)."""
+    from .checks import ms  # checks imports this module
+
+    spans: dict[str, list[tuple[float, float]]] = {}
+    out = []
+    try:
+        for ref, task_id in run.ids.items():
+            task = run.api.task(task_id)
+            sent = run.sent.get(ref, {})
+            want = (sent.get("concurrency_key"), sent.get("max_concurrency", 1) if "concurrency_key" in sent else None)
+            got = (task.get("concurrency_key"), task.get("max_concurrency"))
+            if got != want:
+                out.append(f"{ref} reads back concurrency_key, max_concurrency {got}, it was enqueued with {want}")
+            if task.get("concurrency_key") is None:
+                continue
+            for a in run.api.attempts(task_id):
+                end = ms(a.get("ended_at")) or float("inf")
+                spans.setdefault(task["concurrency_key"], []).append((ms(a["started_at"]), end))
+    except ApiError as err:
+        return [f"key_slots: cannot read the tasks back: {err}"]
+    for key, bound in bounds.items():
+        most = peak(spans.get(key, []))
+        if most > bound.get("max", most) or most < bound.get("min", most):
+            out.append(f"key {key!r} had {most} tasks running at once (attempt spans), expected {bound} (P-KEY-1)")
+    return out
+
+
+def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]:
+    """P-KEY-2: every task of group `done` ended before the last task of group `later` was
+    first claimed: tasks held behind a full key did not hold the others back."""
+    from .checks import ms
+
+    if done not in run.groups or later not in run.groups:
+        return [f"done_before_last_start: unknown task group {done if done not in run.groups else later!r}"]
+    try:
+        firsts = [run.api.attempts(run.task_id(ref)) for ref in run.groups[later]]
+        ends = {ref: run.api.attempts(run.task_id(ref)) for ref in run.groups[done]}
+    except ApiError as err:
+        return [f"done_before_last_start: cannot read the attempts back: {err}"]
+    if not all(firsts):
+        return [f"done_before_last_start: a task of {later!r} was never claimed"]
+    last_start = max(ms(a[0]["started_at"]) for a in firsts)
+    out = []
+    for ref, attempts in ends.items():
+        ended = ms(attempts[-1].get("ended_at")) if attempts else None
+        if ended is None:
+            out.append(f"{ref} never ended: held tasks of a full key held it back? (P-KEY-2)")
+        elif ended > last_start:
+            out.append(
+                f"{ref} ended {ended - last_start:.0f} ms after the last task of {later!r} started: "
+                "held tasks of a full key held it back (P-KEY-2)"
+            )
+    return out
