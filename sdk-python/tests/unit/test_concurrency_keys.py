@@ -1,0 +1,57 @@
+"""P-KEY-1: enqueue carries concurrency_key / max_concurrency; a Task reads them back, and a
+held task's `waiting` says `concurrency_key` with its slots (mocked HTTP, no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import respx
+
+from orch8 import AsyncOrch8Client, Orch8Client
+from orch8.models import Task
+
+from .conftest import BASE, task
+
+KEYED = {"concurrency_key": "customer-42", "max_concurrency": 2}
+
+
+@respx.mock
+def test_p_key_1_enqueue_and_enqueue_batch_send_the_key_and_read_it_back() -> None:
+    one = respx.post(f"{BASE}/tasks").respond(201, json={**task("t1"), **KEYED})
+    many = respx.post(f"{BASE}/tasks/batch").respond(201, json={"tasks": [task("t2")]})
+    client = Orch8Client(BASE)
+    created = client.enqueue("sync_invoices", concurrency_key="customer-42", max_concurrency=2)
+    sent = json.loads(one.calls.last.request.content)
+    assert (sent["concurrency_key"], sent["max_concurrency"]) == ("customer-42", 2)
+    assert (created.concurrency_key, created.max_concurrency) == ("customer-42", 2)
+    client.enqueue_batch([{"handler_name": "sync_invoices", "concurrency_key": "customer-7"}])
+    item = json.loads(many.calls.last.request.content)["tasks"][0]
+    assert item == {"handler_name": "sync_invoices", "concurrency_key": "customer-7"}
+    # Without a key neither field is sent: max_concurrency alone is a 422 (P-KEY-5).
+    client.enqueue("sync_invoices")
+    assert json.loads(one.calls.last.request.content) == {"handler_name": "sync_invoices"}
+
+
+@respx.mock
+def test_p_key_1_a_held_task_says_concurrency_key_with_its_slots() -> None:
+    held = {
+        **task("t3"),
+        **KEYED,
+        "waiting": {
+            "reason": "concurrency_key",
+            "detail": "concurrency key customer-42 has 2 tasks in slots, its cap",
+            "running": 2,
+            "cap": 2,
+        },
+    }
+    respx.get(f"{BASE}/tasks/t3").respond(200, json=held)
+
+    async def read() -> Task:
+        async with AsyncOrch8Client(BASE) as client:
+            return await client.get_task("t3")
+
+    got = asyncio.run(read())
+    assert got.status == "pending" and got.concurrency_key == "customer-42"
+    assert got.waiting is not None
+    assert (got.waiting.reason, got.waiting.running, got.waiting.cap) == ("concurrency_key", 2, 2)
