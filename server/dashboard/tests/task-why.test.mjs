@@ -25,7 +25,7 @@ async function show(pick) {
   await page.waitForSelector("[data-role]");
   await page.route(`**/tasks/${task.id}`, (route) => {
     const c = waitingCases(Date.now(), { handler: HANDLER, queue: QUEUE })[pick()];
-    return route.fulfill({ json: { ...task, status: c.status, lease: c.lease ?? null, waiting: c.waiting } });
+    return route.fulfill({ json: { ...task, ...c.task, status: c.status, lease: c.lease ?? null, waiting: c.waiting } });
   });
   await page.evaluate((id) => (location.hash = `#/tasks/${id}`), task.id);
   await page.waitForSelector(`[data-testid="task-status"] [data-status="${waitingCases(0, {})[pick()].status}"]`);
@@ -98,6 +98,17 @@ test("unroutable names the labels no live worker has; no_poller says who must po
   await page.close();
 });
 
+test("concurrency_key: key full, the slots taken of the cap and the key", async () => {
+  const page = await show(() => "concurrency_key");
+  const got = await line(page, "concurrency_key");
+  assert.equal(got.badge, "key full");
+  assert.match(got.tone, /why-time/);
+  assert.equal(await text(page, "why-load"), "2/2");
+  assert.equal(got.extra, "2/2 slots of customer-42 taken: admitted as one frees");
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test("running: the worker (a link to its tasks), its last heartbeat and the lease end", async () => {
   const page = await show(() => "running");
   const got = await line(page, "running");
@@ -134,6 +145,22 @@ test("the Why line follows the task at the page's refresh", async () => {
   await page.waitForSelector('[data-testid="why"][data-reason="no_poller"]');
   reason = "running";
   await page.waitForSelector('[data-testid="why"][data-reason="running"]', { timeout: 8000 });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("live: a task held behind its concurrency key says so, with the server's count, until a slot frees", async () => {
+  const [first, second] = await server.enqueue([
+    { handler_name: "why_key", queue_name: "why_key_q", concurrency_key: "acct-9" },
+    { handler_name: "why_key", queue_name: "why_key_q", concurrency_key: "acct-9" },
+  ]);
+  const page = await openPage(browser, `${server.url}/ui/#/tasks/${second.id}`);
+  await page.waitForSelector('[data-testid="why"][data-reason="concurrency_key"]');
+  assert.equal(await text(page, "why-detail"), (await server.api("GET", `/tasks/${second.id}`)).body.waiting.detail);
+  assert.equal(await text(page, "why-load"), "1/1");
+  assert.equal(await text(page, "why-badge"), "key full");
+  assert.equal((await server.api("POST", `/tasks/${first.id}/cancel`, {})).status, 200);
+  await page.waitForSelector('[data-testid="why"][data-reason="no_poller"]', { timeout: 8000 });
   assert.deepEqual(page.errors, []);
   await page.close();
 });
