@@ -220,6 +220,12 @@ def controls(c: Consumer) -> None:
         expect(Orch8Client(server.url).queue_stats().queue_controls == [], "the cap is removed")
 
 
+def keys(c: Consumer) -> None:
+    with start_server() as server:
+        printed = c.run("keys", env=c.env(server.url)).splitlines()
+        expect(printed == ["concurrency_key 1 1", "c-7 2"], f"keys printed {printed}")
+
+
 def telemetry(c: Consumer) -> None:
     with start_server() as server:
         printed = c.run("telemetry", env=c.env(server.url))
@@ -314,6 +320,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("worker", "enqueue"), worker_and_enqueue),
     (("queues",), queues),
     (("controls",), controls),
+    (("keys",), keys),
     (("telemetry",), telemetry),
     (("tenants",), tenants),
     (("workflows",), workflows),
