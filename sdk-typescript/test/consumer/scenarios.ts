@@ -122,6 +122,15 @@ const controls: Scenario = {
   }),
 };
 
+const concurrencyKeys: Scenario = {
+  files: ["keys.ts"],
+  run: (project) => withServer(async (server) => {
+    const { code, out } = await project.run("keys.ts", { ORCH8_URL: server.url });
+    assert.equal(code, 0, out);
+    assert.equal(out, "concurrency_key 1 1\nc-7 2\n");
+  }),
+};
+
 const tracedWorker: Scenario = {
   files: ["traced-worker.mjs"],
   run: (project) => withServer(async (server) => {
@@ -193,4 +202,4 @@ const workflowTests: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, tracedWorker, tenants, unitTests, workflowTests];
+export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, concurrencyKeys, tracedWorker, tenants, unitTests, workflowTests];
