@@ -1,4 +1,4 @@
-"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..4), from the attempt history.
+"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..5), from the attempt history.
 
 A key's slots are counted from its tasks' attempts (started_at .. ended_at on the server):
 a claimable task holds a slot too, so this count is a lower bound of the slots taken, and a
@@ -10,6 +10,7 @@ Each function returns human-readable reasons; an empty list means the check pass
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlencode
 
 from .api import ApiError
 
@@ -39,24 +40,27 @@ def peak(spans: list[tuple[float, float]]) -> int:
 
 
 def key_slots(run: ScenarioRun, bounds: dict[str, dict]) -> list[str]:
-    """P-KEY-1, P-KEY-4: per key, the most of its tasks' attempts that overlapped lies within
-    the bounds (`max`: the limit held; `min`: the limit was reached, not merely respected).
-    Every task enqueued with a key must read back with it and its limit (the Task schema)."""
+    """P-KEY-1, P-KEY-4: per key, the most of its tasks' attempts (workflow steps' included)
+    that overlapped lies within the bounds (`max`: the limit held; `min`: the limit was
+    reached, not merely respected). Every task enqueued with a key must read back with it and
+    its limit (the Task schema)."""
     from .checks import ms  # checks imports this module
 
     spans: dict[str, list[tuple[float, float]]] = {}
     out = []
     try:
-        for ref, task_id in run.ids.items():
-            task = run.api.task(task_id)
+        tasks = [run.api.task(task_id) for task_id in run.ids.values()]
+        for ref, task in zip(run.ids, tasks, strict=True):
             sent = run.sent.get(ref, {})
             want = (sent.get("concurrency_key"), sent.get("max_concurrency", 1) if "concurrency_key" in sent else None)
             got = (task.get("concurrency_key"), task.get("max_concurrency"))
             if got != want:
                 out.append(f"{ref} reads back concurrency_key, max_concurrency {got}, it was enqueued with {want}")
+        tasks += step_tasks(run)
+        for task in tasks:
             if task.get("concurrency_key") is None:
                 continue
-            for a in run.api.attempts(task_id):
+            for a in run.api.attempts(task["id"]):
                 end = ms(a.get("ended_at")) or float("inf")
                 spans.setdefault(task["concurrency_key"], []).append((ms(a["started_at"]), end))
     except ApiError as err:
@@ -66,6 +70,21 @@ def key_slots(run: ScenarioRun, bounds: dict[str, dict]) -> list[str]:
         if most > bound.get("max", most) or most < bound.get("min", most):
             out.append(f"key {key!r} had {most} tasks running at once (attempt spans), expected {bound} (P-KEY-1)")
     return out
+
+
+def step_tasks(run: ScenarioRun) -> list[dict]:
+    """The tasks of the run's workflow instances (P-KEY-5: a step's task carries its key)."""
+    found = []
+    for instance_id in run.instances.values():
+        cursor = None
+        while True:
+            query = {"instance_id": instance_id, "limit": 100, **({"cursor": cursor} if cursor else {})}
+            page = run.api.call("GET", "/tasks?" + urlencode(query))
+            found += page["tasks"]
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+    return found
 
 
 def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]:
