@@ -90,6 +90,7 @@ func readmeBlocks(t *testing.T, path string) []readmeBlock {
 // against a server of its own and checks what it did.
 var readmePrograms = map[string]func(t *testing.T, bin string){
 	"worker":   runConsumerWorker,
+	"keys":     runKeysExample,
 	"queues":   runQueuesExample,
 	"tenants":  runTenantsExample,
 	"workflow": runWorkflowExample,
