@@ -102,6 +102,27 @@ func (c *Client) DefineSequence(ctx context.Context, body api.NewSequence) (*api
 		})
 }
 
+// DeleteRateLimit sends DELETE /rate-limits/{key}: operator - remove a rate limit. Operation deleteRateLimit, retry safe; nil, nil on 204.
+func (c *Client) DeleteRateLimit(ctx context.Context, key string) (string, error) {
+	s, err := invoke(ctx, c, call{op: "deleteRateLimit", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.DeleteRateLimit(ctx, key) },
+		func(r *http.Response) (*string, error) {
+			p, err := api.ParseDeleteRateLimitResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			if r.StatusCode == http.StatusNoContent {
+				return nil, nil
+			}
+			s := string(p.Body)
+			return &s, nil
+		})
+	if err != nil {
+		return "", err
+	}
+	return *s, nil
+}
+
 // DeregisterWorker sends DELETE /workers/{worker_id}: deregister a worker. Operation deregisterWorker, retry safe.
 func (c *Client) DeregisterWorker(ctx context.Context, workerID string) (*api.Worker, error) {
 	return invoke(ctx, c, call{op: "deregisterWorker", safe: true},
@@ -338,6 +359,19 @@ func (c *Client) ListInstances(ctx context.Context, params *api.ListInstancesPar
 				return nil, err
 			}
 			return first("listInstances", r, p.JSON200)
+		})
+}
+
+// ListRateLimits sends GET /rate-limits: operator - list the tenant's rate limits. Operation listRateLimits, retry safe.
+func (c *Client) ListRateLimits(ctx context.Context) (*api.RateLimitList, error) {
+	return invoke(ctx, c, call{op: "listRateLimits", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.ListRateLimits(ctx) },
+		func(r *http.Response) (*api.RateLimitList, error) {
+			p, err := api.ParseListRateLimitsResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("listRateLimits", r, p.JSON200)
 		})
 }
 
@@ -623,6 +657,19 @@ func (c *Client) SetQueueLimit(ctx context.Context, queueName string, body api.R
 				return nil, err
 			}
 			return first("setQueueLimit", r, p.JSON200)
+		})
+}
+
+// SetRateLimit sends PUT /rate-limits/{key}: operator - define or change a rate limit. Operation setRateLimit, retry safe.
+func (c *Client) SetRateLimit(ctx context.Context, key string, body api.RateLimitSettings) (*api.RateLimit, error) {
+	return invoke(ctx, c, call{op: "setRateLimit", safe: true},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.SetRateLimit(ctx, key, body) },
+		func(r *http.Response) (*api.RateLimit, error) {
+			p, err := api.ParseSetRateLimitResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("setRateLimit", r, p.JSON200)
 		})
 }
 

@@ -723,6 +723,9 @@ type NewTask struct {
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
 
+	// RateLimitKey Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT /rate-limits/{key}`.
+	RateLimitKey *RateLimitKey `json:"rate_limit_key,omitempty"`
+
 	// RequiredLabels Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
 	// registered worker whose `labels` include every one of these pairs claims the task.
 	// `{}` (the default) means any worker.
@@ -925,6 +928,44 @@ type QueueStatsList struct {
 	Queues        []QueueStats   `json:"queues"`
 }
 
+// RateLimit defines model for RateLimit.
+type RateLimit struct {
+	Burst int `json:"burst"`
+
+	// Held Tasks waiting for a token.
+	Held int `json:"held"`
+
+	// Key Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT /rate-limits/{key}`.
+	Key   RateLimitKey `json:"key"`
+	Limit int          `json:"limit"`
+
+	// NextTokenAt When the next token comes while tasks wait for one; null when none waits, or when the admitted ones wait for a worker (P-RATE-2).
+	NextTokenAt *time.Time `json:"next_token_at"`
+	PeriodMs    int        `json:"period_ms"`
+
+	// Tokens Tokens in the bucket now.
+	Tokens    float32   `json:"tokens"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// RateLimitKey Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT /rate-limits/{key}`.
+type RateLimitKey = string
+
+// RateLimitList defines model for RateLimitList.
+type RateLimitList struct {
+	RateLimits []RateLimit `json:"rate_limits"`
+}
+
+// RateLimitSettings defines model for RateLimitSettings.
+type RateLimitSettings struct {
+	// Burst The most tasks that may start at once (the bucket's size); default `limit`.
+	Burst *int `json:"burst,omitempty"`
+
+	// Limit Tasks that may start per period.
+	Limit    int `json:"limit"`
+	PeriodMs int `json:"period_ms"`
+}
+
 // RequiredLabels Worker labels a claimer must have (P-LABEL-1): only a poll whose `worker_id` is a
 // registered worker whose `labels` include every one of these pairs claims the task.
 // `{}` (the default) means any worker.
@@ -1097,6 +1138,9 @@ type Step struct {
 	// QueueName Named queue; tasks without one go to `default` (P-QUEUE-1).
 	QueueName *QueueName `json:"queue_name,omitempty"`
 
+	// RateLimitKey The rate limit of the step's task (P-RATE-1). May be a template (P-WF-12); it must render to a valid rate limit key, else the step fails with `bad_reference`.
+	RateLimitKey *string `json:"rate_limit_key,omitempty"`
+
 	// Retry Server-computed exponential backoff with jitter and cap (P-RETRY-2).
 	Retry  *RetryPolicy `json:"retry,omitempty"`
 	Routes []Route      `json:"routes,omitempty"`
@@ -1243,6 +1287,9 @@ type Task struct {
 	// Progress Latest progress reported by a heartbeat (any JSON value).
 	Progress  interface{} `json:"progress"`
 	QueueName string      `json:"queue_name"`
+
+	// RateLimitKey Its rate limit's key (P-RATE-1), or null.
+	RateLimitKey *string `json:"rate_limit_key"`
 
 	// RequiredLabels Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
 	RequiredLabels map[string]string `json:"required_labels"`
@@ -1451,7 +1498,8 @@ type TaskWaiting struct {
 	// live worker has its required labels), `no_poller` (no worker polls its handler
 	// on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
 	// as their slots free), `concurrency_key` (held: `running` is how many tasks of its
-	// key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+	// key hold a slot, claimable or running, of the `cap`, P-KEY-1), `rate_limited`
+	// (waiting for a token of its rate limit, the next at `until`, P-RATE-1), `running` (`worker_id` holds its lease),
 	// `finished`. More reasons may come: show an unknown one by its `detail`.
 	Reason   string     `json:"reason"`
 	Running  *int       `json:"running,omitempty"`
@@ -1561,6 +1609,9 @@ type InstanceIDPath = InstanceID
 
 // QueueNamePath Named queue; tasks without one go to `default` (P-QUEUE-1).
 type QueueNamePath = QueueName
+
+// RateLimitKeyPath Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT /rate-limits/{key}`.
+type RateLimitKeyPath = RateLimitKey
 
 // SequenceNamePath Name of a sequence (the pattern of QueueName).
 type SequenceNamePath = SequenceName
@@ -1689,6 +1740,9 @@ type CancelInstanceJSONRequestBody = TaskCancellation
 
 // SetQueueLimitJSONRequestBody defines body for SetQueueLimit for application/json ContentType.
 type SetQueueLimitJSONRequestBody = RunningLimit
+
+// SetRateLimitJSONRequestBody defines body for SetRateLimit for application/json ContentType.
+type SetRateLimitJSONRequestBody = RateLimitSettings
 
 // DefineSequenceJSONRequestBody defines body for DefineSequence for application/json ContentType.
 type DefineSequenceJSONRequestBody = NewSequence
@@ -2024,6 +2078,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
 	ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListRateLimits Operator - list the tenant's rate limits
+	//
+	// Every rate limit of the tenant with its tokens now, when its next token comes and how many tasks wait for one (P-RATE-1).
+	//
+	// Corresponds with GET /rate-limits (the `ListRateLimits` operationId).
+	ListRateLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteRateLimit Operator - remove a rate limit
+	//
+	// The key's tasks are no longer paced; those waiting for a token become claimable at once (P-RATE-4). 404 when the key has no limit.
+	//
+	// Corresponds with DELETE /rate-limits/{key} (the `DeleteRateLimit` operationId).
+	DeleteRateLimit(ctx context.Context, key RateLimitKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetRateLimitWithBody Operator - define or change a rate limit
+	//
+	// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+	// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+	// every replica. A new limit starts with a full bucket (`burst` tokens).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+	SetRateLimitWithBody(ctx context.Context, key RateLimitKeyPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetRateLimit Operator - define or change a rate limit
+	//
+	// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+	// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+	// every replica. A new limit starts with a full bucket (`burst` tokens).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+	SetRateLimit(ctx context.Context, key RateLimitKeyPath, body SetRateLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListSequences List sequences (the latest version of each), by name, with cursor pagination
 	//
@@ -2908,6 +2998,82 @@ func (c *Client) PauseQueue(ctx context.Context, queueName QueueNamePath, reqEdi
 // Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
 func (c *Client) ResumeQueue(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeQueueRequest(c.Server, queueName)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListRateLimits Operator - list the tenant's rate limits
+//
+// Every rate limit of the tenant with its tokens now, when its next token comes and how many tasks wait for one (P-RATE-1).
+//
+// Corresponds with GET /rate-limits (the `ListRateLimits` operationId).
+func (c *Client) ListRateLimits(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListRateLimitsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteRateLimit Operator - remove a rate limit
+//
+// The key's tasks are no longer paced; those waiting for a token become claimable at once (P-RATE-4). 404 when the key has no limit.
+//
+// Corresponds with DELETE /rate-limits/{key} (the `DeleteRateLimit` operationId).
+func (c *Client) DeleteRateLimit(ctx context.Context, key RateLimitKeyPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteRateLimitRequest(c.Server, key)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRateLimitWithBody Operator - define or change a rate limit
+//
+// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+// every replica. A new limit starts with a full bucket (`burst` tokens).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+func (c *Client) SetRateLimitWithBody(ctx context.Context, key RateLimitKeyPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRateLimitRequestWithBody(c.Server, key, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetRateLimit Operator - define or change a rate limit
+//
+// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+// every replica. A new limit starts with a full bucket (`burst` tokens).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+func (c *Client) SetRateLimit(ctx context.Context, key RateLimitKeyPath, body SetRateLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetRateLimitRequest(c.Server, key, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4570,6 +4736,114 @@ func NewResumeQueueRequest(server string, queueName QueueNamePath) (*http.Reques
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewListRateLimitsRequest constructs an http.Request for the ListRateLimits method
+func NewListRateLimitsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/rate-limits")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteRateLimitRequest constructs an http.Request for the DeleteRateLimit method
+func NewDeleteRateLimitRequest(server string, key RateLimitKeyPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/rate-limits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewSetRateLimitRequest calls the generic SetRateLimit builder with application/json body
+func NewSetRateLimitRequest(server string, key RateLimitKeyPath, body SetRateLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetRateLimitRequestWithBody(server, key, "application/json", bodyReader)
+}
+
+// NewSetRateLimitRequestWithBody constructs an http.Request for the SetRateLimit method, with any body, and a specified content type
+func NewSetRateLimitRequestWithBody(server string, key RateLimitKeyPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "key", key, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/rate-limits/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPut, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6244,6 +6518,46 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /queues/{queue_name}/resume (the `ResumeQueue` operationId).
 	ResumeQueueWithResponse(ctx context.Context, queueName QueueNamePath, reqEditors ...RequestEditorFn) (*ResumeQueueResponse, error)
+
+	// ListRateLimitsWithResponse Operator - list the tenant's rate limits
+	//
+	// Every rate limit of the tenant with its tokens now, when its next token comes and how many tasks wait for one (P-RATE-1).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /rate-limits (the `ListRateLimits` operationId).
+	ListRateLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRateLimitsResponse, error)
+
+	// DeleteRateLimitWithResponse Operator - remove a rate limit
+	//
+	// The key's tasks are no longer paced; those waiting for a token become claimable at once (P-RATE-4). 404 when the key has no limit.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /rate-limits/{key} (the `DeleteRateLimit` operationId).
+	DeleteRateLimitWithResponse(ctx context.Context, key RateLimitKeyPath, reqEditors ...RequestEditorFn) (*DeleteRateLimitResponse, error)
+
+	// SetRateLimitWithBodyWithResponse Operator - define or change a rate limit
+	//
+	// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+	// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+	// every replica. A new limit starts with a full bucket (`burst` tokens).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+	SetRateLimitWithBodyWithResponse(ctx context.Context, key RateLimitKeyPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetRateLimitResponse, error)
+
+	// SetRateLimitWithResponse Operator - define or change a rate limit
+	//
+	// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+	// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+	// every replica. A new limit starts with a full bucket (`burst` tokens).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+	SetRateLimitWithResponse(ctx context.Context, key RateLimitKeyPath, body SetRateLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRateLimitResponse, error)
 
 	// ListSequencesWithResponse List sequences (the latest version of each), by name, with cursor pagination
 	//
@@ -8195,6 +8509,262 @@ func (r ResumeQueueResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ResumeQueueResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ListRateLimitsResponse503Headers the declared response headers of an HTTP 503 response for ListRateLimits
+type ListRateLimitsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ListRateLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RateLimitList
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ListRateLimitsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListRateLimitsResponse) GetJSON200() *RateLimitList {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ListRateLimitsResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListRateLimitsResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ListRateLimitsResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ListRateLimitsResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ListRateLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListRateLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListRateLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListRateLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteRateLimitResponse503Headers the declared response headers of an HTTP 503 response for DeleteRateLimit
+type DeleteRateLimitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type DeleteRateLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteRateLimitResponse503Headers
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteRateLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r DeleteRateLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r DeleteRateLimitResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteRateLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r DeleteRateLimitResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteRateLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteRateLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteRateLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteRateLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SetRateLimitResponse503Headers the declared response headers of an HTTP 503 response for SetRateLimit
+type SetRateLimitResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SetRateLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *RateLimit
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SetRateLimitResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetRateLimitResponse) GetJSON200() *RateLimit {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r SetRateLimitResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r SetRateLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetRateLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetRateLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetRateLimitResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11624,6 +12194,70 @@ func (c *ClientWithResponses) ResumeQueueWithResponse(ctx context.Context, queue
 	return ParseResumeQueueResponse(rsp)
 }
 
+// ListRateLimitsWithResponse Operator - list the tenant's rate limits
+//
+// Every rate limit of the tenant with its tokens now, when its next token comes and how many tasks wait for one (P-RATE-1).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /rate-limits (the `ListRateLimits` operationId).
+func (c *ClientWithResponses) ListRateLimitsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListRateLimitsResponse, error) {
+	rsp, err := c.ListRateLimits(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListRateLimitsResponse(rsp)
+}
+
+// DeleteRateLimitWithResponse Operator - remove a rate limit
+//
+// The key's tasks are no longer paced; those waiting for a token become claimable at once (P-RATE-4). 404 when the key has no limit.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /rate-limits/{key} (the `DeleteRateLimit` operationId).
+func (c *ClientWithResponses) DeleteRateLimitWithResponse(ctx context.Context, key RateLimitKeyPath, reqEditors ...RequestEditorFn) (*DeleteRateLimitResponse, error) {
+	rsp, err := c.DeleteRateLimit(ctx, key, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteRateLimitResponse(rsp)
+}
+
+// SetRateLimitWithBodyWithResponse Operator - define or change a rate limit
+//
+// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+// every replica. A new limit starts with a full bucket (`burst` tokens).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+func (c *ClientWithResponses) SetRateLimitWithBodyWithResponse(ctx context.Context, key RateLimitKeyPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetRateLimitResponse, error) {
+	rsp, err := c.SetRateLimitWithBody(ctx, key, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetRateLimitResponse(rsp)
+}
+
+// SetRateLimitWithResponse Operator - define or change a rate limit
+//
+// Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+// `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+// every replica. A new limit starts with a full bucket (`burst` tokens).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with PUT /rate-limits/{key} (the `SetRateLimit` operationId).
+func (c *ClientWithResponses) SetRateLimitWithResponse(ctx context.Context, key RateLimitKeyPath, body SetRateLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetRateLimitResponse, error) {
+	rsp, err := c.SetRateLimit(ctx, key, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetRateLimitResponse(rsp)
+}
+
 // ListSequencesWithResponse List sequences (the latest version of each), by name, with cursor pagination
 //
 // Returns a wrapper object for the known response body format(s).
@@ -13686,6 +14320,238 @@ func ParseResumeQueueResponse(rsp *http.Response) (*ResumeQueueResponse, error) 
 	switch {
 	case rsp.StatusCode == 503:
 		var headers ResumeQueueResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseListRateLimitsResponse parses an HTTP response from a ListRateLimitsWithResponse call
+func ParseListRateLimitsResponse(rsp *http.Response) (*ListRateLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListRateLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RateLimitList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers ListRateLimitsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteRateLimitResponse parses an HTTP response from a DeleteRateLimitWithResponse call
+func ParseDeleteRateLimitResponse(rsp *http.Response) (*DeleteRateLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteRateLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers DeleteRateLimitResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSetRateLimitResponse parses an HTTP response from a SetRateLimitWithResponse call
+func ParseSetRateLimitResponse(rsp *http.Response) (*SetRateLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetRateLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest RateLimit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 503:
+		var headers SetRateLimitResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

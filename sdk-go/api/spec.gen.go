@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.10.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "0470c436277c9f0dd5452e824a3ec5dc3af7f89c727ad2fc9093c7039f47a3b1"
+const SpecSHA256 = "63ba1f5950d04eddf25cf7d3bdb5ccb4945cf2c4f8a444e765fb6eedbafa4e55"

@@ -16,12 +16,15 @@ from .._http import OMIT, Call, check_items, iso, long_poll_timeout, warn_deprec
 from .api.auth import get_principal, list_tenants
 from .api.health import get_liveness, get_metrics, get_readiness, get_server_info
 from .api.queues import (
+    delete_rate_limit,
     get_queue_history,
     get_queue_stats,
+    list_rate_limits,
     pause_queue,
     resume_queue,
     set_handler_limit,
     set_queue_limit,
+    set_rate_limit,
 )
 from .api.tasks import (
     cancel_task,
@@ -88,6 +91,9 @@ from .models import (
     QueueControl,
     QueueHistory,
     QueueStatsList,
+    RateLimit,
+    RateLimitList,
+    RateLimitSettings,
     RunningLimit,
     Sequence,
     SequencePage,
@@ -139,6 +145,7 @@ class SyncMethods:
         required_labels: Mapping[str, str] | None = None,
         concurrency_key: str | None = None,
         max_concurrency: int | None = None,
+        rate_limit_key: str | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -169,6 +176,8 @@ class SyncMethods:
             body["concurrency_key"] = concurrency_key
         if max_concurrency is not None:
             body["max_concurrency"] = max_concurrency
+        if rate_limit_key is not None:
+            body["rate_limit_key"] = rate_limit_key
         call = Call(
             enqueue_task,
             {
@@ -230,6 +239,7 @@ class SyncMethods:
                 "params",
                 "priority",
                 "queue_name",
+                "rate_limit_key",
                 "required_labels",
                 "retry",
                 "run_at",
@@ -826,6 +836,55 @@ class SyncMethods:
         )
         return cast("QueueControl", self._run(call))
 
+    def list_rate_limits(
+        self,
+    ) -> RateLimitList:
+        """Operator - list the tenant's rate limits (x-orch8-retry: safe)."""
+        call = Call(
+            list_rate_limits,
+            {},
+            safe=True,
+        )
+        return cast("RateLimitList", self._run(call))
+
+    def set_rate_limit(
+        self,
+        key: str,
+        *,
+        limit: int,
+        period_ms: int,
+        burst: int | None = None,
+    ) -> RateLimit:
+        """Operator - define or change a rate limit (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["limit"] = limit
+        body["period_ms"] = period_ms
+        if burst is not None:
+            body["burst"] = burst
+        call = Call(
+            set_rate_limit,
+            {
+                "key": key,
+                "body": RateLimitSettings.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("RateLimit", self._run(call))
+
+    def delete_rate_limit(
+        self,
+        key: str,
+    ) -> None:
+        """Operator - remove a rate limit (x-orch8-retry: safe)."""
+        call = Call(
+            delete_rate_limit,
+            {
+                "key": key,
+            },
+            safe=True,
+        )
+        return cast("None", self._run(call))
+
     def queue_history(
         self,
         queue_name: str,
@@ -898,6 +957,7 @@ class SyncMethods:
                     "params",
                     "priority",
                     "queue_name",
+                    "rate_limit_key",
                     "retry",
                     "routes",
                     "semantics",
@@ -933,6 +993,7 @@ class SyncMethods:
                     "params",
                     "priority",
                     "queue_name",
+                    "rate_limit_key",
                     "retry",
                     "routes",
                     "semantics",
@@ -1216,6 +1277,7 @@ class AsyncMethods:
         required_labels: Mapping[str, str] | None = None,
         concurrency_key: str | None = None,
         max_concurrency: int | None = None,
+        rate_limit_key: str | None = None,
     ) -> Task:
         """Enqueue one task (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -1246,6 +1308,8 @@ class AsyncMethods:
             body["concurrency_key"] = concurrency_key
         if max_concurrency is not None:
             body["max_concurrency"] = max_concurrency
+        if rate_limit_key is not None:
+            body["rate_limit_key"] = rate_limit_key
         call = Call(
             enqueue_task,
             {
@@ -1307,6 +1371,7 @@ class AsyncMethods:
                 "params",
                 "priority",
                 "queue_name",
+                "rate_limit_key",
                 "required_labels",
                 "retry",
                 "run_at",
@@ -1903,6 +1968,55 @@ class AsyncMethods:
         )
         return cast("QueueControl", await self._run(call))
 
+    async def list_rate_limits(
+        self,
+    ) -> RateLimitList:
+        """Operator - list the tenant's rate limits (x-orch8-retry: safe)."""
+        call = Call(
+            list_rate_limits,
+            {},
+            safe=True,
+        )
+        return cast("RateLimitList", await self._run(call))
+
+    async def set_rate_limit(
+        self,
+        key: str,
+        *,
+        limit: int,
+        period_ms: int,
+        burst: int | None = None,
+    ) -> RateLimit:
+        """Operator - define or change a rate limit (x-orch8-retry: safe)."""
+        body: dict[str, Any] = {}
+        body["limit"] = limit
+        body["period_ms"] = period_ms
+        if burst is not None:
+            body["burst"] = burst
+        call = Call(
+            set_rate_limit,
+            {
+                "key": key,
+                "body": RateLimitSettings.from_dict(body),
+            },
+            safe=True,
+        )
+        return cast("RateLimit", await self._run(call))
+
+    async def delete_rate_limit(
+        self,
+        key: str,
+    ) -> None:
+        """Operator - remove a rate limit (x-orch8-retry: safe)."""
+        call = Call(
+            delete_rate_limit,
+            {
+                "key": key,
+            },
+            safe=True,
+        )
+        return cast("None", await self._run(call))
+
     async def queue_history(
         self,
         queue_name: str,
@@ -1975,6 +2089,7 @@ class AsyncMethods:
                     "params",
                     "priority",
                     "queue_name",
+                    "rate_limit_key",
                     "retry",
                     "routes",
                     "semantics",
@@ -2010,6 +2125,7 @@ class AsyncMethods:
                     "params",
                     "priority",
                     "queue_name",
+                    "rate_limit_key",
                     "retry",
                     "routes",
                     "semantics",

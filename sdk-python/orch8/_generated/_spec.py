@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.10.0"
-SPEC_SHA256 = "0470c436277c9f0dd5452e824a3ec5dc3af7f89c727ad2fc9093c7039f47a3b1"
+SPEC_SHA256 = "63ba1f5950d04eddf25cf7d3bdb5ccb4945cf2c4f8a444e765fb6eedbafa4e55"

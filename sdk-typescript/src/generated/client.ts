@@ -54,6 +54,9 @@ export const OPERATIONS = {
   pauseQueue: { operationId: "pauseQueue", method: "POST", path: "/queues/{queue_name}/pause", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   resumeQueue: { operationId: "resumeQueue", method: "POST", path: "/queues/{queue_name}/resume", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   setQueueLimit: { operationId: "setQueueLimit", method: "PUT", path: "/queues/{queue_name}/limit", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  listRateLimits: { operationId: "listRateLimits", method: "GET", path: "/rate-limits", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  setRateLimit: { operationId: "setRateLimit", method: "PUT", path: "/rate-limits/{key}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  deleteRateLimit: { operationId: "deleteRateLimit", method: "DELETE", path: "/rate-limits/{key}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   queueHistory: { operationId: "getQueueHistory", method: "GET", path: "/queues/{queue_name}/history", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   setHandlerLimit: { operationId: "setHandlerLimit", method: "PUT", path: "/handlers/{handler_name}/limit", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   defineSequence: { operationId: "defineSequence", method: "POST", path: "/sequences", retry: "safe", longPoll: false, parseAs: "json", produces: null },
@@ -231,6 +234,21 @@ export abstract class Orch8Operations {
   /** Operator - cap the queue's running tasks (`PUT /queues/{queue_name}/limit`, retried on outages). */
   setQueueLimit(queueName: string, body: Schemas["RunningLimit"], call?: CallOptions): Promise<Schemas["QueueControl"]> {
     return this.invoke("setQueueLimit", { path: { queue_name: queueName }, body }, call);
+  }
+
+  /** Operator - list the tenant's rate limits (`GET /rate-limits`, retried on outages). */
+  listRateLimits(call?: CallOptions): Promise<Schemas["RateLimitList"]> {
+    return this.invoke("listRateLimits", {  }, call);
+  }
+
+  /** Operator - define or change a rate limit (`PUT /rate-limits/{key}`, retried on outages). */
+  setRateLimit(key: string, body: Schemas["RateLimitSettings"], call?: CallOptions): Promise<Schemas["RateLimit"]> {
+    return this.invoke("setRateLimit", { path: { key }, body }, call);
+  }
+
+  /** Operator - remove a rate limit (`DELETE /rate-limits/{key}`, retried on outages). */
+  deleteRateLimit(key: string, call?: CallOptions): Promise<void> {
+    return this.invoke("deleteRateLimit", { path: { key } }, call);
   }
 
   /** The queue's last hour, one point per minute (`GET /queues/{queue_name}/history`, retried on outages). */

@@ -594,6 +594,54 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/rate-limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator - list the tenant's rate limits
+         * @description Every rate limit of the tenant with its tokens now, when its next token comes and how many tasks wait for one (P-RATE-1).
+         */
+        get: operations["listRateLimits"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/rate-limits/{key}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: components["parameters"]["RateLimitKeyPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Operator - define or change a rate limit
+         * @description Tasks naming this `rate_limit_key` start at most `limit` per `period_ms`, at most
+         *     `burst` at once (P-RATE-1). Applies at once to the tasks waiting for a token, on
+         *     every replica. A new limit starts with a full bucket (`burst` tokens).
+         */
+        put: operations["setRateLimit"];
+        post?: never;
+        /**
+         * Operator - remove a rate limit
+         * @description The key's tasks are no longer paced; those waiting for a token become claimable at once (P-RATE-4). 404 when the key has no limit.
+         */
+        delete: operations["deleteRateLimit"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/queues/{queue_name}/history": {
         parameters: {
             query?: never;
@@ -1036,6 +1084,8 @@ export interface components {
             required_labels?: components["schemas"]["RequiredLabels"];
             concurrency_key?: components["schemas"]["ConcurrencyKey"];
             max_concurrency?: components["schemas"]["MaxConcurrency"];
+            /** @description The task starts at the pace of this rate limit (P-RATE-1). Not with `concurrency_key` (422, P-RATE-5). */
+            rate_limit_key?: components["schemas"]["RateLimitKey"];
         };
         /**
          * @description Names what the task's work must not overload, e.g. one customer or one external
@@ -1153,6 +1203,8 @@ export interface components {
             concurrency_key: string | null;
             /** @description Its key's limit as this task states it (P-KEY-1); null without a key. */
             max_concurrency: number | null;
+            /** @description Its rate limit's key (P-RATE-1), or null. */
+            rate_limit_key: string | null;
             waiting?: components["schemas"]["TaskWaiting"];
         };
         /** @description What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. */
@@ -1163,7 +1215,8 @@ export interface components {
              *     live worker has its required labels), `no_poller` (no worker polls its handler
              *     on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
              *     as their slots free), `concurrency_key` (held: `running` is how many tasks of its
-             *     key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+             *     key hold a slot, claimable or running, of the `cap`, P-KEY-1), `rate_limited`
+             *     (waiting for a token of its rate limit, the next at `until`, P-RATE-1), `running` (`worker_id` holds its lease),
              *     `finished`. More reasons may come: show an unknown one by its `detail`.
              * @example handler_cap
              */
@@ -1521,6 +1574,8 @@ export interface components {
             /** @description The concurrency key of the step's task (P-KEY-1). May be a template rendered from the instance (`'{{context.data.customer_id}}'`, P-WF-12); it must render to a string of 1-200 characters, else the step fails with `bad_reference`. */
             concurrency_key?: string;
             max_concurrency?: components["schemas"]["MaxConcurrency"];
+            /** @description The rate limit of the step's task (P-RATE-1). May be a template (P-WF-12); it must render to a valid rate limit key, else the step fails with `bad_reference`. */
+            rate_limit_key?: string;
             parallel?: components["schemas"]["Step"][];
             /** @description `parallel` and `race`: each branch is a list of blocks run in order. */
             branches?: components["schemas"]["BlockList"][];
@@ -1787,6 +1842,38 @@ export interface components {
             running: number;
             /** Format: date-time */
             updated_at: string | null;
+        };
+        /**
+         * @description Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT /rate-limits/{key}`.
+         * @example crm-api
+         */
+        RateLimitKey: string;
+        RateLimitSettings: {
+            /** @description Tasks that may start per period. */
+            limit: number;
+            period_ms: number;
+            /** @description The most tasks that may start at once (the bucket's size); default `limit`. */
+            burst?: number;
+        };
+        RateLimit: {
+            key: components["schemas"]["RateLimitKey"];
+            limit: number;
+            period_ms: number;
+            burst: number;
+            /** @description Tokens in the bucket now. */
+            tokens: number;
+            /**
+             * Format: date-time
+             * @description When the next token comes while tasks wait for one; null when none waits, or when the admitted ones wait for a worker (P-RATE-2).
+             */
+            next_token_at: string | null;
+            /** @description Tasks waiting for a token. */
+            held: number;
+            /** Format: date-time */
+            updated_at: string;
+        };
+        RateLimitList: {
+            rate_limits: components["schemas"]["RateLimit"][];
         };
         RunningLimit: {
             /** @description The cap; null removes it. */
@@ -2169,6 +2256,7 @@ export interface components {
     };
     parameters: {
         TaskIdPath: components["schemas"]["TaskId"];
+        RateLimitKeyPath: components["schemas"]["RateLimitKey"];
         QueueNamePath: components["schemas"]["QueueName"];
         SequenceNamePath: components["schemas"]["SequenceName"];
         InstanceIdPath: components["schemas"]["InstanceId"];
@@ -4119,6 +4207,96 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    listRateLimits: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rate limits, by key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimitList"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    setRateLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: components["parameters"]["RateLimitKeyPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "limit": 10,
+                 *       "period_ms": 1000,
+                 *       "burst": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["RateLimitSettings"];
+            };
+        };
+        responses: {
+            /** @description The rate limit as now stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RateLimit"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    deleteRateLimit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                key: components["parameters"]["RateLimitKeyPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
             default: components["responses"]["UnexpectedProblem"];
         };

@@ -458,6 +458,30 @@ class HandlerControl(TypedDict):
     updated_at: str | None
 
 
+RateLimitKey: TypeAlias = str
+
+
+class RateLimitSettings(TypedDict, closed=True):
+    limit: int
+    period_ms: int
+    burst: NotRequired[int]
+
+
+class RateLimit(TypedDict):
+    key: RateLimitKey
+    limit: int
+    period_ms: int
+    burst: int
+    tokens: float
+    next_token_at: str | None
+    held: int
+    updated_at: str
+
+
+class RateLimitList(TypedDict):
+    rate_limits: list[RateLimit]
+
+
 class RunningLimit(TypedDict, closed=True):
     max_running: int | None
 
@@ -579,6 +603,7 @@ class NewTask(TypedDict, closed=True):
     required_labels: NotRequired[RequiredLabels]
     concurrency_key: NotRequired[ConcurrencyKey]
     max_concurrency: NotRequired[MaxConcurrency]
+    rate_limit_key: NotRequired[RateLimitKey]
 
 
 class NewTaskBatch(TypedDict, closed=True):
@@ -616,6 +641,7 @@ class Task(TypedDict):
     required_labels: dict[str, str]
     concurrency_key: str | None
     max_concurrency: int | None
+    rate_limit_key: str | None
     waiting: NotRequired[TaskWaiting]
 
 
@@ -748,6 +774,7 @@ class Step(TypedDict, closed=True):
     headers: NotRequired[dict[str, str]]
     concurrency_key: NotRequired[str]
     max_concurrency: NotRequired[MaxConcurrency]
+    rate_limit_key: NotRequired[str]
     parallel: NotRequired[list[Step]]
     branches: NotRequired[list[BlockList]]
     semantics: NotRequired[Literal['first_to_succeed']]

@@ -48,6 +48,9 @@ from .queue_history import QueueHistory
 from .queue_history_point import QueueHistoryPoint
 from .queue_stats import QueueStats
 from .queue_stats_list import QueueStatsList
+from .rate_limit import RateLimit
+from .rate_limit_list import RateLimitList
+from .rate_limit_settings import RateLimitSettings
 from .required_labels import RequiredLabels
 from .retry_policy import RetryPolicy
 from .retry_policy_settings import RetryPolicySettings
@@ -151,6 +154,9 @@ __all__ = (
     "QueueHistoryPoint",
     "QueueStats",
     "QueueStatsList",
+    "RateLimit",
+    "RateLimitList",
+    "RateLimitSettings",
     "RequiredLabels",
     "RetryPolicy",
     "RetryPolicySettings",

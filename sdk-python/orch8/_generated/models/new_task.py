@@ -50,6 +50,8 @@ class NewTask:
              Example: customer-42.
         max_concurrency (int | Unset): With `concurrency_key`, how many tasks of the key may be claimable or running at
             once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+        rate_limit_key (str | Unset): Names a rate limit (P-RATE-1), per tenant; an operator defines its pace with `PUT
+            /rate-limits/{key}`. Example: crm-api.
     """
 
     handler_name: str
@@ -66,6 +68,7 @@ class NewTask:
     required_labels: RequiredLabels | Unset = UNSET
     concurrency_key: str | Unset = UNSET
     max_concurrency: int | Unset = UNSET
+    rate_limit_key: str | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         handler_name = self.handler_name
@@ -110,6 +113,8 @@ class NewTask:
 
         max_concurrency = self.max_concurrency
 
+        rate_limit_key = self.rate_limit_key
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -143,6 +148,8 @@ class NewTask:
             field_dict["concurrency_key"] = concurrency_key
         if max_concurrency is not UNSET:
             field_dict["max_concurrency"] = max_concurrency
+        if rate_limit_key is not UNSET:
+            field_dict["rate_limit_key"] = rate_limit_key
 
         return field_dict
 
@@ -217,6 +224,8 @@ class NewTask:
 
         max_concurrency = d.pop("max_concurrency", UNSET)
 
+        rate_limit_key = d.pop("rate_limit_key", UNSET)
+
         new_task = cls(
             handler_name=handler_name,
             params=params,
@@ -232,6 +241,7 @@ class NewTask:
             required_labels=required_labels,
             concurrency_key=concurrency_key,
             max_concurrency=max_concurrency,
+            rate_limit_key=rate_limit_key,
         )
 
         return new_task

@@ -59,6 +59,8 @@ class Step:
                 the step fails with `bad_reference`.
             max_concurrency (int | Unset): With `concurrency_key`, how many tasks of the key may be claimable or running at
                 once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+            rate_limit_key (str | Unset): The rate limit of the step's task (P-RATE-1). May be a template (P-WF-12); it must
+                render to a valid rate limit key, else the step fails with `bad_reference`.
             parallel (list[Step] | Unset):
             branches (list[list[Step]] | Unset): `parallel` and `race`: each branch is a list of blocks run in order.
             semantics (StepSemantics | Unset): `race`: the only semantics: the first branch to complete wins.
@@ -94,6 +96,7 @@ class Step:
     headers: StepHeaders | Unset = UNSET
     concurrency_key: str | Unset = UNSET
     max_concurrency: int | Unset = UNSET
+    rate_limit_key: str | Unset = UNSET
     parallel: list[Step] | Unset = UNSET
     branches: list[list[Step]] | Unset = UNSET
     semantics: StepSemantics | Unset = UNSET
@@ -143,6 +146,8 @@ class Step:
         concurrency_key = self.concurrency_key
 
         max_concurrency = self.max_concurrency
+
+        rate_limit_key = self.rate_limit_key
 
         parallel: list[dict[str, Any]] | Unset = UNSET
         if not isinstance(self.parallel, Unset):
@@ -263,6 +268,8 @@ class Step:
             field_dict["concurrency_key"] = concurrency_key
         if max_concurrency is not UNSET:
             field_dict["max_concurrency"] = max_concurrency
+        if rate_limit_key is not UNSET:
+            field_dict["rate_limit_key"] = rate_limit_key
         if parallel is not UNSET:
             field_dict["parallel"] = parallel
         if branches is not UNSET:
@@ -354,6 +361,8 @@ class Step:
         concurrency_key = d.pop("concurrency_key", UNSET)
 
         max_concurrency = d.pop("max_concurrency", UNSET)
+
+        rate_limit_key = d.pop("rate_limit_key", UNSET)
 
         _parallel = d.pop("parallel", UNSET)
         parallel: list[Step] | Unset = UNSET
@@ -482,6 +491,7 @@ class Step:
             headers=headers,
             concurrency_key=concurrency_key,
             max_concurrency=max_concurrency,
+            rate_limit_key=rate_limit_key,
             parallel=parallel,
             branches=branches,
             semantics=semantics,

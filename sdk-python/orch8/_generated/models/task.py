@@ -59,6 +59,7 @@ class Task:
         required_labels (TaskRequiredLabels): Worker labels a claimer must have (P-LABEL-1); `{}` for any worker.
         concurrency_key (None | str): Its concurrency key (P-KEY-1), or null.
         max_concurrency (int | None): Its key's limit as this task states it (P-KEY-1); null without a key.
+        rate_limit_key (None | str): Its rate limit's key (P-RATE-1), or null.
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
         waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
     """
@@ -92,6 +93,7 @@ class Task:
     required_labels: TaskRequiredLabels
     concurrency_key: None | str
     max_concurrency: int | None
+    rate_limit_key: None | str
     tenant: str | Unset = UNSET
     waiting: TaskWaiting | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -192,6 +194,9 @@ class Task:
         max_concurrency: int | None
         max_concurrency = self.max_concurrency
 
+        rate_limit_key: None | str
+        rate_limit_key = self.rate_limit_key
+
         tenant = self.tenant
 
         waiting: dict[str, Any] | Unset = UNSET
@@ -231,6 +236,7 @@ class Task:
                 "required_labels": required_labels,
                 "concurrency_key": concurrency_key,
                 "max_concurrency": max_concurrency,
+                "rate_limit_key": rate_limit_key,
             }
         )
         if tenant is not UNSET:
@@ -426,6 +432,13 @@ class Task:
 
         max_concurrency = _parse_max_concurrency(d.pop("max_concurrency"))
 
+        def _parse_rate_limit_key(data: object) -> None | str:
+            if data is None:
+                return data
+            return cast(None | str, data)
+
+        rate_limit_key = _parse_rate_limit_key(d.pop("rate_limit_key"))
+
         tenant = d.pop("tenant", UNSET)
 
         _waiting = d.pop("waiting", UNSET)
@@ -465,6 +478,7 @@ class Task:
             required_labels=required_labels,
             concurrency_key=concurrency_key,
             max_concurrency=max_concurrency,
+            rate_limit_key=rate_limit_key,
             tenant=tenant,
             waiting=waiting,
         )

@@ -24,7 +24,8 @@ class TaskWaiting:
             live worker has its required labels), `no_poller` (no worker polls its handler
             on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
             as their slots free), `concurrency_key` (held: `running` is how many tasks of its
-            key hold a slot, claimable or running, of the `cap`, P-KEY-1), `running` (`worker_id` holds its lease),
+            key hold a slot, claimable or running, of the `cap`, P-KEY-1), `rate_limited`
+            (waiting for a token of its rate limit, the next at `until`, P-RATE-1), `running` (`worker_id` holds its lease),
             `finished`. More reasons may come: show an unknown one by its `detail`.
              Example: handler_cap.
         detail (str): The reason as a sentence, with its numbers. Example: handler resize_image runs 4 tasks, its cap
