@@ -34,10 +34,10 @@ FILL = (
 )
 
 
-# The columns the latest migration adds (schema 10: concurrency keys, P-KEY-1), left out of
+# The columns the latest migration adds (schema 10: concurrency keys and rate limits), left out of
 # the digest of the rows as they were.
-_ADDED_COLUMNS = "concurrency_key, max_concurrency"
-_ADDED = "ARRAY['concurrency_key', 'max_concurrency']"
+_ADDED_COLUMNS = "concurrency_key, max_concurrency, rate_limit_key"
+_ADDED = "ARRAY['concurrency_key', 'max_concurrency', 'rate_limit_key']"
 _DIGEST = "SELECT md5(string_agg(({row})::text, ',' ORDER BY seq)) FROM tasks t"
 
 

@@ -153,7 +153,7 @@ def test_completion_probes_each_task_even_when_statistics_saw_no_running_task() 
     assert "SEARCH tasks USING INDEX sqlite_autoindex_tasks_1 (id=?)" in plan, plan
 
 
-def test_schema_v8_adds_concurrency_keys_and_keeps_every_task(tmp_path: Path) -> None:
+def test_schema_v8_adds_keys_and_rate_limits_and_keeps_every_task(tmp_path: Path) -> None:
     """P-KEY-1: a v7 file with tasks opens as v8; each task is as it was, without a key,
     and the key's indexes exist (held tasks stay out of the claim indexes, P-KEY-2)."""
     path = tmp_path / "v7.db"
@@ -180,7 +180,8 @@ def test_schema_v8_adds_concurrency_keys_and_keeps_every_task(tmp_path: Path) ->
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         after = c.execute("SELECT * FROM tasks ORDER BY seq").fetchall()
-        assert [row[:-2] for row in after] == before
-        assert {row[-2:] for row in after} == {(None, None)}
+        assert [row[:-3] for row in after] == before
+        assert {row[-3:] for row in after} == {(None, None, None)}  # keys, rate limit key
         indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert {"tasks_held", "tasks_key_slots", "tasks_good_until"} <= indexes
+        assert {"tasks_held", "tasks_key_slots", "tasks_good_until", "tasks_rate_held"} <= indexes
+        assert c.execute("SELECT COUNT(*) FROM rate_limits").fetchone()[0] == 0

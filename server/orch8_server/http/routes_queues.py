@@ -1,5 +1,5 @@
-"""Routes of queue statistics and operator controls: pause, resume, running caps
-(P-OBS-1, P-OBS-4, P-CTRL-1..3)."""
+"""Routes of queue statistics and operator controls: pause, resume, running caps, rate
+limits (P-OBS-1, P-OBS-4, P-CTRL-1..3, P-RATE-4)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from orch8_server.lifecycle.engine import Engine
 from orch8_server.lifecycle.queues import queue_stats
 
 if TYPE_CHECKING:
-    from orch8_server._generated.models import RunningLimit
+    from orch8_server._generated.models import RateLimitSettings, RunningLimit
 
 
 def _engine(call: Call[Any]) -> Engine:
@@ -59,3 +59,20 @@ async def set_handler_limit(call: Call[RunningLimit]) -> Response:
     return json_response(
         await _controls(call).set_handler_limit(call.tenant, handler, call.body["max_running"])
     )
+
+
+@operation("listRateLimits")
+async def list_rate_limits(call: Call[None]) -> Response:
+    return json_response(await _engine(call).rate_limits.list(call.tenant))
+
+
+@operation("setRateLimit")
+async def set_rate_limit(call: Call[RateLimitSettings]) -> Response:
+    key = call.params["key"]
+    return json_response(await _engine(call).rate_limits.set(call.tenant, key, call.body))
+
+
+@operation("deleteRateLimit")
+async def delete_rate_limit(call: Call[None]) -> Response:
+    await _engine(call).rate_limits.delete(call.tenant, call.params["key"])
+    return Response(status_code=204)

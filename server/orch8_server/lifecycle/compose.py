@@ -23,6 +23,7 @@ from orch8_server.lifecycle.history import FLUSH_S, History
 from orch8_server.lifecycle.leases import Leases
 from orch8_server.lifecycle.observe import TaskObserver
 from orch8_server.lifecycle.pollers import PollerRegistry
+from orch8_server.lifecycle.rate_limits import RateLimits
 from orch8_server.lifecycle.state import RunState
 from orch8_server.lifecycle.tasks import Tasks
 from orch8_server.lifecycle.workers import Workers
@@ -87,7 +88,7 @@ def build(settings: Settings, storage: Storage, spans: ServerSpans | None = None
         metrics=metrics, dispatcher=dispatcher, pollers=pollers, history=history,
         backpressure=backpressure, controls=controls, tasks=tasks, leases=leases,
         workers=workers, workflows=workflows, services=services, work=work,
-        clock=TestClock(storage, services),
+        clock=TestClock(storage, services), rate_limits=RateLimits(storage, work),
     )  # fmt: skip
 
 

@@ -52,8 +52,10 @@ class Changes:
 @dataclass(slots=True)
 class UnitOfWork(Changes):
     tx: Tx | None = None
-    # (tenant, concurrency key) of every keyed task this unit moved: admitted before commit
+    # (tenant, concurrency key) of every keyed task this unit moved, and (tenant, rate limit
+    # key) of every paced one: admitted before commit (P-KEY-3, P-RATE-3)
     keys: set[tuple[str, str]] = field(default_factory=set)
+    rate_keys: set[tuple[str, str]] = field(default_factory=set)
 
     @property
     def db(self) -> Tx:
@@ -62,11 +64,13 @@ class UnitOfWork(Changes):
 
     async def apply(self, t: Transition) -> Row:
         """Store a transition (the task's columns, the ended attempt) and record it."""
-        fields, key = t.fields, t.task["concurrency_key"]
+        fields, key, rate_key = t.fields, t.task["concurrency_key"], t.task["rate_limit_key"]
         if key is not None:  # P-KEY-1, P-KEY-3: its key's slots are counted again
             self.keys.add((t.task["tenant"], key))
-            if fields.get("status") == "pending":  # back in its key's queue for a slot
-                fields = {**fields, "status": "held"}
+        if rate_key is not None:  # P-RATE-3: each start takes a token
+            self.rate_keys.add((t.task["tenant"], rate_key))
+        if fields.get("status") == "pending" and (key is not None or rate_key is not None):
+            fields = {**fields, "status": "held"}  # back in its key's queue
         await self.db.update_task(t.task["id"], fields)
         if t.attempt is not None:
             await self.db.insert_attempt(t.attempt)
@@ -255,12 +259,20 @@ class Work:
             yield uow
             for hook in self._hooks:
                 await hook(uow)
-            keys = uow.keys
+            keys, rate_keys = uow.keys, uow.rate_keys
             for row in uow.created:
-                if row["status"] == "held":  # P-KEY-1: new, and waiting for a slot
-                    keys.add((row["tenant"], row["concurrency_key"]))
+                if row["status"] == "held":  # P-KEY-1, P-RATE-1: new, waiting to be admitted
+                    if row["concurrency_key"] is not None:
+                        keys.add((row["tenant"], row["concurrency_key"]))
+                    else:
+                        rate_keys.add((row["tenant"], str(row["rate_limit_key"])))
             if keys or tx.touched:  # P-KEY-3: before commit, so no freed slot stays empty
                 uow.promoted += await tx.admit(keys, uow.now)
+            if rate_keys or tx.touched_rate:  # P-RATE-3
+                admitted = await tx.admit_rate(rate_keys, uow.now)
+                uow.promoted += admitted.labels
+                if admitted.timer is not None:  # the next token: the scheduled-task timer
+                    uow.timer = min(admitted.timer, uow.timer or admitted.timer)
         uow.tx = None
         await self._effects.apply(uow)
 

@@ -20,6 +20,7 @@ from orch8_server.lifecycle.effects import Changes, Work
 from orch8_server.lifecycle.history import History
 from orch8_server.lifecycle.leases import Leases
 from orch8_server.lifecycle.pollers import PollerRegistry
+from orch8_server.lifecycle.rate_limits import RateLimits
 from orch8_server.lifecycle.state import RunState
 from orch8_server.lifecycle.tasks import Tasks
 from orch8_server.lifecycle.workers import Workers
@@ -55,6 +56,7 @@ class Engine:
     services: list[Service]
     work: Work
     clock: TestClock  # P-CLOCK-1..5: GET /clock, POST /clock/advance
+    rate_limits: RateLimits  # P-RATE-1..5
     # `on_give_up` is how the process learns that start-up stopped trying to reach the
     # database (it exits non-zero; the reason is in `gave_up`), P-OBS-6.
     gave_up: str | None = None

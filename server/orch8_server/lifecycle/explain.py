@@ -49,14 +49,16 @@ async def waiting(
             return _hold("retry_backoff", f"attempt {task['attempt']} failed; it is "
                          f"claimable again at {until} (P-RETRY-1)", until=until)  # fmt: skip
         return _hold("scheduled", f"it is claimable from {until} on", until=until)
-    key = task["concurrency_key"]
-    if key is not None:  # P-KEY-1: the wire says pending; the stored row says held or not
-        row = await storage.get_task(task["id"])
-        if row is not None and row["status"] == "held":
+    key, rate_key = task["concurrency_key"], task["rate_limit_key"]
+    # P-KEY-1, P-RATE-1: the wire says pending; the stored row says held or not
+    row = await storage.get_task(task["id"]) if key or rate_key else None
+    if row is not None and row["status"] == "held":
+        if key is not None:
             taken, cap = await storage.key_slots(tenant, key), task["max_concurrency"]
             return _hold("concurrency_key", f"{taken} task(s) of concurrency key {key} hold "
                          f"its {cap} slot(s); it is admitted when one ends (P-KEY-3)",
                          running=taken, cap=cap)  # fmt: skip
+        return await _rate_limited(storage, tenant, str(rate_key))
     queues, handlers = await storage.controls()
     control = next((q for q in queues if q["tenant"] == tenant and q["queue_name"] == queue), None)
     cap = next((h["max_running"] for h in handlers
@@ -87,3 +89,17 @@ async def waiting(
                      "(P-OBS-1)", pollers=0)  # fmt: skip
     return _hold("claimable", f"{count} worker(s) poll handler {handler} on queue {queue}; "
                  "it is handed out as their slots free", pollers=count)  # fmt: skip
+
+
+async def _rate_limited(storage: Storage, tenant: str, key: str) -> TaskWaiting:
+    limits = await storage.rate_limits(tenant, key)
+    if not limits:  # removed a moment ago: it is being admitted (P-RATE-4)
+        return _hold("rate_limited", f"rate limit {key} was removed; it is admitted now")
+    limit = limits[0]
+    pace = f"rate limit {key} ({limit['lim']} per {limit['period_ms']} ms, burst {limit['burst']})"
+    if limit["next_at"] is None:  # P-RATE-2: `burst` admitted tasks wait for workers
+        return _hold("rate_limited", f"{pace}: {limit['burst']} admitted task(s) wait for a "
+                     "worker; it is admitted as they are claimed (P-RATE-2)")  # fmt: skip
+    until = timefmt.iso(limit["next_at"])
+    return _hold("rate_limited", f"{pace}: waiting for a token, the next at {until} (P-RATE-3)",
+                 until=until)  # fmt: skip

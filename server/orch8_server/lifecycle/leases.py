@@ -174,6 +174,10 @@ class Leases:
         rows, expired = await claim_across(queues, weights, limit, claim_one, self.rng)
         if rows or expired:  # each claim committed by itself: its effects follow
             await self.work.applied(Changes(now, claimed=rows, expired=expired))
+            paced = {(r["tenant"], r["rate_limit_key"]) for r in rows if r["rate_limit_key"]}
+            if paced:  # P-RATE-2: a claimed admitted task lets the next held one in
+                async with self.work() as uow:
+                    uow.rate_keys |= paced
         return [views.claimed_task(row) for row in rows]
 
     # Lease resolution (P-LEASE-3, P-LEASE-4, P-IDEM-1, P-CANCEL-2) -----------------------

@@ -1,6 +1,6 @@
 """The reaper's jobs, each run by its own service (services.py, wired in compose.py):
 expired leases (P-LEASE-6), overdue tasks (P-EXPIRE-1), due scheduled tasks (the
-fallback of the timer, P-STATE-2), held tasks of keys nothing holds (P-KEY-3). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
+fallback of the timer, P-STATE-2), held tasks of keys nothing holds and of rate limits (P-KEY-3, P-RATE-3). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
 
 from __future__ import annotations
 
@@ -52,3 +52,6 @@ async def admit_stranded(work: Work) -> None:
                 extra={"keys": len(stranded), "first": f"{stranded[0][0]}/{stranded[0][1]}"},
             )
             uow.keys.update(stranded)
+        # P-RATE-3's net too: rate keys with held tasks are looked at again (a crash between
+        # a claim and the admission it allows); a key with nothing to admit changes nothing.
+        uow.rate_keys.update(await uow.db.paced_keys(BATCH))

@@ -59,6 +59,7 @@ def new_task_row(
     if good_until is not None and good_until <= now:
         status, finished_at = "expired", now  # P-EXPIRE-1: already past its deadline
     key, limit = body.get("concurrency_key"), body.get("max_concurrency")
+    rate_key = body.get("rate_limit_key")
     if key is None:
         if limit is not None:  # P-KEY-5
             raise _field_problem(
@@ -66,8 +67,13 @@ def new_task_row(
             )
     else:
         limit = 1 if limit is None else int(limit)  # P-KEY-1
-        if status == "pending":  # claimable once the unit's admission gives it a slot
-            status = "held"
+        if rate_key is not None:  # P-RATE-5
+            raise _field_problem(
+                f"{pointer}/rate_limit_key",
+                "a task names a concurrency_key or a rate_limit_key, not both",
+            )
+    if status == "pending" and (key is not None or rate_key is not None):
+        status = "held"  # claimable once the unit's admission gives it a slot or a token
     return {
         "id": ids.task_id(),
         "handler_name": body["handler_name"],
@@ -101,6 +107,7 @@ def new_task_row(
         "tenant": tenant,  # P-TEN-1
         "concurrency_key": key,
         "max_concurrency": limit,
+        "rate_limit_key": rate_key,
     }
 
 

@@ -66,6 +66,7 @@ def task(row: Row) -> Task:
         "required_labels": row.get("required_labels") or {},  # P-LABEL-1
         "concurrency_key": row["concurrency_key"],  # P-KEY-1
         "max_concurrency": row["max_concurrency"],
+        "rate_limit_key": row["rate_limit_key"],  # P-RATE-1
     }
 
 

@@ -15,6 +15,8 @@ a long chain of blocks that end at once (empty routes, zero-item loops) needs no
 
 from __future__ import annotations
 
+import json
+import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +31,9 @@ from orch8_server.storage.base import Row
 FINAL = ("completed", "failed", "cancelled")
 BAD_REFERENCE = "bad_reference"
 MAX_SUB_DEPTH = 16  # P-WF-13: sub-sequences nest at most this deep
+# What a rendered step key must be: the contract's ConcurrencyKey and RateLimitKey
+_CONCURRENCY_KEY = re.compile(r"(?s).{1,200}")
+_RATE_LIMIT_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 # What a task of an instance does (P-WF-4): a step, a step's fallback, the on_error step;
 # `sub` names the idempotency key of a sub_sequence's child instance.
 STEP, FALLBACK, ON_ERROR_TASK, SUB = "step", "fallback", "on_error", "sub"
@@ -239,7 +244,7 @@ class Machine:
         inner = self._internal(rec)
         kind, key, scope = block.type, rec["key"], scope_of(rec)
         if kind == "step":
-            self._start_leaf(rec, block.spec, block.params, STEP, key_of=block.key)
+            self._start_leaf(rec, block.spec, block.params, STEP, block.key, block.rate_key)
         elif kind in ("parallel", "race"):
             inner.update(done=0, failed=0)
             for lane in block.lanes:
@@ -347,21 +352,24 @@ class Machine:
         self.subs.append(SubStart(rec, spec["sequence_name"], spec.get("version"), value, key))
 
     def _start_leaf(self, rec: dict[str, Any], action: dict[str, Any],
-                    params_of: Renderer | None, kind: str, error: Any = None,
-                    key_of: Renderer | None = None) -> None:  # fmt: skip
+                    params_of: Renderer | None, kind: str, key_of: Renderer | None = None,
+                    rate_key_of: Renderer | None = None, error: Any = None) -> None:  # fmt: skip
         rec.update(status="running", started_at=rec["started_at"] or self.now, task_id=None)
         try:
             lookup = self._lookup(rec, error=error)
             params = params_of.render(lookup) if params_of else {}
-            if key_of is not None:  # P-KEY-5: the step's concurrency key, rendered
-                key = key_of.render(lookup)
-                if not isinstance(key, str) or not 1 <= len(key) <= 200:
+            for name, of, valid in (("concurrency_key", key_of, _CONCURRENCY_KEY),
+                                    ("rate_limit_key", rate_key_of, _RATE_LIMIT_KEY)):  # fmt: skip
+                if of is None:
+                    continue
+                key = of.render(lookup)  # P-KEY-5, P-RATE-5: the step's key, rendered
+                if not isinstance(key, str) or not valid.fullmatch(key):
                     self._leaf_failed(rec, failure(
-                        "concurrency_key must render to a string of 1-200 characters",
-                        BAD_REFERENCE, {"concurrency_key": key},
+                        f"{name} rendered to {json.dumps(key)[:200]}, not a valid key",
+                        BAD_REFERENCE, {name: key},
                     ), fallback_done=kind != STEP)  # fmt: skip
                     return
-                action = {**action, "concurrency_key": key}
+                action = {**action, name: key}
         except (BadReference, ex.EvaluationError) as exc:  # P-WF-2: a permanent failure
             self._leaf_failed(rec, failure(
                 f"reference {exc.path} has no value" if isinstance(exc, BadReference)
@@ -463,7 +471,8 @@ class Machine:
             return
         rec = record(ON_ERROR)
         self.state["on_error"] = rec
-        self._start_leaf(rec, self.tree.on_error, self.tree.on_error_params, ON_ERROR_TASK, error)
+        self._start_leaf(rec, self.tree.on_error, self.tree.on_error_params, ON_ERROR_TASK,
+                         error=error)  # fmt: skip
 
     def _finish_failed(self) -> None:
         self.inst.update(status="failed", error=self.state["failure"], finished_at=self.now)
@@ -548,7 +557,8 @@ class Machine:
         block = self.tree.blocks[rec["id"]]
         if "fallback" in block.spec and not fallback_done:
             rec.update(fallback=True, error=error)
-            self._start_leaf(rec, block.spec["fallback"], block.fallback_params, FALLBACK, error)
+            self._start_leaf(rec, block.spec["fallback"], block.fallback_params, FALLBACK,
+                             error=error)  # fmt: skip
             return
         self._fail(rec, error)
 

@@ -39,6 +39,7 @@ FIELDS: dict[str, set[str]] = {
         "headers",
         "concurrency_key",
         "max_concurrency",
+        "rate_limit_key",
     },
     "parallel": {"branches"},
     "race": {"branches", "semantics"},
@@ -82,6 +83,7 @@ class Block:
     lanes: dict[str, list[str]] = field(default_factory=dict)  # container: lane -> ids
     params: Renderer | None = None  # step params, sub_sequence input
     key: Renderer | None = None  # a step's concurrency_key (P-KEY-5)
+    rate_key: Renderer | None = None  # a step's rate_limit_key (P-RATE-5)
     fallback_params: Renderer | None = None
     condition: ex.Expr | None = None  # loop
     routes: list[ex.Expr] = field(default_factory=list)  # router
@@ -422,6 +424,13 @@ class _Compiler:
                 )
             elif "max_concurrency" in spec:  # P-KEY-5
                 self.err(f"{ptr}/max_concurrency", "max_concurrency needs a concurrency_key")
+            if "rate_limit_key" in spec:
+                if "concurrency_key" in spec:  # P-RATE-5
+                    self.err(f"{ptr}/rate_limit_key",
+                             "a step names a concurrency_key or a rate_limit_key, not both")  # fmt: skip
+                block.rate_key = self.renderer(
+                    spec["rate_limit_key"], f"{ptr}/rate_limit_key", block, extra
+                )
             self.check_sleep(spec, ptr)
             if "fallback" in spec:
                 block.fallback_params = self.renderer(

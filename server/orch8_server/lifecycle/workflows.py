@@ -269,7 +269,8 @@ class Workflows:
                 context["step_key"] = rec["key"]
             body = {"handler_name": a["handler"], "params": a.get("params", {}),
                     "context": context, "headers": {**a.get("headers", {}), **trace}}  # fmt: skip
-            for name in ("queue_name", "priority", "retry", "concurrency_key", "max_concurrency"):
+            for name in ("queue_name", "priority", "retry", "concurrency_key", "max_concurrency",
+                         "rate_limit_key"):  # fmt: skip
                 if name in a:
                     body[name] = a[name]
             row = new_task_row(body, now, "", inst["tenant"])

@@ -15,6 +15,7 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
     AttemptRow,
     ClaimedRow,
@@ -29,6 +30,7 @@ from orch8_server.storage.rows import (
     QueueMinuteCounts,
     QueueMinuteRow,
     QueueStatsRow,
+    RateLimitRow,
     SequenceRow,
     TaskRow,
     TaskUpdate,
@@ -228,6 +230,25 @@ class Tx(Protocol):
         """Keys with held tasks and no task in a slot: nothing would ever admit them (a
         crash between a slot's release and the admission)."""
 
+    # Rate limits (P-RATE-1..5): (tenant, key) pairs of limits or tasks this transaction's
+    # own statements changed (promote_due, expire_overdue, set/delete_rate_limit).
+    touched_rate: set[tuple[str, str]]
+
+    async def admit_rate(self, keys: set[tuple[str, str]], now: int) -> Admitted:
+        """P-RATE-1..3: for each (tenant, rate key), held -> pending in claim order while
+        the bucket has tokens and fewer than `burst` are admitted and unclaimed; stores the
+        bucket and the next token's instant (None: nothing waits for one)."""
+
+    async def paced_keys(self, limit: int) -> list[tuple[str, str]]:
+        """(tenant, rate key) pairs with held tasks."""
+
+    async def set_rate_limit(
+        self, tenant: str, key: str, limit: int, period_ms: int, burst: int, now: int
+    ) -> None: ...
+
+    async def delete_rate_limit(self, tenant: str, key: str) -> bool:
+        """True when the key had a limit."""
+
     async def running_tasks_of(self, tenant: str, worker_id: str) -> list[TaskRow]: ...
 
     async def get_worker(self, tenant: str, worker_id: str) -> WorkerRow | None: ...
@@ -274,6 +295,9 @@ class Storage(Protocol):
         """The tenant's counts per (queue, handler) with an unfinished or failed task."""
 
     async def next_scheduled_at(self) -> int | None: ...
+
+    async def rate_limits(self, tenant: str, key: str | None = None) -> list[RateLimitRow]:
+        """The tenant's rate limits (one, with `key`), by key, with their held counts."""
 
     async def key_slots(self, tenant: str, key: str) -> int:
         """How many tasks of a concurrency key hold a slot: pending or running (P-KEY-1)."""

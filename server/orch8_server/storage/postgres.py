@@ -51,6 +51,7 @@ from orch8_server.storage.rows import (
     QueueMinuteCounts,
     QueueMinuteRow,
     QueueStatsRow,
+    RateLimitRow,
     TaskRow,
     TenantRow,
     WorkerRow,
@@ -369,8 +370,22 @@ class PgStorage:
         return rows
 
     async def next_scheduled_at(self) -> int | None:
-        row = await self._fetchrow("SELECT min(run_at) AS at FROM tasks WHERE status = 'scheduled'")
+        row = await self._fetchrow(  # P-RATE-3: a rate limit's next token too
+            "SELECT least((SELECT min(run_at) FROM tasks WHERE status = 'scheduled'), "
+            "(SELECT min(next_at) FROM rate_limits WHERE next_at IS NOT NULL)) AS at"
+        )
         return None if row is None else row["at"]
+
+    async def rate_limits(self, tenant: str, key: str | None = None) -> list[RateLimitRow]:
+        rows: list[RateLimitRow] = await self._fetch(
+            f"SELECT key, {postgres_keys.RATE_COLUMNS}, (SELECT count(*) FROM tasks t "
+            "WHERE t.tenant = r.tenant AND t.rate_limit_key = r.key AND t.status = 'held') "
+            "AS held FROM rate_limits r WHERE tenant = $1 AND ($2::text IS NULL OR key = $2) "
+            "ORDER BY key",
+            tenant,
+            key,
+        )
+        return rows
 
     async def next_expiry_at(self) -> int | None:
         row = await self._fetchrow(

@@ -36,7 +36,7 @@ _TYPES = {
     "lease_ms": "bigint", "lease_started_at": "bigint", "output": "json", "error": "json",
     "checkpoint": "json", "progress": "json", "cancel_reason": "text", "tenant": "text",
     "required_labels": "jsonb", "task_id": "text", "concurrency_key": "text",
-    "max_concurrency": "integer",
+    "max_concurrency": "integer", "rate_limit_key": "text",
     "ended_at": "bigint", "outcome": "text", "reply": "json",
 }  # fmt: skip
 

@@ -1,5 +1,6 @@
-"""Concurrency keys on PostgreSQL (P-KEY-1..6): admission of held tasks to their key's
-slots, serialised per key across replicas.
+"""Concurrency keys and rate limits on PostgreSQL (P-KEY-1..6, P-RATE-1..5): admission of
+held tasks to their key's slots or their rate limit's tokens, serialised per key across
+replicas (a rate limit on its row's lock; the token arithmetic is rate_buckets.py's).
 
 Each key's admission takes a transaction-level advisory lock on the key first, then counts
 the key's slot holders in a new statement (READ COMMITTED: it sees every admission that
@@ -17,6 +18,9 @@ afterwards. Waiting for it instead could deadlock (that transaction waits for ou
 from __future__ import annotations
 
 import asyncpg
+
+from orch8_server.storage import rate_buckets
+from orch8_server.storage.rate_buckets import Admitted
 
 # The two-int advisory lock space does not overlap the one-bigint space of the migration
 # lock (postgres_schema.MIGRATION_LOCK); 0x4B4559 is "KEY".
@@ -45,10 +49,10 @@ _ADMIT = (
 _STRANDED = (
     "WITH RECURSIVE k AS ("
     "(SELECT tenant, concurrency_key FROM tasks WHERE status = 'held' "
-    "ORDER BY tenant, concurrency_key LIMIT 1) "
+    "AND concurrency_key IS NOT NULL ORDER BY tenant, concurrency_key LIMIT 1) "
     "UNION ALL SELECT n.tenant, n.concurrency_key FROM k, LATERAL ("
     "SELECT tenant, concurrency_key FROM tasks WHERE status = 'held' "
-    "AND (tenant, concurrency_key) > (k.tenant, k.concurrency_key) "
+    "AND concurrency_key IS NOT NULL AND (tenant, concurrency_key) > (k.tenant, k.concurrency_key) "
     "ORDER BY tenant, concurrency_key LIMIT 1) n) "
     "SELECT tenant, concurrency_key FROM k WHERE NOT EXISTS (SELECT 1 FROM tasks o "
     "WHERE o.tenant = k.tenant AND o.concurrency_key = k.concurrency_key "
@@ -69,3 +73,51 @@ async def admit(
 
 async def stranded(conn: asyncpg.Connection, limit: int) -> list[tuple[str, str]]:
     return [(r[0], r[1]) for r in await conn.fetch(_STRANDED, limit)]
+
+
+# Rate keys with held tasks (tasks_rate_held), for the safety net's look (reaper.py).
+PACED = (
+    "SELECT DISTINCT tenant, rate_limit_key FROM tasks WHERE status = 'held' "
+    "AND rate_limit_key IS NOT NULL LIMIT $1"
+)
+RATE_COLUMNS = "lim, period_ms, burst, tokens, refilled_at, next_at, updated_at"
+_RATE_ROW = f"SELECT {RATE_COLUMNS} FROM rate_limits WHERE tenant = $1 AND key = $2 FOR UPDATE"
+_RATE_READY = (
+    "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = $1 AND rate_limit_key = $2 "
+    "AND status = 'pending' LIMIT $3) r"
+)
+# The head of the key's held tasks in claim order; SKIP LOCKED as in _ADMIT.
+_RATE_ADMIT = (
+    "UPDATE tasks t SET status = 'pending', updated_at = $4 FROM (SELECT id FROM tasks "
+    "WHERE tenant = $1 AND rate_limit_key = $2 AND status = 'held' ORDER BY priority, seq "
+    "LIMIT $3 FOR UPDATE SKIP LOCKED) h WHERE t.id = h.id "
+    "RETURNING t.tenant, t.queue_name, t.handler_name"
+)
+_RATE_MORE = (
+    "SELECT EXISTS (SELECT 1 FROM tasks WHERE tenant = $1 AND rate_limit_key = $2 "
+    "AND status = 'held')"
+)
+
+
+async def admit_rate(conn: asyncpg.Connection, keys: set[tuple[str, str]], now: int) -> Admitted:
+    """In the caller's transaction: each limit's row stays locked until it ends."""
+    out = Admitted()
+    for tenant, key in sorted(keys):
+        limit = await conn.fetchrow(_RATE_ROW, tenant, key)
+        if limit is None:  # P-RATE-4: no limit, no pace
+            rows = await conn.fetch(_RATE_ADMIT, tenant, key, None, now)
+        else:
+            bucket = rate_buckets.Bucket(*list(limit.values())[:5])
+            ready = await conn.fetchval(_RATE_READY, tenant, key, bucket.burst)
+            want = bucket.room(now, ready)
+            rows = await conn.fetch(_RATE_ADMIT, tenant, key, want, now) if want else []
+            more = await conn.fetchval(_RATE_MORE, tenant, key)
+            next_at = bucket.take(len(rows), now, ready + len(rows), more)
+            await conn.execute(
+                "UPDATE rate_limits SET tokens = $3, refilled_at = $4, next_at = $5 "
+                "WHERE tenant = $1 AND key = $2",
+                tenant, key, bucket.tokens, now, next_at,
+            )  # fmt: skip
+            out.arm(next_at)
+        out.labels += [(r[0], r[1], r[2]) for r in rows]
+    return out

@@ -299,17 +299,38 @@ BEGIN
 END $$;
 """
 
-# Concurrency keys (contract 1.10.0, P-KEY-1..6), as in SQLite's version 8: a task over its
-# key's limit is stored `held`, outside the claim indexes (P-KEY-2); tasks_held is each
-# key's queue in claim order, tasks_key_slots counts its slot holders. The open-status
-# list index and the expiry index take `held` in, so lists of `pending` (which include
-# held tasks, P-KEY-6) and the expiry sweep keep using them.
+# Concurrency keys and rate limits (contract 1.10.0, P-KEY-1..6, P-RATE-1..5), as in
+# SQLite's version 8: a task over its key's limit or waiting for a token is stored `held`,
+# outside the claim indexes (P-KEY-2); tasks_held / tasks_rate_held are each key's queue
+# in claim order, tasks_key_slots counts a key's slot holders, tasks_rate_ready a rate
+# key's admitted and unclaimed tasks (P-RATE-2). The open-status list index and the expiry
+# index take `held` in, so lists of `pending` (which include held tasks, P-KEY-6) and the
+# expiry sweep keep using them.
 _V10 = """
 ALTER TABLE tasks ADD COLUMN concurrency_key text;
 ALTER TABLE tasks ADD COLUMN max_concurrency integer;
-CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq) WHERE status = 'held';
+ALTER TABLE tasks ADD COLUMN rate_limit_key text;
+CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq)
+    WHERE status = 'held' AND concurrency_key IS NOT NULL;
 CREATE INDEX tasks_key_slots ON tasks (tenant, concurrency_key)
     WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'running');
+CREATE INDEX tasks_rate_held ON tasks (tenant, rate_limit_key, priority, seq)
+    WHERE status = 'held' AND rate_limit_key IS NOT NULL;
+CREATE INDEX tasks_rate_ready ON tasks (tenant, rate_limit_key)
+    WHERE status = 'pending' AND rate_limit_key IS NOT NULL;
+CREATE TABLE rate_limits (
+    tenant text NOT NULL,
+    key text NOT NULL,
+    lim integer NOT NULL,
+    period_ms bigint NOT NULL,
+    burst integer NOT NULL,
+    tokens double precision NOT NULL,
+    refilled_at bigint NOT NULL,
+    next_at bigint,
+    updated_at bigint NOT NULL,
+    PRIMARY KEY (tenant, key)
+);
+CREATE INDEX rate_limits_next ON rate_limits (next_at) WHERE next_at IS NOT NULL;
 DROP INDEX tasks_good_until;
 CREATE INDEX tasks_good_until ON tasks (good_until)
     WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');

@@ -39,6 +39,7 @@ from orch8_server.storage.postgres_bulk import (
 )
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_workflows import PostgresWorkflows
+from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
     COMPLETED_COLUMNS,
@@ -126,6 +127,7 @@ class PgTx:
         ] = {}  # statement -> argument tuples, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
         self.touched: set[tuple[str, str]] = set()
+        self.touched_rate: set[tuple[str, str]] = set()
 
     async def _write(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> None:
         if self._written_by.get(key, sql) != sql:
@@ -271,16 +273,24 @@ class PgTx:
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         await self.flush()
         self._locked.clear()
-        # P-KEY-3: a keyed task that falls due queues for a slot of its key (admit)
+        # P-KEY-3, P-RATE-3: a keyed task that falls due queues for a slot or a token
         rows = await self.c.fetch(
-            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL THEN 'pending' "
-            "ELSE 'held' END, updated_at = $1 WHERE id IN ("
-            "SELECT id FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
-            "FOR UPDATE SKIP LOCKED) RETURNING tenant, queue_name, handler_name, concurrency_key",
+            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL "
+            "AND rate_limit_key IS NULL THEN 'pending' ELSE 'held' END, updated_at = $1 "
+            "WHERE id IN (SELECT id FROM tasks WHERE status = 'scheduled' AND run_at <= $1 "
+            "FOR UPDATE SKIP LOCKED) "
+            "RETURNING tenant, queue_name, handler_name, concurrency_key, rate_limit_key",
             now,
         )
         self.touched.update((r[0], r[3]) for r in rows if r[3] is not None)
-        return sorted({(r[0], r[1], r[2]) for r in rows if r[3] is None})
+        self.touched_rate.update((r[0], r[4]) for r in rows if r[4] is not None)
+        due = await self.c.fetch(  # P-RATE-3: rate limits whose next token came
+            "UPDATE rate_limits SET next_at = NULL WHERE (tenant, key) IN (SELECT tenant, key "
+            "FROM rate_limits WHERE next_at <= $1 FOR UPDATE SKIP LOCKED) RETURNING tenant, key",
+            now,
+        )
+        self.touched_rate.update((r[0], r[1]) for r in due)
+        return sorted({(r[0], r[1], r[2]) for r in rows if r[3] is None and r[4] is None})
 
     async def expire_overdue(self, now: int) -> int:
         await self.flush()
@@ -289,10 +299,11 @@ class PgTx:
             "UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
             "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
             "AND status IN ('pending', 'scheduled', 'held') AND good_until <= $1 "
-            "FOR UPDATE SKIP LOCKED) RETURNING tenant, concurrency_key",
+            "FOR UPDATE SKIP LOCKED) RETURNING tenant, concurrency_key, rate_limit_key",
             now,
         )
         self.touched.update((r[0], r[1]) for r in rows if r[1] is not None)  # P-KEY-3
+        self.touched_rate.update((r[0], r[2]) for r in rows if r[2] is not None)  # P-RATE-2
         return len(rows)
 
     async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
@@ -303,6 +314,36 @@ class PgTx:
     async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
         await self.flush()
         return await postgres_keys.stranded(self.c, limit)
+
+    async def paced_keys(self, limit: int) -> list[tuple[str, str]]:
+        await self.flush()
+        return [(r[0], r[1]) for r in await self.c.fetch(postgres_keys.PACED, limit)]
+
+    async def admit_rate(self, keys: set[tuple[str, str]], now: int) -> Admitted:
+        await self.flush()  # BEGIN: the limits' row locks last until this transaction ends
+        self._locked.clear()  # rows written below bypass update_task
+        return await postgres_keys.admit_rate(self.c, keys | self.touched_rate, now)
+
+    async def set_rate_limit(
+        self, tenant: str, key: str, limit: int, period_ms: int, burst: int, now: int
+    ) -> None:
+        await self.flush()
+        await self.c.execute(  # P-RATE-4: a new limit starts full; a changed one keeps tokens
+            "INSERT INTO rate_limits (tenant, key, lim, period_ms, burst, tokens, refilled_at, "
+            "next_at, updated_at) VALUES ($1, $2, $3, $4, $5::integer, $5::float8, $6, NULL, $6) "
+            "ON CONFLICT (tenant, key) DO UPDATE SET lim = $3, period_ms = $4, burst = $5::integer, "
+            "tokens = least(rate_limits.tokens, $5::float8), updated_at = $6",
+            tenant, key, limit, period_ms, burst, now,
+        )  # fmt: skip
+        self.touched_rate.add((tenant, key))
+
+    async def delete_rate_limit(self, tenant: str, key: str) -> bool:
+        await self.flush()
+        status: str = await self.c.execute(
+            "DELETE FROM rate_limits WHERE tenant = $1 AND key = $2", tenant, key
+        )
+        self.touched_rate.add((tenant, key))  # P-RATE-4: its held tasks go at once
+        return status == "DELETE 1"
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         await self.flush()

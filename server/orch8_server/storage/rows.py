@@ -63,6 +63,7 @@ TASK_COLUMNS = (
     "tenant",  # P-TEN-1
     "concurrency_key",  # P-KEY-1, NULL for none
     "max_concurrency",
+    "rate_limit_key",  # P-RATE-1, NULL for none
 )
 ATTEMPT_COLUMNS = (
     "task_id",
@@ -81,6 +82,7 @@ CLAIM_COLUMNS = (
     "attempt", "max_attempts", "checkpoint", "good_until", "created_at", "started_at",
     "run_at",  # queue wait = started_at - max(created_at, run_at) (P-OBS-5)
     "tenant",
+    "rate_limit_key",  # P-RATE-2: a claim of an admitted task lets the next one in
 )  # fmt: skip
 CLAIM_JSON = ("params", "context", "headers", "checkpoint")  # spliced, never parsed
 # What complete_running returns: the outcome, the attempt record, metrics and spans need.
@@ -152,6 +154,7 @@ class NewTaskRow(TypedDict):
     tenant: str  # P-TEN-1
     concurrency_key: str | None  # P-KEY-1
     max_concurrency: int | None
+    rate_limit_key: str | None  # P-RATE-1
 
 
 class TaskRow(NewTaskRow):
@@ -205,6 +208,7 @@ class ClaimedRow(TypedDict):
     started_at: int
     run_at: int
     tenant: str
+    rate_limit_key: str | None  # P-RATE-2
     status: TaskStatus  # running; expired rows never leave the claim
     lease_id: str
     worker_id: str | None
@@ -386,3 +390,17 @@ class InstanceEventRow(TypedDict):
     task_id: str | None
     step_id: str | None
     run: int | None
+
+
+class RateLimitRow(TypedDict):
+    """A rate limit (P-RATE-1) with the count of its held tasks."""
+
+    key: str
+    lim: int
+    period_ms: int
+    burst: int
+    tokens: float
+    refilled_at: int
+    next_at: int | None
+    updated_at: int
+    held: int

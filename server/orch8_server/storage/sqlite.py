@@ -38,6 +38,7 @@ from orch8_server.storage.rows import (
     QueueMinuteCounts,
     QueueMinuteRow,
     QueueStatsRow,
+    RateLimitRow,
     TaskRow,
     TenantRow,
     WorkerRow,
@@ -281,10 +282,27 @@ class SqliteStorage:
 
     async def next_scheduled_at(self) -> int | None:
         await self._settled()
-        earliest: int | None = self.c.execute(
-            "SELECT MIN(run_at) FROM tasks WHERE status = 'scheduled'"
+        earliest: int | None = self.c.execute(  # P-RATE-3: a rate limit's next token too
+            "SELECT MIN(at) FROM (SELECT MIN(run_at) AS at FROM tasks WHERE status = 'scheduled' "
+            "UNION ALL SELECT MIN(next_at) FROM rate_limits WHERE next_at IS NOT NULL)"
         ).fetchone()[0]
         return earliest
+
+    async def rate_limits(self, tenant: str, key: str | None = None) -> list[RateLimitRow]:
+        await self._settled()
+        sql = (
+            f"SELECT key, {sqlite_keys.RATE_COLUMNS}, (SELECT COUNT(*) FROM tasks t "
+            "WHERE t.tenant = r.tenant AND t.rate_limit_key = r.key AND t.status = 'held') "
+            "FROM rate_limits r WHERE tenant = ?"
+        )
+        args: tuple[str, ...] = (tenant,)
+        if key is not None:
+            sql, args = sql + " AND key = ?", (tenant, key)
+        cols = ("key", *sqlite_keys.RATE_COLUMNS.split(", "), "held")
+        return [
+            cast(RateLimitRow, dict(zip(cols, r, strict=True)))
+            for r in self.c.execute(sql + " ORDER BY key", args)
+        ]
 
     async def key_slots(self, tenant: str, key: str) -> int:
         await self._settled()

@@ -280,16 +280,37 @@ _V6 = "DROP TRIGGER IF EXISTS tasks_instance_event"
 # P-AUTH-7: a worker belongs to the key that registered it.
 _V7 = "ALTER TABLE workers ADD COLUMN key_id TEXT"
 
-# Concurrency keys (contract 1.10.0, P-KEY-1..6). A task over its key's limit is stored as
-# status `held` (the wire says `pending`): the claim indexes cover `pending` rows only, so a
-# claim never reads a held task (P-KEY-2). tasks_held is each key's queue in claim order;
-# tasks_key_slots counts a key's slot holders. A held task still expires (P-KEY-6).
+# Concurrency keys and rate limits (contract 1.10.0, P-KEY-1..6, P-RATE-1..5). A task over
+# its key's limit, or waiting for a token, is stored as status `held` (the wire says
+# `pending`): the claim indexes cover `pending` rows only, so a claim never reads a held
+# task (P-KEY-2). tasks_held / tasks_rate_held are each key's queue in claim order;
+# tasks_key_slots counts a key's slot holders, tasks_rate_ready a rate key's admitted and
+# unclaimed tasks (P-RATE-2). A held task still expires (P-KEY-6).
 _V8 = """
 ALTER TABLE tasks ADD COLUMN concurrency_key TEXT;
 ALTER TABLE tasks ADD COLUMN max_concurrency INTEGER;
-CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq) WHERE status = 'held';
+ALTER TABLE tasks ADD COLUMN rate_limit_key TEXT;
+CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq)
+    WHERE status = 'held' AND concurrency_key IS NOT NULL;
 CREATE INDEX tasks_key_slots ON tasks (tenant, concurrency_key)
     WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'running');
+CREATE INDEX tasks_rate_held ON tasks (tenant, rate_limit_key, priority, seq)
+    WHERE status = 'held' AND rate_limit_key IS NOT NULL;
+CREATE INDEX tasks_rate_ready ON tasks (tenant, rate_limit_key)
+    WHERE status = 'pending' AND rate_limit_key IS NOT NULL;
+CREATE TABLE rate_limits (
+    tenant TEXT NOT NULL,
+    key TEXT NOT NULL,
+    lim INTEGER NOT NULL,
+    period_ms INTEGER NOT NULL,
+    burst INTEGER NOT NULL,
+    tokens REAL NOT NULL,
+    refilled_at INTEGER NOT NULL,
+    next_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, key)
+) WITHOUT ROWID;
+CREATE INDEX rate_limits_next ON rate_limits (next_at) WHERE next_at IS NOT NULL;
 DROP INDEX IF EXISTS tasks_good_until;
 CREATE INDEX tasks_good_until ON tasks (good_until)
     WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');

@@ -17,6 +17,7 @@ from typing import Any, cast
 
 from orch8_server.storage import sqlite_claim, sqlite_keys
 from orch8_server.storage.base import ClaimParams, completed_reply
+from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
     COMPLETED_COLUMNS,
@@ -97,6 +98,7 @@ class SqliteTx:
         self._writes: dict[str, list[Any]] = {}  # statement -> parameter rows, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
         self.touched: set[tuple[str, str]] = set()
+        self.touched_rate: set[tuple[str, str]] = set()
 
     def _write(self, key: tuple[Any, ...], sql: str, params: Any) -> None:
         if self._written_by.get(key, sql) != sql:
@@ -220,15 +222,24 @@ class SqliteTx:
     async def promote_due(self, now: int) -> list[tuple[str, str, str]]:
         self.flush()
         self._rows.clear()
-        # P-KEY-3: a keyed task that falls due queues for a slot of its key (admit)
+        # P-KEY-3, P-RATE-3: a keyed task that falls due queues for a slot or a token
         rows = self.c.execute(
-            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL THEN 'pending' "
-            "ELSE 'held' END, updated_at = ? WHERE status = 'scheduled' AND run_at <= ? "
-            "RETURNING tenant, queue_name, handler_name, concurrency_key",
+            "UPDATE tasks SET status = CASE WHEN concurrency_key IS NULL "
+            "AND rate_limit_key IS NULL THEN 'pending' ELSE 'held' END, updated_at = ? "
+            "WHERE status = 'scheduled' AND run_at <= ? "
+            "RETURNING tenant, queue_name, handler_name, concurrency_key, rate_limit_key",
             (now, now),
         ).fetchall()
-        self.touched.update((t, k) for t, _, _, k in rows if k is not None)
-        return sorted({(t, q, h) for t, q, h, k in rows if k is None})
+        self.touched.update((t, k) for t, _, _, k, _ in rows if k is not None)
+        self.touched_rate.update((t, r) for t, _, _, _, r in rows if r is not None)
+        # P-RATE-3: rate limits whose next token came
+        self.touched_rate.update(
+            self.c.execute(
+                "UPDATE rate_limits SET next_at = NULL WHERE next_at <= ? RETURNING tenant, key",
+                (now,),
+            ).fetchall()
+        )
+        return sorted({(t, q, h) for t, q, h, k, r in rows if k is None and r is None})
 
     async def expire_overdue(self, now: int) -> int:
         self.flush()
@@ -240,10 +251,11 @@ class SqliteTx:
         self.c.execute(sqlite_claim.EXPIRY_EVENTS.format(where=due), (now,))  # P-WF-5
         rows = self.c.execute(
             f"UPDATE tasks SET status = 'expired', finished_at = ?, updated_at = ? WHERE {due} "
-            "RETURNING tenant, concurrency_key",
+            "RETURNING tenant, concurrency_key, rate_limit_key",
             (now, now, now),
         ).fetchall()
-        self.touched.update((t, k) for t, k in rows if k is not None)  # P-KEY-3
+        self.touched.update((t, k) for t, k, _ in rows if k is not None)  # P-KEY-3
+        self.touched_rate.update((t, r) for t, _, r in rows if r is not None)  # P-RATE-2
         return len(rows)
 
     async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
@@ -254,6 +266,36 @@ class SqliteTx:
     async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
         self.flush()
         return sqlite_keys.stranded(self.c, limit)
+
+    async def paced_keys(self, limit: int) -> list[tuple[str, str]]:
+        self.flush()
+        return self.c.execute(sqlite_keys.PACED, (limit,)).fetchall()
+
+    async def admit_rate(self, keys: set[tuple[str, str]], now: int) -> Admitted:
+        self.flush()
+        self._rows.clear()  # rows written below bypass update_task
+        return sqlite_keys.admit_rate(self.c, keys | self.touched_rate, now)
+
+    async def set_rate_limit(
+        self, tenant: str, key: str, limit: int, period_ms: int, burst: int, now: int
+    ) -> None:
+        self.flush()
+        self.c.execute(  # P-RATE-4: a new limit starts full; a changed one keeps its tokens
+            "INSERT INTO rate_limits (tenant, key, lim, period_ms, burst, tokens, refilled_at, "
+            "next_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, NULL, ?6) "
+            "ON CONFLICT (tenant, key) DO UPDATE SET lim = ?3, period_ms = ?4, burst = ?5, "
+            "tokens = min(tokens, ?5), updated_at = ?6",
+            (tenant, key, limit, period_ms, burst, now),
+        )
+        self.touched_rate.add((tenant, key))
+
+    async def delete_rate_limit(self, tenant: str, key: str) -> bool:
+        self.flush()
+        gone = self.c.execute(
+            "DELETE FROM rate_limits WHERE tenant = ? AND key = ?", (tenant, key)
+        ).rowcount
+        self.touched_rate.add((tenant, key))  # P-RATE-4: its held tasks go at once
+        return gone == 1
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
         self.flush()
