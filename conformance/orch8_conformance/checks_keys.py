@@ -25,6 +25,8 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += key_slots(run, expect["key_slots"])
     for done, later in expect.get("done_before_last_start", {}).items():
         out += done_before_last_start(run, done, later)
+    if "attempt_order" in expect:
+        out += attempt_order(run, [(ref, n) for ref, n in expect["attempt_order"]])
     return out
 
 
@@ -113,3 +115,23 @@ def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]
                 "held tasks of a full key held it back (P-KEY-2)"
             )
     return out
+
+
+def attempt_order(run: ScenarioRun, wanted: list[tuple[str, int]]) -> list[str]:
+    """P-KEY-3: these attempts (task ref, attempt number) started in this order, e.g. a task
+    of the key ran while another waited for its retry, which then went ahead of younger ones."""
+    from .checks import ms
+
+    started = {}
+    try:
+        for ref, n in wanted:
+            attempts = {a["attempt"]: a for a in run.api.attempts(run.task_id(ref))}
+            if n not in attempts:
+                return [f"attempt_order: {ref} has no attempt {n} (it has {sorted(attempts)})"]
+            started[(ref, n)] = ms(attempts[n]["started_at"])
+    except ApiError as err:
+        return [f"attempt_order: cannot read the attempts back: {err}"]
+    got = sorted(wanted, key=lambda w: started[w])
+    if got == wanted:
+        return []
+    return [f"attempts started in the order {got}, expected {wanted} (P-KEY-3)"]
