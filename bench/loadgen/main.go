@@ -1,7 +1,8 @@
 // Command loadgen is the raw HTTP load client of `make bench`: net/http with keep-alive,
 // no SDK, so that what it measures is the server. Modes:
 //
-//	run      enqueue -> claim -> complete of -n tasks (after an uncounted warm-up)
+//	run      enqueue -> claim -> complete of -n tasks (after an uncounted warm-up);
+//	         -keys N gives task i the concurrency key k<i % N> with -key-limit (P-KEY-1)
 //	fill     enqueue -n tasks in batches of 100 (prefill for drain runs)
 //	drain    claim + complete until -n tasks are done (tasks already enqueued)
 //	latency  one worker waits in a long-poll; enqueue one task at a time, time to pickup
@@ -38,6 +39,7 @@ type opts struct {
 	handler          string
 	waitMs           int
 	completeEach     bool // batch claims, one complete call per task (what the SDK workers do)
+	keys, keyLimit   int  // concurrency keys (P-KEY-1): task i gets key k<i % keys>; 0 = none
 }
 
 var client = &http.Client{Transport: &http.Transport{
@@ -80,20 +82,34 @@ type task struct {
 	} `json:"lease"`
 }
 
+// The key fields are omitted when empty: without -keys a body is byte for byte what it
+// was before keys existed, so the keys-off rows measure the same requests as ever.
 type newTask struct {
-	HandlerName string         `json:"handler_name"`
-	Params      map[string]any `json:"params"`
+	HandlerName    string         `json:"handler_name"`
+	Params         map[string]any `json:"params"`
+	ConcurrencyKey string         `json:"concurrency_key,omitempty"`
+	MaxConcurrency int            `json:"max_concurrency,omitempty"`
 }
 
-// enqueue sends `count` tasks, in one request (batch endpoint, or POST /tasks for 1).
-func enqueue(ctx context.Context, o opts, count int, params map[string]any) error {
+// newTaskAt is the run's task number `i` (0-based, in enqueue order).
+func newTaskAt(o opts, i int, params map[string]any) newTask {
+	t := newTask{HandlerName: o.handler, Params: params}
+	if o.keys > 0 {
+		t.ConcurrencyKey, t.MaxConcurrency = fmt.Sprintf("k%d", i%o.keys), o.keyLimit
+	}
+	return t
+}
+
+// enqueue sends tasks first..first+count-1, in one request (batch endpoint, or POST /tasks
+// for 1).
+func enqueue(ctx context.Context, o opts, first, count int, params map[string]any) error {
 	if o.batch == 1 && count == 1 {
-		_, err := post(ctx, o.url+"/tasks", newTask{o.handler, params}, nil)
+		_, err := post(ctx, o.url+"/tasks", newTaskAt(o, first, params), nil)
 		return err
 	}
 	tasks := make([]newTask, count)
 	for i := range tasks {
-		tasks[i] = newTask{o.handler, params}
+		tasks[i] = newTaskAt(o, first+i, params)
 	}
 	_, err := post(ctx, o.url+"/tasks/batch", map[string]any{"tasks": tasks}, nil)
 	return err
@@ -155,7 +171,7 @@ func cpuSeconds() float64 {
 	return tv(ru.Utime) + tv(ru.Stime)
 }
 
-type counters struct{ done, errors atomic.Int64 }
+type counters struct{ done, errors, polls atomic.Int64 }
 
 // produce enqueues n tasks from o.producers goroutines, batch-sized requests.
 func produce(ctx context.Context, o opts, n int, c *counters) {
@@ -171,7 +187,7 @@ func produce(ctx context.Context, o opts, n int, c *counters) {
 					return
 				}
 				count := min(o.batch, n-int(start))
-				if err := enqueue(ctx, o, count, map[string]any{}); err != nil && ctx.Err() == nil {
+				if err := enqueue(ctx, o, int(start), count, map[string]any{}); err != nil && ctx.Err() == nil {
 					c.errors.Add(1)
 					next.Add(-int64(count)) // retry these
 					time.Sleep(10 * time.Millisecond)
@@ -193,6 +209,9 @@ func consume(ctx context.Context, o opts, n int, c *counters, progress string) {
 			defer wg.Done()
 			for ctx.Err() == nil {
 				tasks, err := claim(ctx, o, o.pollURL)
+				if err == nil {
+					c.polls.Add(1)
+				}
 				if err == nil && len(tasks) > 0 {
 					if o.completeEach {
 						err = completeEach(ctx, o.pollURL, tasks)
@@ -236,7 +255,7 @@ func report(ctx context.Context, label string, n int, c *counters) {
 }
 
 // pipeline runs producers and consumers together; returns seconds to the last completion.
-func pipeline(o opts, n int, label string) (float64, int64) {
+func pipeline(o opts, n int, label string) (float64, *counters) {
 	c := &counters{}
 	ctx := context.Background()
 	start := time.Now()
@@ -244,7 +263,7 @@ func pipeline(o opts, n int, label string) (float64, int64) {
 	go func() { produce(ctx, o, n, c); close(done) }()
 	consume(ctx, o, n, c, label)
 	<-done
-	return time.Since(start).Seconds(), c.errors.Load()
+	return time.Since(start).Seconds(), c
 }
 
 func emit(v map[string]any) {
@@ -268,11 +287,12 @@ func modeRun(o opts) {
 	}
 	fmt.Fprintln(os.Stderr, windowStart)
 	cpu0 := cpuSeconds()
-	secs, errs := pipeline(o, o.n, fmt.Sprintf("batch %d", o.batch))
+	secs, c := pipeline(o, o.n, fmt.Sprintf("batch %d", o.batch))
 	cpu := cpuSeconds() - cpu0
 	fmt.Fprintln(os.Stderr, windowEnd)
+	// polls: the claims answered (empty ones included); tasks / polls is the claimed batch
 	emit(map[string]any{"tasks": o.n, "seconds": secs, "tasks_per_s": float64(o.n) / secs,
-		"client_cpu_s": cpu, "errors": errs})
+		"client_cpu_s": cpu, "errors": c.errors.Load(), "polls": c.polls.Load()})
 }
 
 func modeFill(o opts) {
@@ -329,7 +349,7 @@ func modeLatency(o opts) {
 		<-ready
 		time.Sleep(20 * time.Millisecond) // let the poll reach the server and park
 		sent := time.Now()
-		if err := enqueue(ctx, o, 1, map[string]any{"i": i}); err != nil {
+		if err := enqueue(ctx, o, i, 1, map[string]any{"i": i}); err != nil {
 			fmt.Fprintln(os.Stderr, "enqueue:", err)
 			os.Exit(1)
 		}
@@ -395,6 +415,8 @@ func main() {
 	flag.StringVar(&o.handler, "handler", "noop", "handler name")
 	flag.IntVar(&o.waitMs, "wait-ms", 1000, "long-poll wait of the consumers")
 	flag.BoolVar(&o.completeEach, "complete-each", false, "one complete call per task")
+	flag.IntVar(&o.keys, "keys", 0, "distinct concurrency keys, task i gets k<i % keys> (0: no key)")
+	flag.IntVar(&o.keyLimit, "key-limit", 1, "max_concurrency of each keyed task")
 	addr := flag.String("listen", "127.0.0.1:0", "stub: listen address")
 	flag.Parse()
 	if o.pollURL == "" {

@@ -149,6 +149,20 @@ def start_stub(batch: int) -> tuple[subprocess.Popen[str], str]:
     return proc, line.removeprefix(prefix)
 
 
+# Load-client shape per batch size: producers, consumers (goroutines, keep-alive each).
+SHAPE = {1: (4, 8), 10: (2, 4), 50: (2, 4), 100: (2, 4)}
+
+
+def e2e_args(url: str, batch: int, tasks: int, warmup: int) -> list[str]:
+    """The load client's arguments of one end-to-end row (`loadgen -mode=run`, the shape of
+    SHAPE): every end-to-end figure of the bench is measured with these."""
+    prod, cons = SHAPE[batch]
+    return [
+        "-mode=run", f"-url={url}", f"-batch={batch}", f"-n={tasks}", f"-warmup={warmup}",
+        f"-producers={prod}", f"-consumers={cons}",
+    ]  # fmt: skip
+
+
 WINDOW_START = "loadgen: measured window start"
 WINDOW_END = "loadgen: measured window end"
 

@@ -2,6 +2,7 @@
 
     python -m orch8bench.pgstat [--tasks 30000] [--batch 100] [--top 20]
     python -m orch8bench.pgstat --workflows 2000   # the bench's 3-step workflow row instead
+    python -m orch8bench.pgstat --keys 1 --key-limit 200  # with concurrency keys (keys.py)
 
 A throwaway cluster (fsync on, `pg_stat_statements` preloaded, nested statements tracked:
 the NOTIFY trigger's too) and one server (working tree). A warm-up of a tenth of the
@@ -114,6 +115,8 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--tasks", type=int, default=30_000)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--top", type=int, default=20)
+    ap.add_argument("--keys", type=int, default=0, help="distinct concurrency keys (loadgen)")
+    ap.add_argument("--key-limit", type=int, default=1, help="their max_concurrency")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument(
         "--workflows",
@@ -128,7 +131,8 @@ def main(argv: list[str] | None = None) -> str:
         db = "orch8"
         server = launch_server(cluster.create_database(db), work.path, "pgstat")
         try:
-            shape = [f"-url={server.url}", f"-batch={a.batch}", "-producers=2", "-consumers=4"]
+            shape = [f"-url={server.url}", f"-batch={a.batch}", "-producers=2", "-consumers=4",
+                     f"-keys={a.keys}", f"-key-limit={a.key_limit}"]  # fmt: skip
             loadgen("-mode=run", *shape, f"-n={max(a.tasks // 10, a.batch)}")  # warm-up
             cluster.psql("CREATE EXTENSION IF NOT EXISTS pg_stat_statements", db)
             cluster.psql("SELECT pg_stat_statements_reset(), pg_stat_reset()", db)
@@ -151,6 +155,12 @@ def main(argv: list[str] | None = None) -> str:
             text = text.replace(
                 f"batch {a.batch}, {a.workflows:,} tasks",
                 f"3-step workflows, {a.workflows:,} instances",
+            )
+        if a.keys:
+            text = text.replace(
+                f"batch {a.batch}, ",
+                f"batch {a.batch}, {a.keys:,} keys of limit {a.key_limit}, ",
+                1,
             )
         shutil.rmtree(work.path, ignore_errors=True)
     finally:

@@ -199,6 +199,39 @@ def workflow_lines(res: dict) -> list[str]:
     return L
 
 
+def keys_lines(rows: list[dict]) -> list[str]:
+    """Issue 33 (orch8bench/keys.py): batch 100 with concurrency keys off, 1,000 keys and one
+    hot key per backend, in interleaved rounds; ratios to keys off of the same backend."""
+    if not rows:
+        return []
+    L = ["## Concurrency keys", "",
+         "The end-to-end batch-100 row with keys off, with 1,000 distinct keys (task i has key "
+         "`k<i % 1000>`, `max_concurrency` 10: never full, every batch names 100 keys) and "
+         "with one hot key (`max_concurrency` 200: every task queues for one key's slots), "
+         "each on a fresh server and database, in interleaved rounds; medians. `CPU us/task, "
+         "all`: server + PostgreSQL (whole cluster); `claims / 1,000 tasks`: polls answered "
+         "(10 when every claim is full). `x off`: the row over keys off of the same backend.",
+         ""]  # fmt: skip
+
+    def cpu(r: dict) -> float | None:  # SQLite rows: the server alone
+        return r.get("cpu_us_per_task") and r["cpu_us_per_task"] + r.get("db_us_per_task", 0)
+
+    body = []
+    for r in rows:
+        if "error" in r:
+            body.append([r["label"], f"FAILED: {r['error'][:120]}", *[""] * 9])
+            continue
+        off = next(o for o in rows if o["backend"] == r["backend"] and o.get("keys") == 0)
+        body.append([r["label"], fmt(r["median"]), f"{r['spread_pct']}%", _runs(r),
+                     fmt(r.get("cpu_us_per_task")), fmt(r.get("db_us_per_task")), fmt(cpu(r)),
+                     fmt(r.get("polls_per_1000"), 1), ratio(r["median"], off["median"]),
+                     ratio(cpu(r), cpu(off)), _load(r)])  # fmt: skip
+    L += _table(["row", "tasks/s", "spread", "runs", "server CPU us/task",
+                 "PostgreSQL CPU us/task", "CPU us/task, all", "claims / 1,000 tasks",
+                 "tasks/s x off", "CPU/task x off", "load"], body)  # fmt: skip
+    return L
+
+
 def render(res: dict) -> str:
     m = res["machine"]
     ceiling = {r["batch"]: r["median"] for r in res.get("client_ceiling", [])}
@@ -239,6 +272,7 @@ def render(res: dict) -> str:
         L += _table(["batch", "tasks/s against the stub", "client cores"],
                     [[r["batch"], fmt(r["median"]), r.get("client_cores", "")]
                      for r in res["client_ceiling"]])  # fmt: skip
+    L += keys_lines(res.get("keys", []))
     if res.get("limit_sqlite") or res.get("limit_pg"):
         L += ["## Physical limit: the minimal table", "",
               "A table of id, status, payload and lease with the claim index, nothing else "

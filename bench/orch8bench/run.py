@@ -19,15 +19,17 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from orch8bench import report
+from orch8bench import keys, report
 from orch8bench.before import BASELINE_REV
 from orch8bench.env import (
     BENCH,
     SERVER_PYTHON,
+    SHAPE,
     PgCluster,
     RunningServer,
     Workdir,
     cluster_cpu_seconds,
+    e2e_args,
     launch_server,
     loadavg,
     loadgen,
@@ -67,6 +69,8 @@ QUICK = {
     "peer_warmup": 50,
     "stub_tasks": {1: 10_000, 100: 100_000},
     "wf_instances": 200,
+    "keys_tasks": 2000,
+    "keys_warmup": 200,
 }
 FULL = {
     "reps": 3,
@@ -87,9 +91,10 @@ FULL = {
     "peer_warmup": 500,
     "stub_tasks": {1: 50_000, 100: 1_000_000},
     "wf_instances": 2000,
+    # Concurrency keys (keys.py): 3 rows x reps per backend, ~1 min of the full run each.
+    "keys_tasks": 10_000,
+    "keys_warmup": 1000,
 }
-# Load-client shape per batch size: producers, consumers (goroutines, keep-alive each).
-SHAPE = {1: (4, 8), 10: (2, 4), 50: (2, 4), 100: (2, 4)}
 
 
 def throughput(
@@ -97,10 +102,7 @@ def throughput(
 ) -> dict:
     """One end-to-end row; `db`: the database's CPU clock (PostgreSQL rows)."""
     prod, cons = SHAPE[batch]
-    args = [
-        "-mode=run", f"-url={url}", f"-batch={batch}", f"-n={cfg['tasks'][batch]}",
-        f"-warmup={cfg['warmup']}", f"-producers={prod}", f"-consumers={cons}",
-    ]  # fmt: skip
+    args = e2e_args(url, batch, cfg["tasks"][batch], cfg["warmup"])
     row = repeat(label, cfg["reps"], lambda: loadgen_window(pid, *args, db=db))
     row.update(batch=batch, tasks=cfg["tasks"][batch], producers=prod, consumers=cons)
     return row
@@ -395,7 +397,7 @@ def main() -> None:
     phases = (
         set(a.only.split(","))
         if a.only
-        else {"ceiling", "sqlite", "sdk", "pg", "peers", "rss", "workflows"}
+        else {"ceiling", "sqlite", "sdk", "pg", "peers", "rss", "workflows", "keys"}
     )
     started = time.time()
     res: dict = {"quick": a.quick, "settings": cfg | {"tasks": {str(k): v for k, v in cfg["tasks"].items()},
@@ -437,8 +439,10 @@ def main() -> None:
             server.stop()
         if "sqlite" in phases:
             res["limit_sqlite"] = limit_or_error("sqlite", work.sqlite, cfg, work)
+    if "keys" in phases:
+        res["keys"] = keys.phase("sqlite", cfg, work, None)
 
-    if phases & {"pg", "peers", "workflows"}:
+    if phases & {"pg", "peers", "workflows", "keys"}:
         log("starting a throwaway PostgreSQL cluster (fsync on)")
         cluster = PgCluster(fsync=True).init()
         try:
@@ -485,6 +489,8 @@ def main() -> None:
                     )
                 finally:
                     wf_srv.stop()
+            if "keys" in phases:
+                res["keys"] += keys.phase("postgresql", cfg, work, cluster)
             if "peers" in phases:
                 res["peers"] = peers(cluster, cfg, peer_names)
         finally:
