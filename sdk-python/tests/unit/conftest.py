@@ -100,6 +100,7 @@ def task(task_id: str = "task_1", status: str = "pending") -> dict[str, Any]:
         "required_labels": {},  # contract 1.2.0: always present on a Task (P-LABEL-1)
         "concurrency_key": None,  # contract 1.10.0: always present, null without a key (P-KEY-1)
         "max_concurrency": None,
+        "rate_limit_key": None,  # contract 1.10.0 (P-RATE-1): always present too
     }
 
 
