@@ -45,6 +45,14 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# Bytecode for the repo's own Python (the editable server and SDK, the conformance runner and
+# adapters, bench): with PYTHONDONTWRITEBYTECODE set, as in CI, every process would compile
+# them from source again, and make test starts hundreds (a server start 0.79 -> 0.63 s of CPU,
+# `import orch8` 1.1 -> 0.7 s). Only changed files are recompiled; a file that does not
+# compile is left to lint and the tests to report.
+.venv/bin/python -m compileall -q -x '/(node_modules|\.venv)/' server sdk-python conformance bench scripts \
+  >/dev/null 2>&1 || true
+
 lint=scripts/spec-lint
 lstamp=$lint/node_modules/.orch8-setup
 lwant=$(sha256sum "$lint/package-lock.json" | cut -c1-16)
