@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 def end_state(run: ScenarioRun, expect: dict) -> list[str]:
     """The expect-level checks of this module, in a fixed order."""
     out = []
-    if "key_slots" in expect:
-        out += key_slots(run, expect["key_slots"])
+    if "key_slots" in expect or "tenant_key_slots" in expect:
+        out += key_slots(run, expect.get("key_slots", {}), expect.get("tenant_key_slots", {}))
     for done, later in expect.get("done_before_last_start", {}).items():
         out += done_before_last_start(run, done, later)
     if "attempt_order" in expect:
@@ -41,37 +41,54 @@ def peak(spans: list[tuple[float, float]]) -> int:
     return most
 
 
-def key_slots(run: ScenarioRun, bounds: dict[str, dict]) -> list[str]:
-    """P-KEY-1, P-KEY-4: per key, the most of its tasks' attempts (workflow steps' included)
-    that overlapped lies within the bounds (`max`: the limit held; `min`: the limit was
-    reached, not merely respected). Every task enqueued with a key must read back with it and
-    its limit (the Task schema)."""
-    from .checks import ms  # checks imports this module
-
-    spans: dict[str, list[tuple[float, float]]] = {}
-    out = []
+def key_slots(run: ScenarioRun, bounds: dict[str, dict], per_tenant: dict[str, dict[str, dict]]) -> list[str]:
+    """P-KEY-1, P-KEY-4: per key (`bounds`: in every tenant together; `per_tenant`: in one
+    tenant), the most of its tasks' attempts (workflow steps' included) that overlapped lies
+    within the bounds (`max`: the limit held; `min`: the limit was reached, not merely
+    respected). Every task enqueued with a key must read back with it and its limit."""
     try:
-        tasks = [run.api.task(task_id) for task_id in run.ids.values()]
-        for ref, task in zip(run.ids, tasks, strict=True):
-            sent = run.sent.get(ref, {})
-            want = (sent.get("concurrency_key"), sent.get("max_concurrency", 1) if "concurrency_key" in sent else None)
-            got = (task.get("concurrency_key"), task.get("max_concurrency"))
-            if got != want:
-                out.append(f"{ref} reads back concurrency_key, max_concurrency {got}, it was enqueued with {want}")
-        tasks += step_tasks(run)
-        for task in tasks:
-            if task.get("concurrency_key") is None:
-                continue
-            for a in run.api.attempts(task["id"]):
-                end = ms(a.get("ended_at")) or float("inf")
-                spans.setdefault(task["concurrency_key"], []).append((ms(a["started_at"]), end))
+        out, spans = key_spans(run)
     except ApiError as err:
         return [f"key_slots: cannot read the tasks back: {err}"]
-    for key, bound in bounds.items():
-        most = peak(spans.get(key, []))
+    together: dict[str, list[tuple[float, float]]] = {}
+    for (_, key), found in spans.items():
+        together.setdefault(key, []).extend(found)
+    wanted = [(key, bound, together.get(key, []), "") for key, bound in bounds.items()]
+    wanted += [
+        (key, bound, spans.get((tenant, key), []), f" in tenant {tenant}")
+        for tenant, keys in per_tenant.items()
+        for key, bound in keys.items()
+    ]
+    for key, bound, found, where in wanted:
+        most = peak(found)
         if most > bound.get("max", most) or most < bound.get("min", most):
-            out.append(f"key {key!r} had {most} tasks running at once (attempt spans), expected {bound} (P-KEY-1)")
+            out.append(
+                f"key {key!r}{where} had {most} tasks running at once (attempt spans), expected {bound} (P-KEY-1)"
+            )
     return out
+
+
+def key_spans(run: ScenarioRun) -> tuple[list[str], dict[tuple[str, str], list[tuple[float, float]]]]:
+    """Read-back mismatches, and (tenant, key) -> (start, end) of its tasks' attempts."""
+    from .checks import ms  # checks imports this module
+
+    out = []
+    tasks = [run.api.task(task_id) for task_id in run.ids.values()]
+    for ref, task in zip(run.ids, tasks, strict=True):
+        sent = run.sent.get(ref, {})
+        want = (sent.get("concurrency_key"), sent.get("max_concurrency", 1) if "concurrency_key" in sent else None)
+        got = (task.get("concurrency_key"), task.get("max_concurrency"))
+        if got != want:
+            out.append(f"{ref} reads back concurrency_key, max_concurrency {got}, it was enqueued with {want}")
+    spans: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for task in tasks + step_tasks(run):
+        if task.get("concurrency_key") is None:
+            continue
+        tenant = run.api.task_tenant.get(task["id"], "default")
+        for a in run.api.attempts(task["id"]):
+            end = ms(a.get("ended_at")) or float("inf")
+            spans.setdefault((tenant, task["concurrency_key"]), []).append((ms(a["started_at"]), end))
+    return out, spans
 
 
 def step_tasks(run: ScenarioRun) -> list[dict]:
