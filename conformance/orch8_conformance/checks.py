@@ -10,7 +10,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from . import checks_keys, checks_logs, checks_queues, checks_stats, checks_workflows
+from . import checks_keys, checks_logs, checks_queues, checks_rate, checks_stats, checks_workflows
 from . import checks_sdk as sdk_checks
 from .api import ApiError
 
@@ -81,6 +81,7 @@ def end_state(run: ScenarioRun) -> list[str]:
     reasons += sdk_checks.end_state(run, expect)
     reasons += checks_queues.end_state(run, expect)
     reasons += checks_keys.end_state(run, expect)
+    reasons += checks_rate.end_state(run, expect)
     reasons += checks_logs.end_state(run, expect)
     reasons += checks_workflows.end_state(run)
     for name in expect.get("observability", []):

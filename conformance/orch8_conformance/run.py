@@ -8,7 +8,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from . import checks, checks_clock, checks_queues, checks_workflows
+from . import checks, checks_clock, checks_queues, checks_rate, checks_workflows
 from .adapter import AdapterProcess, adapter_env
 from .api import Api, ApiError
 from .proxy import FaultProxy, fault_from_step
@@ -63,8 +63,9 @@ class ScenarioRun:
         self.workdir.mkdir(parents=True, exist_ok=True)
         try:
             self._setup()
+            problems = checks_rate.define(self, self.scenario.get("rate_limits", {}))  # before the tasks
             self._enqueue(self.scenario["tasks"])
-            problems = checks_workflows.define(self, self.scenario.get("sequences", []))
+            problems += checks_workflows.define(self, self.scenario.get("sequences", []))
             problems += checks_workflows.start(self, self.scenario.get("instances", []))
             if problems:
                 raise Failure("; ".join(problems))
@@ -118,7 +119,7 @@ class ScenarioRun:
         self.groups.update(task_refs(specs))
         for spec in specs:
             fields = ("handler_name", "params", "queue_name", "priority", "retry", "required_labels", "headers")
-            fields += ("concurrency_key", "max_concurrency")
+            fields += ("concurrency_key", "max_concurrency", "rate_limit_key")
             body = {k: spec[k] for k in fields if k in spec}
             if "good_until_ms" in spec:  # P-SDK-33: a deadline relative to this enqueue
                 body["good_until"] = _in_ms(spec["good_until_ms"])

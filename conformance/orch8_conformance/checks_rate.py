@@ -1,0 +1,122 @@
+"""Rate limits (docs/protocol.md 4d, P-RATE-1..3): defined before the tasks, checked from the
+attempt history.
+
+The server admits a task with a token and a worker then claims it: a start trails its
+admission by the claim's latency, so starts are judged over each window widened by
+CLAIM_LAG_MS (admissions in [a - lag, b] make the starts in [a, b]).
+
+Each function returns human-readable reasons; an empty list means the check passed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .api import ApiError
+
+if TYPE_CHECKING:
+    from .run import ScenarioRun
+
+# How long an admitted task may wait for a worker's claim on an idle, polling worker (a
+# long-poll is woken at the admission, P-RATE-3); also the tolerance of the total pace.
+CLAIM_LAG_MS = 100
+
+
+def define(run: ScenarioRun, limits: dict[str, dict]) -> list[str]:
+    """P-RATE-1: the scenario's `rate_limits`, PUT before any task is enqueued; the answer
+    must echo the settings (`burst` defaults to `limit`)."""
+    out = []
+    for key, body in limits.items():
+        try:
+            got = run.api.call("PUT", f"/rate-limits/{key}", body)
+        except ApiError as err:
+            out.append(f"rate limit {key}: {err}")
+            continue
+        want = {"limit": body["limit"], "period_ms": body["period_ms"], "burst": body.get("burst", body["limit"])}
+        if {k: got.get(k) for k in want} != want:
+            out.append(f"PUT /rate-limits/{key} answered {got}, expected the settings {want} (P-RATE-1)")
+    return out
+
+
+def end_state(run: ScenarioRun, expect: dict) -> list[str]:
+    out = []
+    for key, wanted in expect.get("rate_paced", {}).items():
+        limit = run.scenario.get("rate_limits", {}).get(key)
+        if limit is None:
+            out.append(f"rate_paced: {key!r} is not among the scenario's rate_limits")
+            continue
+        try:
+            starts, out_key = key_starts(run, key)
+        except ApiError as err:
+            out.append(f"rate_paced: cannot read the tasks back: {err}")
+            continue
+        out += out_key + paced(key, limit, starts)
+        if "not_held" in wanted:
+            out += not_held(run, wanted["not_held"], key, starts, wanted["before_start"])
+    return out
+
+
+def key_starts(run: ScenarioRun, key: str) -> tuple[list[float], list[str]]:
+    """The sorted starts of every attempt of the tasks naming `key`, and the tasks that do
+    not read back the rate_limit_key they were enqueued with."""
+    from .checks import ms  # checks imports this module
+
+    out, starts = [], []
+    for ref, task_id in run.ids.items():
+        task = run.api.task(task_id)
+        want = run.sent.get(ref, {}).get("rate_limit_key")
+        if task.get("rate_limit_key") != want:
+            out.append(f"{ref} reads back rate_limit_key {task.get('rate_limit_key')!r}, enqueued with {want!r}")
+        if want == key:
+            starts += [ms(a["started_at"]) for a in run.api.attempts(task_id)]
+    return sorted(starts), out
+
+
+def paced(key: str, limit: dict, starts: list[float]) -> list[str]:
+    """P-RATE-1..3: the starts of the tasks naming `key` keep to its limit over every
+    window, and the pace was applied: the last start came no sooner than the tokens beyond
+    the first `burst` take to come."""
+    rate, period, burst = limit["limit"], limit["period_ms"], limit.get("burst", limit["limit"])
+    out: list[str] = []
+    if not starts:
+        return [f"rate_paced: no task of {key!r} ever started"]
+    worst = max(
+        ((j - i + 1) - (burst + rate * (starts[j] - starts[i] + CLAIM_LAG_MS) / period), i, j)
+        for i in range(len(starts))
+        for j in range(i, len(starts))
+    )
+    if worst[0] > 0:
+        _, i, j = worst
+        out.append(
+            f"{j - i + 1} tasks of {key!r} started within {starts[j] - starts[i]:.0f} ms; at most "
+            f"{burst} + {rate} per {period} ms may (P-RATE-2, {CLAIM_LAG_MS} ms allowed for claims)"
+        )
+    least = (len(starts) - burst) * period / rate - CLAIM_LAG_MS
+    if starts[-1] - starts[0] < least:
+        out.append(
+            f"the {len(starts)} starts of {key!r} took {starts[-1] - starts[0]:.0f} ms, expected at least "
+            f"{least:.0f} ms at {rate} per {period} ms after a burst of {burst}: the pace was not applied (P-RATE-1)"
+        )
+    return out
+
+
+def not_held(run: ScenarioRun, group: str, key: str, starts: list[float], nth: int) -> list[str]:
+    """P-RATE-1: tasks held for a token block nothing: every task of `group` (enqueued
+    behind the paced ones) ended before the `nth` start of `key`."""
+    from .checks import ms
+
+    if group not in run.groups:
+        return [f"rate_paced: unknown task group {group!r}"]
+    if len(starts) < nth:
+        return [f"rate_paced: {key!r} had {len(starts)} starts, fewer than the {nth} to compare with"]
+    out = []
+    for ref in run.groups[group]:
+        try:
+            attempts = run.api.attempts(run.task_id(ref))
+        except ApiError as err:
+            return [f"rate_paced: cannot read the attempts of {ref} back: {err}"]
+        ended = ms(attempts[-1].get("ended_at")) if attempts else None
+        if ended is None or ended > starts[nth - 1]:
+            late = "never ended" if ended is None else f"ended {ended - starts[nth - 1]:.0f} ms after"
+            out.append(f"{ref} {late} start {nth} of {key!r}: tasks held for a token held it back (P-RATE-1)")
+    return out
