@@ -226,6 +226,13 @@ def keys(c: Consumer) -> None:
         expect(printed == ["concurrency_key 1 1", "c-7 2"], f"keys printed {printed}")
 
 
+def rates(c: Consumer) -> None:
+    with start_server() as server:
+        printed = c.run("rates", env=c.env(server.url)).splitlines()
+        want = ["partner-api 10 1000 2", "rate_limited", "[('partner-api', 1)]", "no_poller"]
+        expect(printed == want, f"rates printed {printed}")
+
+
 def telemetry(c: Consumer) -> None:
     with start_server() as server:
         printed = c.run("telemetry", env=c.env(server.url))
@@ -321,6 +328,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("queues",), queues),
     (("controls",), controls),
     (("keys",), keys),
+    (("rates",), rates),
     (("telemetry",), telemetry),
     (("tenants",), tenants),
     (("workflows",), workflows),
