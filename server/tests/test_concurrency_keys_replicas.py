@@ -1,11 +1,13 @@
 """Three replicas on one PostgreSQL database never put more tasks of a concurrency key in
-slots than its limit (P-KEY-1), counted from the attempt history: enqueues, claims and
-completions race on every replica, with retries and releases mixed in."""
+slots than its limit (P-KEY-1) and never start a rate limit's tasks faster than its pace
+(P-RATE-1), counted from the attempt history: enqueues, claims and completions race on
+every replica, with retries and releases mixed in."""
 
 from __future__ import annotations
 
 import random
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ from conftest import launch, stop_server
 from pg_cluster import PgCluster
 
 from orch8_server.testing import RunningServer
+from orch8_server.timefmt import parse
 
 KEYS = 6
 LIMIT = 2
@@ -37,7 +40,16 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RunningS
     pg.destroy()
 
 
-def _work(url: str, handler: str, seed: int, left: list[int], lock: threading.Lock) -> None:
+Held = list[tuple[str, float, float]]  # task id, received, result sent (monotonic seconds)
+
+
+def _work(
+    url: str, handler: str, seed: int, left: list[int], lock: threading.Lock, held: Held
+) -> None:
+    """A worker: claims batches of 4 and completes, fails once (a retry) or releases each.
+    `held` gets each task's span as this process saw it, from the poll's answer to the
+    result's request: inside the span the server counts it in a slot (claim commit to
+    result commit), on one clock, so overlaps of these spans never exceed the server's."""
     rng = random.Random(seed)
     with httpx.Client(base_url=url, timeout=30) as api:
         while True:
@@ -48,9 +60,11 @@ def _work(url: str, handler: str, seed: int, left: list[int], lock: threading.Lo
                 "handler_names": [handler], "wait_ms": 200, "batch_size": 4,
                 "worker_id": f"w{seed}"})  # fmt: skip
             assert r.status_code == 200, r.text
+            got = time.monotonic()
             for task in r.json()["tasks"]:
                 lease = task["lease"]["id"]
                 roll = rng.random()
+                sent = time.monotonic()
                 if roll < 0.1 and task["attempt"] == 1:  # a retry without backoff
                     body = {"lease_id": lease, "error": "again", "retryable": True,
                             "retry_after_ms": 0}  # fmt: skip
@@ -63,11 +77,12 @@ def _work(url: str, handler: str, seed: int, left: list[int], lock: threading.Lo
                     with lock:
                         left[0] -= 1
                 assert r.status_code == 200, r.text
+                with lock:
+                    held.append((task["id"], got, sent))
 
 
-def _most_at_once(spans: list[tuple[str, str]]) -> int:
-    """The largest number of [start, end] spans open at one instant; an end at the same
-    millisecond as a start comes first (the slot was freed, then taken)."""
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    """The largest number of [start, end] spans open at one instant."""
     events = sorted(
         [(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans], key=lambda x: (x[0], x[1])
     )
@@ -92,9 +107,9 @@ def test_three_replicas_never_exceed_a_keys_limit_P_KEY_1(
             r = api.post("/tasks/batch", json={"tasks": batch})
             assert r.status_code == 201, r.text
             ids.update({t["id"]: t["concurrency_key"] for t in r.json()["tasks"]})
-    left, lock = [TASKS], threading.Lock()
+    left, lock, held = [TASKS], threading.Lock(), []
     threads = [
-        threading.Thread(target=_work, args=(replicas[i % 3].url, handler, i, left, lock))
+        threading.Thread(target=_work, args=(replicas[i % 3].url, handler, i, left, lock, held))
         for i in range(WORKERS)
     ]
     for t in threads:
@@ -102,12 +117,71 @@ def test_three_replicas_never_exceed_a_keys_limit_P_KEY_1(
     for t in threads:
         t.join(timeout=240)
     assert left[0] == 0, f"{left[0]} tasks never completed"
-    spans: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    with httpx.Client(base_url=replicas[0].url, timeout=30) as api:
-        for task_id, key in ids.items():
-            attempts = api.get(f"/tasks/{task_id}/attempts").json()["attempts"]
-            spans[key] += [(a["started_at"], a["ended_at"]) for a in attempts]
-    assert sum(len(s) for s in spans.values()) > TASKS  # retries and releases happened
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for task_id, got, sent in held:
+        spans[ids[task_id]].append((got, sent))
+    assert len(held) > TASKS  # retries and releases happened
     most = {key: _most_at_once(s) for key, s in spans.items()}
     assert max(most.values()) <= LIMIT, most
     assert min(most.values()) == LIMIT, most  # the limit was reached, not merely respected
+
+
+PACED = 60
+RATE = (20, 1000, 5)  # limit, period_ms, burst
+
+
+SKEW_MS = 100  # a claim's started_at is read before its statement runs: up to this early
+
+
+def _starts_within_pace(starts: list[int]) -> list[tuple[int, int, int]]:
+    """Windows [starts[i], starts[j]] holding more starts than the bucket allows, with
+    SKEW_MS of slack for the instants the server stamps before its claim commits."""
+    limit, period, burst = RATE
+    over = []
+    for i in range(len(starts)):
+        for j in range(i, len(starts)):
+            span = starts[j] - starts[i] + SKEW_MS
+            allowed = burst + limit * span / period + 1  # +1: millisecond rounding
+            if j - i + 1 > allowed:
+                over.append((starts[i], starts[j], j - i + 1))
+    return over
+
+
+@pytest.mark.backends("postgresql")
+def test_three_replicas_keep_a_rate_limits_pace_P_RATE_1(
+    replicas: list[RunningServer], backend: str
+) -> None:
+    handler, key = "paced_" + backend, "vendor-api"
+    limit, period, burst = RATE
+    with httpx.Client(base_url=replicas[1].url, timeout=30) as api:
+        r = api.put(
+            f"/rate-limits/{key}", json={"limit": limit, "period_ms": period, "burst": burst}
+        )
+        assert r.status_code == 200, r.text
+    ids: list[str] = []
+    for i in range(3):  # through every replica
+        with httpx.Client(base_url=replicas[i].url, timeout=30) as api:
+            batch = [{"handler_name": handler, "rate_limit_key": key}] * (PACED // 3)
+            r = api.post("/tasks/batch", json={"tasks": batch})
+            assert r.status_code == 201, r.text
+            ids += [t["id"] for t in r.json()["tasks"]]
+    left, lock = [PACED], threading.Lock()
+    threads = [
+        threading.Thread(target=_work, args=(replicas[i % 3].url, handler, 100 + i, left, lock, []))
+        for i in range(WORKERS)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert left[0] == 0, f"{left[0]} tasks never completed"
+    starts: list[int] = []
+    with httpx.Client(base_url=replicas[0].url, timeout=30) as api:
+        for task_id in ids:
+            for a in api.get(f"/tasks/{task_id}/attempts").json()["attempts"]:
+                starts.append(parse(a["started_at"]))
+    starts.sort()
+    assert len(starts) > PACED  # retries and releases took tokens too
+    assert _starts_within_pace(starts) == []
+    # The pace was applied, not merely allowed: the starts past the burst took their time.
+    assert starts[-1] - starts[0] >= (len(starts) - burst - 1) * period / limit * 0.9

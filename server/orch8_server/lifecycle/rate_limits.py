@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 
 def view(row: RateLimitRow, now: int) -> RateLimit:
-    bucket = Bucket(row["lim"], row["period_ms"], row["burst"], row["tokens"], row["refilled_at"])
+    bucket = Bucket(row["lim"], row["period_ms"], row["burst"], row["tokens"], row["refilled_at"],
+                    row["ready"])  # fmt: skip
     bucket.refill(now)  # the tokens there are now, not at the last admission
     next_at = row["next_at"]
     return {

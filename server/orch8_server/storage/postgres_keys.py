@@ -80,7 +80,7 @@ PACED = (
     "SELECT DISTINCT tenant, rate_limit_key FROM tasks WHERE status = 'held' "
     "AND rate_limit_key IS NOT NULL LIMIT $1"
 )
-RATE_COLUMNS = "lim, period_ms, burst, tokens, refilled_at, next_at, updated_at"
+RATE_COLUMNS = "lim, period_ms, burst, tokens, refilled_at, ready, next_at, updated_at"
 _RATE_ROW = f"SELECT {RATE_COLUMNS} FROM rate_limits WHERE tenant = $1 AND key = $2 FOR UPDATE"
 _RATE_READY = (
     "SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = $1 AND rate_limit_key = $2 "
@@ -107,16 +107,16 @@ async def admit_rate(conn: asyncpg.Connection, keys: set[tuple[str, str]], now: 
         if limit is None:  # P-RATE-4: no limit, no pace
             rows = await conn.fetch(_RATE_ADMIT, tenant, key, None, now)
         else:
-            bucket = rate_buckets.Bucket(*list(limit.values())[:5])
+            bucket = rate_buckets.Bucket(*list(limit.values())[:6])
             ready = await conn.fetchval(_RATE_READY, tenant, key, bucket.burst)
             want = bucket.room(now, ready)
             rows = await conn.fetch(_RATE_ADMIT, tenant, key, want, now) if want else []
             more = await conn.fetchval(_RATE_MORE, tenant, key)
-            next_at = bucket.take(len(rows), now, ready + len(rows), more)
+            next_at = bucket.take(len(rows), now, more)
             await conn.execute(
-                "UPDATE rate_limits SET tokens = $3, refilled_at = $4, next_at = $5 "
+                "UPDATE rate_limits SET tokens = $3, refilled_at = $4, ready = $5, next_at = $6 "
                 "WHERE tenant = $1 AND key = $2",
-                tenant, key, bucket.tokens, now, next_at,
+                tenant, key, bucket.tokens, now, bucket.ready, next_at,
             )  # fmt: skip
             out.arm(next_at)
         out.labels += [(r[0], r[1], r[2]) for r in rows]

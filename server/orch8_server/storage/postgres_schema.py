@@ -326,6 +326,7 @@ CREATE TABLE rate_limits (
     burst integer NOT NULL,
     tokens double precision NOT NULL,
     refilled_at bigint NOT NULL,
+    ready integer NOT NULL DEFAULT 0,
     next_at bigint,
     updated_at bigint NOT NULL,
     PRIMARY KEY (tenant, key)

@@ -401,6 +401,7 @@ class RateLimitRow(TypedDict):
     burst: int
     tokens: float
     refilled_at: int
+    ready: int  # admitted and unclaimed at the last admission (P-RATE-2)
     next_at: int | None
     updated_at: int
     held: int

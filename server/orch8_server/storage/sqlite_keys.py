@@ -77,7 +77,7 @@ PACED = (
     "SELECT DISTINCT tenant, rate_limit_key FROM tasks WHERE status = 'held' "
     "AND rate_limit_key IS NOT NULL LIMIT ?"
 )
-RATE_COLUMNS = "lim, period_ms, burst, tokens, refilled_at, next_at, updated_at"
+RATE_COLUMNS = "lim, period_ms, burst, tokens, refilled_at, ready, next_at, updated_at"
 
 
 def admit_rate(conn: sqlite3.Connection, keys: set[tuple[str, str]], now: int) -> Admitted:
@@ -89,17 +89,17 @@ def admit_rate(conn: sqlite3.Connection, keys: set[tuple[str, str]], now: int) -
         if limit is None:  # P-RATE-4: no limit, no pace
             rows = conn.execute(_RATE_HELD, (tenant, key, -1)).fetchall()
         else:
-            bucket = rate_buckets.Bucket(*limit[:5])
+            bucket = rate_buckets.Bucket(*limit[:6])
             ready = conn.execute(_RATE_READY, (tenant, key, bucket.burst)).fetchone()[0]
             want = bucket.room(now, ready)
             rows = conn.execute(_RATE_HELD, (tenant, key, want + 1)).fetchall() if want else []
             more = len(rows) > want or (not want and _has_held(conn, tenant, key))
             rows = rows[:want]
-            next_at = bucket.take(len(rows), now, ready + len(rows), more)
+            next_at = bucket.take(len(rows), now, more)
             conn.execute(
-                "UPDATE rate_limits SET tokens = ?, refilled_at = ?, next_at = ? "
+                "UPDATE rate_limits SET tokens = ?, refilled_at = ?, ready = ?, next_at = ? "
                 "WHERE tenant = ? AND key = ?",
-                (bucket.tokens, now, next_at, tenant, key),
+                (bucket.tokens, now, bucket.ready, next_at, tenant, key),
             )
             out.arm(next_at)
         conn.executemany(_ADMIT, [(now, seq) for seq, _, _ in rows])

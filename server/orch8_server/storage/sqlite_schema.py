@@ -306,6 +306,7 @@ CREATE TABLE rate_limits (
     burst INTEGER NOT NULL,
     tokens REAL NOT NULL,
     refilled_at INTEGER NOT NULL,
+    ready INTEGER NOT NULL DEFAULT 0,
     next_at INTEGER,
     updated_at INTEGER NOT NULL,
     PRIMARY KEY (tenant, key)
