@@ -1,8 +1,10 @@
 """`make -C bench profile`: sample the server with py-spy while the load client drives it.
 
-Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints), and
-`sdk-python`, `sdk-typescript`, `sdk-go`: the server on SQLite while that SDK's Worker
-(concurrency 100, no-op handler) drains a fill, as in the bench's SDK phase.
+Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints);
+`sqlite-keys1000`, `sqlite-hotkey`, `pg-keys1000`, `pg-hotkey`: batch 100 with the
+concurrency keys of keys.py's rows (not in the default list); and `sdk-python`,
+`sdk-typescript`, `sdk-go`: the server on SQLite while that SDK's Worker (concurrency 100,
+no-op handler) drains a fill, as in the bench's SDK phase.
 For each scenario a fresh server is started, py-spy attaches to it (`record --pid`,
 native frames off, idle off: what the one event-loop thread spends CPU on), the Go client
 runs a fixed task count, py-spy is stopped with SIGINT and writes collapsed stacks. We
@@ -36,6 +38,8 @@ from orch8bench.env import (
 )
 
 PYSPY = BENCH / ".venv" / "bin" / "py-spy"
+# Batch 100 with the load client's concurrency keys of keys.ROWS (issue 33).
+KEYED = {"keys1000": ("-keys=1000", "-key-limit=10"), "hotkey": ("-keys=1", "-key-limit=200")}
 OUT = BENCH / "profiles"
 
 
@@ -116,15 +120,17 @@ def write_summary(name: str, raw: Path, rate: float, before: list[float], notes:
     print("\n".join(text.splitlines()[:22]))
 
 
-def profile(name: str, db: str, work: Workdir, batch: int, tasks: int) -> None:
+def profile(name: str, db: str, work: Workdir, batch: int, tasks: int, *keys: str) -> None:
     server = launch_server(db, work.path, name)
     raw = OUT / f"{name}.txt"
     try:
-        loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks // 5}")  # warm
+        warm = [f"-n={tasks // 5}", *keys]
+        loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", *warm)
         out, before = sampled(
             server.process.pid, raw,
             lambda: loadgen("-mode=run", f"-url={server.url}", f"-batch={batch}", f"-n={tasks}",
-                            "-producers=2", "-consumers=8" if batch == 1 else "-consumers=4"),
+                            "-producers=2", "-consumers=8" if batch == 1 else "-consumers=4",
+                            *keys),
         )  # fmt: skip
     finally:
         server.stop()
@@ -167,16 +173,23 @@ def main() -> None:
         profile("sqlite-b100", work.sqlite("p100"), work, 100, a.tasks)
     if "sqlite-b1" in only:
         profile("sqlite-b1", work.sqlite("p1"), work, 1, a.tasks // 5)
+    for key, flags in KEYED.items():
+        if f"sqlite-{key}" in only:
+            profile(f"sqlite-{key}", work.sqlite(key), work, 100, a.tasks, *flags)
     for sdk in ("Python", "TypeScript", "Go"):
         if f"sdk-{sdk.lower()}" in only:
             profile_sdk(sdk, work, a.tasks)
-    if only & {"pg-b100", "pg-b1"}:
+    if only & {"pg-b100", "pg-b1", *(f"pg-{key}" for key in KEYED)}:
         cluster = PgCluster(fsync=True).init()
         try:
             if "pg-b100" in only:
                 profile("pg-b100", cluster.create_database("prof"), work, 100, a.tasks)
             if "pg-b1" in only:
                 profile("pg-b1", cluster.create_database("prof1"), work, 1, a.tasks // 10)
+            for key, flags in KEYED.items():
+                if f"pg-{key}" in only:
+                    db = cluster.create_database(f"prof_{key}")
+                    profile(f"pg-{key}", db, work, 100, a.tasks // 3, *flags)
         finally:
             cluster.destroy()
     shutil.rmtree(work.path, ignore_errors=True)
