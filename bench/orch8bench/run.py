@@ -91,9 +91,11 @@ FULL = {
     "peer_warmup": 500,
     "stub_tasks": {1: 50_000, 100: 1_000_000},
     "wf_instances": 2000,
-    # Concurrency keys (keys.py): 3 rows x reps per backend, ~1 min of the full run each.
-    "keys_tasks": 10_000,
-    "keys_warmup": 1000,
+    # Concurrency keys (keys.py), 3 rows x reps per backend: at 10,000 tasks a run the phase
+    # took 3 min at load 7-12 (PostgreSQL's 1,000 keys alone ~490 tasks/s); 6,000 keeps it
+    # under ~2 min on a loaded machine, ~40 s on an idle one.
+    "keys_tasks": 6000,
+    "keys_warmup": 600,
 }
 
 
