@@ -115,6 +115,7 @@ func (e BlockType) Valid() bool {
 // Defines values for BlockedReason.
 const (
 	HandlerCap BlockedReason = "handler_cap"
+	Held       BlockedReason = "held"
 	Paused     BlockedReason = "paused"
 	QueueCap   BlockedReason = "queue_cap"
 	Unroutable BlockedReason = "unroutable"
@@ -124,6 +125,8 @@ const (
 func (e BlockedReason) Valid() bool {
 	switch e {
 	case HandlerCap:
+		return true
+	case Held:
 		return true
 	case Paused:
 		return true
@@ -444,7 +447,8 @@ type BlockList = []Step
 type BlockType string
 
 // BlockedReason `paused`: the queue is paused; `queue_cap` / `handler_cap`: running tasks are at the
-// cap; `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
+// cap; `held`: every pending task waits for its concurrency key or rate limit;
+// `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
 type BlockedReason string
 
 // ClaimedTask defines model for ClaimedTask.
@@ -898,9 +902,12 @@ type QueueStats struct {
 	Failed  int            `json:"failed"`
 
 	// HandlerMaxRunning The handler's running cap (P-CTRL-2).
-	HandlerMaxRunning  *int   `json:"handler_max_running"`
-	HandlerName        string `json:"handler_name"`
-	OldestPendingAgeMs *int   `json:"oldest_pending_age_ms"`
+	HandlerMaxRunning *int   `json:"handler_max_running"`
+	HandlerName       string `json:"handler_name"`
+
+	// Held Pending tasks held for a slot of their concurrency key or a token of their rate limit (P-KEY-1, P-RATE-1); counted in `pending` too.
+	Held               int  `json:"held"`
+	OldestPendingAgeMs *int `json:"oldest_pending_age_ms"`
 
 	// Paused The queue is paused (P-CTRL-1).
 	Paused  bool `json:"paused"`

@@ -50,6 +50,7 @@ def test_held_tasks_wait_for_a_slot_and_block_nothing_P_KEY_1_2(
     queue = api.get("/queues", params={"queue_name": "default"}).json()
     row = next(r for r in queue["queues"] if r["handler_name"] == name)
     assert row["pending"] == 1 and row["running"] == 2, row  # P-KEY-6: counted as pending
+    assert row["held"] == 1 and row["blocked"] == "held", row  # P-OBS-4: every pending is held
 
 
 def test_a_freed_slot_goes_to_the_next_task_in_claim_order_P_KEY_3(

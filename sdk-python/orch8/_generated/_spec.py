@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.10.0"
-SPEC_SHA256 = "63ba1f5950d04eddf25cf7d3bdb5ccb4945cf2c4f8a444e765fb6eedbafa4e55"
+SPEC_SHA256 = "d672335e5d3b7b7db3046f57bf6d826a330f430d949eb7a9e2b698a4ec95eb5e"

@@ -1794,6 +1794,8 @@ export interface components {
             active_pollers: number;
             /** @description Pending tasks whose `required_labels` no live registered worker has (P-LABEL-3). */
             unroutable: number;
+            /** @description Pending tasks held for a slot of their concurrency key or a token of their rate limit (P-KEY-1, P-RATE-1); counted in `pending` too. */
+            held: number;
             /** @description The queue is paused (P-CTRL-1). */
             paused: boolean;
             /** @description The queue's running cap (P-CTRL-2). */
@@ -1805,10 +1807,11 @@ export interface components {
         };
         /**
          * @description `paused`: the queue is paused; `queue_cap` / `handler_cap`: running tasks are at the
-         *     cap; `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
+         *     cap; `held`: every pending task waits for its concurrency key or rate limit;
+         *     `unroutable`: every pending task requires labels no live worker has (P-OBS-4).
          * @enum {string}
          */
-        BlockedReason: "paused" | "queue_cap" | "handler_cap" | "unroutable";
+        BlockedReason: "paused" | "queue_cap" | "handler_cap" | "held" | "unroutable";
         QueueStatsList: {
             queues: components["schemas"]["QueueStats"][];
             /** @description Every queue that is paused or capped, with or without tasks. */
@@ -4052,6 +4055,7 @@ export interface operations {
                      *           "oldest_pending_age_ms": 5300,
                      *           "active_pollers": 2,
                      *           "unroutable": 0,
+                     *           "held": 0,
                      *           "paused": false,
                      *           "queue_max_running": null,
                      *           "handler_max_running": 4,

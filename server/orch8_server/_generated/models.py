@@ -431,7 +431,9 @@ class WorkerHeartbeatResult(TypedDict):
     tasks: list[ActiveTaskStatus]
 
 
-BlockedReason: TypeAlias = Literal['paused', 'queue_cap', 'handler_cap', 'unroutable']
+BlockedReason: TypeAlias = Literal[
+    'paused', 'queue_cap', 'handler_cap', 'held', 'unroutable'
+]
 
 
 class QueueControl(TypedDict):
@@ -714,6 +716,7 @@ class QueueStats(TypedDict):
     oldest_pending_age_ms: int | None
     active_pollers: int
     unroutable: int
+    held: int
     paused: bool
     queue_max_running: int | None
     handler_max_running: int | None

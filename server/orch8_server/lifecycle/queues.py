@@ -40,6 +40,7 @@ async def queue_stats(
                     "scheduled": 0,
                     "running": 0,
                     "failed": 0,
+                    "held": 0,
                     "oldest_pending_run_at": None,
                 },
             )
@@ -86,7 +87,7 @@ async def queue_stats(
 
 
 def _blocked(row: dict[str, Any], queue_running: int, handler_running: int) -> BlockedReason | None:
-    """P-OBS-4: paused > queue_cap > handler_cap > unroutable; None when nothing is
+    """P-OBS-4: paused > queue_cap > handler_cap > held > unroutable; None when nothing is
     pending or nothing blocks."""
     if not row["pending"]:
         return None
@@ -98,6 +99,8 @@ def _blocked(row: dict[str, Any], queue_running: int, handler_running: int) -> B
     cap = row["handler_max_running"]
     if cap is not None and handler_running >= cap:
         return "handler_cap"
+    if row["held"] >= row["pending"]:  # P-KEY-1, P-RATE-1
+        return "held"
     if row["unroutable"] >= row["pending"]:
         return "unroutable"
     return None

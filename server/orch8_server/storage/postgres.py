@@ -360,6 +360,7 @@ class PgStorage:
             "count(*) FILTER (WHERE status = 'scheduled') AS scheduled, "
             "count(*) FILTER (WHERE status = 'running') AS running, "
             "count(*) FILTER (WHERE status = 'failed') AS failed, "
+            "count(*) FILTER (WHERE status = 'held') AS held, "
             "min(run_at) FILTER (WHERE status IN ('pending', 'held')) AS oldest_pending_run_at "
             "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed', 'held') "
             "AND tenant = $2 AND ($1::text IS NULL OR queue_name = $1) "

@@ -292,6 +292,7 @@ class QueueStatsRow(TypedDict):
     scheduled: int
     running: int
     failed: int
+    held: int  # pending, waiting for a key's slot or a rate limit's token (P-KEY-1, P-RATE-1)
     oldest_pending_run_at: int | None
 
 

@@ -256,6 +256,7 @@ class SqliteStorage:
                     "scheduled": 0,
                     "running": 0,
                     "failed": 0,
+                    "held": 0,
                     "oldest_pending_run_at": None,
                 },
             )
@@ -273,11 +274,10 @@ class SqliteStorage:
                 "WHERE status = ?" + q + " GROUP BY queue_name, handler_name",
                 (status, *args),
             ):
+                s = slot(queue, handler)
+                s[status] = n
                 if status == "held":  # P-KEY-6: a held task is pending on the wire
-                    s = slot(queue, handler)
                     s["pending"] += n
-                else:
-                    slot(queue, handler)[status] = n
         return cast("list[QueueStatsRow]", list(stats.values()))
 
     async def next_scheduled_at(self) -> int | None:

@@ -1,9 +1,10 @@
 from typing import Literal
 
-BlockedReason = Literal["handler_cap", "paused", "queue_cap", "unroutable"]
+BlockedReason = Literal["handler_cap", "held", "paused", "queue_cap", "unroutable"]
 
 BLOCKED_REASON_VALUES: set[BlockedReason] = {
     "handler_cap",
+    "held",
     "paused",
     "queue_cap",
     "unroutable",

@@ -25,6 +25,8 @@ class QueueStats:
         oldest_pending_age_ms (int | None):
         active_pollers (int): Workers that polled for this handler on this queue recently (P-OBS-1).
         unroutable (int): Pending tasks whose `required_labels` no live registered worker has (P-LABEL-3).
+        held (int): Pending tasks held for a slot of their concurrency key or a token of their rate limit (P-KEY-1,
+            P-RATE-1); counted in `pending` too.
         paused (bool): The queue is paused (P-CTRL-1).
         queue_max_running (int | None): The queue's running cap (P-CTRL-2).
         handler_max_running (int | None): The handler's running cap (P-CTRL-2).
@@ -40,6 +42,7 @@ class QueueStats:
     oldest_pending_age_ms: int | None
     active_pollers: int
     unroutable: int
+    held: int
     paused: bool
     queue_max_running: int | None
     handler_max_running: int | None
@@ -65,6 +68,8 @@ class QueueStats:
         active_pollers = self.active_pollers
 
         unroutable = self.unroutable
+
+        held = self.held
 
         paused = self.paused
 
@@ -93,6 +98,7 @@ class QueueStats:
                 "oldest_pending_age_ms": oldest_pending_age_ms,
                 "active_pollers": active_pollers,
                 "unroutable": unroutable,
+                "held": held,
                 "paused": paused,
                 "queue_max_running": queue_max_running,
                 "handler_max_running": handler_max_running,
@@ -129,6 +135,8 @@ class QueueStats:
         active_pollers = d.pop("active_pollers")
 
         unroutable = d.pop("unroutable")
+
+        held = d.pop("held")
 
         paused = d.pop("paused")
 
@@ -171,6 +179,7 @@ class QueueStats:
             oldest_pending_age_ms=oldest_pending_age_ms,
             active_pollers=active_pollers,
             unroutable=unroutable,
+            held=held,
             paused=paused,
             queue_max_running=queue_max_running,
             handler_max_running=handler_max_running,
