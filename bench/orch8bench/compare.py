@@ -12,7 +12,7 @@ from pathlib import Path
 
 from orch8bench.verdicts import LATENCY
 
-KEYS = ("sqlite", "pg", "sdk", "peers")
+KEYS = ("sqlite", "pg", "sdk", "peers", "keys")  # "keys": concurrency keys (keys.py)
 LIMITS = ("limit_sqlite", "limit_pg")  # {"http": rows, "sql": rows}
 
 

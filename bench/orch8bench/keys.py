@@ -126,10 +126,12 @@ def main() -> None:
         finally:
             if cluster is not None:
                 cluster.destroy()
-    res.update(load_end=loadavg(), duration_s=round(time.time() - started))
+    res.update(load_end=loadavg(), duration_s=round(time.time() - started),
+               date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))  # fmt: skip
     shutil.rmtree(work.path, ignore_errors=True)
+    # Not the committed results/<date>-concurrency-keys.md: its findings are written by hand.
     day = time.strftime("%Y-%m-%d", time.gmtime())
-    out = a.out or BENCH / "results" / f"{day}-concurrency-keys.md"
+    out = a.out or BENCH / "results" / f"{day}-{res['machine']['host']}-keys.md"
     text = render(res, f"python -m orch8bench.keys --backend {a.backend} --n {a.n} "
                   f"--warmup {a.warmup} --reps {a.reps}")  # fmt: skip
     out.write_text(text)
@@ -141,7 +143,7 @@ def main() -> None:
 def render(res: dict, command: str) -> str:
     m = res["machine"]
     return "\n".join([
-        f"# Concurrency keys: what they cost ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})",
+        f"# Concurrency keys: what they cost ({res['date']})",
         "",
         f"`cd bench && .venv/bin/python -m {command.removeprefix('python -m ')}`, "
         f"{res['duration_s']} s on {m['host']} ({m['cores']} cores, {m['cpu']}); server "
