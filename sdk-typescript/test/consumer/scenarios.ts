@@ -131,6 +131,15 @@ const concurrencyKeys: Scenario = {
   }),
 };
 
+const rateLimits: Scenario = {
+  files: ["rates.ts"],
+  run: (project) => withServer(async (server) => {
+    const { code, out } = await project.run("rates.ts", { ORCH8_URL: server.url });
+    assert.equal(code, 0, out);
+    assert.equal(out, "partner-api 10 1000 2\nrate_limited\n[ [ 'partner-api', 1 ] ]\nno_poller\n");
+  }),
+};
+
 const tracedWorker: Scenario = {
   files: ["traced-worker.mjs"],
   run: (project) => withServer(async (server) => {
@@ -202,4 +211,4 @@ const workflowTests: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, concurrencyKeys, tracedWorker, tenants, unitTests, workflowTests];
+export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, concurrencyKeys, rateLimits, tracedWorker, tenants, unitTests, workflowTests];
