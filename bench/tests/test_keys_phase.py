@@ -78,3 +78,18 @@ def test_three_rows_drain_on_real_servers_and_render(tmp_path: Path) -> None:
     assert "## Concurrency keys" in text and "SQLite, one hot key, limit 200" in text
     off = next(line for line in text.splitlines() if "SQLite, keys off" in line)
     assert off.count("1.00x") == 2  # keys off over itself: tasks/s and CPU per task
+
+
+def test_report_ratios_add_postgresql_cpu_and_a_failed_backend_keeps_its_place() -> None:
+    def row(label: str, keys: int, rate: float, cpu: float, db: float) -> dict:
+        return {"backend": "PostgreSQL", "label": f"PostgreSQL, {label}", "keys": keys,
+                "median": rate, "spread_pct": 5.0, "runs": [rate], "cpu_us_per_task": cpu,
+                "db_us_per_task": db, "polls_per_1000": 10.0}  # fmt: skip
+
+    rows = [row("keys off", 0, 2000, 100, 100), row("1,000 keys", 1000, 500, 150, 250),
+            {"backend": "SQLite", "label": "SQLite", "error": "loadgen failed"}]  # fmt: skip
+    lines = report.keys_lines(rows)
+    keyed = next(line for line in lines if "PostgreSQL, 1,000 keys" in line)
+    # (150 + 250) / (100 + 100): server and PostgreSQL CPU together, not the server's alone
+    assert "| 0.25x | 2.00x |" in keyed, keyed
+    assert any(line.startswith("| SQLite | FAILED: loadgen failed") for line in lines)
