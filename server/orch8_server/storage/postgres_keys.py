@@ -22,29 +22,14 @@ import asyncpg
 from orch8_server.storage import rate_buckets
 from orch8_server.storage.rate_buckets import Admitted
 
-# The two-int advisory lock space does not overlap the one-bigint space of the migration
-# lock (postgres_schema.MIGRATION_LOCK); 0x4B4559 is "KEY".
-_LOCK = "SELECT pg_advisory_xact_lock(4932953, hashtext($1 || chr(31) || $2))"
 SLOTS = (
     "SELECT count(*) FROM tasks WHERE tenant = $1 AND concurrency_key = $2 "
     "AND status IN ('pending', 'running')"
 )
-# P-KEY-4: a task is admitted while the holders plus the held tasks ahead of it are fewer
-# than its own limit. The queue's head says how many can go (its limit - holders), so a
-# key with 100,000 held tasks reads only that many of them (tasks_held, claim order).
-_ADMIT = (
-    "WITH n AS (" + SLOTS + "), "
-    "head AS (SELECT max_concurrency AS cap FROM tasks WHERE tenant = $1 "
-    "AND concurrency_key = $2 AND status = 'held' ORDER BY priority, seq LIMIT 1), "
-    "h AS (SELECT id, max_concurrency, row_number() OVER (ORDER BY priority, seq) - 1 AS ahead "
-    "FROM (SELECT id, max_concurrency, priority, seq FROM tasks WHERE tenant = $1 "
-    "AND concurrency_key = $2 AND status = 'held' ORDER BY priority, seq "
-    "LIMIT greatest(0, (SELECT cap FROM head) - (SELECT count FROM n)) "
-    "FOR UPDATE SKIP LOCKED) q) "
-    "UPDATE tasks t SET status = 'pending', updated_at = $3 FROM h, n "
-    "WHERE t.id = h.id AND n.count + h.ahead < h.max_concurrency "
-    "RETURNING t.tenant, t.queue_name, t.handler_name"
-)
+# Schema 10's orch8_admit: every key's lock, count and admission in one round trip. Its
+# lock is a transaction-level advisory lock in the two-int space (4932953, "KEY"), which
+# does not overlap the one-bigint space of the migration lock (MIGRATION_LOCK).
+_ADMIT = "SELECT a_tenant, a_queue, a_handler FROM orch8_admit($1::text[], $2::text[], $3)"
 # Each key with held tasks once (a loose scan of tasks_held), then one probe of its slots.
 _STRANDED = (
     "WITH RECURSIVE k AS ("
@@ -63,12 +48,10 @@ _STRANDED = (
 async def admit(
     conn: asyncpg.Connection, keys: set[tuple[str, str]], now: int
 ) -> list[tuple[str, str, str]]:
-    """In the caller's transaction (the advisory lock lasts until it ends)."""
-    admitted: list[tuple[str, str, str]] = []
-    for tenant, key in sorted(keys):  # one lock order: no deadlock between admissions
-        await conn.execute(_LOCK, tenant, key)
-        admitted += [(r[0], r[1], r[2]) for r in await conn.fetch(_ADMIT, tenant, key, now)]
-    return admitted
+    """In the caller's transaction (the keys' advisory locks last until it ends)."""
+    ordered = sorted(keys)  # one lock order: no deadlock between admissions
+    rows = await conn.fetch(_ADMIT, [t for t, _ in ordered], [k for _, k in ordered], now)
+    return [(r[0], r[1], r[2]) for r in rows]
 
 
 async def stranded(conn: asyncpg.Connection, limit: int) -> list[tuple[str, str]]:

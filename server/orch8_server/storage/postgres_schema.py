@@ -332,6 +332,45 @@ CREATE TABLE rate_limits (
     PRIMARY KEY (tenant, key)
 );
 CREATE INDEX rate_limits_next ON rate_limits (next_at) WHERE next_at IS NOT NULL;
+
+-- P-KEY-3/4: admission of held tasks to their keys' free slots, every key of a unit in one
+-- call (a statement pair per key was 2 round trips per key per unit: 3-4x the CPU per task
+-- at 1,000 keys, bench/results/2026-11-27-concurrency-keys.md). Per key, in the order given
+-- (the caller sorts: one lock order): a transaction lock on the key, then the head of its
+-- held tasks (none: done), then its slot holders counted by a new statement (READ
+-- COMMITTED: it sees every admission that committed before the lock was granted), then the
+-- head's room admitted in claim order. Held rows locked elsewhere are skipped (SKIP
+-- LOCKED): their transaction changes them and admits their key itself.
+CREATE FUNCTION orch8_admit(p_tenants text[], p_keys text[], p_now bigint)
+RETURNS TABLE (a_tenant text, a_queue text, a_handler text) LANGUAGE plpgsql AS $$
+DECLARE
+    i integer;
+    cap integer;
+    taken bigint;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+        PERFORM pg_advisory_xact_lock(4932953, hashtext(p_tenants[i] || chr(31) || p_keys[i]));
+        SELECT t.max_concurrency INTO cap FROM tasks t
+            WHERE t.tenant = p_tenants[i] AND t.concurrency_key = p_keys[i] AND t.status = 'held'
+            ORDER BY t.priority, t.seq LIMIT 1;
+        CONTINUE WHEN cap IS NULL;
+        SELECT count(*) INTO taken FROM tasks t
+            WHERE t.tenant = p_tenants[i] AND t.concurrency_key = p_keys[i]
+            AND t.status IN ('pending', 'running');
+        CONTINUE WHEN taken >= cap;
+        RETURN QUERY
+            WITH h AS (
+                SELECT q.id, q.max_concurrency,
+                       row_number() OVER (ORDER BY q.priority, q.seq) - 1 AS ahead
+                FROM (SELECT t.id, t.max_concurrency, t.priority, t.seq FROM tasks t
+                      WHERE t.tenant = p_tenants[i] AND t.concurrency_key = p_keys[i]
+                      AND t.status = 'held' ORDER BY t.priority, t.seq
+                      LIMIT cap - taken FOR UPDATE SKIP LOCKED) q)
+            UPDATE tasks t SET status = 'pending', updated_at = p_now FROM h
+            WHERE t.id = h.id AND taken + h.ahead < h.max_concurrency
+            RETURNING t.tenant, t.queue_name, t.handler_name;
+    END LOOP;
+END $$;
 DROP INDEX tasks_good_until;
 CREATE INDEX tasks_good_until ON tasks (good_until)
     WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');
