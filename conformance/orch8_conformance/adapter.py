@@ -68,6 +68,9 @@ class AdapterProcess:
         self.name = name
         self.worker_id = worker_id
         self.events: list[dict] = []
+        # (event, task_id) -> those events in order: a check per task (1,000 tasks) would
+        # otherwise scan every event of the run once per task.
+        self.by_task: dict[tuple, list[dict]] = {}
         self.ready = threading.Event()
         self.exited_at: float | None = None
         self.last_command_at: float | None = None  # last signal or operator directive
@@ -93,6 +96,7 @@ class AdapterProcess:
                 if not isinstance(event, dict):
                     continue
                 event["_recv"] = time.time() * 1000
+                self.by_task.setdefault((event.get("event"), event.get("task_id")), []).append(event)
                 self.events.append(event)
                 if event.get("event") == "ready":
                     if self.worker_id is None:  # the SDK chose it (P-SDK-21)

@@ -16,6 +16,9 @@ from .scenario import task_refs
 from .server import ReferenceServer
 
 READY_TIMEOUT_S = 20.0
+# Final until an operator retries the task (docs/protocol.md), which no scenario does: a wait
+# that saw one need not read that task again. The end-state checks read every task afresh.
+FINAL_STATUSES = ("completed", "failed", "cancelled", "expired")
 
 
 class Failure(Exception):
@@ -53,6 +56,7 @@ class ScenarioRun:
         self.visible_at: dict[str, float] = {}  # task ref -> when its enqueue was acknowledged
         self.sent: dict[str, dict] = {}  # task ref -> the task spec it was enqueued from
         self.instances: dict[str, str] = {}  # instance ref -> instance id (workflows, P-WF-4)
+        self.final: dict[str, str] = {}  # task ref -> the final status a wait saw
         self.notes: list[str] = []  # parts of a passed run that did not apply to this adapter
         self.t0 = 0.0
         self.step_began = 0.0  # when the current timeline step began waiting
@@ -110,6 +114,8 @@ class ScenarioRun:
             self.proxy.close()
             with open(self.workdir / "proxy.jsonl", "w") as log:  # what the adapter sent, for debugging
                 log.writelines(json.dumps(r) + "\n" for r in self.proxy.requests)
+        if self.api:
+            self.api.close()
         if self.server:
             self.server.stop()
 
@@ -307,10 +313,15 @@ class ScenarioRun:
         return self.ids[ref]
 
     def status(self, ref: str) -> str | None:
+        if ref in self.final:
+            return self.final[ref]
         try:
-            return self.api.task(self.task_id(ref))["status"]
+            status = self.api.task(self.task_id(ref))["status"]
         except ApiError:
             return None
+        if status in FINAL_STATUSES:
+            self.final[ref] = status
+        return status
 
     def events(self, kind: str, ref: str | None = None, worker: str | None = None) -> list[dict]:
         task_id = self.ids.get(ref) if ref else None
@@ -320,11 +331,10 @@ class ScenarioRun:
         for name, proc in list(self.workers.items()):
             if worker and name != worker:
                 continue
-            found += [
-                e
-                for e in list(proc.events)
-                if e.get("event") == kind and (task_id is None or e.get("task_id") == task_id)
-            ]
+            if task_id is not None:
+                found += list(proc.by_task.get((kind, task_id), ()))
+            else:
+                found += [e for e in list(proc.events) if e.get("event") == kind]
         return found
 
 
