@@ -120,6 +120,9 @@ func (c *Client) DeleteRateLimit(ctx context.Context, key string) (string, error
 	if err != nil {
 		return "", err
 	}
+	if s == nil {
+		return "", nil
+	}
 	return *s, nil
 }
 

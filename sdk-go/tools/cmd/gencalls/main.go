@@ -317,7 +317,11 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 		fmt.Fprintf(b, "return produce(ctx, c, body, func(ctx context.Context, body %s) (%s, error) {\nreturn %s})\n}\n",
 			params[0].typ, ret, call)
 	case result == "":
-		fmt.Fprintf(b, "s, err := %sif err != nil {\nreturn \"\", err\n}\nreturn *s, nil\n}\n", call)
+		empty := ""
+		if noContent { // a 204 has no text: answer "", not a nil dereference
+			empty = "if s == nil {\nreturn \"\", nil\n}\n"
+		}
+		fmt.Fprintf(b, "s, err := %sif err != nil {\nreturn \"\", err\n}\n%sreturn *s, nil\n}\n", call, empty)
 	default:
 		fmt.Fprintf(b, "return %s}\n", call)
 	}
