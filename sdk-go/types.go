@@ -54,6 +54,9 @@ type (
 	QueueControl          = api.QueueControl
 	HandlerControl        = api.HandlerControl
 	RunningLimit          = api.RunningLimit
+	RateLimit             = api.RateLimit
+	RateLimitList         = api.RateLimitList
+	RateLimitSettings     = api.RateLimitSettings
 	QueueHistoryParams    = api.GetQueueHistoryParams
 	QueueHistory          = api.QueueHistory
 	QueueHistoryPoint     = api.QueueHistoryPoint

@@ -92,6 +92,7 @@ var readmePrograms = map[string]func(t *testing.T, bin string){
 	"worker":   runConsumerWorker,
 	"keys":     runKeysExample,
 	"queues":   runQueuesExample,
+	"rates":    runRatesExample,
 	"tenants":  runTenantsExample,
 	"workflow": runWorkflowExample,
 }
