@@ -17,6 +17,7 @@ const REASONS: Record<string, [string, Tone]> = {
   unroutable: ["unroutable", "blocked"],
   no_poller: ["no poller", "blocked"],
   concurrency_key: ["key full", "time"],
+  rate_limited: ["rate limited", "time"],
   claimable: ["claimable", "ok"],
   running: ["running", "running"],
 };
@@ -50,6 +51,11 @@ function specifics(t: Task, w: TaskWaiting): HTMLElement | null {
       return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
     case "concurrency_key":
       return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
+    case "rate_limited": {
+      // No `until` while the burst's admitted tasks wait for workers: their claims let it in (P-RATE-2).
+      const key = h("code", null, t.rate_limit_key ?? "?");
+      return extra(w.until ? ["claimable ", when(w.until, "until"), " · rate limit ", key] : ["rate limit ", key, ": admitted as workers claim its admitted tasks"]);
+    }
     case "unroutable":
       return extra(["needs labels ", ...labels(t.required_labels), "· start a worker with them"]);
     case "no_poller":

@@ -38,7 +38,7 @@ const attr = (page, sel, name) => page.getAttribute(`[data-testid="why"] ${sel}`
 /** What every reason shows: its badge (label, tone) and the server's sentence. */
 async function line(page, reason) {
   const c = waitingCases(0, { handler: HANDLER, queue: QUEUE })[reason];
-  assert.equal(await page.getAttribute('[data-testid="why"]', "data-reason"), reason);
+  assert.equal(await page.getAttribute('[data-testid="why"]', "data-reason"), c.waiting.reason);
   // The fixture's times moved on since the page's load: compare the sentence around them.
   const bare = (s) => s.replace(/\d{4}-\d\d-\d\dT[\d:.]+Z/g, "<time>");
   assert.equal(bare(await text(page, "why-detail")), bare(c.waiting.detail), `detail of ${reason}`);
@@ -124,10 +124,29 @@ test("running: the worker (a link to its tasks), its last heartbeat and the leas
   await page.close();
 });
 
-test("an unknown reason shows its detail; a finished task has no Why line", async () => {
+test("rate_limited: claimable at the next token, the exact time on hover, and the limit's key", async () => {
   let page = await show(() => "rate_limited");
-  const got = await line(page, "rate_limited");
-  assert.equal(got.badge, "rate_limited");
+  let got = await line(page, "rate_limited");
+  assert.equal(got.badge, "rate limited");
+  assert.match(got.tone, /why-time/);
+  assert.match(got.extra, /^claimable in (19|20) s · rate limit sms-eu$/);
+  assert.ok(Date.parse(await attr(page, "[data-until]", "data-until")) > Date.now(), "until is the fixture's future time");
+  assert.deepEqual(page.errors, []);
+  await page.close();
+
+  page = await show(() => "rate_limited_burst"); // no next token while the burst waits for workers
+  got = await line(page, "rate_limited_burst");
+  assert.equal(got.badge, "rate limited");
+  assert.equal(got.extra, "rate limit sms-eu: admitted as workers claim its admitted tasks");
+  assert.equal(await page.$('[data-testid="why"] [data-until]'), null);
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
+test("an unknown reason shows its detail; a finished task has no Why line", async () => {
+  let page = await show(() => "fair_share");
+  const got = await line(page, "fair_share");
+  assert.equal(got.badge, "fair_share");
   assert.match(got.tone, /why-other/);
   assert.equal(got.extra, null, "nothing invented for a reason the page does not know");
   await page.close();

@@ -646,6 +646,7 @@ var REASONS = {
   unroutable: ["unroutable", "blocked"],
   no_poller: ["no poller", "blocked"],
   concurrency_key: ["key full", "time"],
+  rate_limited: ["rate limited", "time"],
   claimable: ["claimable", "ok"],
   running: ["running", "running"]
 };
@@ -675,6 +676,10 @@ function specifics(t, w) {
       return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
     case "concurrency_key":
       return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
+    case "rate_limited": {
+      const key = h("code", null, t.rate_limit_key ?? "?");
+      return extra(w.until ? ["claimable ", when(w.until, "until"), " · rate limit ", key] : ["rate limit ", key, ": admitted as workers claim its admitted tasks"]);
+    }
     case "unroutable":
       return extra(["needs labels ", ...labels(t.required_labels), "· start a worker with them"]);
     case "no_poller":
