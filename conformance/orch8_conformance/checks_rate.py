@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import checks_keys
 from .api import ApiError
 
 if TYPE_CHECKING:
@@ -56,8 +57,9 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
 
 
 def key_starts(run: ScenarioRun, key: str) -> tuple[list[float], list[str]]:
-    """The sorted starts of every attempt of the tasks naming `key`, and the tasks that do
-    not read back the rate_limit_key they were enqueued with."""
+    """The sorted starts of every attempt of the tasks naming `key` (workflow steps' tasks
+    included, P-RATE-5), and the tasks that do not read back the rate_limit_key they were
+    enqueued with."""
     from .checks import ms  # checks imports this module
 
     out, starts = [], []
@@ -68,6 +70,9 @@ def key_starts(run: ScenarioRun, key: str) -> tuple[list[float], list[str]]:
             out.append(f"{ref} reads back rate_limit_key {task.get('rate_limit_key')!r}, enqueued with {want!r}")
         if want == key:
             starts += [ms(a["started_at"]) for a in run.api.attempts(task_id)]
+    for task in checks_keys.step_tasks(run):
+        if task.get("rate_limit_key") == key:
+            starts += [ms(a["started_at"]) for a in run.api.attempts(task["id"])]
     return sorted(starts), out
 
 
