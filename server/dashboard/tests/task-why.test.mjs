@@ -184,6 +184,23 @@ test("live: a task held behind its concurrency key says so, with the server's co
   await page.close();
 });
 
+test("live: a task waiting for a token of its rate limit says so, until the limit is removed", async () => {
+  assert.equal((await server.api("PUT", "/rate-limits/why-rate", { limit: 1, period_ms: 60000, burst: 1 })).status, 200);
+  const [, second] = await server.enqueue([
+    { handler_name: "why_rate", queue_name: "why_rate_q", rate_limit_key: "why-rate" },
+    { handler_name: "why_rate", queue_name: "why_rate_q", rate_limit_key: "why-rate" },
+  ]);
+  const page = await openPage(browser, `${server.url}/ui/#/tasks/${second.id}`);
+  await page.waitForSelector('[data-testid="why"][data-reason="rate_limited"]');
+  assert.equal(await text(page, "why-detail"), (await server.api("GET", `/tasks/${second.id}`)).body.waiting.detail);
+  assert.equal(await text(page, "why-badge"), "rate limited");
+  assert.match(await text(page, "why-extra"), /rate limit why-rate/);
+  assert.equal((await server.api("DELETE", "/rate-limits/why-rate")).status, 204); // P-RATE-4: no pace
+  await page.waitForSelector('[data-testid="why"][data-reason="no_poller"]', { timeout: 8000 });
+  assert.deepEqual(page.errors, []);
+  await page.close();
+});
+
 test("live: a task on a paused queue says paused; resumed, no poller; claimed, who runs it", async () => {
   const [t] = await server.enqueue([{ handler_name: "why_live", queue_name: "why_live_q" }]);
   assert.equal((await server.api("POST", "/queues/why_live_q/pause")).status, 200);
