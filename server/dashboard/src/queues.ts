@@ -29,7 +29,7 @@ export function withControlRows(list: QueueStatsList): QueueStats[] {
     .filter((c) => !seen.has(c.queue_name))
     .map((c): QueueStats => ({
       queue_name: c.queue_name, handler_name: "", pending: 0, scheduled: 0, running: c.running, failed: 0,
-      oldest_pending_age_ms: null, active_pollers: 0, unroutable: 0, paused: c.paused,
+      oldest_pending_age_ms: null, active_pollers: 0, unroutable: 0, held: 0, paused: c.paused,
       queue_max_running: c.max_running, handler_max_running: null, blocked: null,
     }));
   return [...list.queues, ...extra];

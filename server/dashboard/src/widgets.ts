@@ -37,6 +37,7 @@ const BLOCKED: Record<BlockedReason, [string, string]> = {
   paused: ["paused", "The queue is paused: polls claim none of its tasks until it is resumed."],
   queue_cap: ["queue cap reached", "The queue's running cap is reached: claims wait until running tasks finish."],
   handler_cap: ["handler cap reached", "The handler's running cap (on every queue) is reached: claims wait until running tasks finish."],
+  held: ["held by keys", "Every pending task waits for a slot of its concurrency key or a token of its rate limit (P-KEY-1, P-RATE-1)."],
   unroutable: ["unroutable", "Every pending task requires worker labels that no live registered worker has."],
 };
 

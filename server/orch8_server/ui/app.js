@@ -367,6 +367,7 @@ var BLOCKED = {
   paused: ["paused", "The queue is paused: polls claim none of its tasks until it is resumed."],
   queue_cap: ["queue cap reached", "The queue's running cap is reached: claims wait until running tasks finish."],
   handler_cap: ["handler cap reached", "The handler's running cap (on every queue) is reached: claims wait until running tasks finish."],
+  held: ["held by keys", "Every pending task waits for a slot of its concurrency key or a token of its rate limit (P-KEY-1, P-RATE-1)."],
   unroutable: ["unroutable", "Every pending task requires worker labels that no live registered worker has."]
 };
 function blockedBadge(reason) {
@@ -2140,6 +2141,7 @@ function withControlRows(list2) {
     oldest_pending_age_ms: null,
     active_pollers: 0,
     unroutable: 0,
+    held: 0,
     paused: c.paused,
     queue_max_running: c.max_running,
     handler_max_running: null,
