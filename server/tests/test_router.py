@@ -46,12 +46,13 @@ def _sample_paths(routes: list[Route]) -> list[str]:
 
 
 def _answers(router: Router, paths: list[str]) -> list[tuple[str, str, int, str, str]]:
-    client = TestClient(router, follow_redirects=False)
     out = []
-    for path in paths:
-        for method in METHODS:
-            r = client.request(method, path)
-            out.append((method, path, r.status_code, r.headers.get("location", ""), r.text))
+    # Entered once: outside a `with`, every request starts and stops its own event loop.
+    with TestClient(router, follow_redirects=False) as client:
+        for path in paths:
+            for method in METHODS:
+                r = client.request(method, path)
+                out.append((method, path, r.status_code, r.headers.get("location", ""), r.text))
     return out
 
 
