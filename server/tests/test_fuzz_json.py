@@ -209,6 +209,7 @@ def _json_routes(api: httpx.Client) -> list[tuple[str, str]]:
         "{queue_name}": "q_fz",
         "{handler_name}": "h_fz",
         "{name}": "fz_ids",
+        "{key}": "rl_fz",
     }
     out = []
     for path, item in SPEC["paths"].items():

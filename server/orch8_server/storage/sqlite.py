@@ -269,8 +269,8 @@ class SqliteStorage:
             s = slot(queue, handler)
             s["pending"], s["oldest_pending_run_at"] = n, oldest
         for status in ("scheduled", "running", "failed", "held"):
-            for queue, handler, n in self.c.execute(
-                "SELECT queue_name, handler_name, COUNT(*) FROM tasks "
+            for queue, handler, n, oldest in self.c.execute(
+                "SELECT queue_name, handler_name, COUNT(*), MIN(run_at) FROM tasks "
                 "WHERE status = ?" + q + " GROUP BY queue_name, handler_name",
                 (status, *args),
             ):
@@ -278,6 +278,8 @@ class SqliteStorage:
                 s[status] = n
                 if status == "held":  # P-KEY-6: a held task is pending on the wire
                     s["pending"] += n
+                    first = s["oldest_pending_run_at"]
+                    s["oldest_pending_run_at"] = oldest if first is None else min(first, oldest)
         return cast("list[QueueStatsRow]", list(stats.values()))
 
     async def next_scheduled_at(self) -> int | None:

@@ -308,16 +308,18 @@ def test_queue_stats_count_unfinished_and_failed_tasks_per_queue_and_handler(
     rows = [task("h1", "q1", run_at=NOW), task("h1", "q1", run_at=NOW - 50),
             task("h1", "q1", status="scheduled", run_at=NOW + 9), running("l", "w", handler_name="h1", queue_name="q1"),
             task("h1", "q1", status="failed"), task("h1", "q1", status="completed"),
-            task("h2", "q2"), task("h3", "q3", status="completed"), task("h1", "q1", tenant="t2")]  # fmt: skip
+            task("h2", "q2"), task("h3", "q3", status="completed"), task("h1", "q1", tenant="t2"),
+            task("h1", "q1", status="held", run_at=NOW - 60, concurrency_key="k",
+                 max_concurrency=1)]  # fmt: skip
 
     async def check(s: Storage) -> None:
         await insert(s, *rows)
         stats = sorted(await s.queue_stats(TENANT, None), key=lambda r: r["queue_name"])
         assert stats == [
-            {"queue_name": "q1", "handler_name": "h1", "pending": 2, "scheduled": 1, "running": 1,
-             "failed": 1, "oldest_pending_run_at": NOW - 50},
+            {"queue_name": "q1", "handler_name": "h1", "pending": 3, "scheduled": 1, "running": 1,
+             "failed": 1, "held": 1, "oldest_pending_run_at": NOW - 60},  # held is pending too
             {"queue_name": "q2", "handler_name": "h2", "pending": 1, "scheduled": 0, "running": 0,
-             "failed": 0, "oldest_pending_run_at": NOW},
+             "failed": 0, "held": 0, "oldest_pending_run_at": NOW},
         ]  # fmt: skip
         assert [r["queue_name"] for r in await s.queue_stats(TENANT, "q2")] == ["q2"]
         assert await s.queue_stats("t3", None) == []
