@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.10.0"
-SPEC_SHA256 = "d672335e5d3b7b7db3046f57bf6d826a330f430d949eb7a9e2b698a4ec95eb5e"
+SPEC_SHA256 = "a83d4b25c4f7eee84f7c71e8beb368d1e7252b77032cd0dc14cded0fe2b54e0d"

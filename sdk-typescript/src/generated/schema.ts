@@ -2342,7 +2342,10 @@ export interface operations {
                      *           "checkpoint": null,
                      *           "progress": null,
                      *           "cancel_reason": null,
-                     *           "required_labels": {}
+                     *           "required_labels": {},
+                     *           "concurrency_key": null,
+                     *           "max_concurrency": null,
+                     *           "rate_limit_key": null
                      *         }
                      *       ],
                      *       "next_cursor": null
@@ -2432,7 +2435,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2484,7 +2490,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2581,7 +2590,10 @@ export interface operations {
                      *           "checkpoint": null,
                      *           "progress": null,
                      *           "cancel_reason": null,
-                     *           "required_labels": {}
+                     *           "required_labels": {},
+                     *           "concurrency_key": null,
+                     *           "max_concurrency": null,
+                     *           "rate_limit_key": null
                      *         }
                      *       ]
                      *     }
@@ -2659,7 +2671,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2735,7 +2750,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": "customer withdrew the order",
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2820,7 +2838,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2907,7 +2928,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
@@ -2992,7 +3016,10 @@ export interface operations {
                      *       "checkpoint": null,
                      *       "progress": null,
                      *       "cancel_reason": null,
-                     *       "required_labels": {}
+                     *       "required_labels": {},
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
+                     *       "rate_limit_key": null
                      *     }
                      */
                     "application/json": components["schemas"]["Task"];
