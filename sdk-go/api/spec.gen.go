@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.10.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "a83d4b25c4f7eee84f7c71e8beb368d1e7252b77032cd0dc14cded0fe2b54e0d"
+const SpecSHA256 = "c2337a2424c47645d93c59dc5f9051d69506d52d9ae46bfb1e8ed3205b653405"

@@ -4257,6 +4257,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "rate_limits": [
+                     *         {
+                     *           "key": "crm-api",
+                     *           "limit": 10,
+                     *           "period_ms": 1000,
+                     *           "burst": 20,
+                     *           "tokens": 0.4,
+                     *           "next_token_at": "2026-11-21T10:31:00.060Z",
+                     *           "held": 35,
+                     *           "updated_at": "2026-11-21T10:00:00.000Z"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": components["schemas"]["RateLimitList"];
                 };
             };
@@ -4294,6 +4310,18 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "key": "crm-api",
+                     *       "limit": 10,
+                     *       "period_ms": 1000,
+                     *       "burst": 20,
+                     *       "tokens": 20,
+                     *       "next_token_at": null,
+                     *       "held": 0,
+                     *       "updated_at": "2026-11-21T10:00:00.000Z"
+                     *     }
+                     */
                     "application/json": components["schemas"]["RateLimit"];
                 };
             };

@@ -5,4 +5,4 @@
 export const SPEC_VERSION = "1.10.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "a83d4b25c4f7eee84f7c71e8beb368d1e7252b77032cd0dc14cded0fe2b54e0d";
+export const SPEC_SHA256 = "c2337a2424c47645d93c59dc5f9051d69506d52d9ae46bfb1e8ed3205b653405";

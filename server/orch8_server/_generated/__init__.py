@@ -2,4 +2,4 @@
 """Artifacts generated from openapi.yaml."""
 
 SPEC_VERSION = "1.10.0"
-SPEC_SHA256 = "a83d4b25c4f7eee84f7c71e8beb368d1e7252b77032cd0dc14cded0fe2b54e0d"
+SPEC_SHA256 = "c2337a2424c47645d93c59dc5f9051d69506d52d9ae46bfb1e8ed3205b653405"
