@@ -27,8 +27,11 @@ WORKERS = 6  # two per replica
 
 
 @pytest.fixture(scope="module")
-def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RunningServer]]:
-    pg = PgCluster().init()
+def replicas(
+    pg: PgCluster, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[RunningServer]]:
+    """Three replicas on a new database of the session's cluster (no restart here, unlike
+    test_replicas.py, so the cluster is shared)."""
     url = pg.create_database("orch8_keys")
     logs = tmp_path_factory.mktemp("keys")
     servers = [
@@ -37,7 +40,6 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[RunningS
     yield servers
     for s in servers:
         stop_server(s)
-    pg.destroy()
 
 
 Held = list[tuple[str, float, float]]  # task id, received, result sent (monotonic seconds)
