@@ -17,9 +17,12 @@ afterwards. Waiting for it instead could deadlock (that transaction waits for ou
 
 from __future__ import annotations
 
+from typing import Any
+
 import asyncpg
 
 from orch8_server.storage import rate_buckets
+from orch8_server.storage.postgres_bulk import NEW_TASK_COLS
 from orch8_server.storage.rate_buckets import Admitted
 
 SLOTS = (
@@ -43,6 +46,43 @@ _STRANDED = (
     "WHERE o.tenant = k.tenant AND o.concurrency_key = k.concurrency_key "
     "AND o.status IN ('pending', 'running')) LIMIT $1"
 )
+
+
+_ROOM = "SELECT r_tenant, r_key, r_room FROM orch8_room($1::text[], $2::text[], $3::integer[])"
+_S, _K, _C, _P, _T, _Q, _H = (
+    NEW_TASK_COLS.index(c)
+    for c in ("status", "concurrency_key", "max_concurrency", "priority", "tenant",
+              "queue_name", "handler_name")
+)  # fmt: skip
+
+
+async def seat(conn: asyncpg.Connection, rows: list[tuple[Any, ...]]) -> list[tuple[str, str, str]]:
+    """New keyed tasks not yet sent (buffered INSERT argument tuples, changed in place) take
+    the free slots of keys without held tasks as `pending`, in claim order: one row version
+    where held-then-admitted wrote two. The keys stay locked to the end of the transaction,
+    so the INSERT that follows is counted by every later admission. Returns their (tenant,
+    queue, handler) triples, to wake their polls."""
+    held = [i for i, r in enumerate(rows) if r[_S] == "held" and r[_K] is not None]
+    if not held:
+        return []
+    caps: dict[tuple[str, str], int] = {}
+    for i in held:
+        caps.setdefault((rows[i][_T], rows[i][_K]), rows[i][_C])
+    ordered = sorted(caps)
+    room = {
+        (r[0], r[1]): r[2]
+        for r in await conn.fetch(
+            _ROOM, [t for t, _ in ordered], [k for _, k in ordered], [caps[k] for k in ordered]
+        )
+    }
+    seated = []
+    for i in sorted(held, key=lambda i: (rows[i][_P], i)):  # P-ORDER-1 among the new
+        key = (rows[i][_T], rows[i][_K])
+        if room.get(key, 0) > 0:
+            room[key] -= 1
+            rows[i] = (*rows[i][:_S], "pending", *rows[i][_S + 1 :])
+            seated.append((rows[i][_T], rows[i][_Q], rows[i][_H]))
+    return seated
 
 
 async def admit(

@@ -341,6 +341,31 @@ CREATE INDEX rate_limits_next ON rate_limits (next_at) WHERE next_at IS NOT NULL
 -- COMMITTED: it sees every admission that committed before the lock was granted), then the
 -- head's room admitted in claim order. Held rows locked elsewhere are skipped (SKIP
 -- LOCKED): their transaction changes them and admits their key itself.
+-- P-KEY-1: the free slots of keys that have no held task, for new keyed tasks about to be
+-- inserted (stored pending at once: one row version instead of held, then pending). Per
+-- key, in the order given: its lock (kept to the end of the transaction, as orch8_admit's),
+-- then 0 if it has a held task (those go first, P-KEY-3), else its cap - holders.
+CREATE FUNCTION orch8_room(p_tenants text[], p_keys text[], p_caps integer[])
+RETURNS TABLE (r_tenant text, r_key text, r_room bigint) LANGUAGE plpgsql AS $$
+DECLARE
+    i integer;
+BEGIN
+    FOR i IN 1 .. coalesce(array_length(p_keys, 1), 0) LOOP
+        PERFORM pg_advisory_xact_lock(4932953, hashtext(p_tenants[i] || chr(31) || p_keys[i]));
+        r_tenant := p_tenants[i];
+        r_key := p_keys[i];
+        IF EXISTS (SELECT 1 FROM tasks t WHERE t.tenant = p_tenants[i]
+                   AND t.concurrency_key = p_keys[i] AND t.status = 'held') THEN
+            r_room := 0;
+        ELSE
+            SELECT greatest(0, p_caps[i] - count(*)) INTO r_room FROM tasks t
+                WHERE t.tenant = p_tenants[i] AND t.concurrency_key = p_keys[i]
+                AND t.status IN ('pending', 'running');
+        END IF;
+        RETURN NEXT;
+    END LOOP;
+END $$;
+
 CREATE FUNCTION orch8_admit(p_tenants text[], p_keys text[], p_now bigint)
 RETURNS TABLE (a_tenant text, a_queue text, a_handler text) LANGUAGE plpgsql AS $$
 DECLARE

@@ -307,9 +307,14 @@ class PgTx:
         return len(rows)
 
     async def admit(self, keys: set[tuple[str, str]], now: int) -> list[tuple[str, str, str]]:
-        await self.flush()  # BEGIN: the keys' locks last until this transaction ends
+        seated = []
+        new = self._writes.get(INSERT_TASK_PLAIN)
+        if new:  # new keyed tasks with a free slot are inserted pending (one row version)
+            await self.begin()  # the keys' locks last until this transaction ends
+            seated = await postgres_keys.seat(self.c, new)
+        await self.flush()
         self._locked.clear()  # rows written below bypass update_task
-        return await postgres_keys.admit(self.c, keys | self.touched, now)
+        return seated + await postgres_keys.admit(self.c, keys | self.touched, now)
 
     async def stranded_keys(self, limit: int) -> list[tuple[str, str]]:
         await self.flush()
