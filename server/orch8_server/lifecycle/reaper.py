@@ -1,6 +1,7 @@
 """The reaper's jobs, each run by its own service (services.py, wired in compose.py):
 expired leases (P-LEASE-6), overdue tasks (P-EXPIRE-1), due scheduled tasks (the
-fallback of the timer, P-STATE-2), held tasks of keys nothing holds and of rate limits (P-KEY-3, P-RATE-3). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
+fallback of the timer, P-STATE-2), held tasks of keys nothing holds and of rate limits
+(P-KEY-3, P-RATE-3). Dead workers are `Workers.sweep_dead` (P-WORKER-5)."""
 
 from __future__ import annotations
 
@@ -43,7 +44,8 @@ async def promote_due(work: Work) -> None:
 async def admit_stranded(work: Work) -> None:
     """P-KEY-3's safety net: keys with held tasks and no task in a slot, which nothing
     would ever admit (a crash between the commit that freed the last slot and its
-    admission, on PostgreSQL where a completion commits alone). Logged: each is a sign."""
+    admission, on PostgreSQL where a completion commits alone). Logged: each is a sign of
+    a crash, or of such an admission still in flight when the sweep looked."""
     async with work() as uow:
         stranded = await uow.db.stranded_keys(BATCH)
         if stranded:
