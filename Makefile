@@ -23,9 +23,9 @@ help:
 	@echo "make bench [QUICK=1]  measure throughput, latency and memory"
 	@echo "packages: $(PACKAGES)"
 
-# install-tools.sh (a Go build) shares nothing with setup.sh (pip, npm): they run side by side.
 setup:
-	@scripts/install-tools.sh & tools=$$!; scripts/setup.sh && wait $$tools
+	@scripts/setup.sh
+	@scripts/install-tools.sh
 	@for p in $(PACKAGES); do $(MAKE) --no-print-directory -C $$p setup || exit 1; done
 
 run: setup

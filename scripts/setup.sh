@@ -29,17 +29,6 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
   fi
 fi
 
-# The spec linter's npm ci shares nothing with the pip installs below: it runs beside them.
-lint=scripts/spec-lint
-lstamp=$lint/node_modules/.orch8-setup
-lwant=$(sha256sum "$lint/package-lock.json" | cut -c1-16)
-lint_pid=
-if [ ! -f "$lstamp" ] || [ "$(cat "$lstamp")" != "$lwant" ]; then
-  echo "setup: installing the spec linter (npm ci)"
-  (cd "$lint" && npm ci --silent --no-audit --no-fund && echo "$lwant" > node_modules/.orch8-setup) &
-  lint_pid=$!
-fi
-
 python=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($python --version)"
@@ -64,4 +53,11 @@ fi
 .venv/bin/python -m compileall -q -x '/(node_modules|\.venv)/' server sdk-python conformance bench scripts \
   >/dev/null 2>&1 || true
 
-if [ -n "$lint_pid" ]; then wait "$lint_pid"; fi
+lint=scripts/spec-lint
+lstamp=$lint/node_modules/.orch8-setup
+lwant=$(sha256sum "$lint/package-lock.json" | cut -c1-16)
+if [ ! -f "$lstamp" ] || [ "$(cat "$lstamp")" != "$lwant" ]; then
+  echo "setup: installing the spec linter (npm ci)"
+  (cd "$lint" && npm ci --silent --no-audit --no-fund)
+  echo "$lwant" > "$lstamp"
+fi
