@@ -155,9 +155,14 @@ func (w *Worker) nextHeartbeatLocked(last time.Time) time.Time {
 func (w *Worker) heartbeat(ctx context.Context) {
 	w.mu.Lock()
 	ids := make([]string, 0, len(w.held))
+	// The attempt each task id names in this request: the answer is about that lease. A
+	// new attempt of the same task claimed while the request was out is not the one a
+	// lease_lost or cancel_requested answer speaks of (P-SDK-5).
+	asked := make(map[string]*run, len(w.held))
 	for k, r := range w.held {
 		if r.droppedCause() == nil && !slices.Contains(ids, k.taskID) {
 			ids = append(ids, k.taskID)
+			asked[k.taskID] = w.heldLocked(k.taskID)
 		}
 	}
 	state := api.WorkerHeartbeatStateRunning
@@ -188,10 +193,10 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	}
 	for _, ts := range res.Tasks {
 		w.mu.Lock()
-		r := w.heldLocked(ts.TaskID) // the answer is about the lease it holds now
+		r := w.heldLocked(ts.TaskID)
 		w.mu.Unlock()
 		switch {
-		case r == nil:
+		case r == nil || r != asked[ts.TaskID]: // gone, or a newer attempt than the one asked about
 		case r.delivering() && (ts.LeaseLost || ts.CancelRequested):
 			// The result is on its way: our own completion may be what ended the lease, so
 			// the server's answer to the result decides, not this heartbeat.
