@@ -561,6 +561,9 @@ type HealthStatusStatus string
 
 // Instance defines model for Instance.
 type Instance struct {
+	// ConcurrencyKey Its concurrency key (P-KEY-7), or null.
+	ConcurrencyKey *string `json:"concurrency_key,omitempty"`
+
 	// Context `data` is the input; `config` the configuration given at start (P-WF-10).
 	Context        InstanceContext `json:"context"`
 	CreatedAt      time.Time       `json:"created_at"`
@@ -571,6 +574,9 @@ type Instance struct {
 
 	// Input Any JSON object.
 	Input JSONObject `json:"input"`
+
+	// MaxConcurrency Its key's limit as this instance states it (P-KEY-7); null without a key.
+	MaxConcurrency *int `json:"max_concurrency,omitempty"`
 
 	// OnError The outcome of the sequence's `on_error` step, once it ran.
 	OnError *StepRun `json:"on_error,omitempty"`
@@ -585,6 +591,9 @@ type Instance struct {
 	Tenant    *TenantID `json:"tenant,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int       `json:"version"`
+
+	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+	Waiting *TaskWaiting `json:"waiting,omitempty"`
 }
 
 // InstanceContext `data` is the input; `config` the configuration given at start (P-WF-10).
@@ -657,12 +666,21 @@ type MaxConcurrency = int
 
 // NewInstance defines model for NewInstance.
 type NewInstance struct {
+	// ConcurrencyKey Names what the task's work must not overload, e.g. one customer or one external
+	// account (P-KEY-1). Per tenant, across queues and handlers: at most
+	// `max_concurrency` tasks of the key are claimable or running at once; the others
+	// stay `pending`, held, and never block other tasks (P-KEY-2).
+	ConcurrencyKey *ConcurrencyKey `json:"concurrency_key,omitempty"`
+
 	// Context Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
 	Context        *NewInstanceContext `json:"context,omitempty"`
 	IdempotencyKey *string             `json:"idempotency_key,omitempty"`
 
 	// Input Any JSON object.
 	Input JSONObject `json:"input,omitempty"`
+
+	// MaxConcurrency With `concurrency_key`, how many tasks of the key may be claimable or running at once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
+	MaxConcurrency *MaxConcurrency `json:"max_concurrency,omitempty"`
 
 	// Sequence Name of a sequence (the pattern of QueueName).
 	Sequence SequenceName `json:"sequence"`
@@ -1958,7 +1976,10 @@ type ClientInterface interface {
 	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
 	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
 	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-	// a first step with more tasks than the enqueue burst is 422.
+	// a first step with more tasks than the enqueue burst is 422. With a
+	// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+	// stored `running` and waits for a slot: no block starts until one of them ends
+	// (P-KEY-7).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1972,7 +1993,10 @@ type ClientInterface interface {
 	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
 	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
 	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-	// a first step with more tasks than the enqueue burst is 422.
+	// a first step with more tasks than the enqueue burst is 422. With a
+	// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+	// stored `running` and waits for a slot: no block starts until one of them ends
+	// (P-KEY-7).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2757,7 +2781,10 @@ func (c *Client) ListInstances(ctx context.Context, params *ListInstancesParams,
 // of the tenant, that instance is returned with 200, unchanged whatever the new body,
 // and nothing starts. The tasks of the first step pass the enqueue rate and queue
 // depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-// a first step with more tasks than the enqueue burst is 422.
+// a first step with more tasks than the enqueue burst is 422. With a
+// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+// stored `running` and waits for a slot: no block starts until one of them ends
+// (P-KEY-7).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2781,7 +2808,10 @@ func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, 
 // of the tenant, that instance is returned with 200, unchanged whatever the new body,
 // and nothing starts. The tasks of the first step pass the enqueue rate and queue
 // depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-// a first step with more tasks than the enqueue burst is 422.
+// a first step with more tasks than the enqueue burst is 422. With a
+// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+// stored `running` and waits for a slot: no block starts until one of them ends
+// (P-KEY-7).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6384,7 +6414,10 @@ type ClientWithResponsesInterface interface {
 	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
 	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
 	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-	// a first step with more tasks than the enqueue burst is 422.
+	// a first step with more tasks than the enqueue burst is 422. With a
+	// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+	// stored `running` and waits for a slot: no block starts until one of them ends
+	// (P-KEY-7).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6398,7 +6431,10 @@ type ClientWithResponsesInterface interface {
 	// of the tenant, that instance is returned with 200, unchanged whatever the new body,
 	// and nothing starts. The tasks of the first step pass the enqueue rate and queue
 	// depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-	// a first step with more tasks than the enqueue burst is 422.
+	// a first step with more tasks than the enqueue burst is 422. With a
+	// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+	// stored `running` and waits for a slot: no block starts until one of them ends
+	// (P-KEY-7).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11981,7 +12017,10 @@ func (c *ClientWithResponses) ListInstancesWithResponse(ctx context.Context, par
 // of the tenant, that instance is returned with 200, unchanged whatever the new body,
 // and nothing starts. The tasks of the first step pass the enqueue rate and queue
 // depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-// a first step with more tasks than the enqueue burst is 422.
+// a first step with more tasks than the enqueue burst is 422. With a
+// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+// stored `running` and waits for a slot: no block starts until one of them ends
+// (P-KEY-7).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12001,7 +12040,10 @@ func (c *ClientWithResponses) StartInstanceWithBodyWithResponse(ctx context.Cont
 // of the tenant, that instance is returned with 200, unchanged whatever the new body,
 // and nothing starts. The tasks of the first step pass the enqueue rate and queue
 // depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-// a first step with more tasks than the enqueue burst is 422.
+// a first step with more tasks than the enqueue burst is 422. With a
+// `concurrency_key` whose `max_concurrency` instances are running, the instance is
+// stored `running` and waits for a slot: no block starts until one of them ends
+// (P-KEY-7).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

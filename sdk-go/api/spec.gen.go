@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.10.0"
+const SpecVersion = "1.11.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "c2337a2424c47645d93c59dc5f9051d69506d52d9ae46bfb1e8ed3205b653405"
+const SpecSHA256 = "0b47a9d580a70c721051c8e8fb0ea44039b7ddc92b7969178b46366ef585211f"

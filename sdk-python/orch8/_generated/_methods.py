@@ -1057,6 +1057,8 @@ class SyncMethods:
         input: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
+        max_concurrency: int | None = None,
     ) -> Instance:
         """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -1069,6 +1071,10 @@ class SyncMethods:
             body["context"] = dict(context)
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
+        if concurrency_key is not None:
+            body["concurrency_key"] = concurrency_key
+        if max_concurrency is not None:
+            body["max_concurrency"] = max_concurrency
         call = Call(
             start_instance,
             {
@@ -2189,6 +2195,8 @@ class AsyncMethods:
         input: Mapping[str, Any] | None = None,
         context: Mapping[str, Any] | None = None,
         idempotency_key: str | None = None,
+        concurrency_key: str | None = None,
+        max_concurrency: int | None = None,
     ) -> Instance:
         """Start an instance of a sequence (x-orch8-retry: idempotency-key)."""
         body: dict[str, Any] = {}
@@ -2201,6 +2209,10 @@ class AsyncMethods:
             body["context"] = dict(context)
         if idempotency_key is not None:
             body["idempotency_key"] = idempotency_key
+        if concurrency_key is not None:
+            body["concurrency_key"] = concurrency_key
+        if max_concurrency is not None:
+            body["max_concurrency"] = max_concurrency
         call = Call(
             start_instance,
             {

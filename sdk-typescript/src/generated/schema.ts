@@ -754,7 +754,10 @@ export interface paths {
          *     of the tenant, that instance is returned with 200, unchanged whatever the new body,
          *     and nothing starts. The tasks of the first step pass the enqueue rate and queue
          *     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-         *     a first step with more tasks than the enqueue burst is 422.
+         *     a first step with more tasks than the enqueue burst is 422. With a
+         *     `concurrency_key` whose `max_concurrency` instances are running, the instance is
+         *     stored `running` and waits for a slot: no block starts until one of them ends
+         *     (P-KEY-7).
          */
         post: operations["startInstance"];
         delete?: never;
@@ -1637,6 +1640,15 @@ export interface components {
             input?: components["schemas"]["JsonObject"];
             context?: components["schemas"]["NewInstanceContext"];
             idempotency_key?: string;
+            /**
+             * @description At most `max_concurrency` instances of this key run at once, per tenant
+             *     (P-KEY-7). An instance started past the limit is `running` but waits: no block
+             *     starts until an instance of the key ends. Instance keys are counted apart
+             *     from task keys.
+             */
+            concurrency_key?: components["schemas"]["ConcurrencyKey"];
+            /** @description With `concurrency_key`, how many instances of the key may run at once (P-KEY-7); default 1. Without a key it is 422. */
+            max_concurrency?: components["schemas"]["MaxConcurrency"];
         };
         /** @description Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`. */
         NewInstanceContext: {
@@ -1692,6 +1704,16 @@ export interface components {
             /** @description The outcome of the sequence's `on_error` step, once it ran. */
             on_error?: components["schemas"]["StepRun"] | null;
             idempotency_key?: string | null;
+            /** @description Its concurrency key (P-KEY-7), or null. */
+            concurrency_key?: string | null;
+            /** @description Its key's limit as this instance states it (P-KEY-7); null without a key. */
+            max_concurrency?: number | null;
+            /**
+             * @description In `GET /instances/{instance_id}` only, while the instance waits for a slot of
+             *     its concurrency key (P-KEY-7): `reason` `concurrency_key`, `running` the
+             *     instances of the key that hold a slot, `cap` its limit.
+             */
+            waiting?: components["schemas"]["TaskWaiting"];
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -4857,6 +4879,8 @@ export interface operations {
                      *           ],
                      *           "on_error": null,
                      *           "idempotency_key": null,
+                     *           "concurrency_key": null,
+                     *           "max_concurrency": null,
                      *           "created_at": "2026-11-21T10:30:00.000Z",
                      *           "updated_at": "2026-11-21T10:30:01.000Z",
                      *           "finished_at": null
@@ -4963,6 +4987,8 @@ export interface operations {
                      *       ],
                      *       "on_error": null,
                      *       "idempotency_key": null,
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
                      *       "updated_at": "2026-11-21T10:30:01.000Z",
                      *       "finished_at": null
@@ -5037,6 +5063,8 @@ export interface operations {
                      *       ],
                      *       "on_error": null,
                      *       "idempotency_key": null,
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
                      *       "updated_at": "2026-11-21T10:30:01.000Z",
                      *       "finished_at": null
@@ -5136,6 +5164,8 @@ export interface operations {
                      *       ],
                      *       "on_error": null,
                      *       "idempotency_key": null,
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
                      *       "updated_at": "2026-11-21T10:30:01.000Z",
                      *       "finished_at": null
@@ -5238,6 +5268,8 @@ export interface operations {
                      *       ],
                      *       "on_error": null,
                      *       "idempotency_key": null,
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
                      *       "updated_at": "2026-11-21T10:30:01.000Z",
                      *       "finished_at": null
@@ -5334,6 +5366,8 @@ export interface operations {
                      *       ],
                      *       "on_error": null,
                      *       "idempotency_key": null,
+                     *       "concurrency_key": null,
+                     *       "max_concurrency": null,
                      *       "created_at": "2026-11-21T10:30:00.000Z",
                      *       "updated_at": "2026-11-21T10:30:01.000Z",
                      *       "finished_at": null

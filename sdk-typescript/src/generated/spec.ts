@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.10.0";
+export const SPEC_VERSION = "1.11.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "c2337a2424c47645d93c59dc5f9051d69506d52d9ae46bfb1e8ed3205b653405";
+export const SPEC_SHA256 = "0b47a9d580a70c721051c8e8fb0ea44039b7ddc92b7969178b46366ef585211f";

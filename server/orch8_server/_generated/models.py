@@ -658,6 +658,8 @@ class NewInstance(TypedDict, closed=True):
     input: NotRequired[JsonObject]
     context: NotRequired[NewInstanceContext]
     idempotency_key: NotRequired[str]
+    concurrency_key: NotRequired[ConcurrencyKey]
+    max_concurrency: NotRequired[MaxConcurrency]
 
 
 class Instance(TypedDict):
@@ -673,6 +675,9 @@ class Instance(TypedDict):
     steps: list[StepRun]
     on_error: NotRequired[StepRun | None]
     idempotency_key: NotRequired[str | None]
+    concurrency_key: NotRequired[str | None]
+    max_concurrency: NotRequired[int | None]
+    waiting: NotRequired[TaskWaiting]
     created_at: str
     updated_at: str
     finished_at: str | None

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ..models.json_object import JsonObject
     from ..models.step_run import StepRun
     from ..models.task_failure import TaskFailure
+    from ..models.task_waiting import TaskWaiting
 
 
 T = TypeVar("T", bound="Instance")
@@ -41,6 +42,9 @@ class Instance:
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
         on_error (None | StepRun | Unset): The outcome of the sequence's `on_error` step, once it ran.
         idempotency_key (None | str | Unset):
+        concurrency_key (None | str | Unset): Its concurrency key (P-KEY-7), or null.
+        max_concurrency (int | None | Unset): Its key's limit as this instance states it (P-KEY-7); null without a key.
+        waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
     """
 
     id: str
@@ -58,6 +62,9 @@ class Instance:
     tenant: str | Unset = UNSET
     on_error: None | StepRun | Unset = UNSET
     idempotency_key: None | str | Unset = UNSET
+    concurrency_key: None | str | Unset = UNSET
+    max_concurrency: int | None | Unset = UNSET
+    waiting: TaskWaiting | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -115,6 +122,22 @@ class Instance:
         else:
             idempotency_key = self.idempotency_key
 
+        concurrency_key: None | str | Unset
+        if isinstance(self.concurrency_key, Unset):
+            concurrency_key = UNSET
+        else:
+            concurrency_key = self.concurrency_key
+
+        max_concurrency: int | None | Unset
+        if isinstance(self.max_concurrency, Unset):
+            max_concurrency = UNSET
+        else:
+            max_concurrency = self.max_concurrency
+
+        waiting: dict[str, Any] | Unset = UNSET
+        if not isinstance(self.waiting, Unset):
+            waiting = self.waiting.to_dict()
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -139,6 +162,12 @@ class Instance:
             field_dict["on_error"] = on_error
         if idempotency_key is not UNSET:
             field_dict["idempotency_key"] = idempotency_key
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
+        if max_concurrency is not UNSET:
+            field_dict["max_concurrency"] = max_concurrency
+        if waiting is not UNSET:
+            field_dict["waiting"] = waiting
 
         return field_dict
 
@@ -148,6 +177,7 @@ class Instance:
         from ..models.json_object import JsonObject
         from ..models.step_run import StepRun
         from ..models.task_failure import TaskFailure
+        from ..models.task_waiting import TaskWaiting
 
         d = dict(src_dict)
         id = d.pop("id")
@@ -233,6 +263,31 @@ class Instance:
 
         idempotency_key = _parse_idempotency_key(d.pop("idempotency_key", UNSET))
 
+        def _parse_concurrency_key(data: object) -> None | str | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(None | str | Unset, data)
+
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", UNSET))
+
+        def _parse_max_concurrency(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        max_concurrency = _parse_max_concurrency(d.pop("max_concurrency", UNSET))
+
+        _waiting = d.pop("waiting", UNSET)
+        waiting: TaskWaiting | Unset
+        if isinstance(_waiting, Unset):
+            waiting = UNSET
+        else:
+            waiting = TaskWaiting.from_dict(_waiting)
+
         instance = cls(
             id=id,
             sequence=sequence,
@@ -249,6 +304,9 @@ class Instance:
             tenant=tenant,
             on_error=on_error,
             idempotency_key=idempotency_key,
+            concurrency_key=concurrency_key,
+            max_concurrency=max_concurrency,
+            waiting=waiting,
         )
 
         instance.additional_properties = d

@@ -26,6 +26,13 @@ class NewInstance:
         context (NewInstanceContext | Unset): Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or
             `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
         idempotency_key (str | Unset):
+        concurrency_key (str | Unset): Names what the task's work must not overload, e.g. one customer or one external
+            account (P-KEY-1). Per tenant, across queues and handlers: at most
+            `max_concurrency` tasks of the key are claimable or running at once; the others
+            stay `pending`, held, and never block other tasks (P-KEY-2).
+             Example: customer-42.
+        max_concurrency (int | Unset): With `concurrency_key`, how many tasks of the key may be claimable or running at
+            once (P-KEY-1); default 1. Without a key it is 422 (P-KEY-5).
     """
 
     sequence: str
@@ -33,6 +40,8 @@ class NewInstance:
     input_: JsonObject | Unset = UNSET
     context: NewInstanceContext | Unset = UNSET
     idempotency_key: str | Unset = UNSET
+    concurrency_key: str | Unset = UNSET
+    max_concurrency: int | Unset = UNSET
 
     def to_dict(self) -> dict[str, Any]:
         sequence = self.sequence
@@ -49,6 +58,10 @@ class NewInstance:
 
         idempotency_key = self.idempotency_key
 
+        concurrency_key = self.concurrency_key
+
+        max_concurrency = self.max_concurrency
+
         field_dict: dict[str, Any] = {}
 
         field_dict.update(
@@ -64,6 +77,10 @@ class NewInstance:
             field_dict["context"] = context
         if idempotency_key is not UNSET:
             field_dict["idempotency_key"] = idempotency_key
+        if concurrency_key is not UNSET:
+            field_dict["concurrency_key"] = concurrency_key
+        if max_concurrency is not UNSET:
+            field_dict["max_concurrency"] = max_concurrency
 
         return field_dict
 
@@ -93,12 +110,18 @@ class NewInstance:
 
         idempotency_key = d.pop("idempotency_key", UNSET)
 
+        concurrency_key = d.pop("concurrency_key", UNSET)
+
+        max_concurrency = d.pop("max_concurrency", UNSET)
+
         new_instance = cls(
             sequence=sequence,
             version=version,
             input_=input_,
             context=context,
             idempotency_key=idempotency_key,
+            concurrency_key=concurrency_key,
+            max_concurrency=max_concurrency,
         )
 
         return new_instance

@@ -115,7 +115,10 @@ def sync_detailed(
     of the tenant, that instance is returned with 200, unchanged whatever the new body,
     and nothing starts. The tasks of the first step pass the enqueue rate and queue
     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-    a first step with more tasks than the enqueue burst is 422.
+    a first step with more tasks than the enqueue burst is 422. With a
+    `concurrency_key` whose `max_concurrency` instances are running, the instance is
+    stored `running` and waits for a slot: no block starts until one of them ends
+    (P-KEY-7).
 
     Args:
         body (NewInstance):
@@ -151,7 +154,10 @@ def sync(
     of the tenant, that instance is returned with 200, unchanged whatever the new body,
     and nothing starts. The tasks of the first step pass the enqueue rate and queue
     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-    a first step with more tasks than the enqueue burst is 422.
+    a first step with more tasks than the enqueue burst is 422. With a
+    `concurrency_key` whose `max_concurrency` instances are running, the instance is
+    stored `running` and waits for a slot: no block starts until one of them ends
+    (P-KEY-7).
 
     Args:
         body (NewInstance):
@@ -182,7 +188,10 @@ async def asyncio_detailed(
     of the tenant, that instance is returned with 200, unchanged whatever the new body,
     and nothing starts. The tasks of the first step pass the enqueue rate and queue
     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-    a first step with more tasks than the enqueue burst is 422.
+    a first step with more tasks than the enqueue burst is 422. With a
+    `concurrency_key` whose `max_concurrency` instances are running, the instance is
+    stored `running` and waits for a slot: no block starts until one of them ends
+    (P-KEY-7).
 
     Args:
         body (NewInstance):
@@ -216,7 +225,10 @@ async def asyncio(
     of the tenant, that instance is returned with 200, unchanged whatever the new body,
     and nothing starts. The tasks of the first step pass the enqueue rate and queue
     depth limits (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored;
-    a first step with more tasks than the enqueue burst is 422.
+    a first step with more tasks than the enqueue burst is 422. With a
+    `concurrency_key` whose `max_concurrency` instances are running, the instance is
+    stored `running` and waits for a slot: no block starts until one of them ends
+    (P-KEY-7).
 
     Args:
         body (NewInstance):
