@@ -104,6 +104,29 @@ def task(task_id: str = "task_1", status: str = "pending") -> dict[str, Any]:
     }
 
 
+def instance(status: str = "running", instance_id: str = "inst_1") -> dict[str, Any]:
+    """An Instance as the server sends it (openapi.yaml's running_instance shape), as of
+    contract 1.10.0: without 1.11.0's optional concurrency_key and max_concurrency (P-KEY-7)."""
+    final = status != "running"
+    return {
+        "id": instance_id,
+        "tenant": "default",
+        "sequence": "thumbnail",
+        "version": 1,
+        "status": status,
+        "input": {"image": "cat.png"},
+        "context": {"data": {"image": "cat.png"}, "config": {}},
+        "output": {"url": "https://cdn.example.com/cat.png"} if status == "completed" else None,
+        "error": {"message": "boom", "code": "x"} if status == "failed" else None,
+        "steps": [],
+        "on_error": None,
+        "idempotency_key": None,
+        "created_at": "2026-11-21T10:30:00.000Z",
+        "updated_at": "2026-11-21T10:30:01.000Z",
+        "finished_at": "2026-11-21T10:30:01.000Z" if final else None,
+    }
+
+
 @pytest.fixture
 def fast_retry() -> RetryPolicy:
     """Same retry count as the default, tiny delays so tests stay fast."""

@@ -1,5 +1,6 @@
 """P-KEY-1: enqueue carries concurrency_key / max_concurrency; a Task reads them back, and a
-held task's `waiting` says `concurrency_key` with its slots (mocked HTTP, no network)."""
+held task's `waiting` says `concurrency_key` with its slots. P-KEY-7: the same for
+start_instance and an Instance (mocked HTTP, no network)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import respx
 from orch8 import AsyncOrch8Client, Orch8Client
 from orch8.models import Task
 
-from .conftest import BASE, task
+from .conftest import BASE, instance, task
 
 KEYED = {"concurrency_key": "customer-42", "max_concurrency": 2}
 
@@ -55,3 +56,39 @@ def test_p_key_1_a_held_task_says_concurrency_key_with_its_slots() -> None:
     assert got.status == "pending" and got.concurrency_key == "customer-42"
     assert got.waiting is not None
     assert (got.waiting.reason, got.waiting.running, got.waiting.cap) == ("concurrency_key", 2, 2)
+
+
+@respx.mock
+def test_p_key_7_start_instance_sends_the_key_and_a_waiting_instance_says_so() -> None:
+    started = respx.post(f"{BASE}/instances").respond(201, json={**instance(), **KEYED})
+    waiting = {
+        "reason": "concurrency_key",
+        "detail": "2 instance(s) of concurrency key customer-42 hold its 2 slot(s)",
+        "running": 2,
+        "cap": 2,
+    }
+    respx.get(f"{BASE}/instances/inst_1").respond(
+        200, json={**instance(), **KEYED, "waiting": waiting}
+    )
+    client = Orch8Client(BASE)
+    created = client.start_instance(
+        "thumbnail", input={"image": "cat.png"}, concurrency_key="customer-42", max_concurrency=2
+    )
+    sent = json.loads(started.calls.last.request.content)
+    assert sent == {"sequence": "thumbnail", "input": {"image": "cat.png"}, **KEYED}
+    assert (created.concurrency_key, created.max_concurrency) == ("customer-42", 2)
+    got = client.get_instance("inst_1")
+    assert got.status == "running" and got.waiting
+    assert (got.waiting.reason, got.waiting.running, got.waiting.cap) == ("concurrency_key", 2, 2)
+    # Without a key neither field is sent: max_concurrency alone is a 422 (P-KEY-7).
+    client.start_instance("thumbnail")
+    assert json.loads(started.calls.last.request.content) == {"sequence": "thumbnail"}
+
+
+@respx.mock
+def test_p_key_7_an_instance_from_an_older_server_without_the_fields_still_parses() -> None:
+    # A 1.10.0 server sends none of concurrency_key, max_concurrency, waiting: all optional.
+    respx.get(f"{BASE}/instances/inst_1").respond(200, json=instance())
+    got = Orch8Client(BASE).get_instance("inst_1")
+    assert got.id == "inst_1" and got.status == "running"
+    assert not got.concurrency_key and not got.max_concurrency and not got.waiting

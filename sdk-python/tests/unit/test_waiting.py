@@ -12,29 +12,7 @@ import respx
 from orch8 import AsyncOrch8Client, NotFoundError, Orch8Client, RetryPolicy, WaitTimeoutError
 from orch8.waiting import DEFAULT_WAIT_TIMEOUT_MS, _Rounds
 
-from .conftest import BASE, problem, task
-
-
-def instance(status: str = "running", instance_id: str = "inst_1") -> dict[str, Any]:
-    """An Instance as the server sends it (openapi.yaml's running_instance shape)."""
-    final = status != "running"
-    return {
-        "id": instance_id,
-        "tenant": "default",
-        "sequence": "thumbnail",
-        "version": 1,
-        "status": status,
-        "input": {"image": "cat.png"},
-        "context": {"data": {"image": "cat.png"}, "config": {}},
-        "output": {"url": "https://cdn.example.com/cat.png"} if status == "completed" else None,
-        "error": {"message": "boom", "code": "x"} if status == "failed" else None,
-        "steps": [],
-        "on_error": None,
-        "idempotency_key": None,
-        "created_at": "2026-11-21T10:30:00.000Z",
-        "updated_at": "2026-11-21T10:30:01.000Z",
-        "finished_at": "2026-11-21T10:30:01.000Z" if final else None,
-    }
+from .conftest import BASE, instance, problem, task
 
 
 class Answers:
