@@ -1,14 +1,17 @@
-"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..5), from the attempt history.
+"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..7), from the attempt history.
 
 A key's slots are counted from its tasks' attempts (started_at .. ended_at on the server):
 a claimable task holds a slot too, so this count is a lower bound of the slots taken, and a
-count above the limit is a violation on every replica.
+count above the limit is a violation on every replica. An instance key's (P-KEY-7) are
+counted from its instances' spans: the first start to the last end of their step tasks'
+attempts, a lower bound of the time each holds its slot in the same way.
 
 Each function returns human-readable reasons; an empty list means the check passed.
 """
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
@@ -27,6 +30,17 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += done_before_last_start(run, done, later)
     if "attempt_order" in expect:
         out += attempt_order(run, [(ref, n) for ref, n in expect["attempt_order"]])
+    instance_checks = ("instance_key_slots", "instance_start_order", "instance_not_held")
+    if any(k in expect for k in instance_checks):
+        try:
+            spans = instance_spans(run)
+        except ApiError as err:
+            return [*out, f"instance keys: cannot read the instances' tasks back: {err}"]
+        out += instance_key_slots(run, expect.get("instance_key_slots", {}), spans)
+        if "instance_start_order" in expect:
+            out += instance_start_order(expect["instance_start_order"], spans)
+        for ref, key in expect.get("instance_not_held", {}).items():
+            out += instance_not_held(run, ref, key, spans)
     return out
 
 
@@ -93,17 +107,19 @@ def key_spans(run: ScenarioRun) -> tuple[list[str], dict[tuple[str, str], list[t
 
 def step_tasks(run: ScenarioRun) -> list[dict]:
     """The tasks of the run's workflow instances (P-KEY-5: a step's task carries its key)."""
-    found = []
-    for instance_id in run.instances.values():
-        cursor = None
-        while True:
-            query = {"instance_id": instance_id, "limit": 100, **({"cursor": cursor} if cursor else {})}
-            page = run.api.call("GET", "/tasks?" + urlencode(query))
-            found += page["tasks"]
-            cursor = page.get("next_cursor")
-            if not cursor:
-                break
-    return found
+    return [task for instance_id in run.instances.values() for task in instance_tasks(run, instance_id)]
+
+
+def instance_tasks(run: ScenarioRun, instance_id: str) -> list[dict]:
+    """The step tasks of one instance (GET /tasks?instance_id=, every page)."""
+    found, cursor = [], None
+    while True:
+        query = {"instance_id": instance_id, "limit": 100, **({"cursor": cursor} if cursor else {})}
+        page = run.api.call("GET", "/tasks?" + urlencode(query))
+        found += page["tasks"]
+        cursor = page.get("next_cursor")
+        if not cursor:
+            return found
 
 
 def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]:
@@ -152,3 +168,81 @@ def attempt_order(run: ScenarioRun, wanted: list[tuple[str, int]]) -> list[str]:
     if got == wanted:
         return []
     return [f"attempts started in the order {got}, expected {wanted} (P-KEY-3)"]
+
+
+Span = tuple[float, float]
+
+
+def instance_spans(run: ScenarioRun) -> dict[str, Span | None]:
+    """Instance ref -> (first start, last end) of its step tasks' attempts; None when no
+    step ever started, and an end of infinity while an attempt has not ended."""
+    from .checks import ms
+
+    spans: dict[str, Span | None] = {}
+    for ref, instance_id in run.instances.items():
+        attempts = [a for task in instance_tasks(run, instance_id) for a in run.api.attempts(task["id"])]
+        if not attempts:
+            spans[ref] = None
+            continue
+        ends = [ms(a.get("ended_at")) for a in attempts]
+        end = float("inf") if None in ends else max(e for e in ends if e is not None)
+        spans[ref] = (min(ms(a["started_at"]) for a in attempts), end)
+    return spans
+
+
+def instance_key_slots(run: ScenarioRun, bounds: dict[str, dict], spans: dict[str, Span | None]) -> list[str]:
+    """P-KEY-7: per instance key, the most of its instances whose spans overlapped lies within
+    the bounds (`max`: the limit held; `min`: it was reached). Every instance started with a
+    key reads back with it and its limit (1 by default), and one without a key with neither."""
+    from .checks_workflows import instance
+
+    out = []
+    by_key: dict[str, list[Span]] = {}
+    for spec in run.scenario.get("instances", []):
+        ref, key = spec["ref"], spec.get("concurrency_key")
+        want = (key, spec.get("max_concurrency", 1) if key is not None else None)
+        found = instance(run, ref) or {}
+        got = (found.get("concurrency_key"), found.get("max_concurrency"))
+        if got != want:
+            out.append(f"instance {ref} reads back concurrency_key, max_concurrency {got}, it was started with {want}")
+        span = spans.get(ref)
+        if key is not None and span is not None:
+            by_key.setdefault(key, []).append(span)
+    for key, bound in bounds.items():
+        most = peak(by_key.get(key, []))
+        if most > bound.get("max", most) or most < bound.get("min", most):
+            out.append(
+                f"instance key {key!r} had {most} instances running at once (first step start to last step end), "
+                f"expected {bound} (P-KEY-7)"
+            )
+    return out
+
+
+def instance_start_order(refs: list[str], spans: dict[str, Span | None]) -> list[str]:
+    """P-KEY-7: waiting instances start in start order: these instances' first step tasks
+    were first claimed in this order (the same ms counts as in order)."""
+    starts = {ref: span[0] for ref in refs if (span := spans.get(ref)) is not None}
+    if len(starts) < len(refs):
+        return [f"instance_start_order: {', '.join(r for r in refs if r not in starts)} never started a step"]
+    if all(starts[a] <= starts[b] for a, b in pairwise(refs)):
+        return []
+    got = sorted(refs, key=starts.__getitem__)
+    return [f"instances started their first steps in the order {got}, expected {refs} (P-KEY-7)"]
+
+
+def instance_not_held(run: ScenarioRun, ref: str, key: str, spans: dict[str, Span | None]) -> list[str]:
+    """P-KEY-7: instance `ref` (another key, or none) ended its last step before the last
+    instance of `key` started its first: a full instance key held nothing else back."""
+    keyed = [s["ref"] for s in run.scenario.get("instances", []) if s.get("concurrency_key") == key]
+    starts = [span[0] for r in keyed if (span := spans.get(r)) is not None]
+    if not keyed or len(starts) < len(keyed):
+        return [f"instance_not_held: an instance of {key!r} never started a step"]
+    span = spans.get(ref)
+    if span is None:
+        return [f"instance {ref} never started a step: held behind instance key {key!r}? (P-KEY-7)"]
+    if span[1] > max(starts):
+        return [
+            f"instance {ref} ended {span[1] - max(starts):.0f} ms after the last instance of {key!r} started: "
+            "held behind a full instance key (P-KEY-7)"
+        ]
+    return []

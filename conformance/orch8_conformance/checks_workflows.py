@@ -34,7 +34,8 @@ def start(run: ScenarioRun, specs: list[dict]) -> list[str]:
     """POST /instances for each `{ref, sequence, input?}` (P-WF-4); remembers ref -> id."""
     out = []
     for spec in specs:
-        body = {k: spec[k] for k in ("sequence", "version", "input", "context") if k in spec}
+        fields = ("sequence", "version", "input", "context", "concurrency_key", "max_concurrency")
+        body = {k: spec[k] for k in fields if k in spec}
         try:
             run.instances[spec["ref"]] = run.api.call("POST", "/instances", body)["id"]
         except ApiError as err:
@@ -154,6 +155,8 @@ def check_instance(run: ScenarioRun, ref: str, exp: dict) -> list[str]:
         out.append(f"instance {ref}: error {short(found.get('error'))}, expected code {exp['error_code']!r}")
     if "on_error" in exp and not contains(found.get("on_error"), exp["on_error"]):
         out.append(f"instance {ref}: on_error {short(found.get('on_error'))}, expected {short(exp['on_error'])}")
+    if "waiting" in exp and not contains(found.get("waiting"), exp["waiting"]):  # P-KEY-7
+        out.append(f"instance {ref}: waiting {short(found.get('waiting'))}, expected {short(exp['waiting'])}")
     steps = step_runs(found)
     for step_key, want in exp.get("steps", {}).items():
         got = steps.get(step_key)

@@ -241,7 +241,9 @@ class ScenarioRun:
             except checks_clock.StepError as err:
                 raise Failure(str(err)) from None
         elif action == "expect":
-            reasons = checks.tasks(self, step["tasks"])
+            reasons = checks.tasks(self, step.get("tasks", {}))
+            for ref, exp in step.get("instances", {}).items():  # e.g. one waiting for its key (P-KEY-7)
+                reasons += checks_workflows.check_instance(self, ref, exp)
             reasons += [r for row in step.get("queue_stats", []) for r in checks_queues.queue_stats(self, row)]
             return [f"at {what}: {reason}" for reason in reasons]
         return []

@@ -68,7 +68,7 @@ def check_refs(data: dict, name: str) -> None:
         if step["action"] == "cancel":
             mentioned.add(step["task"])
         if step["action"] == "expect":
-            mentioned |= set(step["tasks"])
+            mentioned |= set(step.get("tasks", {}))
     for ref in sorted(mentioned - known):
         raise ScenarioError(f"{name}: unknown task ref {ref!r}")
     expect = data["expect"]
