@@ -34,11 +34,19 @@ FILL = (
 )
 
 
-# The columns the latest migration adds (schema 10: concurrency keys and rate limits), left out of
+FILL_INSTANCES = (
+    "INSERT INTO instances (id, tenant, sequence, version, status, input, state, "
+    "created_at, updated_at) SELECT 'inst_' || g, 'default', 's', 1, "
+    "(ARRAY['running','completed','failed','cancelled'])[1 + g % 4], '{}', "
+    '\'{"steps": [], "run": 1}\', g, g FROM generate_series(1, 200) g'
+)
+
+# The columns the latest migration adds (schema 11: instance concurrency keys), left out of
 # the digest of the rows as they were.
-_ADDED_COLUMNS = "concurrency_key, max_concurrency, rate_limit_key"
-_ADDED = "ARRAY['concurrency_key', 'max_concurrency', 'rate_limit_key']"
+_ADDED_COLUMNS = "concurrency_key, max_concurrency"
+_ADDED = "ARRAY['concurrency_key', 'max_concurrency']"
 _DIGEST = "SELECT md5(string_agg(({row})::text, ',' ORDER BY seq)) FROM tasks t"
+_INSTANCES = "SELECT md5(string_agg(({row})::text, ',' ORDER BY seq)) FROM instances t"
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +66,7 @@ async def _at_version(url: str, version: int) -> None:
         finally:
             postgres_schema.MIGRATIONS = saved
         await conn.execute(FILL)
+        await conn.execute(FILL_INSTANCES)
     finally:
         await conn.close()
 
@@ -70,14 +79,24 @@ def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
     async def run() -> None:
         await _at_version(url, LATEST - 1)
         before = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), "from_previous")
+        instances = cluster.psql(_INSTANCES.format(row="to_jsonb(t)"), "from_previous")
         storage = PgStorage(url, pool_size=2)
         await storage.open()  # migrates to LATEST, as a server's start-up does
         try:
-            after = cluster.psql(_DIGEST.format(row=f"to_jsonb(t) - {_ADDED}"), "from_previous")
+            after = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), "from_previous")
             assert after == before  # every row, every column, seq included
-            added = cluster.psql(f"SELECT count(*) FROM tasks WHERE num_nonnulls({_ADDED_COLUMNS}) > 0",
-                                 "from_previous")  # fmt: skip
-            assert added == "0"  # no task of before has a concurrency key
+            after = cluster.psql(_INSTANCES.format(row=f"to_jsonb(t) - {_ADDED}"), "from_previous")
+            assert after == instances
+            added = cluster.psql(
+                f"SELECT count(*) FROM instances WHERE num_nonnulls({_ADDED_COLUMNS}) > 0",
+                "from_previous",
+            )  # fmt: skip
+            assert added == "0"  # no instance of before has a concurrency key
+            async with storage.transaction() as tx:  # P-KEY-7's reads on migrated rows
+                inst = await tx.workflows.instance("inst_4")
+                assert inst is not None and inst["status"] == "running"
+                assert (inst["concurrency_key"], inst["max_concurrency"]) == (None, None)
+                assert await tx.workflows.instance_slots("default", "k", 2**62) == (0, 0)
             versions = cluster.psql("SELECT max(version) FROM orch8_schema_migrations",
                                     "from_previous")  # fmt: skip
             assert versions == str(LATEST)

@@ -185,3 +185,48 @@ def test_schema_v8_adds_keys_and_rate_limits_and_keeps_every_task(tmp_path: Path
         indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {"tasks_held", "tasks_key_slots", "tasks_good_until", "tasks_rate_held"} <= indexes
         assert c.execute("SELECT COUNT(*) FROM rate_limits").fetchone()[0] == 0
+
+
+def test_schema_v9_adds_instance_keys_and_keeps_every_instance(tmp_path: Path) -> None:
+    """P-KEY-7: a v8 file with instances opens as v9; each instance is as it was, without a
+    key, and the code of now reads it and counts its key's slots by the new index."""
+    path = tmp_path / "v8.db"
+    with sqlite3.connect(path) as c:
+        for step in MIGRATIONS[:8]:
+            for statement in step.split(";") if isinstance(step, str) else step:
+                if statement.strip():
+                    c.execute(statement)
+        c.execute("PRAGMA user_version = 8")
+        c.executemany(
+            "INSERT INTO instances (id, tenant, sequence, version, status, input, state, "
+            "created_at, updated_at) VALUES (?, 'default', 's', 1, ?, '{}', "
+            '\'{"steps": [], "run": 1}\', 0, 0)',
+            [(f"inst_{i}", ("running", "completed", "failed")[i % 3]) for i in range(30)],
+        )
+        before = c.execute("SELECT * FROM instances ORDER BY seq").fetchall()
+
+    async def reopen() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        try:
+            async with storage.transaction() as tx:
+                inst = await tx.workflows.instance("inst_3")
+                assert inst is not None and inst["status"] == "running"
+                assert (inst["concurrency_key"], inst["max_concurrency"]) == (None, None)
+                assert await tx.workflows.instance_slots("default", "k", 2**62) == (0, 0)
+        finally:
+            await storage.close()
+
+    asyncio.run(reopen())
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        after = c.execute("SELECT * FROM instances ORDER BY seq").fetchall()
+        assert [row[:-2] for row in after] == before
+        assert {row[-2:] for row in after} == {(None, None)}
+        indexes = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "instances_key" in indexes
+        plan = c.execute(
+            "EXPLAIN QUERY PLAN SELECT count(*) FROM instances WHERE tenant = 'default' "
+            "AND concurrency_key = 'k' AND status IN ('running', 'held')"
+        ).fetchall()
+        assert any("instances_key" in row[3] for row in plan), plan

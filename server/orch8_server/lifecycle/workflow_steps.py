@@ -572,8 +572,10 @@ class Machine:
                 self._cancel_record(rec)
         self.inst.update(status="cancelled", finished_at=self.now)
 
-    def retry(self) -> None:
-        """P-WF-8: a failed instance resumes from the failed block; outputs stay."""
+    def retry(self, start: bool = True) -> None:
+        """P-WF-8: a failed instance resumes from the failed block; outputs stay. Without
+        `start` it is only made ready to resume: it waits for a slot of its concurrency
+        key (P-KEY-7) and `start` resumes it."""
         self._touch()
         state = self.state
         state["run"] += 1
@@ -582,7 +584,8 @@ class Machine:
             if rec["status"] in ("failed", "cancelled"):
                 self._reset(rec)
         self.inst.update(status="running", error=None, finished_at=None)
-        self.start()
+        if start:
+            self.start()
 
     def _reset(self, rec: dict[str, Any]) -> None:
         """The failed block and what did not complete inside it run again."""

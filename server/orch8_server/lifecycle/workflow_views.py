@@ -59,7 +59,7 @@ def instance(row: Row) -> dict[str, Any]:
         "tenant": row["tenant"],  # P-TEN-1
         "sequence": row["sequence"],
         "version": row["version"],
-        "status": row["status"],
+        "status": "running" if row["status"] == "held" else row["status"],  # P-KEY-7
         "input": row["input"],
         "context": {"data": row["input"], "config": state.get("config") or {}},
         "output": row["output"],
@@ -67,6 +67,8 @@ def instance(row: Row) -> dict[str, Any]:
         "steps": [step_run(r) for r in state["steps"]],
         "on_error": None if on_error is None else step_run(on_error),
         "idempotency_key": row["idempotency_key"],
+        "concurrency_key": row.get("concurrency_key"),
+        "max_concurrency": row.get("max_concurrency"),
         "created_at": iso(row["created_at"]),
         "updated_at": iso(row["updated_at"]),
         "finished_at": iso_or_none(row["finished_at"]),

@@ -23,7 +23,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
-from orch8_server.lifecycle import transitions, workflow_defs, workflow_tree, workflow_views
+from orch8_server.lifecycle import (
+    instance_keys,
+    transitions,
+    workflow_defs,
+    workflow_tree,
+    workflow_views,
+)
 from orch8_server.lifecycle.backpressure import Backpressure
 from orch8_server.lifecycle.effects import InstanceWaiters, UnitOfWork, Work
 from orch8_server.lifecycle.tasks import DEFAULT_QUEUE, new_task_row
@@ -135,6 +141,7 @@ class Workflows:
                 "(reserved for the child instances of sub_sequence blocks)",
                 errors=[{"pointer": "/idempotency_key", "detail": "reserved prefix wf:"}],
             )  # fmt: skip
+        key, limit = instance_keys.key_of(body)
         if self.backpressure.limits_enqueues:  # P-BP-1, P-BP-2: before anything is stored
             version = await self._admit_start(tenant, body, now)
         async with self.work(now) as uow:
@@ -150,10 +157,13 @@ class Workflows:
                 "version": seq["version"], "status": "running", "input": data,
                 "output": None, "error": None, "state": initial_state(tree, trace, config),
                 "idempotency_key": body.get("idempotency_key"), "created_at": now,
-                "updated_at": now, "finished_at": None,
+                "updated_at": now, "finished_at": None, "concurrency_key": key,
+                "max_concurrency": limit,
             }  # fmt: skip
+            if not await instance_keys.has_room(tx, inst):  # P-KEY-7: waits for a slot
+                inst["status"] = instance_keys.HELD
             inst, created = await tx.workflows.insert_instance(inst)
-            if created:
+            if created and inst["status"] == "running":
                 machine = Machine(inst, tree, now)
                 machine.start()
                 await self._apply(uow, machine)
@@ -195,13 +205,16 @@ class Workflows:
         """P-WF-9: with wait_ms, answer once the instance is final or the wait is over."""
         deadline = timefmt.now_ms() + wait_ms
         while True:
+            left = deadline - timefmt.now_ms()
             async with self.storage.transaction() as tx:
                 inst = await tx.workflows.instance(instance_id)
-            if inst is None or inst["tenant"] != tenant:  # P-TEN-3
-                raise not_found("instance", instance_id)
-            left = deadline - timefmt.now_ms()
-            if inst["status"] in FINAL or left <= 0:
-                return workflow_views.instance(inst)
+                if inst is None or inst["tenant"] != tenant:  # P-TEN-3
+                    raise not_found("instance", instance_id)
+                if inst["status"] in FINAL or left <= 0:
+                    view = workflow_views.instance(inst)
+                    if inst["status"] == instance_keys.HELD:
+                        view["waiting"] = await instance_keys.waiting(tx, inst)
+                    return view
             # Woken when it finishes here; the bound re-reads for other replicas.
             await self.waiters.wait(instance_id, min(left, 500) / 1000)
 
@@ -210,6 +223,8 @@ class Workflows:
         cursor: str | None,
     ) -> Any:  # fmt: skip
         before = min(int(cursor), 2**63 - 1) if cursor is not None else None
+        if "running" in statuses:  # P-KEY-7: a held instance is running on the wire
+            statuses = (*statuses, instance_keys.HELD)
         async with self.storage.transaction() as tx:
             rows = await tx.workflows.list_instances(tenant, sequence, statuses, limit + 1, before)
         more = len(rows) > limit
@@ -225,7 +240,7 @@ class Workflows:
             inst = await tx.workflows.instance(instance_id)
             if inst is None or inst["tenant"] != tenant:  # P-TEN-3
                 raise not_found("instance", instance_id)
-            status = inst["status"]
+            status = instance_keys.wire_status(inst["status"])
             if op == "cancel" and status == "cancelled":
                 return workflow_views.instance(inst)
             allowed = "running" if op == "cancel" else "failed"
@@ -235,14 +250,18 @@ class Workflows:
                     f"instance {instance_id} is {status}; only a {allowed} instance can be "
                     f"{'cancelled' if op == 'cancel' else 'retried'}",
                 )
+            held_slot = inst["status"] == "running"  # a held one gives up no slot
             machine = Machine(inst, await self._version_tree(tx, inst), now)
             if op == "cancel":
                 machine.cancel()
-            else:
+            elif await instance_keys.has_room(tx, inst):
                 machine.retry()
+            else:  # P-KEY-7: resumes when an instance of its key ends
+                machine.retry(start=False)
+                inst["status"] = instance_keys.HELD
             # The steps it cancels end in this unit: the advance hook takes their
             # events, and advances nothing (the instance is no longer running).
-            await self._apply(uow, machine, reason)
+            await self._apply(uow, machine, reason, held_slot=held_slot)
         return workflow_views.instance(inst)
 
     async def cancel(self, tenant: str, instance_id: str, reason: str | None) -> Any:
@@ -253,9 +272,13 @@ class Workflows:
 
     # Applying the machine's actions, in the caller's unit of work ---------------------
 
-    async def _apply(self, uow: UnitOfWork, machine: Machine, reason: str | None = None) -> None:
+    async def _apply(
+        self, uow: UnitOfWork, machine: Machine, reason: str | None = None,
+        held_slot: bool = True,
+    ) -> None:  # fmt: skip
         """Start children, dispatch, arm and cancel what the machine decided; store the
-        instance; tell a parent instance when this one ended (P-WF-13)."""
+        instance; tell a parent instance when this one ended (P-WF-13), and give its slot
+        of a concurrency key to the instances waiting for one (P-KEY-7)."""
         inst, now, tx = machine.inst, machine.now, uow.db
         while machine.subs:  # a child that cannot start fails its block: maybe more to do
             subs, machine.subs = machine.subs, []
@@ -301,6 +324,19 @@ class Workflows:
                 await tx.workflows.add_timer(inst["tenant"], parent["instance_id"],
                                              parent["key"], parent["run"], now)  # fmt: skip
                 self._wake_pump()  # a pump run before this commit waits for it or retries
+            key = inst.get("concurrency_key")
+            if key is not None and held_slot:
+                await self._admit(uow, inst["tenant"], key)
+
+    async def _admit(self, uow: UnitOfWork, tenant: str, key: str) -> None:
+        """P-KEY-7: start the held instances of the key that fit, in start order. One
+        that ends at once (its first block fails) admits the next itself."""
+        tx = uow.db
+        while (held := await instance_keys.next_admissible(tx, tenant, key)) is not None:
+            held["status"], held["updated_at"] = "running", uow.now
+            machine = Machine(held, await self._version_tree(tx, held), uow.now)
+            machine.start()
+            await self._apply(uow, machine)
 
     async def _start_child(self, uow: UnitOfWork, machine: Machine, sub: SubStart) -> None:
         """P-WF-13: the child instance of a sub_sequence block, in the parent's unit."""
@@ -321,7 +357,8 @@ class Workflows:
             "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
             "version": seq["version"], "status": "running", "input": data, "output": None,
             "error": None, "state": state, "idempotency_key": sub.key, "created_at": now,
-            "updated_at": now, "finished_at": None,
+            "updated_at": now, "finished_at": None, "concurrency_key": None,
+            "max_concurrency": None,
         }  # fmt: skip
         child, created = await tx.workflows.insert_instance(row)
         sub.record["child_instance_id"] = child["id"]

@@ -142,6 +142,16 @@ class WorkflowStore(Protocol):
     async def update_instance(self, row: InstanceRow) -> None:
         """Store status, output, error, state, updated_at and finished_at."""
 
+    async def lock_instance_key(self, tenant: str, key: str) -> None:
+        """P-KEY-7: starts and ends of the key's instances take turns until commit (a
+        transaction lock on PostgreSQL; SQLite's single writer already does)."""
+
+    async def instance_slots(self, tenant: str, key: str, before_seq: int) -> tuple[int, int]:
+        """P-KEY-7: (instances of the key holding a slot, held ones with seq < before_seq)."""
+
+    async def held_instances(self, tenant: str, key: str, limit: int) -> list[InstanceRow]:
+        """P-KEY-7: the key's held instances in start order, locked (PostgreSQL)."""
+
     async def list_instances(
         self,
         tenant: str,

@@ -404,9 +404,19 @@ CREATE INDEX tasks_open_seq ON tasks (tenant, status, seq)
     WHERE status IN ('pending', 'scheduled', 'running', 'held');
 """
 
+# Instance concurrency keys (contract 1.11.0, P-KEY-7), as SQLite's version 9: an instance
+# waiting for a slot is stored `held` (`running` on the wire); instances_key counts a key's
+# running instances and orders its held ones by start.
+_V11 = """
+ALTER TABLE instances ADD COLUMN concurrency_key text;
+ALTER TABLE instances ADD COLUMN max_concurrency integer;
+CREATE INDEX instances_key ON instances (tenant, concurrency_key, status, seq)
+    WHERE concurrency_key IS NOT NULL AND status IN ('running', 'held');
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10),
+    (10, _V10), (11, _V11),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

@@ -107,6 +107,32 @@ class PostgresWorkflows:
             row["updated_at"], row["finished_at"],
         )  # fmt: skip
 
+    async def lock_instance_key(self, tenant: str, key: str) -> None:
+        c = await self._ready()
+        # classid 4932954: instance keys, apart from task keys' 4932953 (postgres_keys.py)
+        await c.execute(
+            "SELECT pg_advisory_xact_lock(4932954, hashtext($1 || chr(31) || $2))", tenant, key
+        )
+
+    async def instance_slots(self, tenant: str, key: str, before_seq: int) -> tuple[int, int]:
+        c = await self._ready()
+        row = await c.fetchrow(
+            "SELECT count(*) FILTER (WHERE status = 'running') AS running, "
+            "count(*) FILTER (WHERE status = 'held' AND seq < $3) AS ahead FROM instances "
+            "WHERE tenant = $1 AND concurrency_key = $2 AND status IN ('running', 'held')",
+            tenant, key, before_seq,
+        )  # fmt: skip
+        return int(row["running"]), int(row["ahead"])
+
+    async def held_instances(self, tenant: str, key: str, limit: int) -> list[InstanceRow]:
+        c = await self._ready()
+        rows = await c.fetch(
+            _SELECT_INSTANCE + " WHERE tenant = $1 AND concurrency_key = $2 AND status = 'held' "
+            "ORDER BY seq LIMIT $3 FOR UPDATE",
+            tenant, key, limit,
+        )  # fmt: skip
+        return cast("list[InstanceRow]", [dict(r) for r in rows])
+
     async def list_instances(
         self,
         tenant: str,

@@ -115,7 +115,8 @@ WORKER_COLUMNS = (
 
 INSTANCE_COLUMNS = (
     "seq", "id", "tenant", "sequence", "version", "status", "input", "output", "error",
-    "state", "idempotency_key", "created_at", "updated_at", "finished_at",
+    "state", "idempotency_key", "created_at", "updated_at", "finished_at", "concurrency_key",
+    "max_concurrency",
 )  # fmt: skip
 
 
@@ -376,6 +377,8 @@ class NewInstanceRow(TypedDict):
     created_at: int
     updated_at: int
     finished_at: int | None
+    concurrency_key: str | None  # P-KEY-7; status `held` while it waits for a slot
+    max_concurrency: int | None
 
 
 class InstanceRow(NewInstanceRow):

@@ -317,7 +317,19 @@ CREATE INDEX tasks_good_until ON tasks (good_until)
     WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');
 """
 
-MIGRATIONS: tuple[str | tuple[str, ...], ...] = (_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8)
+# Instance concurrency keys (contract 1.11.0, P-KEY-7): an instance waiting for a slot is
+# stored `held` (`running` on the wire); instances_key counts a key's running instances and
+# orders its held ones by start.
+_V9 = """
+ALTER TABLE instances ADD COLUMN concurrency_key TEXT;
+ALTER TABLE instances ADD COLUMN max_concurrency INTEGER;
+CREATE INDEX instances_key ON instances (tenant, concurrency_key, status, seq)
+    WHERE concurrency_key IS NOT NULL AND status IN ('running', 'held');
+"""
+
+MIGRATIONS: tuple[str | tuple[str, ...], ...] = (
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9,
+)  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

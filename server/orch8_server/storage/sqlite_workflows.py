@@ -114,6 +114,26 @@ class SqliteWorkflows:
              row["updated_at"], row["finished_at"], row["id"]),
         )  # fmt: skip
 
+    async def lock_instance_key(self, tenant: str, key: str) -> None:
+        self._ready()  # the single writer serialises every key
+
+    async def instance_slots(self, tenant: str, key: str, before_seq: int) -> tuple[int, int]:
+        running, ahead = self._ready().execute(
+            "SELECT count(*) FILTER (WHERE status = 'running'), "
+            "count(*) FILTER (WHERE status = 'held' AND seq < ?) FROM instances "
+            "WHERE tenant = ? AND concurrency_key = ? AND status IN ('running', 'held')",
+            (before_seq, tenant, key),
+        ).fetchone()  # fmt: skip
+        return int(running), int(ahead)
+
+    async def held_instances(self, tenant: str, key: str, limit: int) -> list[InstanceRow]:
+        rows = self._ready().execute(
+            _SELECT_INSTANCE + " WHERE tenant = ? AND concurrency_key = ? AND status = 'held' "
+            "ORDER BY seq LIMIT ?",
+            (tenant, key, limit),
+        ).fetchall()  # fmt: skip
+        return [r for r in (_instance(raw) for raw in rows) if r is not None]
+
     async def list_instances(
         self,
         tenant: str,
