@@ -89,12 +89,13 @@ func readmeBlocks(t *testing.T, path string) []readmeBlock {
 // readmePrograms runs each README program (`<!-- consumer-test: NAME -->`), built as bin,
 // against a server of its own and checks what it did.
 var readmePrograms = map[string]func(t *testing.T, bin string){
-	"worker":   runConsumerWorker,
-	"keys":     runKeysExample,
-	"queues":   runQueuesExample,
-	"rates":    runRatesExample,
-	"tenants":  runTenantsExample,
-	"workflow": runWorkflowExample,
+	"worker":        runConsumerWorker,
+	"keys":          runKeysExample,
+	"instance-keys": runInstanceKeysExample,
+	"queues":        runQueuesExample,
+	"rates":         runRatesExample,
+	"tenants":       runTenantsExample,
+	"workflow":      runWorkflowExample,
 }
 
 // runnableBlocks is the README's programs by name, checked against readmePrograms.
