@@ -1,7 +1,8 @@
 """Three replicas on one PostgreSQL database never put more tasks of a concurrency key in
-slots than its limit (P-KEY-1) and never start a rate limit's tasks faster than its pace
-(P-RATE-1), counted from the attempt history: enqueues, claims and completions race on
-every replica, with retries and releases mixed in."""
+slots than its limit (P-KEY-1), never run more instances of an instance key than its limit
+(P-KEY-7) and never start a rate limit's tasks faster than its pace (P-RATE-1), counted from
+the attempt history: enqueues, claims and completions race on every replica, with retries
+and releases mixed in."""
 
 from __future__ import annotations
 
@@ -187,3 +188,52 @@ def test_three_replicas_keep_a_rate_limits_pace_P_RATE_1(
     assert _starts_within_pace(starts) == []
     # The pace was applied, not merely allowed: the starts past the burst took their time.
     assert starts[-1] - starts[0] >= (len(starts) - burst - 1) * period / limit * 0.9
+
+
+INSTANCES = 60
+
+
+@pytest.mark.backends("postgresql")
+def test_three_replicas_never_run_more_instances_of_a_key_than_its_limit_P_KEY_7(
+    replicas: list[RunningServer], backend: str
+) -> None:
+    """Starts race with the ends of other instances of their key on every replica; an
+    instance's step task is claimable only while the instance holds a slot, so the steps'
+    spans never overlap more than the key's limit (P-KEY-7)."""
+    handler = "inst_keyed_" + backend
+    with httpx.Client(base_url=replicas[0].url, timeout=30) as api:
+        r = api.post("/sequences", json={"name": handler, "steps": [
+            {"id": "only", "handler": handler}]})  # fmt: skip
+        assert r.status_code == 201, r.text
+    key_of: dict[str, str] = {}  # instance id -> key
+
+    def starter(i: int) -> None:
+        with httpx.Client(base_url=replicas[i].url, timeout=30) as api:
+            for j in range(i, INSTANCES, 3):
+                key = f"c{(j // 3) % KEYS}"  # the three starters race on one key
+                r = api.post("/instances", json={"sequence": handler, "concurrency_key": key,
+                                                 "max_concurrency": LIMIT})  # fmt: skip
+                assert r.status_code == 201, r.text
+                key_of[r.json()["id"]] = key
+
+    left, lock, held = [INSTANCES], threading.Lock(), []
+    threads = [threading.Thread(target=starter, args=(i,)) for i in range(3)] + [
+        threading.Thread(target=_work, args=(replicas[i % 3].url, handler, 200 + i, left, lock, held))
+        for i in range(WORKERS)
+    ]  # fmt: skip
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert left[0] == 0, f"{left[0]} instances never completed"
+    instance_of: dict[str, str] = {}
+    with httpx.Client(base_url=replicas[2].url, timeout=30) as api:
+        for inst_id in key_of:
+            body = api.get(f"/instances/{inst_id}", params={"wait_ms": 5000}).json()
+            assert body["status"] == "completed", body
+            instance_of[body["steps"][0]["task_id"]] = inst_id
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for task_id, got, sent in held:
+        spans[key_of[instance_of[task_id]]].append((got, sent))
+    most = {key: _most_at_once(s) for key, s in spans.items()}
+    assert max(most.values()) == LIMIT, most  # reached (by some key), never exceeded
