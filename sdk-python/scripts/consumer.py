@@ -226,6 +226,13 @@ def keys(c: Consumer) -> None:
         expect(printed == ["concurrency_key 1 1", "c-7 2"], f"keys printed {printed}")
 
 
+def instance_keys(c: Consumer) -> None:
+    with start_server() as server:
+        printed = c.run("instance_keys", env=c.env(server.url)).splitlines()
+        want = ["running ['pending']", "concurrency_key 2 2", "acme 2 ['running']"]
+        expect(printed == want, f"instance_keys printed {printed}")
+
+
 def rates(c: Consumer) -> None:
     with start_server() as server:
         printed = c.run("rates", env=c.env(server.url)).splitlines()
@@ -328,6 +335,7 @@ SCENARIOS: list[tuple[tuple[str, ...], Callable[[Consumer], None]]] = [
     (("queues",), queues),
     (("controls",), controls),
     (("keys",), keys),
+    (("instance_keys",), instance_keys),
     (("rates",), rates),
     (("telemetry",), telemetry),
     (("tenants",), tenants),
