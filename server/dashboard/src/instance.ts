@@ -6,6 +6,7 @@ import { type BlockDef, definitionIndex } from "./blocks";
 import { stepTimeline, type TimelineState } from "./block-view";
 import { fill, h } from "./dom";
 import { stamp } from "./format";
+import { instanceWhyPanel } from "./why";
 import { jsonBlock, pill, problemBox } from "./widgets";
 
 type Action = "cancel" | "retry";
@@ -19,6 +20,7 @@ export class InstanceDetail {
   private inst: Instance | null = null;
   private open: Action | null = null;
   private readonly head = h("div", { class: "detail-head" });
+  private readonly why = h("div", { class: "why-slot" });
   private readonly actions = h("div", { class: "detail-actions" });
   private readonly confirm = h("div", { class: "confirm-slot" });
   private readonly notice = h("div", { class: "notice-slot" });
@@ -36,7 +38,7 @@ export class InstanceDetail {
     fill(
       root,
       h("a", { href: "#/instances", class: "back" }, "← All instances"),
-      h("div", { class: "card detail" }, this.head, this.actions, this.confirm, this.notice, this.body),
+      h("div", { class: "card detail" }, this.head, this.why, this.actions, this.confirm, this.notice, this.body),
     );
   }
 
@@ -57,6 +59,7 @@ export class InstanceDetail {
       }
       this.inst = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
+      fill(this.why);
       fill(this.actions);
       fill(this.body, problemBox(err, "Could not load the instance: "));
     }
@@ -90,11 +93,16 @@ export class InstanceDetail {
         null,
         h("h2", { class: "mono", "data-testid": "instance-id" }, i.id),
         h("div", { class: "muted" }, `sequence ${i.sequence} v${i.version} · created ${stamp(i.created_at)}`, i.finished_at ? ` · finished ${stamp(i.finished_at)}` : ""),
+        // P-KEY-7: the key this instance counts against, and the limit it stated.
+        i.concurrency_key
+          ? h("div", { class: "muted small", "data-testid": "instance-key" }, "concurrency key ", h("code", null, i.concurrency_key), ` · at most ${i.max_concurrency ?? 1} of it at once`)
+          : null,
         // Seed 001: the task list filtered by this instance, over any time range.
         h("a", { href: `#/?range=all&instance=${encodeURIComponent(i.id)}`, class: "small", "data-testid": "instance-tasks" }, "tasks of this instance →"),
       ),
       h("div", { "data-testid": "instance-status" }, pill(i.status, "large")),
     );
+    fill(this.why, instanceWhyPanel(i));
     const buttons: HTMLElement[] = [];
     if (this.can.cancel) buttons.push(this.button("cancel", i.status === "running"));
     if (this.can.retry) buttons.push(this.button("retry", i.status === "failed"));

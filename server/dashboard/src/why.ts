@@ -1,7 +1,8 @@
 // The task page's "Why" line (P-OBS-7): what holds a pending or scheduled task, or who runs
-// it, from the `waiting` of GET /tasks/{id}. The server's `detail` sentence is always shown,
-// since the reasons are an open set; a known reason adds the link or number that helps act.
-import type { Task, TaskWaiting } from "./api";
+// it, from the `waiting` of GET /tasks/{id}; and the instance page's, from the `waiting` of
+// GET /instances/{id} (P-KEY-7). The server's `detail` sentence is always shown, since the
+// reasons are an open set; a known reason adds the link or number that helps act.
+import type { Instance, Task, TaskWaiting } from "./api";
 import { h } from "./dom";
 import { ago, stamp } from "./format";
 
@@ -26,6 +27,21 @@ const REASONS: Record<string, [string, Tone]> = {
 export function whyPanel(t: Task): HTMLElement | null {
   const w = t.waiting;
   if (!w || w.reason === "finished") return null;
+  return panel(w, specifics(t, w));
+}
+
+/**
+ * The instance page's Why line: a started instance waiting for a slot of its concurrency
+ * key (P-KEY-7); nothing for one that runs or ended, or a server without `waiting`.
+ */
+export function instanceWhyPanel(i: Instance): HTMLElement | null {
+  const w = i.waiting;
+  if (!w) return null;
+  const key = w.reason === "concurrency_key" ? extra([load(w), " instances of ", h("code", null, i.concurrency_key ?? "?"), " running: it starts when one of them ends"]) : null;
+  return panel(w, key);
+}
+
+function panel(w: TaskWaiting, specific: HTMLElement | null): HTMLElement {
   const [label, tone] = REASONS[w.reason] ?? [w.reason, "other"];
   return h(
     "section",
@@ -33,8 +49,13 @@ export function whyPanel(t: Task): HTMLElement | null {
     h("span", { class: "why-label" }, "Why"),
     h("span", { class: `badge why-${tone}`, "data-testid": "why-badge" }, h("span", { class: "dot" }), label),
     h("span", { class: "why-detail", "data-testid": "why-detail" }, w.detail),
-    specifics(t, w),
+    specific,
   );
+}
+
+/** "running/cap", e.g. 2/2. */
+function load(w: TaskWaiting): HTMLElement {
+  return h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`);
 }
 
 /** The figure or link of a known reason; an unknown one has only its detail. */
@@ -48,9 +69,9 @@ function specifics(t: Task, w: TaskWaiting): HTMLElement | null {
       return extra(["resume it on ", queue]);
     case "queue_cap":
     case "handler_cap":
-      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
+      return extra([load(w), " running · caps on ", queue]);
     case "concurrency_key":
-      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
+      return extra([load(w), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
     case "rate_limited": {
       // No `until` while the burst's admitted tasks wait for workers: their claims let it in (P-RATE-2).
       const key = h("code", null, t.rate_limit_key ?? "?");

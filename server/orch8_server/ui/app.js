@@ -654,6 +654,15 @@ var REASONS = {
 function whyPanel(t) {
   const w = t.waiting;
   if (!w || w.reason === "finished") return null;
+  return panel(w, specifics(t, w));
+}
+function instanceWhyPanel(i) {
+  const w = i.waiting;
+  if (!w) return null;
+  const key = w.reason === "concurrency_key" ? extra([load(w), " instances of ", h("code", null, i.concurrency_key ?? "?"), " running: it starts when one of them ends"]) : null;
+  return panel(w, key);
+}
+function panel(w, specific) {
   const [label, tone] = REASONS[w.reason] ?? [w.reason, "other"];
   return h(
     "section",
@@ -661,8 +670,11 @@ function whyPanel(t) {
     h("span", { class: "why-label" }, "Why"),
     h("span", { class: `badge why-${tone}`, "data-testid": "why-badge" }, h("span", { class: "dot" }), label),
     h("span", { class: "why-detail", "data-testid": "why-detail" }, w.detail),
-    specifics(t, w)
+    specific
   );
+}
+function load(w) {
+  return h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`);
 }
 function specifics(t, w) {
   const queue = queueLink(t.queue_name);
@@ -674,9 +686,9 @@ function specifics(t, w) {
       return extra(["resume it on ", queue]);
     case "queue_cap":
     case "handler_cap":
-      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " running · caps on ", queue]);
+      return extra([load(w), " running · caps on ", queue]);
     case "concurrency_key":
-      return extra([h("b", { "data-testid": "why-load" }, `${w.running ?? "?"}/${w.cap ?? "?"}`), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
+      return extra([load(w), " slots of ", h("code", null, t.concurrency_key ?? "?"), " taken: admitted as one frees"]);
     case "rate_limited": {
       const key = h("code", null, t.rate_limit_key ?? "?");
       return extra(w.until ? ["claimable ", when(w.until, "until"), " · rate limit ", key] : ["rate limit ", key, ": admitted as workers claim its admitted tasks"]);
@@ -1315,6 +1327,7 @@ var InstanceDetail = class {
   inst = null;
   open = null;
   head = h("div", { class: "detail-head" });
+  why = h("div", { class: "why-slot" });
   actions = h("div", { class: "detail-actions" });
   confirm = h("div", { class: "confirm-slot" });
   notice = h("div", { class: "notice-slot" });
@@ -1325,7 +1338,7 @@ var InstanceDetail = class {
     fill(
       root,
       h("a", { href: "#/instances", class: "back" }, "← All instances"),
-      h("div", { class: "card detail" }, this.head, this.actions, this.confirm, this.notice, this.body)
+      h("div", { class: "card detail" }, this.head, this.why, this.actions, this.confirm, this.notice, this.body)
     );
   }
   isLive() {
@@ -1344,6 +1357,7 @@ var InstanceDetail = class {
       }
       this.inst = null;
       fill(this.head, h("h2", { class: "mono" }, this.id));
+      fill(this.why);
       fill(this.actions);
       fill(this.body, problemBox(err, "Could not load the instance: "));
     }
@@ -1373,11 +1387,14 @@ var InstanceDetail = class {
         null,
         h("h2", { class: "mono", "data-testid": "instance-id" }, i.id),
         h("div", { class: "muted" }, `sequence ${i.sequence} v${i.version} · created ${stamp(i.created_at)}`, i.finished_at ? ` · finished ${stamp(i.finished_at)}` : ""),
+        // P-KEY-7: the key this instance counts against, and the limit it stated.
+        i.concurrency_key ? h("div", { class: "muted small", "data-testid": "instance-key" }, "concurrency key ", h("code", null, i.concurrency_key), ` · at most ${i.max_concurrency ?? 1} of it at once`) : null,
         // Seed 001: the task list filtered by this instance, over any time range.
         h("a", { href: `#/?range=all&instance=${encodeURIComponent(i.id)}`, class: "small", "data-testid": "instance-tasks" }, "tasks of this instance →")
       ),
       h("div", { "data-testid": "instance-status" }, pill(i.status, "large"))
     );
+    fill(this.why, instanceWhyPanel(i));
     const buttons = [];
     if (this.can.cancel) buttons.push(this.button("cancel", i.status === "running"));
     if (this.can.retry) buttons.push(this.button("retry", i.status === "failed"));
