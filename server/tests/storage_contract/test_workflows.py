@@ -17,9 +17,41 @@ def _instance(instance_id: str, **fields: Any) -> dict[str, Any]:
     row = {"id": instance_id, "tenant": TENANT, "sequence": "seq", "version": 1,
            "status": "running", "input": {"x": [1]}, "output": None, "error": None,
            "state": {"run": 1, "steps": {}}, "idempotency_key": None, "created_at": NOW,
-           "updated_at": NOW, "finished_at": None}  # fmt: skip
+           "updated_at": NOW, "finished_at": None, "concurrency_key": None,
+           "max_concurrency": None}  # fmt: skip
     row.update(fields)
     return row
+
+
+def test_an_instance_keys_slots_and_held_instances_are_counted_per_tenant(
+    store: Backend,
+) -> None:
+    """P-KEY-7: running instances of a key hold slots; held ones are listed in start
+    order, and only those started before a given seq count as ahead."""
+    keyed = {"concurrency_key": "acct", "max_concurrency": 2}
+    rows = [_instance("r1", **keyed), _instance("h1", status="held", **keyed),
+            _instance("h2", status="held", **keyed), _instance("d1", status="completed", **keyed),
+            _instance("o1", status="held", concurrency_key="other", max_concurrency=1),
+            _instance("t1", tenant="t2", **keyed)]  # fmt: skip
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            seqs = {}
+            for row in rows:
+                stored, _ = await tx.workflows.insert_instance(row)  # type: ignore[arg-type]
+                seqs[row["id"]] = stored["seq"]
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            await store_.lock_instance_key(TENANT, "acct")
+            assert await store_.instance_slots(TENANT, "acct", 2**62) == (1, 2)
+            assert await store_.instance_slots(TENANT, "acct", seqs["h2"]) == (1, 1)
+            assert await store_.instance_slots("t2", "acct", 2**62) == (1, 0)
+            held = await store_.held_instances(TENANT, "acct", 10)
+            assert [r["id"] for r in held] == ["h1", "h2"]
+            assert held[0]["max_concurrency"] == 2
+            assert [r["id"] for r in await store_.held_instances(TENANT, "acct", 1)] == ["h1"]
+
+    store.run(check)
 
 
 def test_sequences_are_versioned_per_tenant_and_listed_at_their_latest(store: Backend) -> None:
