@@ -131,6 +131,15 @@ const concurrencyKeys: Scenario = {
   }),
 };
 
+const instanceKeys: Scenario = {
+  files: ["instance-keys.ts"],
+  run: (project) => withServer(async (server) => {
+    const { code, out } = await project.run("instance-keys.ts", { ORCH8_URL: server.url });
+    assert.equal(code, 0, out);
+    assert.equal(out, "running [ 'pending' ]\nconcurrency_key 2 2\nacme 2 [ 'running' ]\n");
+  }),
+};
+
 const rateLimits: Scenario = {
   files: ["rates.ts"],
   run: (project) => withServer(async (server) => {
@@ -211,4 +220,4 @@ const workflowTests: Scenario = {
   },
 };
 
-export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, concurrencyKeys, rateLimits, tracedWorker, tenants, unitTests, workflowTests];
+export const SCENARIOS: Scenario[] = [wordCountWorker("worker.mjs"), wordCountWorker("worker.cjs"), workflow, queues, controls, concurrencyKeys, instanceKeys, rateLimits, tracedWorker, tenants, unitTests, workflowTests];
