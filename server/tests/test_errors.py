@@ -56,7 +56,8 @@ PYTHON_WORDS = ("None", "True", "False", "'", "is not of type", "required proper
     [
         ("POST", "/instances", {"inptu": {}}, "/sequence", "is required"),
         ("POST", "/instances", {"sequence": "s", "inptu": {}}, "/inptu",
-         "is not allowed (allowed: context, idempotency_key, input, sequence, version)"),
+         "is not allowed (allowed: concurrency_key, context, idempotency_key, input, "
+         "max_concurrency, sequence, version)"),
         ("POST", "/instances", None, "", "must be an object"),
         ("POST", "/instances", {"sequence": "s", "input": None}, "/input", "must be an object"),
         ("POST", "/instances", {"sequence": True}, "/sequence", "must be a string"),

@@ -21,11 +21,12 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 import fastjsonschema
-import jsonschema
 
 from orch8_server.problems import Problem
 
 if TYPE_CHECKING:
+    import jsonschema
+
     from orch8_server._generated.models import FieldProblem
 
 _REF = "#/components/schemas/"
@@ -172,9 +173,7 @@ class SchemaValidator:
         self._doc = doc
         self._fast: Callable[[Any], Any] | None = None
         self._fix = _integer_fixer(_rewrite_refs(schema))
-        self._full = jsonschema.Draft7Validator(
-            doc, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
-        )
+        self._full: jsonschema.Draft7Validator | None = None  # for refused bodies only
         self._prefix = pointer_prefix
 
     def __call__(self, value: Any) -> Any:
@@ -188,8 +187,15 @@ class SchemaValidator:
         return value if self._fix is None else self._fix(value)
 
     def _problem(self, value: Any, fast_error: fastjsonschema.JsonSchemaValueException) -> Problem:
+        full = self._full
+        if full is None:
+            import jsonschema  # ~0.1 s of CPU to import: every server start paid it
+
+            full = self._full = jsonschema.Draft7Validator(
+                self._doc, format_checker=jsonschema.Draft7Validator.FORMAT_CHECKER
+            )
         found: dict[tuple[str, str], None] = {}  # (pointer, detail), in order, once each
-        for err in sorted(self._full.iter_errors(value), key=lambda e: _path_key(e.absolute_path)):
+        for err in sorted(full.iter_errors(value), key=lambda e: _path_key(e.absolute_path)):
             for path, detail in _explain(err):
                 found[(self._prefix + _pointer(path), detail)] = None
         if not found:  # the two engines disagree only on formats; trust the stricter one
@@ -206,6 +212,7 @@ class SchemaValidator:
 
 
 ECHO_MAX = 80  # the longest echoed value: a detail never carries a large one back
+ALLOWED_MAX = 160  # the contract's own member names: a typo is told what it could be
 _TYPES = {"object": "an object", "array": "an array", "string": "a string",
           "integer": "an integer", "number": "a number", "boolean": "a boolean", "null": "null"}  # fmt: skip
 _FORMATS = {"date-time": "an RFC 3339 date-time", "uri-reference": "a URI reference"}
@@ -292,7 +299,7 @@ def _explain(err: jsonschema.ValidationError) -> list[tuple[list[Any], str]]:
         patterns = list(schema.get("patternProperties", {}))
         allowed = ", ".join(known)
         detail = "is not allowed" + (
-            f" (allowed: {allowed})" if known and len(allowed) <= ECHO_MAX else ""
+            f" (allowed: {allowed})" if known and len(allowed) <= ALLOWED_MAX else ""
         )
         return [([*path, name], detail) for name in instance
                 if name not in known and not any(re.search(p, name) for p in patterns)]  # fmt: skip
@@ -308,7 +315,9 @@ def _explain(err: jsonschema.ValidationError) -> list[tuple[list[Any], str]]:
             kinds = [_types(e.validator_value) for e in here]  # "an object", "null"
             return [(path, "must be " + " or ".join(dict.fromkeys(kinds)))]
         deeper = [e for e in ctx if e.validator != "type" or e.relative_path]
-        return _explain(jsonschema.exceptions.best_match(deeper or ctx))
+        from jsonschema.exceptions import best_match  # loaded by _problem already
+
+        return _explain(best_match(deeper or ctx))
     said = _detail(str(keyword), wanted)
     return [(path, said or f"does not satisfy {keyword}")]
 
