@@ -2,7 +2,9 @@
 
 Scenarios: SQLite and PostgreSQL at batch 100 and at batch 1 (the single endpoints);
 `sqlite-keys1000`, `sqlite-hotkey`, `pg-keys1000`, `pg-hotkey`: batch 100 with the
-concurrency keys of keys.py's rows (not in the default list); and `sdk-python`,
+concurrency keys of keys.py's rows (not in the default list); `sqlite-wf`, `pg-wf`: the
+workflow row's 3-step instances (workflows.py), with the share of each request kind and of
+advancing; and `sdk-python`,
 `sdk-typescript`, `sdk-go`: the server on SQLite while that SDK's Worker (concurrency 100,
 no-op handler) drains a fill, as in the bench's SDK phase.
 For each scenario a fresh server is started, py-spy attaches to it (`record --pid`,
@@ -161,6 +163,40 @@ def profile_sdk(sdk: str, work: Workdir, tasks: int) -> None:
     write_summary(name, raw, out["tasks_per_s"], before, notes)
 
 
+# Where a workflow instance's CPU goes, by the request or hook that spends it (inclusive).
+_WF_PARTS = (
+    ("POST /instances", "start_instance ("),
+    ("batch completions", "complete_tasks ("),
+    ("  of which advancing (P-WF-5)", "Workflows.advance ("),
+    ("batch polls", "poll_tasks ("),
+)
+
+
+def profile_workflows(name: str, db: str, work: Workdir, instances: int) -> None:
+    """The server while workflows.py's row runs: 3-step instances started one request
+    each and drained by raw batch workers (the bench's workflow row)."""
+    from orch8bench.workflows import run_once
+
+    server = launch_server(db, work.path, name)
+    raw = OUT / f"{name}.txt"
+    try:
+        run_once(server.url, max(200, instances // 5))  # warm
+        cpu0 = cpu_seconds(server.process.pid)
+        out, before = sampled(server.process.pid, raw, lambda: run_once(server.url, instances))
+        server_us = (cpu_seconds(server.process.pid) - cpu0) / instances * 1e6
+    finally:
+        server.stop()
+    _, incl, _, total = parse(raw)
+    shares = {label: sum(n for f, n in incl.items() if f.startswith(prefix)) / total
+              for label, prefix in _WF_PARTS}  # fmt: skip
+    notes = (
+        f"\n{out['instances_per_s']:,.0f} instances/s; server CPU {server_us:,.0f} us per "
+        "3-step instance (py-spy's own sampling included).\n\n| part | inclusive |\n|---|---|\n"
+        + "".join(f"| {label} | {share * 100:.1f}% |\n" for label, share in shares.items())
+    )
+    write_summary(name, raw, out["tasks"] / out["seconds"], before, notes)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=30_000)
@@ -176,16 +212,21 @@ def main() -> None:
     for key, flags in KEYED.items():
         if f"sqlite-{key}" in only:
             profile(f"sqlite-{key}", work.sqlite(key), work, 100, a.tasks, *flags)
+    if "sqlite-wf" in only:
+        profile_workflows("sqlite-wf", work.sqlite("wf"), work, a.tasks // 15)
     for sdk in ("Python", "TypeScript", "Go"):
         if f"sdk-{sdk.lower()}" in only:
             profile_sdk(sdk, work, a.tasks)
-    if only & {"pg-b100", "pg-b1", *(f"pg-{key}" for key in KEYED)}:
+    if only & {"pg-b100", "pg-b1", "pg-wf", *(f"pg-{key}" for key in KEYED)}:
         cluster = PgCluster(fsync=True).init()
         try:
             if "pg-b100" in only:
                 profile("pg-b100", cluster.create_database("prof"), work, 100, a.tasks)
             if "pg-b1" in only:
                 profile("pg-b1", cluster.create_database("prof1"), work, 1, a.tasks // 10)
+            if "pg-wf" in only:
+                profile_workflows("pg-wf", cluster.create_database("prof_wf"), work,
+                                  a.tasks // 30)  # fmt: skip
             for key, flags in KEYED.items():
                 if f"pg-{key}" in only:
                     db = cluster.create_database(f"prof_{key}")
