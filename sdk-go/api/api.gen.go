@@ -592,7 +592,9 @@ type Instance struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	Version   int       `json:"version"`
 
-	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+	// instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+	// a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
 	Waiting *TaskWaiting `json:"waiting,omitempty"`
 }
 
@@ -1335,7 +1337,9 @@ type Task struct {
 	Tenant    *TenantID `json:"tenant,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 
-	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+	// Waiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+	// instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+	// a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
 	Waiting *TaskWaiting `json:"waiting,omitempty"`
 
 	// WorkerID Worker of the latest attempt.
@@ -1508,7 +1512,9 @@ type TaskRetry struct {
 // TaskStatus See the state machine in docs/protocol.md.
 type TaskStatus string
 
-// TaskWaiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+// TaskWaiting What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+// instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+// a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
 type TaskWaiting struct {
 	Cap *int `json:"cap,omitempty"`
 

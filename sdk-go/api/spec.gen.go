@@ -6,4 +6,4 @@ package api
 const SpecVersion = "1.11.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "0b47a9d580a70c721051c8e8fb0ea44039b7ddc92b7969178b46366ef585211f"
+const SpecSHA256 = "1d29cce7b30bbe22999276dcde16e7838f3c828f6562a658ff938243b72058a1"

@@ -2,4 +2,4 @@
 """The contract this package was generated from."""
 
 SPEC_VERSION = "1.11.0"
-SPEC_SHA256 = "0b47a9d580a70c721051c8e8fb0ea44039b7ddc92b7969178b46366ef585211f"
+SPEC_SHA256 = "1d29cce7b30bbe22999276dcde16e7838f3c828f6562a658ff938243b72058a1"

@@ -1210,7 +1210,11 @@ export interface components {
             rate_limit_key: string | null;
             waiting?: components["schemas"]["TaskWaiting"];
         };
-        /** @description What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. */
+        /**
+         * @description What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+         *     instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+         *     a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
+         */
         TaskWaiting: {
             /**
              * @description `scheduled` or `retry_backoff` (claimable at `until`), `paused` (its queue),

@@ -89,7 +89,9 @@ class TaskFailure(TypedDict):
 
 class TaskWaiting(TypedDict):
     """
-    What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+    What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+    instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+    a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
 
     """
 

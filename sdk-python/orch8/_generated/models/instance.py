@@ -45,6 +45,9 @@ class Instance:
         concurrency_key (None | str | Unset): Its concurrency key (P-KEY-7), or null.
         max_concurrency (int | None | Unset): Its key's limit as this instance states it (P-KEY-7); null without a key.
         waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+            An
+            instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+            a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
     """
 
     id: str

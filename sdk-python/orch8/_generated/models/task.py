@@ -62,6 +62,9 @@ class Task:
         rate_limit_key (None | str): Its rate limit's key (P-RATE-1), or null.
         tenant (str | Unset): A tenant (P-TEN-1); `default` when no key or header names one. Example: team-a.
         waiting (TaskWaiting | Unset): What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+            An
+            instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+            a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
     """
 
     id: str

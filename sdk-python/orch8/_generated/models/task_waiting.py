@@ -16,27 +16,29 @@ T = TypeVar("T", bound="TaskWaiting")
 
 @_attrs_define
 class TaskWaiting:
-    """What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only.
+    """What holds this task, or who runs it (P-OBS-7): in `GET /tasks/{task_id}` only. An
+    instance carries the same shape in `GET /instances/{instance_id}` while it waits for
+    a slot of its concurrency key (P-KEY-7, reason `concurrency_key`).
 
-    Attributes:
-        reason (str): `scheduled` or `retry_backoff` (claimable at `until`), `paused` (its queue),
-            `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
-            live worker has its required labels), `no_poller` (no worker polls its handler
-            on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
-            as their slots free), `concurrency_key` (held: `running` is how many tasks of its
-            key hold a slot, claimable or running, of the `cap`, P-KEY-1), `rate_limited`
-            (waiting for a token of its rate limit, the next at `until`, P-RATE-1), `running` (`worker_id` holds its lease),
-            `finished`. More reasons may come: show an unknown one by its `detail`.
-             Example: handler_cap.
-        detail (str): The reason as a sentence, with its numbers. Example: handler resize_image runs 4 tasks, its cap
-            (P-CTRL-2).
-        until (datetime.datetime | None | Unset):
-        running (int | None | Unset):
-        cap (int | None | Unset):
-        pollers (int | None | Unset):
-        worker_id (None | str | Unset):
-        last_heartbeat_at (datetime.datetime | None | Unset):
-        lease_expires_at (datetime.datetime | None | Unset):
+        Attributes:
+            reason (str): `scheduled` or `retry_backoff` (claimable at `until`), `paused` (its queue),
+                `queue_cap` or `handler_cap` (`running` tasks at the `cap`), `unroutable` (no
+                live worker has its required labels), `no_poller` (no worker polls its handler
+                on its queue now), `claimable` (`pollers` workers poll for it: it is handed out
+                as their slots free), `concurrency_key` (held: `running` is how many tasks of its
+                key hold a slot, claimable or running, of the `cap`, P-KEY-1), `rate_limited`
+                (waiting for a token of its rate limit, the next at `until`, P-RATE-1), `running` (`worker_id` holds its lease),
+                `finished`. More reasons may come: show an unknown one by its `detail`.
+                 Example: handler_cap.
+            detail (str): The reason as a sentence, with its numbers. Example: handler resize_image runs 4 tasks, its cap
+                (P-CTRL-2).
+            until (datetime.datetime | None | Unset):
+            running (int | None | Unset):
+            cap (int | None | Unset):
+            pollers (int | None | Unset):
+            worker_id (None | str | Unset):
+            last_heartbeat_at (datetime.datetime | None | Unset):
+            lease_expires_at (datetime.datetime | None | Unset):
     """
 
     reason: str
