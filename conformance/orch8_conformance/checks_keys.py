@@ -1,4 +1,5 @@
-"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..7), from the attempt history.
+"""Checks of concurrency keys (docs/protocol.md 4c, P-KEY-1..7) and of fairness across
+tenants (12c, P-TEN-5), from the attempt history.
 
 A key's slots are counted from its tasks' attempts (started_at .. ended_at on the server):
 a claimable task holds a slot too, so this count is a lower bound of the slots taken, and a
@@ -30,6 +31,8 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += done_before_last_start(run, done, later)
     if "attempt_order" in expect:
         out += attempt_order(run, [(ref, n) for ref, n in expect["attempt_order"]])
+    for group, bound in expect.get("claimed_within_ms", {}).items():
+        out += claimed_within(run, group, bound)
     instance_checks = ("instance_key_slots", "instance_start_order", "instance_not_held")
     if any(k in expect for k in instance_checks):
         try:
@@ -147,6 +150,26 @@ def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]
                 f"{ref} ended {ended - last_start:.0f} ms after the last task of {later!r} started: "
                 "held tasks of a full key held it back (P-KEY-2)"
             )
+    return out
+
+
+def claimed_within(run: ScenarioRun, group: str, bound: int) -> list[str]:
+    """P-TEN-5: every task of `group` was first claimed within `bound` ms of its enqueue's
+    acknowledgement, however large another tenant's backlog of the same handler."""
+    from .checks import ms
+
+    if group not in run.groups:
+        return [f"claimed_within_ms: unknown task group {group!r}"]
+    out = []
+    for ref in run.groups[group]:
+        try:
+            attempts = run.api.attempts(run.task_id(ref))
+        except ApiError as err:
+            return [f"claimed_within_ms: cannot read the attempts of {ref} back: {err}"]
+        waited = ms(attempts[0]["started_at"]) - run.visible_at[ref] if attempts else None
+        if waited is None or waited > bound:
+            late = "was never claimed" if waited is None else f"was first claimed {waited:.0f} ms after its enqueue"
+            out.append(f"{ref} {late}, expected within {bound} ms: another tenant's backlog held it back? (P-TEN-5)")
     return out
 
 

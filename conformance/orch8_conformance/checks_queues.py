@@ -99,12 +99,13 @@ def queue_share(run: ScenarioRun, spec: dict) -> list[str]:
 
 def queue_stats(run: ScenarioRun, row: dict) -> list[str]:
     """P-LABEL-3, P-OBS-4: the GET /queues row of (queue_name, handler_name) has these fields;
-    without handler_name, the queue's entry in queue_controls (P-CTRL-3)."""
+    without handler_name, the queue's entry in queue_controls (P-CTRL-3). Read in `tenant`
+    when given (P-TEN-3)."""
     from .checks import contains, short
 
     queue, handler = row["queue_name"], row.get("handler_name")
     try:
-        answer = run.api.call("GET", f"/queues?queue_name={queue}")
+        answer = run.api.call("GET", f"/queues?queue_name={queue}", tenant=row.get("tenant"))
         rows = answer["queues"] if handler else answer["queue_controls"]
     except (ApiError, KeyError, TypeError) as err:
         return [f"GET /queues?queue_name={queue}: {err!r}"]

@@ -1,5 +1,5 @@
-"""Rate limits (docs/protocol.md 4d, P-RATE-1..3): defined before the tasks, checked from the
-attempt history.
+"""Rate limits (docs/protocol.md 4d, P-RATE-1..4): defined before the tasks, changed or
+removed by a timeline step as an operator would, checked from the attempt history.
 
 An admitted task keeps its token until claimed (P-RATE-2), so the bound holds for starts
 themselves, however late workers claim: over any window of t ms at most
@@ -10,6 +10,7 @@ Each function returns human-readable reasons; an empty list means the check pass
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from . import checks_keys
@@ -53,7 +54,67 @@ def end_state(run: ScenarioRun, expect: dict) -> list[str]:
         out += out_key + paced(key, limit, starts)
         if "not_held" in wanted:
             out += not_held(run, wanted["not_held"], key, starts, wanted["before_start"])
+    for key, wanted in expect.get("rate_changed", {}).items():
+        out += changed(run, key, wanted)
     return out
+
+
+def change(run: ScenarioRun, step: dict, what: str) -> list[str]:
+    """P-RATE-4, an operator's call: `set_rate_limit` PUTs `rate_limit` on an existing key
+    (the answer echoes it, its tokens kept but capped at the new burst); `delete_rate_limit`
+    DELETEs the key, after which GET /rate-limits no longer lists it. The instants the call
+    was sent and answered are kept for `rate_changed`."""
+    key, body = step["key"], step.get("rate_limit")
+    sent = time.time() * 1000
+    try:
+        if body is not None:
+            out = define(run, {key: body})
+            listed, burst = _listed(run, key), body.get("burst", body["limit"])
+            if listed is not None and listed.get("tokens", 0) > burst:
+                out.append(f"{key!r} has {listed['tokens']} tokens after the PUT, above its burst {burst} (P-RATE-4)")
+        else:
+            run.api.call("DELETE", f"/rate-limits/{key}")
+            out = [] if _listed(run, key) is None else [f"GET /rate-limits still lists {key!r} after its DELETE"]
+    except ApiError as err:
+        out = [str(err)]
+    run.rate_changes[key] = (sent, time.time() * 1000)
+    return [f"at {what}: {reason}" for reason in out]
+
+
+def _listed(run: ScenarioRun, key: str) -> dict | None:
+    rows = run.api.call("GET", "/rate-limits")["rate_limits"]
+    return next((row for row in rows if row.get("key") == key), None)
+
+
+def changed(run: ScenarioRun, key: str, wanted: dict) -> list[str]:
+    """P-RATE-4: a key changed by the timeline. Exactly `before` of its tasks' starts came
+    before the change was sent, at the scenario's pace; the other `after` came once it was
+    sent and within `within_ms` of its answer (the held tasks were let go at once, not at
+    the old pace); after a PUT that raises the pace they keep to the new one too."""
+    old = run.scenario.get("rate_limits", {}).get(key)
+    if key not in run.rate_changes or old is None:
+        return [f"rate_changed: {key!r} is not among the scenario's rate_limits, or no timeline step changed it"]
+    try:
+        starts, out = key_starts(run, key)
+    except ApiError as err:
+        return [f"rate_changed: cannot read the tasks back: {err}"]
+    sent, answered = run.rate_changes[key]
+    early = [s for s in starts if s < sent - STAMP_MS]
+    late = starts[len(early) :]
+    if len(early) != wanted["before"]:
+        out.append(f"{len(early)} tasks of {key!r} started before it was changed, expected {wanted['before']}")
+    if len(late) != wanted["after"]:
+        out.append(f"{len(late)} tasks of {key!r} started after it was changed, expected {wanted['after']}")
+    slow = [s - answered for s in late if s > answered + wanted["within_ms"]]
+    if slow:
+        out.append(
+            f"{len(slow)} tasks of {key!r} started up to {max(slow):.0f} ms after its change was answered, "
+            f"expected within {wanted['within_ms']} ms: its held tasks waited for the old pace (P-RATE-4)"
+        )
+    out += paced(key, old, early) if early else []
+    steps = [s for s in run.scenario.get("timeline", []) if s.get("key") == key]
+    new = steps[-1].get("rate_limit")  # the last change is the one timed
+    return out + (paced(key, new, late) if new and late else [])
 
 
 def key_starts(run: ScenarioRun, key: str) -> tuple[list[float], list[str]]:

@@ -57,6 +57,7 @@ class ScenarioRun:
         self.sent: dict[str, dict] = {}  # task ref -> the task spec it was enqueued from
         self.instances: dict[str, str] = {}  # instance ref -> instance id (workflows, P-WF-4)
         self.final: dict[str, str] = {}  # task ref -> the final status a wait saw
+        self.rate_changes: dict[str, tuple[float, float]] = {}  # rate limit key -> its change sent, answered
         self.notes: list[str] = []  # parts of a passed run that did not apply to this adapter
         self.t0 = 0.0
         self.step_began = 0.0  # when the current timeline step began waiting
@@ -208,6 +209,8 @@ class ScenarioRun:
         elif action == "cancel":
             task_id = self.task_id(step["task"])
             self._call("POST", f"/tasks/{task_id}/cancel", {}, what, self.api.task_tenant.get(task_id))
+        elif action in ("set_rate_limit", "delete_rate_limit"):  # P-RATE-4, an operator's call
+            return checks_rate.change(self, step, what)
         elif action == "cancel_instance":  # P-WF-7, an operator's call
             self._call("POST", f"/instances/{self.instances.get(step['instance'])}/cancel", {}, what)
         elif action == "late_result":  # a result the server must refuse (a race loser's)
