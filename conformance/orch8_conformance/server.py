@@ -52,6 +52,7 @@ class ReferenceServer:
 
     def __init__(self, workdir: Path, settings: dict, db: str | None = None) -> None:
         self.db = db or str(workdir / "orch8.db")
+        self._own_db = db is None  # a file in the workdir: a run starts it empty
         self.log_path = workdir / "server.log"
         self.settings = settings
         self.running: RunningServer | None = None
@@ -65,6 +66,9 @@ class ReferenceServer:
         self.api: Api | None = None
 
     def first_start(self) -> None:
+        if self._own_db:  # a failed run in the same --workdir leaves its tasks behind
+            for suffix in ("", "-wal", "-shm"):
+                Path(self.db + suffix).unlink(missing_ok=True)
         args = server_args(self.settings, self.keys.path if self.keys else None)
         try:
             self.running = start_server(*args, db=self.db, log=self.log_path)
