@@ -92,3 +92,15 @@ def test_p_key_7_an_instance_from_an_older_server_without_the_fields_still_parse
     got = Orch8Client(BASE).get_instance("inst_1")
     assert got.id == "inst_1" and got.status == "running"
     assert not got.concurrency_key and not got.max_concurrency and not got.waiting
+
+
+@respx.mock
+def test_a_task_from_a_1_9_server_without_the_key_fields_reads_them_as_null() -> None:
+    # Contract 1.10.0 added concurrency_key, max_concurrency and rate_limit_key to Task as
+    # required and nullable: a server of 1.9 sends none of them, and they read as null.
+    older = {k: v for k, v in task().items()
+             if k not in ("concurrency_key", "max_concurrency", "rate_limit_key")}  # fmt: skip
+    respx.get(f"{BASE}/tasks/task_1").respond(200, json=older)
+    got = Orch8Client(BASE).get_task("task_1")
+    assert got.id == "task_1"
+    assert (got.concurrency_key, got.max_concurrency, got.rate_limit_key) == (None, None, None)

@@ -72,7 +72,7 @@ class ActiveTaskStatus:
                 pass
             return cast(datetime.datetime | None, data)
 
-        lease_expires_at = _parse_lease_expires_at(d.pop("lease_expires_at"))
+        lease_expires_at = _parse_lease_expires_at(d.pop("lease_expires_at", None))
 
         cancel_requested = d.pop("cancel_requested")
 

@@ -96,7 +96,7 @@ class Attempt:
                 return data
             return cast(None | str, data)
 
-        worker_id = _parse_worker_id(d.pop("worker_id"))
+        worker_id = _parse_worker_id(d.pop("worker_id", None))
 
         started_at = isoparse(d.pop("started_at"))
 
@@ -113,7 +113,7 @@ class Attempt:
                 pass
             return cast(datetime.datetime | None, data)
 
-        ended_at = _parse_ended_at(d.pop("ended_at"))
+        ended_at = _parse_ended_at(d.pop("ended_at", None))
 
         outcome = check_attempt_outcome(d.pop("outcome"))
 
@@ -130,7 +130,7 @@ class Attempt:
                 pass
             return cast(None | TaskFailure, data)
 
-        error = _parse_error(d.pop("error"))
+        error = _parse_error(d.pop("error", None))
 
         attempt = cls(
             attempt=attempt,

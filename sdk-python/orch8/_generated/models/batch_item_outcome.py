@@ -92,14 +92,14 @@ class BatchItemOutcome:
                 return data
             return cast(int | None, data)
 
-        attempt = _parse_attempt(d.pop("attempt"))
+        attempt = _parse_attempt(d.pop("attempt", None))
 
         def _parse_attempts_left(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        attempts_left = _parse_attempts_left(d.pop("attempts_left"))
+        attempts_left = _parse_attempts_left(d.pop("attempts_left", None))
 
         def _parse_next_attempt_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -114,7 +114,7 @@ class BatchItemOutcome:
                 pass
             return cast(datetime.datetime | None, data)
 
-        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at"))
+        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at", None))
 
         def _parse_problem(data: object) -> ItemProblem | None:
             if data is None:
@@ -129,7 +129,7 @@ class BatchItemOutcome:
                 pass
             return cast(ItemProblem | None, data)
 
-        problem = _parse_problem(d.pop("problem"))
+        problem = _parse_problem(d.pop("problem", None))
 
         batch_item_outcome = cls(
             task_id=task_id,

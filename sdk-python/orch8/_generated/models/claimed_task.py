@@ -167,7 +167,7 @@ class ClaimedTask:
                 pass
             return cast(ClaimedTaskCheckpointType0 | None, data)
 
-        checkpoint = _parse_checkpoint(d.pop("checkpoint"))
+        checkpoint = _parse_checkpoint(d.pop("checkpoint", None))
 
         def _parse_good_until(data: object) -> datetime.datetime | None:
             if data is None:
@@ -182,7 +182,7 @@ class ClaimedTask:
                 pass
             return cast(datetime.datetime | None, data)
 
-        good_until = _parse_good_until(d.pop("good_until"))
+        good_until = _parse_good_until(d.pop("good_until", None))
 
         created_at = isoparse(d.pop("created_at"))
 

@@ -77,7 +77,7 @@ class Clock:
                 pass
             return cast(datetime.datetime | None, data)
 
-        next_timer_at = _parse_next_timer_at(d.pop("next_timer_at"))
+        next_timer_at = _parse_next_timer_at(d.pop("next_timer_at", None))
 
         advanced_ms = d.pop("advanced_ms")
 

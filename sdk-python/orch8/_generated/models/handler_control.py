@@ -67,7 +67,7 @@ class HandlerControl:
                 return data
             return cast(int | None, data)
 
-        max_running = _parse_max_running(d.pop("max_running"))
+        max_running = _parse_max_running(d.pop("max_running", None))
 
         running = d.pop("running")
 
@@ -84,7 +84,7 @@ class HandlerControl:
                 pass
             return cast(datetime.datetime | None, data)
 
-        updated_at = _parse_updated_at(d.pop("updated_at"))
+        updated_at = _parse_updated_at(d.pop("updated_at", None))
 
         handler_control = cls(
             handler_name=handler_name,

@@ -210,7 +210,7 @@ class Instance:
                 pass
             return cast(None | TaskFailure, data)
 
-        error = _parse_error(d.pop("error"))
+        error = _parse_error(d.pop("error", None))
 
         steps = []
         _steps = d.pop("steps")
@@ -236,7 +236,7 @@ class Instance:
                 pass
             return cast(datetime.datetime | None, data)
 
-        finished_at = _parse_finished_at(d.pop("finished_at"))
+        finished_at = _parse_finished_at(d.pop("finished_at", None))
 
         tenant = d.pop("tenant", UNSET)
 

@@ -62,7 +62,7 @@ class Lease:
                 return data
             return cast(None | str, data)
 
-        worker_id = _parse_worker_id(d.pop("worker_id"))
+        worker_id = _parse_worker_id(d.pop("worker_id", None))
 
         attempt = d.pop("attempt")
 

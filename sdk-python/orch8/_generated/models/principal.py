@@ -94,7 +94,7 @@ class Principal:
                 return data
             return cast(None | str, data)
 
-        key_id = _parse_key_id(d.pop("key_id"))
+        key_id = _parse_key_id(d.pop("key_id", None))
 
         role = check_role(d.pop("role"))
 
@@ -113,7 +113,7 @@ class Principal:
                 pass
             return cast(list[str] | None, data)
 
-        tenants = _parse_tenants(d.pop("tenants"))
+        tenants = _parse_tenants(d.pop("tenants", None))
 
         def _parse_queues(data: object) -> list[str] | None:
             if data is None:
@@ -128,7 +128,7 @@ class Principal:
                 pass
             return cast(list[str] | None, data)
 
-        queues = _parse_queues(d.pop("queues"))
+        queues = _parse_queues(d.pop("queues", None))
 
         def _parse_handlers(data: object) -> list[str] | None:
             if data is None:
@@ -143,7 +143,7 @@ class Principal:
                 pass
             return cast(list[str] | None, data)
 
-        handlers = _parse_handlers(d.pop("handlers"))
+        handlers = _parse_handlers(d.pop("handlers", None))
 
         principal = cls(
             auth_required=auth_required,

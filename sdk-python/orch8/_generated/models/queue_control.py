@@ -90,14 +90,14 @@ class QueueControl:
                 pass
             return cast(datetime.datetime | None, data)
 
-        paused_at = _parse_paused_at(d.pop("paused_at"))
+        paused_at = _parse_paused_at(d.pop("paused_at", None))
 
         def _parse_max_running(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        max_running = _parse_max_running(d.pop("max_running"))
+        max_running = _parse_max_running(d.pop("max_running", None))
 
         running = d.pop("running")
 
@@ -114,7 +114,7 @@ class QueueControl:
                 pass
             return cast(datetime.datetime | None, data)
 
-        updated_at = _parse_updated_at(d.pop("updated_at"))
+        updated_at = _parse_updated_at(d.pop("updated_at", None))
 
         queue_control = cls(
             queue_name=queue_name,

@@ -85,21 +85,21 @@ class QueueHistoryPoint:
                 return data
             return cast(int | None, data)
 
-        depth = _parse_depth(d.pop("depth"))
+        depth = _parse_depth(d.pop("depth", None))
 
         def _parse_wait_p50_ms(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        wait_p50_ms = _parse_wait_p50_ms(d.pop("wait_p50_ms"))
+        wait_p50_ms = _parse_wait_p50_ms(d.pop("wait_p50_ms", None))
 
         def _parse_wait_p95_ms(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        wait_p95_ms = _parse_wait_p95_ms(d.pop("wait_p95_ms"))
+        wait_p95_ms = _parse_wait_p95_ms(d.pop("wait_p95_ms", None))
 
         queue_history_point = cls(
             at=at,

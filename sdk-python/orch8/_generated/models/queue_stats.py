@@ -129,7 +129,7 @@ class QueueStats:
             return cast(int | None, data)
 
         oldest_pending_age_ms = _parse_oldest_pending_age_ms(
-            d.pop("oldest_pending_age_ms")
+            d.pop("oldest_pending_age_ms", None)
         )
 
         active_pollers = d.pop("active_pollers")
@@ -145,14 +145,16 @@ class QueueStats:
                 return data
             return cast(int | None, data)
 
-        queue_max_running = _parse_queue_max_running(d.pop("queue_max_running"))
+        queue_max_running = _parse_queue_max_running(d.pop("queue_max_running", None))
 
         def _parse_handler_max_running(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        handler_max_running = _parse_handler_max_running(d.pop("handler_max_running"))
+        handler_max_running = _parse_handler_max_running(
+            d.pop("handler_max_running", None)
+        )
 
         def _parse_blocked(data: object) -> BlockedReason | None:
             if data is None:
@@ -167,7 +169,7 @@ class QueueStats:
                 pass
             return cast(BlockedReason | None, data)
 
-        blocked = _parse_blocked(d.pop("blocked"))
+        blocked = _parse_blocked(d.pop("blocked", None))
 
         queue_stats = cls(
             queue_name=queue_name,

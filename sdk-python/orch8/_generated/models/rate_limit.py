@@ -102,7 +102,7 @@ class RateLimit:
                 pass
             return cast(datetime.datetime | None, data)
 
-        next_token_at = _parse_next_token_at(d.pop("next_token_at"))
+        next_token_at = _parse_next_token_at(d.pop("next_token_at", None))
 
         held = d.pop("held")
 

@@ -41,7 +41,7 @@ class RunningLimit:
                 return data
             return cast(int | None, data)
 
-        max_running = _parse_max_running(d.pop("max_running"))
+        max_running = _parse_max_running(d.pop("max_running", None))
 
         running_limit = cls(
             max_running=max_running,

@@ -122,7 +122,7 @@ class Sequence:
                 pass
             return cast(None | StepAction, data)
 
-        on_error = _parse_on_error(d.pop("on_error"))
+        on_error = _parse_on_error(d.pop("on_error", None))
 
         created_at = isoparse(d.pop("created_at"))
 

@@ -63,7 +63,7 @@ class SequencePage:
                 return data
             return cast(None | str, data)
 
-        next_cursor = _parse_next_cursor(d.pop("next_cursor"))
+        next_cursor = _parse_next_cursor(d.pop("next_cursor", None))
 
         sequence_page = cls(
             sequences=sequences,

@@ -161,35 +161,35 @@ class StepRun:
                 return data
             return cast(None | str, data)
 
-        group = _parse_group(d.pop("group"))
+        group = _parse_group(d.pop("group", None))
 
         def _parse_lane(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        lane = _parse_lane(d.pop("lane"))
+        lane = _parse_lane(d.pop("lane", None))
 
         def _parse_chosen(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        chosen = _parse_chosen(d.pop("chosen"))
+        chosen = _parse_chosen(d.pop("chosen", None))
 
         def _parse_iterations(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        iterations = _parse_iterations(d.pop("iterations"))
+        iterations = _parse_iterations(d.pop("iterations", None))
 
         def _parse_child_instance_id(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        child_instance_id = _parse_child_instance_id(d.pop("child_instance_id"))
+        child_instance_id = _parse_child_instance_id(d.pop("child_instance_id", None))
 
         status = check_step_status(d.pop("status"))
 
@@ -198,7 +198,7 @@ class StepRun:
                 return data
             return cast(None | str, data)
 
-        task_id = _parse_task_id(d.pop("task_id"))
+        task_id = _parse_task_id(d.pop("task_id", None))
 
         output = d.pop("output")
 
@@ -215,7 +215,7 @@ class StepRun:
                 pass
             return cast(None | TaskFailure, data)
 
-        error = _parse_error(d.pop("error"))
+        error = _parse_error(d.pop("error", None))
 
         attempts = d.pop("attempts")
 
@@ -232,7 +232,7 @@ class StepRun:
                 pass
             return cast(datetime.datetime | None, data)
 
-        started_at = _parse_started_at(d.pop("started_at"))
+        started_at = _parse_started_at(d.pop("started_at", None))
 
         def _parse_finished_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -247,7 +247,7 @@ class StepRun:
                 pass
             return cast(datetime.datetime | None, data)
 
-        finished_at = _parse_finished_at(d.pop("finished_at"))
+        finished_at = _parse_finished_at(d.pop("finished_at", None))
 
         fallback = d.pop("fallback", UNSET)
 

@@ -298,14 +298,14 @@ class Task:
                 pass
             return cast(datetime.datetime | None, data)
 
-        good_until = _parse_good_until(d.pop("good_until"))
+        good_until = _parse_good_until(d.pop("good_until", None))
 
         def _parse_idempotency_key(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        idempotency_key = _parse_idempotency_key(d.pop("idempotency_key"))
+        idempotency_key = _parse_idempotency_key(d.pop("idempotency_key", None))
 
         created_at = isoparse(d.pop("created_at"))
 
@@ -324,7 +324,7 @@ class Task:
                 pass
             return cast(datetime.datetime | None, data)
 
-        started_at = _parse_started_at(d.pop("started_at"))
+        started_at = _parse_started_at(d.pop("started_at", None))
 
         def _parse_finished_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -339,7 +339,7 @@ class Task:
                 pass
             return cast(datetime.datetime | None, data)
 
-        finished_at = _parse_finished_at(d.pop("finished_at"))
+        finished_at = _parse_finished_at(d.pop("finished_at", None))
 
         def _parse_next_attempt_at(data: object) -> datetime.datetime | None:
             if data is None:
@@ -354,14 +354,14 @@ class Task:
                 pass
             return cast(datetime.datetime | None, data)
 
-        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at"))
+        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at", None))
 
         def _parse_worker_id(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        worker_id = _parse_worker_id(d.pop("worker_id"))
+        worker_id = _parse_worker_id(d.pop("worker_id", None))
 
         def _parse_lease(data: object) -> Lease | None:
             if data is None:
@@ -376,7 +376,7 @@ class Task:
                 pass
             return cast(Lease | None, data)
 
-        lease = _parse_lease(d.pop("lease"))
+        lease = _parse_lease(d.pop("lease", None))
 
         output = d.pop("output")
 
@@ -393,7 +393,7 @@ class Task:
                 pass
             return cast(None | TaskFailure, data)
 
-        error = _parse_error(d.pop("error"))
+        error = _parse_error(d.pop("error", None))
 
         def _parse_checkpoint(data: object) -> None | TaskCheckpointType0:
             if data is None:
@@ -408,7 +408,7 @@ class Task:
                 pass
             return cast(None | TaskCheckpointType0, data)
 
-        checkpoint = _parse_checkpoint(d.pop("checkpoint"))
+        checkpoint = _parse_checkpoint(d.pop("checkpoint", None))
 
         progress = d.pop("progress")
 
@@ -417,7 +417,7 @@ class Task:
                 return data
             return cast(None | str, data)
 
-        cancel_reason = _parse_cancel_reason(d.pop("cancel_reason"))
+        cancel_reason = _parse_cancel_reason(d.pop("cancel_reason", None))
 
         required_labels = TaskRequiredLabels.from_dict(d.pop("required_labels"))
 
@@ -426,21 +426,21 @@ class Task:
                 return data
             return cast(None | str, data)
 
-        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key"))
+        concurrency_key = _parse_concurrency_key(d.pop("concurrency_key", None))
 
         def _parse_max_concurrency(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        max_concurrency = _parse_max_concurrency(d.pop("max_concurrency"))
+        max_concurrency = _parse_max_concurrency(d.pop("max_concurrency", None))
 
         def _parse_rate_limit_key(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        rate_limit_key = _parse_rate_limit_key(d.pop("rate_limit_key"))
+        rate_limit_key = _parse_rate_limit_key(d.pop("rate_limit_key", None))
 
         tenant = d.pop("tenant", UNSET)
 

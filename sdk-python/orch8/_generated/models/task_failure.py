@@ -85,7 +85,7 @@ class TaskFailure:
                 pass
             return cast(None | TaskFailureDetailsType0, data)
 
-        details = _parse_details(d.pop("details"))
+        details = _parse_details(d.pop("details", None))
 
         task_failure = cls(
             message=message,

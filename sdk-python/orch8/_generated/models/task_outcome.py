@@ -91,14 +91,14 @@ class TaskOutcome:
                 pass
             return cast(datetime.datetime | None, data)
 
-        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at"))
+        next_attempt_at = _parse_next_attempt_at(d.pop("next_attempt_at", None))
 
         def _parse_error_code(data: object) -> None | str:
             if data is None:
                 return data
             return cast(None | str, data)
 
-        error_code = _parse_error_code(d.pop("error_code"))
+        error_code = _parse_error_code(d.pop("error_code", None))
 
         task_outcome = cls(
             task_id=task_id,

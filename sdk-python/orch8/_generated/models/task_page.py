@@ -63,7 +63,7 @@ class TaskPage:
                 return data
             return cast(None | str, data)
 
-        next_cursor = _parse_next_cursor(d.pop("next_cursor"))
+        next_cursor = _parse_next_cursor(d.pop("next_cursor", None))
 
         task_page = cls(
             tasks=tasks,

@@ -139,14 +139,14 @@ class Worker:
                 return data
             return cast(None | str, data)
 
-        hostname = _parse_hostname(d.pop("hostname"))
+        hostname = _parse_hostname(d.pop("hostname", None))
 
         def _parse_pid(data: object) -> int | None:
             if data is None:
                 return data
             return cast(int | None, data)
 
-        pid = _parse_pid(d.pop("pid"))
+        pid = _parse_pid(d.pop("pid", None))
 
         handlers = cast(list[str], d.pop("handlers"))
 
@@ -157,7 +157,7 @@ class Worker:
                 return data
             return cast(int | None, data)
 
-        concurrency = _parse_concurrency(d.pop("concurrency"))
+        concurrency = _parse_concurrency(d.pop("concurrency", None))
 
         labels = WorkerLabels.from_dict(d.pop("labels"))
 
@@ -166,7 +166,7 @@ class Worker:
                 return data
             return cast(None | str, data)
 
-        sdk = _parse_sdk(d.pop("sdk"))
+        sdk = _parse_sdk(d.pop("sdk", None))
 
         active_tasks = d.pop("active_tasks")
 
