@@ -94,6 +94,26 @@ def test_a_read_outside_a_transaction_waits_for_the_commit(tmp_path: Path) -> No
     asyncio.run(main())
 
 
+def _at_version(c: sqlite3.Connection, version: int) -> None:
+    """A file of the schema of `version` (its first `version` migrations), as written then."""
+    for step in MIGRATIONS[:version]:
+        for statement in step.split(";") if isinstance(step, str) else step:
+            if statement.strip():
+                c.execute(statement)
+    c.execute(f"PRAGMA user_version = {version}")
+
+
+def _reopen(path: Path) -> None:
+    """Open and close the file as a server's start-up does: it migrates to SCHEMA_VERSION."""
+
+    async def reopen() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        await storage.close()
+
+    asyncio.run(reopen())
+
+
 def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "v.db"
     with sqlite3.connect(path) as c:
@@ -107,23 +127,14 @@ def test_schema_v6_drops_the_instance_event_trigger_and_keeps_its_events(tmp_pat
     trigger; events the trigger wrote before stay for the pump."""
     path = tmp_path / "v5.db"
     with sqlite3.connect(path) as c:
-        for step in MIGRATIONS[:5]:
-            for statement in step.split(";") if isinstance(step, str) else step:
-                if statement.strip():
-                    c.execute(statement)
+        _at_version(c, 5)
         c.execute(
             "INSERT INTO instance_events (tenant, instance_id, task_id, fire_at) "
             "VALUES ('default', 'i-old', 't-old', 0)"
         )
-        c.execute("PRAGMA user_version = 5")
         assert c.execute("SELECT COUNT(*) FROM sqlite_master WHERE type = 'trigger'").fetchone()[0]
 
-    async def reopen() -> None:
-        storage = SqliteStorage(str(path))
-        await storage.open()
-        await storage.close()
-
-    asyncio.run(reopen())
+    _reopen(path)
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert (
@@ -158,11 +169,7 @@ def test_schema_v8_adds_keys_and_rate_limits_and_keeps_every_task(tmp_path: Path
     and the key's indexes exist (held tasks stay out of the claim indexes, P-KEY-2)."""
     path = tmp_path / "v7.db"
     with sqlite3.connect(path) as c:
-        for step in MIGRATIONS[:7]:
-            for statement in step.split(";") if isinstance(step, str) else step:
-                if statement.strip():
-                    c.execute(statement)
-        c.execute("PRAGMA user_version = 7")
+        _at_version(c, 7)
         c.executemany(
             "INSERT INTO tasks (id, handler_name, queue_name, status, priority, params, "
             "context, headers, attempt, max_attempts, retry, run_at, created_at, updated_at) "
@@ -171,12 +178,7 @@ def test_schema_v8_adds_keys_and_rate_limits_and_keeps_every_task(tmp_path: Path
         )
         before = c.execute("SELECT * FROM tasks ORDER BY seq").fetchall()
 
-    async def reopen() -> None:
-        storage = SqliteStorage(str(path))
-        await storage.open()
-        await storage.close()
-
-    asyncio.run(reopen())
+    _reopen(path)
     with sqlite3.connect(path) as c:
         assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         after = c.execute("SELECT * FROM tasks ORDER BY seq").fetchall()
@@ -192,11 +194,7 @@ def test_schema_v9_adds_instance_keys_and_keeps_every_instance(tmp_path: Path) -
     key, and the code of now reads it and counts its key's slots by the new index."""
     path = tmp_path / "v8.db"
     with sqlite3.connect(path) as c:
-        for step in MIGRATIONS[:8]:
-            for statement in step.split(";") if isinstance(step, str) else step:
-                if statement.strip():
-                    c.execute(statement)
-        c.execute("PRAGMA user_version = 8")
+        _at_version(c, 8)
         c.executemany(
             "INSERT INTO instances (id, tenant, sequence, version, status, input, state, "
             "created_at, updated_at) VALUES (?, 'default', 's', 1, ?, '{}', "
