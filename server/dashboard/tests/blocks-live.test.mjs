@@ -2,17 +2,11 @@
 // router, a parallel, a try_catch whose catch runs, a race, a for_each and a sub_sequence,
 // driven by the harness's raw HTTP worker, drawn live until it completes.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+import { test } from "node:test";
+import { openPage, screenshot, texts, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 const step = (id, handler, params) => ({ type: "step", id, handler, ...(params ? { params } : {}) });
 

@@ -3,18 +3,12 @@
 // sequence definition) answer fixtures of tests/fixtures/blocks.mjs, so every block type and
 // outcome is drawn without a worker driving it there.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { bulk, checkout, checkoutDefinition, CHILD, FAILED, legacy, RUNNING } from "./fixtures/blocks.mjs";
-import { launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+import { openPage, screenshot, texts, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 /**
  * Open the dashboard, answer the instance (and its sequence: the definition, or `null` for

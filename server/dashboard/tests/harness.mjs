@@ -4,6 +4,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 import { launchServer, REPO } from "../../../scripts/testing/launch-server.mjs";
 
@@ -109,6 +110,23 @@ export async function startServer({ apiKey, keys, args: extra = [] } = {}) {
       if (keysDir) rmSync(keysDir, { recursive: true, force: true });
     },
     // halt() keeps the database; restart() starts again on the same port and database.
+  });
+}
+
+/**
+ * A server (started with `options`) and a browser for one test file: both started before its
+ * first test and stopped after its last. `keep(server, browser)` is called once both are up,
+ * so the file holds them in its own variables.
+ */
+export function useServerAndBrowser(options, keep) {
+  let server, browser;
+  before(async () => {
+    [server, browser] = await Promise.all([startServer(options), launchBrowser()]);
+    keep(server, browser);
+  });
+  after(async () => {
+    await browser?.close();
+    await server?.stop();
   });
 }
 

@@ -2,18 +2,12 @@
 // GET /instances/{id} with tests/fixtures/instance-waiting.mjs (the real bundle, served by a
 // real server); the live test starts two instances of a key of limit 1 on the real server.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { keylessInstance, startedInstance, waitingInstance } from "./fixtures/instance-waiting.mjs";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { openPage, screenshot, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 /** The instance page, GET /instances/{id} answered with whatever `pick()` returns at each load. */
 async function show(id, pick) {

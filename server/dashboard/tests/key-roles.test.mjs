@@ -2,8 +2,8 @@
 // tenant; only operator and admin keys get action buttons; a 403 anywhere shows its detail
 // in the banner and each view says what the key cannot read.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { eventually, launchBrowser, openPage, screenshot, secretOf, startServer, texts } from "./harness.mjs";
+import { test } from "node:test";
+import { eventually, openPage, screenshot, secretOf, texts, useServerAndBrowser } from "./harness.mjs";
 
 const KEYS = {
   root: { role: "admin" },
@@ -14,13 +14,7 @@ const KEYS = {
 };
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer({ keys: KEYS }), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({ keys: KEYS }, (s, b) => ([server, browser] = [s, b]));
 
 const as = (id) => ({ apiKey: secretOf(id) });
 const bannerDetails = (page) => texts(page, '#banner[data-code="forbidden"] [data-testid="banner-detail"]');

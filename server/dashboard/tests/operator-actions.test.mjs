@@ -2,17 +2,11 @@
 // (P-MANUAL-1), cancel, retry, a readable problem+json when the task changed meanwhile,
 // and the worker directives quiet / resume / terminate (P-WORKER-4).
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { eventually, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { test } from "node:test";
+import { eventually, openPage, screenshot, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 const status = async (id) => (await server.api("GET", `/tasks/${id}`)).body.status;
 const detail = (id) => openPage(browser, `${server.url}/ui/#/tasks/${id}`);

@@ -4,17 +4,11 @@
 // queue does not drain (P-CTRL-2, P-OBS-4); paused queues without tasks are listed
 // (P-CTRL-3); a refused cap shows the problem's title and code.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { eventually, launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { test } from "node:test";
+import { eventually, openPage, screenshot, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 const stats = async () => (await server.api("GET", "/queues")).body;
 const queueControl = async (q) => (await stats()).queue_controls.find((c) => c.queue_name === q) ?? null;

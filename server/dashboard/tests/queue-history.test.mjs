@@ -3,17 +3,11 @@
 // points and legend numbers, and follow new traffic on the page's refresh cycle. A second
 // test feeds a fixed history shape (the one mocked call) to check gaps and axis labels.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { eventually, launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+import { test } from "node:test";
+import { eventually, openPage, screenshot, texts, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 /** One series of a chart as drawn: its values per minute (null for a gap). */
 const drawn = (page, chart, series) =>

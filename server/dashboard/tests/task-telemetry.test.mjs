@@ -2,17 +2,11 @@
 // `traceparent` header (P-TEL-1) with a copy button, and per attempt the queue wait
 // (claim minus the later of created_at and run_at) and the run time (ended_at - started_at).
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launchBrowser, openPage, screenshot, startServer } from "./harness.mjs";
+import { test } from "node:test";
+import { openPage, screenshot, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 const TRACE = "4bf92f3577b34da6a3ce929d0e0e4736";
 const detail = (id) => openPage(browser, `${server.url}/ui/#/tasks/${id}`);

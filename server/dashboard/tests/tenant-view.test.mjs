@@ -3,17 +3,11 @@
 // tenants of GET /tenants, and every call carries X-Tenant-Id for the tenant chosen, which
 // the URL and localStorage keep.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { eventually, launchBrowser, openPage, screenshot, startServer, texts } from "./harness.mjs";
+import { test } from "node:test";
+import { eventually, openPage, screenshot, texts, useServerAndBrowser } from "./harness.mjs";
 
 let server, browser;
-before(async () => {
-  [server, browser] = await Promise.all([startServer(), launchBrowser()]);
-});
-after(async () => {
-  await browser?.close();
-  await server?.stop();
-});
+useServerAndBrowser({}, (s, b) => ([server, browser] = [s, b]));
 
 /** The queue names of the overview's rows and the handlers of the task list. */
 async function shown(page) {
