@@ -43,10 +43,23 @@ def test_complete_ends_the_attempt_with_the_reply_replays_get() -> None:
     t = transitions.complete(task, NOW, {"ok": True})
     assert t.kind == "completed" and t.freed and task["status"] == "running"  # input kept
     assert t.task["status"] == "completed" and t.task["output"] == {"ok": True}
-    assert t.attempt is not None and t.attempt["outcome"] == "completed"
-    assert t.attempt["lease_id"] == task["lease_id"] and t.attempt["started_at"] == NOW - 500
-    assert t.reply == {"task_id": task["id"], "status": "completed", "attempt": 1,
-                       "attempts_left": 2, "next_attempt_at": None, "error_code": None}  # fmt: skip
+    assert t.attempt is None  # nothing to store: the completed row is the attempt's record
+    reply = {"task_id": task["id"], "status": "completed", "attempt": 1, "attempts_left": 2,
+             "next_attempt_at": None, "error_code": None}  # fmt: skip
+    assert t.reply == reply
+    assert transitions.completed_attempt(t.task, ["l-older"]) == {
+        "task_id": task["id"], "lease_id": task["lease_id"], "attempt": 1, "worker_id": "w1",
+        "started_at": NOW - 500, "ended_at": NOW, "outcome": "completed", "error": None,
+        "reply": reply,
+    }  # fmt: skip
+    # A stored record of the last lease wins (an operator's resolution, P-MANUAL-1; a
+    # success stored before issue 30), and only completed rows have one.
+    assert transitions.completed_attempt(t.task, [task["lease_id"]]) is None
+    assert transitions.completed_attempt(task, []) is None
+    resolved = transitions.resolve(
+        {**task, "status": "pending", "lease_id": None}, NOW, "completed", {}
+    )
+    assert transitions.completed_attempt(resolved.task, []) is None
 
 
 def test_fail_requeues_while_attempts_are_left_and_fails_the_last() -> None:
@@ -114,7 +127,8 @@ def test_set_based_completion_stores_what_the_rule_says(
     backend: str, tmp_path: Path, new_database: Callable[[], str]
 ) -> None:
     """`Tx.complete_running` (one statement for a batch) against `transitions.complete`
-    applied by a unit of work: the same task row, attempt record and reply."""
+    applied by a unit of work: the same task row, attempt record (read from the row) and
+    reply."""
 
     async def main() -> None:
         storage = open_storage(_storage_url(backend, tmp_path, new_database))
@@ -137,11 +151,12 @@ def test_set_based_completion_stores_what_the_rule_says(
             assert {**transitions.outcome(done[0]), "task_id": ruled["id"]} == change.reply
             rows = [await storage.get_task(t["id"]) for t in (fast, ruled)]
             _same(rows[0], rows[1], {"id", "seq", "lease_id"})  # type: ignore[arg-type]
-            attempts = [await storage.list_attempts(t["id"]) for t in (fast, ruled)]
-            assert len(attempts[0]) == len(attempts[1]) == 1
-            a, b = dict(attempts[0][0]), dict(attempts[1][0])
+            # Neither stores an attempt: each completed row is its attempt's record.
+            assert [await storage.list_attempts(t["id"]) for t in (fast, ruled)] == [[], []]
+            a, b = (transitions.completed_attempt(row, ()) for row in rows)  # type: ignore[arg-type]
+            assert a is not None and b is not None
             assert a["reply"] == {**b["reply"], "task_id": fast["id"]}
-            _same(a, b, {"task_id", "lease_id", "reply"})
+            _same(dict(a), dict(b), {"task_id", "lease_id", "reply"})
         finally:
             await storage.close()
 

@@ -18,6 +18,7 @@ from orch8_server.lifecycle.effects import Changes, UnitOfWork, Work
 from orch8_server.lifecycle.lease_replies import (
     batch_item,
     batch_item_error,
+    ended_attempt,
     heartbeat_lease_ms,
     resolved_manually,
 )
@@ -204,9 +205,7 @@ class Leases:
             return row, None
         if lease_id is None and row["status"] == "cancelled":
             raise task_cancelled(task_id)
-        attempt = await (
-            tx.get_attempt(task_id, lease_id) if lease_id else tx.latest_attempt(task_id)
-        )
+        attempt = await ended_attempt(tx, row, lease_id)
         if attempt is not None:
             if attempt["outcome"] == op and attempt["reply"] is not None:
                 reply: TaskOutcome = attempt["reply"]

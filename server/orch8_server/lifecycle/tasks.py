@@ -199,9 +199,13 @@ class Tasks:
         row = owned(await self.storage.get_task(task_id), tenant)  # P-TEN-3
         if row is None:
             raise not_found("task", task_id)
-        history = [views.attempt(a) for a in await self.storage.list_attempts(task_id)]
+        stored = await self.storage.list_attempts(task_id)
+        history = [views.attempt(a) for a in stored]
         if row["status"] == "running":
             history.append(views.running_attempt(row))
+        success = transitions.completed_attempt(row, (a["lease_id"] for a in stored))
+        if success is not None:  # P-DONE-1: the completed row is its last attempt's record
+            history.append(views.attempt(success))
         return {"task_id": task_id, "attempts": history}
 
     async def cancel(self, tenant: str, task_id: str, reason: str | None) -> Task:

@@ -24,7 +24,7 @@ tests/test_transitions.py on both backends.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -115,18 +115,40 @@ def _back_in_queue(now: int, run_at: int) -> TaskUpdate:
 
 
 def complete(task: TaskRow, now: int, output: Any) -> Transition:
-    """P-DONE-1: the running attempt ends as completed with its output."""
+    """P-DONE-1: the running attempt ends as completed with its output. Its record is the
+    completed row itself (`completed_attempt`): nothing is stored in attempts."""
     fields: TaskUpdate = {
         "status": "completed",
         "output": output,
         "finished_at": now,
         "updated_at": now,
     }
-    after = _merged(task, fields)
-    reply = outcome(after)
-    return Transition(
-        "completed", after, fields, _ended_attempt(task, now, "completed", None, reply), True
-    )
+    return Transition("completed", _merged(task, fields), fields, None, True)
+
+
+def completed_attempt(task: TaskRow, stored_leases: Iterable[str | None]) -> AttemptRow | None:
+    """The record of the attempt that completed `task`, read from the row: a success is
+    never stored in attempts (one insert and one index entry less per task, issue 30), as
+    the completed row keeps that attempt's lease, worker, start (lease_started_at) and end
+    (finished_at), and a replay's reply is its `outcome` (P-IDEM-1). None unless a worker
+    completed the task: `stored_leases` are the leases of its stored attempts, and an
+    operator's resolution of a running task stored its last lease's attempt (P-MANUAL-1).
+    Databases written before keep their stored successes, which win."""
+    lease_id, started_at = task["lease_id"], task["lease_started_at"]
+    if task["status"] != "completed" or lease_id is None or lease_id in stored_leases:
+        return None
+    assert started_at is not None and task["finished_at"] is not None, "a completed lease"
+    return {
+        "task_id": task["id"],
+        "lease_id": lease_id,
+        "attempt": task["attempt"],
+        "worker_id": task["worker_id"],
+        "started_at": started_at,
+        "ended_at": task["finished_at"],
+        "outcome": "completed",
+        "error": None,
+        "reply": outcome(task),
+    }
 
 
 def fail(

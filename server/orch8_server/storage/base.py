@@ -44,19 +44,6 @@ from orch8_server.storage.rows import (
 Row = Any
 
 
-def completed_reply(row: CompletedRow) -> dict[str, Any]:
-    """The answer to a completion that completed `row` (the lifecycle's `outcome` of a
-    completed task), as `complete_running` stores it with the attempt (P-IDEM-1)."""
-    return {
-        "task_id": row["id"],
-        "status": "completed",
-        "attempt": row["attempt"],
-        "attempts_left": max(0, row["max_attempts"] - row["attempt"]),
-        "next_attempt_at": None,
-        "error_code": None,
-    }
-
-
 # Announced on the wake channel when a control changes: waiters re-read the controls.
 CONTROLS_CHANGED = "!controls"  # never a valid handler name
 ANY_QUEUE = ""  # never a valid queue name: every queue (of the tenant)
@@ -201,9 +188,9 @@ class Tx(Protocol):
         self, tenant: str, items: list[tuple[str, str, Any]], now: int
     ) -> list[CompletedRow]:
         """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task of
-        `tenant` is running under that lease becomes completed at `now`, in one statement,
-        and its attempt ends as `completed` with `completed_reply` stored for replays
-        (P-IDEM-1). Returns those rows; items not returned were left untouched for the
+        `tenant` is running under that lease becomes completed at `now`, in one statement;
+        the completed row is its attempt's record, no attempt is stored (lifecycle
+        transitions.completed_attempt). Returns those rows; items not returned were left untouched for the
         per-item rules (replays, lease_lost, not_found)."""
 
     async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None: ...

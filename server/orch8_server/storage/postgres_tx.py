@@ -18,7 +18,7 @@ BEGIN is sent lazily, before the first statement that reads. A transaction that 
 buffered writes of one statement (an enqueue without idempotency keys, single or batch)
 sends them at commit as one statement, atomic by itself (one implicit transaction): one
 round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
-(`complete_running`: the update and the attempts in one statement) when it comes first.
+(`complete_running`: one UPDATE) when it comes first.
 """
 
 from __future__ import annotations
@@ -69,9 +69,9 @@ _UPSERT_WORKER = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:] if c != "tenant")
 )
 
-# One statement completes the tasks and ends their attempts (P-DONE-1) with the reply that
-# replays get (P-IDEM-1; the JSON of base.completed_reply): atomic by itself, so a
-# completion that reads nothing else needs no BEGIN/COMMIT round trips.
+# One statement completes the tasks (P-DONE-1): atomic by itself, so a completion that
+# reads nothing else needs no BEGIN/COMMIT round trips. The completed row is the record of
+# the attempt that completed it (transitions.completed_attempt): no attempt row is written.
 #
 # The items are a MATERIALIZED CTE that carries the status to match as a column (`live`).
 # The UPDATE joins on id (the primary key), and `t.status = c.live` is a join condition
@@ -86,24 +86,14 @@ _UPSERT_WORKER = (
 # candidates.md).
 _COMPLETE_RUNNING = (
     "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
-    "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)), "
-    "done AS (UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
+    "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)) "
+    "UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
     "finished_at = $4, updated_at = $4 FROM c "
     "WHERE t.id = ANY($1::text[]) AND t.id = c.id AND t.lease_id = c.lease_id "
     "AND t.status = c.live AND t.tenant = $5 "
     "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
-    + ", t.context->>'instance_id' AS instance_id), "  # P-WF-5: advance inline
-    f"ended AS (INSERT INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
-    "SELECT id, lease_id, attempt, worker_id, lease_started_at, $4, 'completed', NULL, "
-    "json_build_object('task_id', id, 'status', 'completed', 'attempt', attempt, "
-    "'attempts_left', greatest(0, max_attempts - attempt), 'next_attempt_at', NULL, "
-    "'error_code', NULL) FROM done "
-    "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
-    + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
-    + ") SELECT "
-    + ", ".join(COMPLETED_COLUMNS)
-    + ", instance_id FROM done"
+    + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
 )
 
 

@@ -16,7 +16,7 @@ from functools import cached_property
 from typing import Any, cast
 
 from orch8_server.storage import sqlite_claim, sqlite_keys
-from orch8_server.storage.base import ClaimParams, completed_reply
+from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
@@ -187,17 +187,10 @@ class SqliteTx:
         rows = self.c.execute(
             _complete_statement(len(items)), [*params, now, now, tenant]
         ).fetchall()
-        done = cast(
+        # P-DONE-1: the completed row is its attempt's record (transitions.completed_attempt)
+        return cast(
             "list[CompletedRow]", [dict(zip(_COMPLETED_KEYS, r, strict=True)) for r in rows]
         )
-        for row in done:  # P-DONE-1: the attempt ends with the reply replays get (P-IDEM-1)
-            await self.insert_attempt(
-                {"task_id": row["id"], "lease_id": row["lease_id"], "attempt": row["attempt"],
-                 "worker_id": row["worker_id"], "started_at": row["lease_started_at"],
-                 "ended_at": now, "outcome": "completed", "error": None,
-                 "reply": completed_reply(row)}
-            )  # fmt: skip
-        return done
 
     async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None:
         self.flush()
