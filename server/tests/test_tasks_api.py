@@ -216,6 +216,9 @@ def test_operator_resolves_pending_and_running_tasks_by_hand(api: httpx.Client, 
         f"/workers/tasks/{running['id']}/complete", json={"lease_id": running["lease"]["id"]}
     )
     assert_problem(late, 409, "lease_lost")
+    # Its last lease ended by the operator's hand, not as a worker's success (P-DONE-1)
+    history = api.get(f"/tasks/{running['id']}/attempts").json()["attempts"]
+    assert [(a["outcome"], a["error"]["code"]) for a in history] == [("cancelled", "manual")]
 
 
 def test_fail_without_code_is_stored_as_worker_error(api: httpx.Client, name: str) -> None:
