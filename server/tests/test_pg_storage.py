@@ -88,3 +88,38 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
             await storage.close()
 
     asyncio.run(main())
+
+
+def test_a_heartbeat_updates_its_row_in_place(new_database: Callable[[], str]) -> None:
+    """Issue 30: a heartbeat (lease, progress, checkpoint) changes no indexed column, so
+    PostgreSQL updates the row in place (HOT) and writes no index entry. Counted by the
+    transaction's own statistics, which need no wait for the collector."""
+    url = new_database()
+
+    async def main() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        try:
+            async with storage.transaction() as tx:
+                await tx.insert_task(_row("h"))
+            (claimed,), _ = await storage.claim(
+                ClaimParams("default", "default", ["h"], 1, 2_000, 500, "w", lambda: "l")
+            )
+            async with storage.transaction() as tx:
+                for n in range(3):  # each as leases.heartbeat stores it
+                    fields = {"lease_expires_at": 5_000 + n, "updated_at": 2_000 + n,
+                              "progress": {"n": n}, "checkpoint": {"at": n}}  # fmt: skip
+                    await tx.update_task(claimed["id"], fields)  # type: ignore[arg-type]
+                await tx.flush()
+                conn = await tx.ready()
+                counts = await conn.fetchrow(
+                    "SELECT pg_stat_get_xact_tuples_updated('tasks'::regclass) AS updated, "
+                    "pg_stat_get_xact_tuples_hot_updated('tasks'::regclass) AS hot"
+                )
+            assert (counts["updated"], counts["hot"]) == (3, 3)
+            row = await storage.get_task(claimed["id"])
+            assert row is not None and row["lease_expires_at"] == 5_002
+        finally:
+            await storage.close()
+
+    asyncio.run(main())

@@ -414,9 +414,17 @@ CREATE INDEX instances_key ON instances (tenant, concurrency_key, status, seq)
     WHERE concurrency_key IS NOT NULL AND status IN ('running', 'held');
 """
 
+# Heartbeats update in place (issue 30): a heartbeat changes lease_expires_at (and
+# progress or a checkpoint), and tasks_leases was the only index on it, so every heartbeat
+# wrote a new entry into each of a running row's six indexes. Without it no indexed column
+# changes: the update is HOT (the page keeps fillfactor's room), and a claim writes one
+# entry less. The lease sweep reads the running rows through tasks_running_queue (partial,
+# running rows only: bounded by the workers' concurrency, not by history) and sorts them.
+_V12 = "DROP INDEX tasks_leases;"
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11),
+    (10, _V10), (11, _V11), (12, _V12),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

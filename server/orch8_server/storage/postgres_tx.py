@@ -341,6 +341,8 @@ class PgTx:
         return status == "DELETE 1"
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
+        # lease_expires_at is not indexed (schema 12: heartbeats stay HOT); the running
+        # rows come from the partial tasks_running_queue and are sorted here
         await self.flush()
         rows = await self.c.fetch(
             _TASKS + " WHERE status = 'running' AND lease_expires_at <= $1 "

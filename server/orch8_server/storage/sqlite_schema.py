@@ -327,8 +327,13 @@ CREATE INDEX instances_key ON instances (tenant, concurrency_key, status, seq)
     WHERE concurrency_key IS NOT NULL AND status IN ('running', 'held');
 """
 
+# Heartbeats write no index (issue 30), as PostgreSQL's version 12: tasks_leases was the
+# only index on lease_expires_at, which every heartbeat changes. The lease sweep reads the
+# running rows through tasks_running_queue (partial: running rows only) and sorts them.
+_V10 = "DROP INDEX IF EXISTS tasks_leases"
+
 MIGRATIONS: tuple[str | tuple[str, ...], ...] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10,
 )  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -291,6 +291,8 @@ class SqliteTx:
         return gone == 1
 
     async def expired_leases(self, now: int, limit: int) -> list[TaskRow]:
+        # lease_expires_at is not indexed (schema 10: a heartbeat writes no index); the
+        # running rows come from the partial tasks_running_queue and are sorted here
         self.flush()
         return [
             task(r)
