@@ -16,7 +16,8 @@ so the worker is handed tasks it has no handler for).
 
 Every request is logged for the checks: method, path, the fault applied, user agent,
 authorization and X-Tenant-Id, the answer's status, and a summary of worker bodies (poll options, the
-task ids of a completion batch, a fail's code and details).
+task ids of a completion batch, a fail's code and details); an injected answer also records
+when the worker took it (`taken`, see `_taken_at`).
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ class FaultProxy:
                 entry["status"] = status
                 writer.write(_problem(status, title, code, fault.retry_after))
                 await writer.drain()
+                entry["taken"] = await _taken_at(reader, writer)
                 return
             if mode in ("drop", "refuse"):
                 return  # hang up without answering
@@ -233,6 +235,25 @@ class FaultProxy:
         finally:
             self._conns.discard(up_writer)
             up_writer.transport.abort()
+
+
+# How long the proxy waits for the worker to hang up after an injected answer.
+TAKE_LIMIT_S = 1.0
+
+
+async def _taken_at(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> float | None:
+    """When the worker took an injected answer: its HTTP client hangs up once it has read it
+    (the answer says `Connection: close`), in the worker's own process, so a worker stalled
+    on a loaded machine takes it late. None when it kept the connection past TAKE_LIMIT_S."""
+    if writer.can_write_eof():
+        writer.write_eof()  # a client that reads until the end has it now
+    try:
+        await asyncio.wait_for(reader.read(1), TAKE_LIMIT_S)
+    except asyncio.TimeoutError:
+        return None
+    except (ConnectionError, OSError):
+        pass  # a reset is a hang-up too
+    return time.time() * 1000
 
 
 def summarize(method: str, path: str, body: bytes) -> dict:
