@@ -40,6 +40,20 @@ def as_set(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
+def group_attempts(run: ScenarioRun, group: str, check: str) -> tuple[dict[str, list[dict]], list[str]]:
+    """Task ref -> its attempts, for each task of `group`; or nothing and the failure line of
+    the check named `check` when the group is unknown or an attempt history cannot be read."""
+    if group not in run.groups:
+        return {}, [f"{check}: unknown task group {group!r}"]
+    found = {}
+    for ref in run.groups[group]:
+        try:
+            found[ref] = run.api.attempts(run.task_id(ref))
+        except ApiError as err:
+            return {}, [f"{check}: cannot read the attempts of {ref} back: {err}"]
+    return found, []
+
+
 def converge(run: ScenarioRun, deadline: float) -> None:
     """Wait (up to the deadline) until expected task statuses and worker exits are reached."""
     expect = run.scenario["expect"]

@@ -128,19 +128,17 @@ def instance_tasks(run: ScenarioRun, instance_id: str) -> list[dict]:
 def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]:
     """P-KEY-2: every task of group `done` ended before the last task of group `later` was
     first claimed: tasks held behind a full key did not hold the others back."""
-    from .checks import ms
+    from .checks import group_attempts, ms
 
-    if done not in run.groups or later not in run.groups:
-        return [f"done_before_last_start: unknown task group {done if done not in run.groups else later!r}"]
-    try:
-        firsts = [run.api.attempts(run.task_id(ref)) for ref in run.groups[later]]
-        ends = {ref: run.api.attempts(run.task_id(ref)) for ref in run.groups[done]}
-    except ApiError as err:
-        return [f"done_before_last_start: cannot read the attempts back: {err}"]
-    if not all(firsts):
+    ends, out = group_attempts(run, done, "done_before_last_start")
+    if out:
+        return out
+    firsts, out = group_attempts(run, later, "done_before_last_start")
+    if out:
+        return out
+    if not all(firsts.values()):
         return [f"done_before_last_start: a task of {later!r} was never claimed"]
-    last_start = max(ms(a[0]["started_at"]) for a in firsts)
-    out = []
+    last_start = max(ms(a[0]["started_at"]) for a in firsts.values())
     for ref, attempts in ends.items():
         ended = ms(attempts[-1].get("ended_at")) if attempts else None
         if ended is None:
@@ -156,16 +154,10 @@ def done_before_last_start(run: ScenarioRun, done: str, later: str) -> list[str]
 def claimed_within(run: ScenarioRun, group: str, bound: int) -> list[str]:
     """P-TEN-5: every task of `group` was first claimed within `bound` ms of its enqueue's
     acknowledgement, however large another tenant's backlog of the same handler."""
-    from .checks import ms
+    from .checks import group_attempts, ms
 
-    if group not in run.groups:
-        return [f"claimed_within_ms: unknown task group {group!r}"]
-    out = []
-    for ref in run.groups[group]:
-        try:
-            attempts = run.api.attempts(run.task_id(ref))
-        except ApiError as err:
-            return [f"claimed_within_ms: cannot read the attempts of {ref} back: {err}"]
+    found, out = group_attempts(run, group, "claimed_within_ms")
+    for ref, attempts in found.items():
         waited = ms(attempts[0]["started_at"]) - run.visible_at[ref] if attempts else None
         if waited is None or waited > bound:
             late = "was never claimed" if waited is None else f"was first claimed {waited:.0f} ms after its enqueue"

@@ -163,18 +163,14 @@ def paced(key: str, limit: dict, starts: list[float]) -> list[str]:
 def not_held(run: ScenarioRun, group: str, key: str, starts: list[float], nth: int) -> list[str]:
     """P-RATE-1: tasks held for a token block nothing: every task of `group` (enqueued
     behind the paced ones) ended before the `nth` start of `key`."""
-    from .checks import ms
+    from .checks import group_attempts, ms
 
-    if group not in run.groups:
-        return [f"rate_paced: unknown task group {group!r}"]
+    found, out = group_attempts(run, group, "rate_paced")
+    if out:
+        return out
     if len(starts) < nth:
         return [f"rate_paced: {key!r} had {len(starts)} starts, fewer than the {nth} to compare with"]
-    out = []
-    for ref in run.groups[group]:
-        try:
-            attempts = run.api.attempts(run.task_id(ref))
-        except ApiError as err:
-            return [f"rate_paced: cannot read the attempts of {ref} back: {err}"]
+    for ref, attempts in found.items():
         ended = ms(attempts[-1].get("ended_at")) if attempts else None
         if ended is None or ended > starts[nth - 1]:
             late = "never ended" if ended is None else f"ended {ended - starts[nth - 1]:.0f} ms after"
