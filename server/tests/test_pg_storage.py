@@ -5,6 +5,7 @@ that reads begins first, and claims run in autocommit with synchronous_commit of
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -120,6 +121,51 @@ def test_a_heartbeat_updates_its_row_in_place(new_database: Callable[[], str]) -
             row = await storage.get_task(claimed["id"])
             assert row is not None and row["lease_expires_at"] == 5_002
         finally:
+            await storage.close()
+
+    asyncio.run(main())
+
+
+# B-tree leaf inserts in a WAL range: one per index entry written (a split carries one).
+_ENTRIES = (
+    "SELECT coalesce(sum(count), 0) FROM pg_get_wal_stats($1::text::pg_lsn, $2::text::pg_lsn, true) "
+    "WHERE \"resource_manager/record_type\" IN ('Btree/INSERT_LEAF', 'Btree/INSERT_POST', "
+    "'Btree/SPLIT_L', 'Btree/SPLIT_R')"
+)
+
+
+def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
+    """Issue 30's stored model, counted exactly from the WAL: the index entries one task
+    writes at its enqueue, claim and completion. Each is a cost every task pays, so an
+    index added to tasks has to show up here (and earn its place in `make bench`).
+    Enqueue: tasks_pkey, the two claim indexes, tasks_open_seq; claim: tasks_pkey,
+    tasks_worker_seq, tasks_running_queue, tasks_open_seq; completion: tasks_pkey,
+    tasks_worker_seq, tasks_completed_seq (no attempt row: P-DONE-1). Before issue 30's
+    schema 12 and 13 and the unstored success: 5 + 6 + 3 + 1."""
+    url = new_database()
+
+    async def main() -> None:
+        storage = PgStorage(url, pool_size=2)
+        await storage.open()
+        admin = await asyncpg.connect(url)
+        try:
+            await admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
+            lsn = [await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text")]
+            async with storage.transaction() as tx:
+                await tx.insert_task(_row("h"))
+            lsn.append(await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            (claimed,), _ = await storage.claim(
+                ClaimParams("default", "default", ["h"], 1, 2_000, 500, "w", lambda: "l")
+            )
+            lsn.append(await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            async with storage.transaction() as tx:
+                done = await tx.complete_running("default", [(claimed["id"], "l", 1)], 3_000)
+            assert len(done) == 1  # durable: the WAL is flushed past every range below
+            lsn.append(await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
+            entries = [await admin.fetchval(_ENTRIES, a, b) for a, b in itertools.pairwise(lsn)]
+            assert entries == [4, 4, 3]
+        finally:
+            await admin.close()
             await storage.close()
 
     asyncio.run(main())

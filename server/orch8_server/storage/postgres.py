@@ -57,6 +57,12 @@ from orch8_server.storage.rows import (
     WorkerRow,
 )
 
+# A list reads each stored status through its own partial index (postgres_history's
+# STATUS_INDEXES, schema 13), newest first, and merges them by seq.
+# No index covers every row: an entry that every row version writes (claims and
+# completions are not HOT) costs each task more than it saves a list.
+_STORED_STATUSES = tuple(s for group in postgres_history.STATUS_INDEXES for s in group)
+
 log = logging.getLogger("orch8.storage.postgres")
 
 # Failures that mean "the database is not reachable right now", not a bug: the request
@@ -328,8 +334,6 @@ class PgStorage:
             return f"${len(args)}"
 
         where.append(f"tenant = {arg(flt.tenant)}")  # P-TEN-3
-        if flt.statuses:
-            where.append(f"status = ANY({arg(list(flt.statuses))}::text[])")
         for col in ("handler_name", "queue_name", "worker_id"):
             if getattr(flt, col) is not None:
                 where.append(f"{col} = {arg(getattr(flt, col))}")
@@ -341,10 +345,18 @@ class PgStorage:
             where.append(f"context->>'instance_id' = {arg(flt.instance_id)}")
         if before_seq is not None:
             where.append(f"seq < {arg(before_seq)}")
-        sql = _TASKS + " WHERE " + " AND ".join(where)
-        rows: list[TaskRow] = await self._fetch(
-            sql + f" ORDER BY seq DESC LIMIT {arg(limit)}", *args
-        )
+        statuses = [s for s in _STORED_STATUSES if not flt.statuses or s in flt.statuses]
+        if not statuses:
+            return []
+        n, common = arg(limit), " AND ".join(where)
+        branches = [
+            f"{_TASKS} WHERE status = '{status}' AND {common} ORDER BY seq DESC LIMIT {n}"
+            for status in statuses
+        ]
+        sql = branches[0]
+        if len(branches) > 1:
+            sql = " UNION ALL ".join(f"({b})" for b in branches) + f" ORDER BY seq DESC LIMIT {n}"
+        rows: list[TaskRow] = await self._fetch(sql, *args)
         return rows
 
     async def list_attempts(self, task_id: str) -> list[AttemptRow]:
