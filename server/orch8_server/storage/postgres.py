@@ -58,10 +58,20 @@ from orch8_server.storage.rows import (
 )
 
 # A list reads each stored status through its own partial index (postgres_history's
-# STATUS_INDEXES, schema 13), newest first, and merges them by seq.
+# STATUS_INDEXES, schema 14), newest first, and merges them by seq; running rows are few
+# (the workers' concurrency) and sorted.
 # No index covers every row: an entry that every row version writes (claims and
 # completions are not HOT) costs each task more than it saves a list.
 _STORED_STATUSES = tuple(s for group in postgres_history.STATUS_INDEXES for s in group)
+
+# The rows queue_stats counts, each status group read through its partial index (one
+# status IN list over all of them matched none, so it scanned every task ever stored).
+_QUEUE_STATS_ROWS = " UNION ALL ".join(
+    "SELECT queue_name, handler_name, status, run_at FROM tasks "
+    f"WHERE status IN ({', '.join(map(repr, group))}) AND tenant = $2 "
+    "AND ($1::text IS NULL OR queue_name = $1)"
+    for group in (("pending", "held", "scheduled"), ("running",), ("failed",))
+)
 
 log = logging.getLogger("orch8.storage.postgres")
 
@@ -374,9 +384,7 @@ class PgStorage:
             "count(*) FILTER (WHERE status = 'failed') AS failed, "
             "count(*) FILTER (WHERE status = 'held') AS held, "
             "min(run_at) FILTER (WHERE status IN ('pending', 'held')) AS oldest_pending_run_at "
-            "FROM tasks WHERE status IN ('pending', 'scheduled', 'running', 'failed', 'held') "
-            "AND tenant = $2 AND ($1::text IS NULL OR queue_name = $1) "
-            "GROUP BY queue_name, handler_name",
+            f"FROM ({_QUEUE_STATS_ROWS}) s GROUP BY queue_name, handler_name",
             queue_name,
             tenant,
         )

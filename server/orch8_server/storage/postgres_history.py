@@ -125,10 +125,12 @@ async def list_tenants(conn: asyncpg.Connection) -> list[TenantRow]:
     return [{"tenant": r[0], "tasks": int(r[1]), "workers": int(r[2])} for r in rows]
 
 
-# The stored statuses of the three partial indexes that together hold every task, each
-# leading with tenant (schema 13): tasks_open_seq, tasks_ended_seq, tasks_completed_seq.
+# The stored statuses of the four partial indexes that together hold every task, each
+# leading with tenant (schema 14): tasks_waiting_seq, tasks_running_queue,
+# tasks_completed_seq, tasks_ended_seq.
 STATUS_INDEXES = (
-    ("pending", "held", "scheduled", "running"),
+    ("pending", "held", "scheduled"),
+    ("running",),
     ("completed",),
     ("failed", "cancelled", "expired"),
 )

@@ -432,9 +432,18 @@ CREATE INDEX tasks_completed_seq ON tasks (tenant, seq) WHERE status = 'complete
 DROP INDEX tasks_tenant_seq;
 """
 
+# A claim writes no tasks_open_seq entry (issue 30): the running rows leave that index, and
+# lists of running tasks read tasks_running_queue (running rows only, leading with tenant:
+# bounded by the workers' concurrency) and sort them by seq, as the lease sweep does.
+_V14 = """
+CREATE INDEX tasks_waiting_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('pending', 'scheduled', 'held');
+DROP INDEX tasks_open_seq;
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11), (12, _V12), (13, _V13),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
