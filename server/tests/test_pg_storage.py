@@ -5,8 +5,9 @@ that reads begins first, and claims run in autocommit with synchronous_commit of
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import asyncpg
@@ -15,6 +16,16 @@ import pytest
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
+
+
+@contextlib.asynccontextmanager
+async def _opened(url: str) -> AsyncIterator[PgStorage]:
+    storage = PgStorage(url, pool_size=2)
+    await storage.open()
+    try:
+        yield storage
+    finally:
+        await storage.close()
 
 
 def _row(handler: str = "h", key: str | None = None) -> dict[str, Any]:
@@ -27,9 +38,7 @@ def test_write_only_transactions_skip_begin_and_stay_atomic(
     url = new_database()
 
     async def main() -> None:
-        storage = PgStorage(url, pool_size=2)
-        await storage.open()
-        try:
+        async with _opened(url) as storage:
             rows = [_row() for _ in range(3)]
             async with storage.transaction() as tx:
                 for r in rows:
@@ -51,8 +60,6 @@ def test_write_only_transactions_skip_begin_and_stay_atomic(
             async with storage.transaction() as tx:
                 await tx.get_task(rows[0]["id"])  # a read: BEGIN first (FOR UPDATE needs it)
                 assert tx._tx is not None
-        finally:
-            await storage.close()
 
     asyncio.run(main())
 
@@ -63,9 +70,7 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
     url = new_database()
 
     async def main() -> None:
-        storage = PgStorage(url, pool_size=2)
-        await storage.open()
-        try:
+        async with _opened(url) as storage:
             async with storage.transaction() as tx:
                 await tx.insert_task(_row("h"))
             pools = []
@@ -85,8 +90,6 @@ def test_claims_run_in_autocommit_without_waiting_for_the_wal(
                 assert await conn.fetchval("SHOW synchronous_commit") == "off"
             async with storage.pool.acquire() as conn:  # results stay durable
                 assert await conn.fetchval("SHOW synchronous_commit") == "on"
-        finally:
-            await storage.close()
 
     asyncio.run(main())
 
@@ -98,9 +101,7 @@ def test_a_heartbeat_updates_its_row_in_place(new_database: Callable[[], str]) -
     url = new_database()
 
     async def main() -> None:
-        storage = PgStorage(url, pool_size=2)
-        await storage.open()
-        try:
+        async with _opened(url) as storage:
             async with storage.transaction() as tx:
                 await tx.insert_task(_row("h"))
             (claimed,), _ = await storage.claim(
@@ -120,8 +121,6 @@ def test_a_heartbeat_updates_its_row_in_place(new_database: Callable[[], str]) -
             assert (counts["updated"], counts["hot"]) == (3, 3)
             row = await storage.get_task(claimed["id"])
             assert row is not None and row["lease_expires_at"] == 5_002
-        finally:
-            await storage.close()
 
     asyncio.run(main())
 
@@ -150,10 +149,8 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
     url = new_database()
 
     async def main() -> None:
-        storage = PgStorage(url, pool_size=2)
-        await storage.open()
         admin = await asyncpg.connect(url)
-        try:
+        async with _opened(url) as storage:
             await admin.execute("CREATE EXTENSION IF NOT EXISTS pg_walinspect")
             lsn = [await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text")]
             async with storage.transaction() as tx:
@@ -169,8 +166,6 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
             lsn.append(await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
             entries = [await admin.fetchval(_ENTRIES, a, b) for a, b in itertools.pairwise(lsn)]
             assert entries == [4, 3, 3]
-        finally:
-            await admin.close()
-            await storage.close()
+        await admin.close()
 
     asyncio.run(main())
