@@ -190,8 +190,8 @@ class Tx(Protocol):
         """Set-based completion (P-DONE-1): each (task_id, lease_id, output) whose task of
         `tenant` is running under that lease becomes completed at `now`, in one statement;
         the completed row is its attempt's record, no attempt is stored (lifecycle
-        transitions.completed_attempt). Returns those rows; items not returned were left untouched for the
-        per-item rules (replays, lease_lost, not_found)."""
+        transitions.completed_attempt). Returns those rows; items not returned were left
+        untouched for the per-item rules (replays, lease_lost, not_found)."""
 
     async def get_attempt(self, task_id: str, lease_id: str) -> AttemptRow | None: ...
 

@@ -59,9 +59,9 @@ from orch8_server.storage.rows import (
 
 # A list reads each stored status through its own partial index (postgres_history's
 # STATUS_INDEXES, schema 14), newest first, and merges them by seq; running rows are few
-# (the workers' concurrency) and sorted.
-# No index covers every row: an entry that every row version writes (claims and
-# completions are not HOT) costs each task more than it saves a list.
+# (the workers' concurrency) and sorted. No index covers every row: an entry that every
+# row version writes (claims and completions are not HOT) costs each task more than it
+# saves a list.
 _STORED_STATUSES = tuple(s for group in postgres_history.STATUS_INDEXES for s in group)
 
 # The rows queue_stats counts, each status group read through its partial index (one
