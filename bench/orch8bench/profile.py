@@ -197,14 +197,28 @@ def profile_workflows(name: str, db: str, work: Workdir, instances: int) -> None
     write_summary(name, raw, out["tasks"] / out["seconds"], before, notes)
 
 
+# Every scenario --only may name.
+SCENARIOS = (
+    "sqlite-b100", "sqlite-b1", *(f"sqlite-{key}" for key in KEYED), "sqlite-wf",
+    "sdk-python", "sdk-typescript", "sdk-go",
+    "pg-b100", "pg-b1", "pg-wf", *(f"pg-{key}" for key in KEYED),
+)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tasks", type=int, default=30_000)
-    ap.add_argument("--only", default="sqlite-b100,sqlite-b1,pg-b100,pg-b1")
+    ap.add_argument(
+        "--only",
+        default="sqlite-b100,sqlite-b1,pg-b100,pg-b1",
+        help=f"comma list of: {', '.join(SCENARIOS)}",
+    )
     a = ap.parse_args()
+    only = set(a.only.split(","))
+    if unknown := only - set(SCENARIOS):  # a typo would profile nothing, silently
+        ap.error(f"--only: unknown {', '.join(sorted(unknown))}; one of {', '.join(SCENARIOS)}")
     OUT.mkdir(exist_ok=True)
     work = Workdir()
-    only = set(a.only.split(","))
     if "sqlite-b100" in only:
         profile("sqlite-b100", work.sqlite("p100"), work, 100, a.tasks)
     if "sqlite-b1" in only:
