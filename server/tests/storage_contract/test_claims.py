@@ -73,6 +73,33 @@ def test_a_claim_by_handler_names_merges_their_queues_in_claim_order(store: Back
     store.run(check)
 
 
+def test_a_claim_without_handler_names_merges_every_handler_in_claim_order(
+    store: Backend,
+) -> None:
+    """P-ORDER-1 across the handlers of a queue, capped (P-CTRL-2) or not; PostgreSQL finds
+    the handlers by a skip scan of its one claim index (schema 15)."""
+    a1, b1, c1 = task("a", priority=1), task("b", priority=0), task("c", priority=1)
+    a2, b2, elsewhere = task("a", priority=0), task("b", priority=2), task("a", queue="other")
+    x_ran, x1, y1 = (
+        running("lx", handler_name="x", queue_name="cq"),
+        task("x", "cq"),
+        task("y", "cq"),
+    )
+
+    async def check(s: Storage) -> None:
+        await insert(s, a1, b1, c1, a2, b2, elsewhere, x_ran, x1, y1)
+        rows, _ = await s.claim(claim(limit=3))
+        assert [r["id"] for r in rows] == [b1["id"], a2["id"], a1["id"]]
+        rows, _ = await s.claim(claim(limit=5))
+        assert [r["id"] for r in rows] == [c1["id"], b2["id"]]
+        assert await status_of(s, elsewhere["id"]) == "pending"
+        await s.set_handler_control(TENANT, "x", 1, NOW)  # x is at its cap: y's task only
+        rows, _ = await s.claim(claim("cq", limit=5, capped=True))
+        assert [r["id"] for r in rows] == [y1["id"]]
+
+    store.run(check)
+
+
 def test_a_claim_expires_the_stale_tasks_it_meets_and_still_fills_its_limit(store: Backend) -> None:
     """P-EXPIRE-1: never delivered, even when the claim races the deadline; a step task's
     expiry records its instance event (P-WF-5)."""
