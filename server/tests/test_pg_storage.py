@@ -142,9 +142,9 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
     """Issue 30's stored model, counted exactly from the WAL: the index entries one task
     writes at its enqueue, claim and completion. Each is a cost every task pays, so an
     index added to tasks has to show up here (and earn its place in `make bench`).
-    Enqueue: tasks_pkey, tasks_claim_handler, tasks_waiting_seq; claim: tasks_pkey,
+    Enqueue: tasks_pkey, the two claim indexes, tasks_waiting_seq; claim: tasks_pkey,
     tasks_worker_seq, tasks_running_queue; completion: tasks_pkey, tasks_worker_seq,
-    tasks_completed_seq (no attempt row: P-DONE-1). Before issue 30's schema 12-15 and
+    tasks_completed_seq (no attempt row: P-DONE-1). Before issue 30's schema 12-14 and
     the unstored success: 5 + 6 + 3 + 1."""
     url = new_database()
 
@@ -165,7 +165,7 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
             assert len(done) == 1  # durable: the WAL is flushed past every range below
             lsn.append(await admin.fetchval("SELECT pg_current_wal_insert_lsn()::text"))
             entries = [await admin.fetchval(_ENTRIES, a, b) for a, b in itertools.pairwise(lsn)]
-            assert entries == [3, 3, 3]
+            assert entries == [4, 3, 3]
         await admin.close()
 
     asyncio.run(main())

@@ -68,51 +68,41 @@ def _labels(param: str | None) -> str:
     return f"(t.required_labels IS NULL OR t.required_labels <@ {param}::jsonb)"
 
 
-def _pending_handlers(t: str) -> str:
-    """`hs(name)`: the handlers with pending tasks in the tenant's queue $1, by a skip scan
-    of tasks_claim_handler (one index probe per handler, a NULL row last). A claim without
-    handler names reads each one's head through that index, as a claim with names does:
-    no second claim index takes an entry at every enqueue (schema 15, issue 30)."""
-    first = (
-        f"SELECT min(handler_name) FROM tasks WHERE status = 'pending' AND tenant = {t} "
-        "AND queue_name = $1"
-    )
-    return (
-        f"hs(name) AS ({first} UNION ALL SELECT ({first} AND handler_name > hs.name) "
-        "FROM hs WHERE hs.name IS NOT NULL)"
-    )
-
-
 @cache
 def claim_sql(by_handler: bool, labelled: bool) -> str:
     """One statement per poll: pick up to $2 pending rows in claim order (priority, then
     FIFO by seq; P-ORDER-1) with FOR UPDATE SKIP LOCKED, lease them, return them.
 
-    One LATERAL index scan per handler on tasks_claim_handler (queue, handler, priority,
-    seq), each reading at most $2 rows in index order; the best $2 of their union win (the
-    losers stay locked until this one-statement transaction commits). The handlers are the
-    poll's names ($7), or without names those with pending tasks (`_pending_handlers`).
-    The worker's labels are the next parameter, the tenant the last (P-TEN-3: it leads
-    every claim index)."""
+    With handler names ($7), one LATERAL index scan per handler on tasks_claim_handler
+    (queue, handler, priority, seq), each reading at most $2 rows in index order; the
+    best $2 of their union win (the losers stay locked until this one-statement
+    transaction commits). Without, one scan of tasks_claim_any. The worker's labels are
+    the next parameter, the tenant the last (P-TEN-3: it leads every claim index)."""
     labels = _labels(("$8" if by_handler else "$7") if labelled else None)
     t = f"${7 + by_handler + labelled}"
-    handlers = "unnest($7::text[]) AS h(name)" if by_handler else "hs AS h"
-    pick = (
-        f"SELECT c.id, c.seq, c.priority FROM {handlers}, LATERAL ("
-        f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
-        "AND queue_name = $1 "
-        f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
-        f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
-        "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
-    )
-    head = "WITH " if by_handler else f"WITH RECURSIVE {_pending_handlers(t)}, "
+    if by_handler:
+        pick = (
+            "SELECT c.id, c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
+            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
+            f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
+            f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
+            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        )
+    else:
+        pick = (
+            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
+            f"AND {labels} AND {_handler_free('t.handler_name', t)} AND {_queue_free(t)} "
+            "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+        )
 
     def when(then: str, otherwise: str) -> str:
         return f"CASE WHEN {_LIVE} THEN {then} ELSE {otherwise} END"
 
     running, expired = "'running'", "'expired'"
     return (
-        f"{head}pick AS ({pick}), "
+        f"WITH pick AS ({pick}), "
         "ranked AS (SELECT id, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
         "UPDATE tasks t SET "
         f"status = {when(running, expired)}, "
@@ -193,16 +183,18 @@ def _pick_sql(by_handler: bool, labelled: bool) -> str:
     t = f"${4 + labelled}"
     cols = "t.id, t.seq, t.priority, t.handler_name, t.good_until"
     if by_handler:
-        head, handlers, skip = "", "unnest($3::text[]) AS h(name)", ""
-    else:  # every handler with pending tasks but those at their cap ($3)
-        head = f"WITH RECURSIVE {_pending_handlers(t)} "
-        handlers, skip = "hs AS h", "AND NOT (h.name = ANY($3::text[])) "
+        return (
+            "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
+            f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+            "AND queue_name = $1 "
+            f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
+            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        )
     return (
-        f"{head}SELECT c.* FROM {handlers}, LATERAL ("
         f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
-        f"AND queue_name = $1 {skip}"
-        f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
-        "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+        "AND queue_name = $1 "
+        f"AND NOT (handler_name = ANY($3::text[])) AND {labels} "
+        "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
     )
 
 

@@ -441,15 +441,9 @@ CREATE INDEX tasks_waiting_seq ON tasks (tenant, status, seq)
 DROP INDEX tasks_open_seq;
 """
 
-# One claim index (issue 30): tasks_claim_any, the order of a claim without handler names,
-# took a second entry at every enqueue. Such a claim now finds the queue's handlers with
-# pending tasks by a skip scan of tasks_claim_handler and reads each one's head there, as a
-# claim with names does (postgres_claim._pending_handlers).
-_V15 = "DROP INDEX tasks_claim_any;"
-
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

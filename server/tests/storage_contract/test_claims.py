@@ -76,8 +76,7 @@ def test_a_claim_by_handler_names_merges_their_queues_in_claim_order(store: Back
 def test_a_claim_without_handler_names_merges_every_handler_in_claim_order(
     store: Backend,
 ) -> None:
-    """P-ORDER-1 across the handlers of a queue, capped (P-CTRL-2) or not; PostgreSQL finds
-    the handlers by a skip scan of its one claim index (schema 15)."""
+    """P-ORDER-1 across the handlers of a queue, capped (P-CTRL-2) or not."""
     a1, b1, c1 = task("a", priority=1), task("b", priority=0), task("c", priority=1)
     a2, b2, elsewhere = task("a", priority=0), task("b", priority=2), task("a", queue="other")
     x_ran, x1, y1 = (
