@@ -58,6 +58,11 @@ func TestQuietPrecedence(t *testing.T) {
 	stop := runWorker(t, w)
 	defer stop()
 	waitUntil(t, "the operator quiet", func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.serverQuiet })
+	// A poll the loop began before the quiet arrived may reach the server after it: two
+	// more heartbeats from the same worker let it land before the polls are counted.
+	beats := func() int { return len(s.sent("POST", "/workers/w1/heartbeat")) }
+	seen := beats()
+	waitUntil(t, "two heartbeats after the quiet", func() bool { return beats() >= seen+2 })
 	w.Quiet()
 	w.Resume()
 	s.add("task_1", "echo")
