@@ -399,15 +399,24 @@ class Workflows:
         by_instance: dict[str, list[Row]] = {}
         for e in events:
             by_instance.setdefault(e["instance_id"], []).append(e)
-        for instance_id in sorted(by_instance):  # lock order: no deadlock between replicas
-            inst = await tx.workflows.instance(instance_id)
+        # One read for all of them (locked in id order: no deadlock between replicas), and
+        # one for the ended tasks this unit did not end itself.
+        instances = await tx.workflows.instances(list(by_instance))
+        known = dict(known or {})
+        unknown = [e["task_id"] for e in events if e["task_id"] and e["task_id"] not in known]
+        if unknown:
+            known.update((t["id"], t) for t in await tx.tasks_by_ids(unknown))
+        for instance_id in sorted(by_instance):
+            inst = instances.get(instance_id)
+            if instance_id in tx.workflows.updated:  # e.g. a child an earlier one cancelled
+                inst = await tx.workflows.instance(instance_id)
             if inst is None or inst["status"] != "running":
                 continue
             machine = Machine(inst, await self._version_tree(tx, inst), now)
             changed = False
             for e in by_instance[instance_id]:
                 if e["task_id"] is not None:
-                    task = (known or {}).get(e["task_id"]) or await tx.get_task(e["task_id"])
+                    task = known.get(e["task_id"])
                     if task is not None and task["status"] in (*FINAL, "expired"):
                         changed |= machine.on_task(task)
                 elif machine.record_type(e["step_id"]) == "sub_sequence":

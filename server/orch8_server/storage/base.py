@@ -126,6 +126,15 @@ class WorkflowStore(Protocol):
 
     async def instance(self, instance_id: str) -> InstanceRow | None: ...
 
+    async def instances(self, instance_ids: list[str]) -> dict[str, InstanceRow]:
+        """Those of the ids that exist, read in one statement (locked in id order on
+        PostgreSQL, like `instance`): an advance of many instances reads them at once.
+        A row read so is stale once this transaction updates it (see `updated`)."""
+
+    @property
+    def updated(self) -> set[str]:
+        """Ids of the instances this transaction has updated so far."""
+
     async def update_instance(self, row: InstanceRow) -> None:
         """Store status, output, error, state, updated_at and finished_at."""
 

@@ -25,6 +25,14 @@ UPSERT_ATTEMPT = (
     "ON CONFLICT (task_id, lease_id) DO UPDATE SET "
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in ATTEMPT_COLUMNS[2:])
 )
+UPDATE_INSTANCE = (
+    "UPDATE instances SET status = $2, output = $3, error = $4, state = $5, "
+    "updated_at = $6, finished_at = $7 WHERE id = $1"
+)
+_INSTANCE_UPDATED = {  # column -> its type in `instances`
+    "id": "text", "status": "text", "output": "jsonb", "error": "jsonb", "state": "jsonb",
+    "updated_at": "bigint", "finished_at": "bigint",
+}  # fmt: skip
 # Column types for the bulk forms below (json columns travel as text and are cast).
 _TYPES = {
     "id": "text", "handler_name": "text", "queue_name": "text", "status": "text",
@@ -69,6 +77,15 @@ _INSERT_TASKS_BULK = (
     + ", ".join(f"{c} {_TYPES[c]}" for c in NEW_TASK_COLS)
     + ")"
 )
+# Many instances advanced by one unit of work (workflows.py): one UPDATE over the JSON
+# array of their new values. A JSON null lands as SQL NULL, as the single form's None.
+_UPDATE_INSTANCES_BULK = (
+    "UPDATE instances i SET "
+    + ", ".join(f"{c} = u.{c}" for c in list(_INSTANCE_UPDATED)[1:])
+    + " FROM json_to_recordset($1::json) AS u("
+    + ", ".join(f"{c} {t}" for c, t in _INSTANCE_UPDATED.items())
+    + ") WHERE i.id = u.id"
+)
 _UPSERT_ATTEMPTS_BULK = _bulk_insert(
     "attempts",
     ATTEMPT_COLUMNS,
@@ -99,6 +116,7 @@ def _records(cols: list[str]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
 # positions that must be unique within one bulk statement).
 BULK: dict[str, tuple[str, Callable[[list[tuple[Any, ...]]], list[Any]], tuple[int, ...]]] = {
     INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, _records(NEW_TASK_COLS), (0,)),
+    UPDATE_INSTANCE: (_UPDATE_INSTANCES_BULK, _records(list(_INSTANCE_UPDATED)), (0,)),
     UPSERT_ATTEMPT: (
         _UPSERT_ATTEMPTS_BULK,
         _columns([_TYPES[c] in _JSON for c in ATTEMPT_COLUMNS]),

@@ -127,7 +127,7 @@ class PgTx:
 
     @cached_property
     def workflows(self) -> PostgresWorkflows:
-        return PostgresWorkflows(self.ready)
+        return PostgresWorkflows(self.ready, self._write)
 
     async def ready(self) -> asyncpg.Connection:
         """The connection, once BEGIN and this transaction's buffered writes were sent."""

@@ -12,6 +12,7 @@ from typing import Any, cast
 
 import asyncpg
 
+from orch8_server.storage.postgres_bulk import UPDATE_INSTANCE
 from orch8_server.storage.rows import (
     INSTANCE_COLUMNS,
     InstanceEventRow,
@@ -48,8 +49,14 @@ class PostgresWorkflows:
     """The workflow tables in one transaction; `ready` sends BEGIN and the buffered writes
     and returns the connection."""
 
-    def __init__(self, ready: Callable[[], Awaitable[asyncpg.Connection]]) -> None:
+    def __init__(
+        self,
+        ready: Callable[[], Awaitable[asyncpg.Connection]],
+        write: Callable[[tuple[Any, ...], str, tuple[Any, ...]], Awaitable[None]],
+    ) -> None:
         self._ready = ready
+        self._write = write
+        self.updated: set[str] = set()
 
     async def lock_sequence_name(self, tenant: str, name: str) -> None:
         c = await self._ready()
@@ -98,14 +105,19 @@ class PostgresWorkflows:
         sql = _SELECT_INSTANCE + " WHERE id = $1 FOR UPDATE"
         return _instance(await c.fetchrow(sql, instance_id))
 
-    async def update_instance(self, row: InstanceRow) -> None:
+    async def instances(self, instance_ids: list[str]) -> dict[str, InstanceRow]:
         c = await self._ready()
-        await c.execute(
-            "UPDATE instances SET status = $2, output = $3, error = $4, state = $5, "
-            "updated_at = $6, finished_at = $7 WHERE id = $1",
-            row["id"], row["status"], row["output"], row["error"], row["state"],
-            row["updated_at"], row["finished_at"],
-        )  # fmt: skip
+        sql = _SELECT_INSTANCE + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE"
+        rows = await c.fetch(sql, sorted(set(instance_ids)))
+        return {r["id"]: cast(InstanceRow, dict(r)) for r in rows}
+
+    async def update_instance(self, row: InstanceRow) -> None:
+        # Buffered with the transaction's other writes: an advance of many instances
+        # stores them in one statement (postgres_bulk.py), not one round trip each.
+        self.updated.add(row["id"])
+        args = (row["id"], row["status"], row["output"], row["error"], row["state"],
+                row["updated_at"], row["finished_at"])  # fmt: skip
+        await self._write(("i", row["id"]), UPDATE_INSTANCE, args)
 
     async def lock_instance_key(self, tenant: str, key: str) -> None:
         c = await self._ready()

@@ -53,6 +53,7 @@ class SqliteWorkflows:
 
     def __init__(self, ready: Callable[[], sqlite3.Connection]) -> None:
         self._ready = ready
+        self.updated: set[str] = set()
 
     async def lock_sequence_name(self, tenant: str, name: str) -> None:
         """The single connection already serialises definers: no version race."""
@@ -106,7 +107,13 @@ class SqliteWorkflows:
         c = self._ready()
         return _instance(c.execute(_SELECT_INSTANCE + " WHERE id = ?", (instance_id,)).fetchone())
 
+    async def instances(self, instance_ids: list[str]) -> dict[str, InstanceRow]:
+        c, marks = self._ready(), ", ".join("?" * len(instance_ids))
+        rows = c.execute(_SELECT_INSTANCE + f" WHERE id IN ({marks})", instance_ids).fetchall()
+        return {r["id"]: r for r in (_instance(raw) for raw in rows) if r is not None}
+
     async def update_instance(self, row: InstanceRow) -> None:
+        self.updated.add(row["id"])
         self._ready().execute(
             "UPDATE instances SET status = ?, output = ?, error = ?, state = ?, "
             "updated_at = ?, finished_at = ? WHERE id = ?",

@@ -179,3 +179,46 @@ def test_take_task_events_takes_the_stored_events_of_those_tasks(store: Backend)
             assert [e["instance_id"] for e in left] == ["i2"]
 
     store.run(check)
+
+
+def test_instances_are_read_together_and_updated_together(store: Backend) -> None:
+    """P-WF-5 advancing many instances in one unit: one read for all of them, then
+    updates a later read sees; `updated` names the rows such a read made stale. Several
+    updates in one transaction are one statement on PostgreSQL: a null output stays
+    NULL there, as one update leaves it."""
+    rows = [_instance(f"i{n}") for n in (1, 2, 3)]
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            for row in rows:
+                await tx.workflows.insert_instance(row)  # type: ignore[arg-type]
+        async with s.transaction() as tx:
+            store_ = tx.workflows
+            read = await store_.instances(["i3", "i1", "nope", "i1"])
+            assert sorted(read) == ["i1", "i3"] and read["i1"]["state"] == rows[0]["state"]
+            assert store_.updated == set()
+            one = {**read["i1"], "status": "completed", "output": {"v": [1]},
+                   "state": {"run": 1, "steps": {"a": 1}}, "finished_at": NOW + 1}  # fmt: skip
+            three = {
+                **read["i3"],
+                "status": "failed",
+                "error": {"code": "x"},
+                "updated_at": NOW + 2,
+            }
+            await store_.update_instance(one)  # type: ignore[arg-type]
+            await store_.update_instance(three)  # type: ignore[arg-type]
+            assert store_.updated == {"i1", "i3"}
+            assert await store_.instance("i1") == one  # read-your-writes within the unit
+        async with s.transaction() as tx:
+            again = await tx.workflows.instances(["i1", "i2", "i3"])
+            assert again == {"i1": one, "i2": {**again["i2"], **rows[1]}, "i3": three}
+        if s.__class__.__name__ == "PgStorage":
+            async with s._conn() as conn:  # type: ignore[attr-defined]
+                nulls = await conn.fetch(
+                    "SELECT id, output IS NULL AS o, error IS NULL AS e FROM instances ORDER BY id"
+                )
+            # SQL NULLs, not JSON nulls
+            assert [tuple(r) for r in nulls] == [("i1", False, True), ("i2", True, True),
+                                                 ("i3", True, False)]  # fmt: skip
+
+    store.run(check)
