@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ._logs import DEBUG, INFO, WARNING, answer_fields, call_event, cause_text, emit
+from ._logs import DEBUG, INFO, WARNING, answer_fields, call_event, cause_text, emit, log
 from ._release import EXPIRED, YIELD, Release
 from .context import TaskContext
 
@@ -123,6 +123,8 @@ class Observer:
         **fields: Any,
     ) -> None:
         """One log line: an event of P-SDK-31's table with its fields."""
+        if not log.isEnabledFor(level):  # two debug lines per task: no fields built for them
+            return
         emit(level, event, message, self.extra(ctx, **fields), cause, exc_info)
 
     def call_failed(
