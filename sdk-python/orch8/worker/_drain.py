@@ -66,6 +66,7 @@ async def drain(deps: DrainDeps) -> None:
         asyncio.ensure_future(send_fail(deps.client, s.ctx, report(deps.observer, s.ctx, outcome)))
         for s in leftovers
     ]
+    deadline = asyncio.get_running_loop().time() + SHUTDOWN_FAILS_S
     if sends or in_flight:
         await asyncio.wait([*sends, *in_flight], timeout=SHUTDOWN_FAILS_S)
     for slot, send in zip(leftovers, sends, strict=True):
@@ -91,4 +92,9 @@ async def drain(deps: DrainDeps) -> None:
         slot.abort()
         if slot.runner is not None:
             slot.runner.cancel()  # sync handlers keep their (daemon) thread; result dropped
-    await asyncio.gather(*(s.runner for s in leftovers if s.runner), return_exceptions=True)
+    ending = [s.runner for s in leftovers if s.runner is not None]
+    if ending:
+        # An async handler runs in its runner's task: one that ignores its cancellation keeps
+        # it, and is left running (as a thread is) once the shutdown fails' time is up.
+        left_s = max(0.0, deadline - asyncio.get_running_loop().time())
+        await asyncio.wait(ending, timeout=left_s)
