@@ -16,6 +16,8 @@ import pytest
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
+from orch8_server.storage.postgres_claim import claim_sql
+from orch8_server.storage.postgres_tx import _COMPLETE_RUNNING, _TASKS
 
 
 @contextlib.asynccontextmanager
@@ -169,3 +171,45 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
         await admin.close()
 
     asyncio.run(main())
+
+
+def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
+    new_database: Callable[[], str],
+) -> None:
+    """Plans made on an empty table, as a young database's connections make and cache
+    them: the claim, the completion and the row lock are generic plans (planned once per
+    connection, not per call: `$n` in the plan, not the values) that reach tasks through
+    an index, on both pools."""
+    url = new_database()
+    hot = {
+        "claim": (
+            "text, bigint, bigint, bigint, text, text[], text[], text",
+            claim_sql(True, False),
+            "'default', 1, 1000, 30000, 'w', ARRAY['l1'], ARRAY['h'], 'default'",
+        ),
+        "complete": (
+            "text[], text[], text[], bigint, text",
+            _COMPLETE_RUNNING,
+            "ARRAY['t1'], ARRAY['l1'], ARRAY[NULL]::text[], 1000, 'default'",
+        ),
+        "lock": ("text[]", _TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
+                 "ARRAY['t1']"),
+    }  # fmt: skip
+
+    async def main() -> dict[str, str]:
+        plans = {}
+        async with _opened(url) as storage:
+            for pool in (storage.pool, storage._claims_pool):
+                assert pool is not None
+                async with pool.acquire() as conn:
+                    for name, (types, sql, args) in hot.items():
+                        await conn.execute(f"PREPARE {name}({types}) AS {sql}")
+                        async with conn.transaction():  # EXPLAIN does not run it
+                            rows = await conn.fetch(f"EXPLAIN EXECUTE {name}({args})")
+                        plans[f"{pool is storage.pool}:{name}"] = "\n".join(r[0] for r in rows)
+        return plans
+
+    plans = asyncio.run(main())
+    for name, plan in plans.items():
+        assert "Seq Scan on tasks" not in plan, (name, plan)
+        assert "$1" in plan, (name, plan)  # the generic plan, made once
