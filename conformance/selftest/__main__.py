@@ -24,6 +24,11 @@ from orch8_conformance.scenario import ScenarioError, load_all
 HERE = Path(__file__).resolve().parent
 PY = sys.executable
 CONTROL = [PY, str(HERE.parent / "adapters" / "raw-http" / "adapter.py")]
+# The controls run 3 at a time, as the matrix does. A broken adapter's run mostly waits for
+# what never comes until its scenario's timeout_ms (ignores_sigterm: 1.8 s of CPU in a 20 s
+# run), so those runs get a pool of their own beside the controls', longest timeout first.
+CONTROL_JOBS = 3
+BROKEN_JOBS = 4
 
 # defect -> the scenarios that must catch it
 CATCHES = {
@@ -159,10 +164,12 @@ def main() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="orch8-selftest-"))
     schema_bad = schema_rejects_broken_scenarios(workdir) + coverage_catches_uncited_rule()
     schema_bad += trace_tree_catches_broken_chains()
-    runs = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
-    runs += [
+    controls = [("control", sid, CONTROL, "passed") for sid in sorted({s for ids in CATCHES.values() for s in ids})]
+    broken = [
         (defect, sid, [PY, str(HERE / "broken.py"), defect], "failed") for defect, ids in CATCHES.items() for sid in ids
     ]
+    broken.sort(key=lambda run: -scenarios[run[1]].get("timeout_ms", 20000))  # run.py's default
+    runs = controls + broken
     print(f"selftest: {len(runs)} runs (control + {len(CATCHES)} broken adapters); logs in {workdir}", flush=True)
     started = time.monotonic()
 
@@ -179,8 +186,10 @@ def main() -> int:
                 print(f"       - {reason}", flush=True)
         return ok
 
-    with ThreadPoolExecutor(3) as pool:
-        results = list(pool.map(one, runs))
+    with ThreadPoolExecutor(CONTROL_JOBS) as control_pool, ThreadPoolExecutor(BROKEN_JOBS) as broken_pool:
+        futures = [control_pool.submit(one, run) for run in controls]
+        futures += [broken_pool.submit(one, run) for run in broken]
+        results = [future.result() for future in futures]
     bad = results.count(False) + schema_bad
     print(f"selftest: {len(results) - bad} of {len(results)} as expected in {time.monotonic() - started:.0f} s")
     if bad:
