@@ -35,15 +35,20 @@ SETTINGS = {
     "shared_preload_libraries": "pg_stat_statements",
     "pg_stat_statements.track": "all",
     "pg_stat_statements.max": "2000",
+    # Planning is not execution: a statement re-planned on every call cost more planning
+    # than execution at batch 1 and showed nowhere until this was on (the server's
+    # plan_cache_mode, postgres.py).
+    "pg_stat_statements.track_planning": "on",
     "track_counts": "on",
 }
 STATEMENTS = """
-SELECT calls, round(total_exec_time::numeric, 1), rows, shared_blks_hit, shared_blks_dirtied,
-       wal_bytes, regexp_replace(left(query, 160), '\\s+', ' ', 'g')
+SELECT calls, round(total_exec_time::numeric, 1), plans, round(total_plan_time::numeric, 1),
+       rows, shared_blks_hit, shared_blks_dirtied, wal_bytes,
+       regexp_replace(left(query, 160), '\\s+', ' ', 'g')
 FROM pg_stat_statements
 WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
   AND query NOT ILIKE '%pg_stat_statements%'
-ORDER BY total_exec_time DESC
+ORDER BY total_exec_time + total_plan_time DESC
 """
 TABLES = """
 SELECT relname, n_tup_ins, n_tup_upd, n_tup_hot_upd, n_tup_del, n_live_tup, n_dead_tup
@@ -64,21 +69,26 @@ def _report(cluster: PgCluster, db: str, tasks: int, batch: int, rate: float, to
     per = 1e3 / tasks  # ms in total -> us per task
     statements = _rows(cluster, db, STATEMENTS)
     total_ms = sum(float(r[1]) for r in statements)
+    plan_ms = sum(float(r[3]) for r in statements)
     lines = [
         f"# PostgreSQL statements, batch {batch}, {tasks:,} tasks ({rate:,.0f} tasks/s)",
         "",
         f"Execution time of all statements: {total_ms * per:,.1f} us per task (backend wall",
         "time inside the executor, nested trigger statements included, so rows overlap; not",
-        "parse, plan or protocol). `python -m orch8bench.pgstat` reproduces this.",
+        "parse, plan or protocol). Planning, apart: "
+        f"{plan_ms * per:,.1f} us per task (`plan us/task`; `plans/call` near 1 means a",
+        "statement planned on every call, not once per connection).",
+        "`python -m orch8bench.pgstat` reproduces this.",
         "",
-        "| us/task | share | calls/task | rows/call | blks hit/task | dirtied/task "
-        "| WAL B/task | statement |",
-        "|---|---|---|---|---|---|---|---|",
+        "| us/task | share | calls/task | plan us/task | plans/call | rows/call | blks hit/task "
+        "| dirtied/task | WAL B/task | statement |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for calls, ms, nrows, hit, dirtied, wal, query in statements[:top]:
+    for calls, ms, plans, pms, nrows, hit, dirtied, wal, query in statements[:top]:
         c = int(calls)
         lines.append(
             f"| {float(ms) * per:,.1f} | {float(ms) / total_ms:.0%} | {c / tasks:.3f} "
+            f"| {float(pms) * per:,.1f} | {int(plans) / max(c, 1):.2f} "
             f"| {int(nrows) / max(c, 1):.1f} | {int(hit) / tasks:.1f} | {int(dirtied) / tasks:.2f} "
             f"| {float(wal or 0) / tasks:,.0f} | `{query.replace('|', '/')}` |"
         )

@@ -23,6 +23,10 @@ def test_pgstat_reports_the_loops_statements_tables_and_indexes(tmp_path: Path) 
     kinds = {k for k in ("INSERT INTO tasks", "WITH pick AS", "WITH c AS MATERIALIZED")
              if any(k in r for r in rows[:6])}  # fmt: skip
     assert len(kinds) == 3, rows[:6]  # enqueue, claim and completion lead the time
+    # Planning has its own columns (track_planning on): per task, and plans per call.
+    assert "| plan us/task | plans/call |" in text
+    claim = next(r for r in rows if "WITH pick AS" in r).split(" | ")
+    assert float(claim[3].replace(",", "")) >= 0 and 0 <= float(claim[4]) <= 1, claim
     tasks = re.search(r"^\| tasks \| ([\d.]+) \| ([\d.]+) \| (\S+) \|", text, re.M)
     # Inserts and updates per task; not exact: the warm-up's last tasks may finish after
     # the reset, and the measured ones before the count (the load client drains).
