@@ -286,7 +286,9 @@ async def _run_inline(slot: Slot, telemetry: TaskTelemetry | None) -> Outcome:
         if not slot.aborted and _cancelling(task):
             raise
         return Outcome(error=asyncio.CancelledError(), retryable=True, code=SHUTDOWN)
-    except Exception as exc:
+    except (KeyboardInterrupt, SystemExit):
+        raise  # as a task re-raises them: they stop the loop
+    except BaseException as exc:  # what a handler task's exception() gave, as classify takes
         return classify(exc)
     finally:
         slot.handler_future = None

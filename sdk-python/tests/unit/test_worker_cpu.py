@@ -132,3 +132,16 @@ def test_the_kit_shutdown_leaves_the_callers_task_uncancelled() -> None:
         return outcome.code, getattr(current, "cancelling", lambda: 0)()
 
     assert asyncio.run(main()) == ("shutdown", 0)
+
+
+class _Odd(BaseException):
+    """Not an Exception: a handler task gave it as its exception(), classified unhandled."""
+
+
+def test_a_base_exception_from_an_async_handler_fails_it_as_unhandled() -> None:
+    async def handler(ctx: TaskContext) -> None:
+        raise _Odd("odd")
+
+    outcome = TestTask().run(handler)
+    assert (outcome.status, outcome.code, outcome.retryable) == ("failed", "unhandled_error", True)
+    assert outcome.details is not None and outcome.details["type"] == "_Odd"
