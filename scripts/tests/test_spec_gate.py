@@ -28,7 +28,7 @@ def _write(tmp_path: Path, text: str, name: str = "openapi.yaml") -> Path:
 
 
 def _bump(text: str, version: str) -> str:
-    old = yaml.safe_load(text)["info"]["version"]
+    old = yaml.load(text, Loader=yaml.CSafeLoader)["info"]["version"]
     return text.replace(f"  version: {old}\n", f"  version: {version}\n", 1)
 
 
