@@ -7,7 +7,7 @@ resolution; cancel; lease expiry and lost workers) advances its instance in the 
 transaction, with no call at the call site. It takes the ended tasks that are steps as
 instance events (`ended_events`: on PostgreSQL a trigger recorded them, since a batch
 completion commits its statement before the hook reads; on SQLite the rows are the
-events), locks each instance, applies the state machine (workflow_steps.py), inserts the
+events), locks their instances (one statement for all), applies the state machine (workflow_steps.py), inserts the
 next steps' tasks (idempotency key per instance, run and step, so a step is dispatched
 once however often an event is seen), arms sleep timers, cancels through
 `transitions.cancel` and deletes the events, all committed with the result or not at
@@ -27,12 +27,13 @@ from orch8_server.lifecycle import (
     instance_keys,
     transitions,
     workflow_defs,
+    workflow_start,
     workflow_tree,
     workflow_views,
 )
 from orch8_server.lifecycle.backpressure import Backpressure
 from orch8_server.lifecycle.effects import InstanceWaiters, UnitOfWork, Work
-from orch8_server.lifecycle.tasks import DEFAULT_QUEUE, new_task_row
+from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.lifecycle.transitions import UNFINISHED
 from orch8_server.lifecycle.workflow_steps import (
     ENGINE_KEY_PREFIX,
@@ -143,7 +144,9 @@ class Workflows:
             )  # fmt: skip
         key, limit = instance_keys.key_of(body)
         if self.backpressure.limits_enqueues:  # P-BP-1, P-BP-2: before anything is stored
-            version = await self._admit_start(tenant, body, now)
+            version = await workflow_start.admit(
+                self.storage, self.backpressure, self._tree, tenant, body, now
+            )
         async with self.work(now) as uow:
             tx = uow.db
             seq = await tx.workflows.sequence(tenant, body["sequence"], version)
@@ -151,7 +154,7 @@ class Workflows:
                 raise not_found("sequence", body["sequence"])
             tree = self._tree(seq)
             trace = {k: v for k, v in headers.items() if k in TRACE_HEADERS}
-            data, config = _input_of(body)
+            data, config = workflow_start.input_of(body)
             inst: NewInstanceRow = {
                 "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
                 "version": seq["version"], "status": "running", "input": data,
@@ -168,38 +171,6 @@ class Workflows:
                 machine.start()
                 await self._apply(uow, machine)
         return workflow_views.instance(inst), created
-
-    async def _admit_start(self, tenant: str, body: NewInstance, now: int) -> int:
-        """P-BP-1, P-BP-2: a start takes enqueue tokens and checks the queue depth for the
-        tasks it dispatches at once (found by running the state machine on a copy; pure),
-        so it stores nothing when refused. Returns the version it admitted, which the start
-        then uses. Steps dispatched later by the engine are never refused: an accepted
-        instance must not stall."""
-        async with self.storage.transaction() as tx:
-            seq = await tx.workflows.sequence(tenant, body["sequence"], body.get("version"))
-        if seq is None:
-            raise not_found("sequence", body["sequence"])
-        tree = self._tree(seq)
-        data, config = _input_of(body)
-        probe = {"id": "inst_probe", "input": data, "status": "running",
-                 "state": initial_state(tree, {}, config), "updated_at": now}  # fmt: skip
-        machine = Machine(probe, tree, now)
-        machine.start()
-        queues = [d.action.get("queue_name", DEFAULT_QUEUE) for d in machine.dispatches]
-        backpressure = self.backpressure
-        if backpressure.rate and len(queues) > backpressure.burst:  # can never pass: 422
-            raise Problem(
-                "validation_error",
-                f"starting sequence {seq['name']} version {seq['version']} dispatches "
-                f"{len(queues)} tasks at once, more than the enqueue burst of "
-                f"{backpressure.burst} (--enqueue-burst)",
-                errors=[{"pointer": "/sequence",
-                         "detail": f"dispatches more than {backpressure.burst} tasks at once"}],
-            )  # fmt: skip
-        if queues:
-            await backpressure.admit_enqueue(queues, tenant=tenant)
-        version: int = seq["version"]
-        return version
 
     async def get(self, tenant: str, instance_id: str, wait_ms: int = 0) -> Any:
         """P-WF-9: with wait_ms, answer once the instance is final or the wait is over."""
@@ -431,18 +402,3 @@ class Workflows:
     def _wake_pump(self) -> None:
         if self.pump_service is not None:
             self.pump_service.poke()
-
-
-def _input_of(body: NewInstance) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The instance input and config: `input` or `context.data` (both equal), and
-    `context.config` (P-WF-10)."""
-    context = body.get("context") or {}
-    data = body.get("input")
-    if "data" in context:
-        if data is not None and data != context["data"]:
-            raise Problem(
-                "validation_error", "input and context.data differ; give one of them",
-                errors=[{"pointer": "/context/data", "detail": "differs from input"}],
-            )  # fmt: skip
-        data = context["data"]
-    return dict(data or {}), dict(context.get("config") or {})
