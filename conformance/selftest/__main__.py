@@ -7,12 +7,14 @@ nothing else. Exits non-zero when a broken adapter slips through or the control 
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import json
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -26,7 +28,8 @@ PY = sys.executable
 CONTROL = [PY, str(HERE.parent / "adapters" / "raw-http" / "adapter.py")]
 # The controls run 3 at a time, as the matrix does. A broken adapter's run mostly waits for
 # what never comes until its scenario's timeout_ms (ignores_sigterm: 1.8 s of CPU in a 20 s
-# run), so those runs get a pool of their own beside the controls', longest timeout first.
+# run), so those runs, longest timeout first, have 4 workers of their own beside the
+# controls', and the controls' workers join them once no control is left.
 CONTROL_JOBS = 3
 BROKEN_JOBS = 4
 
@@ -186,10 +189,24 @@ def main() -> int:
                 print(f"       - {reason}", flush=True)
         return ok
 
-    with ThreadPoolExecutor(CONTROL_JOBS) as control_pool, ThreadPoolExecutor(BROKEN_JOBS) as broken_pool:
-        futures = [control_pool.submit(one, run) for run in controls]
-        futures += [broken_pool.submit(one, run) for run in broken]
-        results = [future.result() for future in futures]
+    queues = (collections.deque(controls), collections.deque(broken))
+    lock = threading.Lock()
+
+    def worker(kinds) -> list[bool]:  # takes runs from each of `kinds` in turn until it is empty
+        done = []
+        for queue in kinds:
+            while True:
+                with lock:
+                    run = queue.popleft() if queue else None
+                if run is None:
+                    break
+                done.append(one(run))
+        return done
+
+    with ThreadPoolExecutor(CONTROL_JOBS + BROKEN_JOBS) as pool:
+        futures = [pool.submit(worker, queues) for _ in range(CONTROL_JOBS)]
+        futures += [pool.submit(worker, queues[1:]) for _ in range(BROKEN_JOBS)]
+        results = [ok for future in futures for ok in future.result()]
     bad = results.count(False) + schema_bad
     print(f"selftest: {len(results) - bad} of {len(results)} as expected in {time.monotonic() - started:.0f} s")
     if bad:
