@@ -301,7 +301,9 @@ def test_p_bp_3_requests_over_the_inflight_cap_are_503(start_server: Start, name
     with httpx.Client(base_url=server.url, timeout=20) as api:
         assert api.get("/tasks", params={"limit": 1}).status_code == 200  # alone: served
         results: list[httpx.Response] = []
-        thread = _long_poll(server.url, name, 8000, results)
+        # The poll holds the one slot while the seven calls below are refused; it then ends
+        # at its wait_ms, which is the test's own wait: 3 s leaves those calls ample time.
+        thread = _long_poll(server.url, name, 3000, results)
         eventually(lambda: _metric(api, "orch8_polls_waiting ") == 1)  # /metrics never counts
         refused = api.get("/tasks", params={"limit": 1})
         body = assert_problem(refused, 503, "unavailable")
