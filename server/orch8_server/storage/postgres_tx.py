@@ -80,16 +80,16 @@ _UPSERT_WORKER = (
 # row estimate of 1 from statistics taken while few tasks ran, did) scan every running task
 # of the tenant and re-scan the items for each (23 ms per batch of 100 under auto_explain at
 # 300-400 running tasks), a cost that grows with running tasks x batch size.
-# `t.id = ANY($1)` beside the join: the primary key is the way in whatever the statistics
-# say; on a young table's statistics the planner walked tasks_tenant_seq instead, every
-# task of the tenant per completion (41-49 ms each, bench/results/2026-11-27-stored-model-
-# candidates.md).
+# The items drive the join, one primary-key probe each. A `t.id = ANY($1)` beside it (kept
+# until the pools planned generically with seq scans off, PgStorage._pooled) made the
+# planner fetch the rows by that list and compare every row with every item: 9,900 join
+# filter rows per batch of 100, 4.6 ms against 2.3 (bench/results/2026-11-27-pg-planning.md).
 _COMPLETE_RUNNING = (
     "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
     "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)) "
     "UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
     "finished_at = $4, updated_at = $4 FROM c "
-    "WHERE t.id = ANY($1::text[]) AND t.id = c.id AND t.lease_id = c.lease_id "
+    "WHERE t.id = c.id AND t.lease_id = c.lease_id "
     "AND t.status = c.live AND t.tenant = $5 "
     "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
