@@ -27,6 +27,9 @@ type Worker struct {
 	completions *completer // batched completion reports (P-SDK-12)
 	tel         Telemetry  // nil: no telemetry call at all (P-TEL-3, P-TEL-4)
 	health      health     // GET /health (P-TEL-5)
+	// Outcome hooks that run after their task's release (which may end the drain): Run
+	// waits for them, so no hook fires after Run returned (P-SDK-11).
+	settling sync.WaitGroup
 
 	mu          sync.Mutex
 	held        map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
@@ -282,6 +285,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopHeartbeats()
 	<-hbDone
 	w.deregister(deadline)
+	w.settling.Wait()
 	return nil
 }
 

@@ -165,6 +165,8 @@ func (w *Worker) failed(r *run, rep TaskFailureReport) {
 	r.code = *rep.Code
 	r.mu.Unlock()
 	if r.settle(outcomeFailed) {
+		w.settling.Add(1)
+		defer w.settling.Done()
 		w.release(r) // counted before the hook runs, so the hook sees current stats
 		kind := "permanent"
 		if *rep.Retryable {

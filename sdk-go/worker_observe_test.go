@@ -164,3 +164,33 @@ func TestHooksSeeCurrentStats(t *testing.T) {
 		t.Fatalf("stats seen by the hooks: %+v then %+v", a, b)
 	}
 }
+
+// P-SDK-11: an outcome hook that runs after its task left the drain (the count comes first)
+// has returned before Run does; none fires after Run returned.
+func TestRunReturnsAfterItsOutcomeHooks(t *testing.T) {
+	s, c := newScripted(t)
+	var mu sync.Mutex
+	var seen []string
+	slow := func(id string) {
+		time.Sleep(300 * time.Millisecond) // past the drain, which the release already ended
+		mu.Lock()
+		seen = append(seen, id)
+		mu.Unlock()
+	}
+	w := mustWorker(t, c, WorkerOptions{WorkerID: "w1", PollWait: 50 * time.Millisecond, Hooks: Hooks{
+		OnTaskComplete: func(e TaskCompleteEvent) { slow(e.Task.ID) },
+		OnTaskFail:     func(e TaskFailEvent) { slow(e.Task.ID) },
+	}})
+	w.Handle("ok", func(ctx context.Context, t *Task) (any, error) { return "ok", nil })
+	w.Handle("bad", func(ctx context.Context, t *Task) (any, error) { return nil, Permanent(errors.New("no")) })
+	s.add("task_ok", "ok")
+	s.add("task_bad", "bad")
+	stop := runWorker(t, w)
+	waitUntil(t, "both settled", func() bool { st := w.Stats(); return st.TasksCompleted+st.TasksFailed == 2 })
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("Run returned with outcome hooks still running: %v", seen)
+	}
+}
