@@ -35,6 +35,7 @@ type Worker struct {
 	held        map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
 	changed     chan struct{}   // closed and replaced whenever held or quiet changes
 	reporting   int             // held runs whose handler returned: result not yet settled (P-SDK-26)
+	sending     int             // deliveries (complete, fail, release) not yet returned (P-SDK-29)
 	handed      int             // held runs whose completion is with the completer (P-SDK-3)
 	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
 	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
@@ -50,7 +51,7 @@ type Worker struct {
 	graceCh     chan struct{} // closed to end the grace period at once (P-SDK-17)
 	graceSignal string        // what closed graceCh: "SIGTERM", "SIGINT" or stopNowCause (P-SDK-29)
 
-	// life ends when Run returns: result deliveries still retrying then give up, so nothing
+	// life ends as Run finishes, after its drain: result deliveries still retrying then give up, so nothing
 	// the worker started outlives Run (P-SDK-29). Deliveries use it, never Run's context.
 	life    context.Context
 	endLife context.CancelFunc
@@ -285,8 +286,43 @@ func (w *Worker) Run(ctx context.Context) error {
 	stopHeartbeats()
 	<-hbDone
 	w.deregister(deadline)
+	// P-SDK-29, P-SDK-11: deliveries still retrying give up now, before Run returns, so
+	// their outcomes are counted and their hooks have run when it does.
+	w.endLife()
+	w.awaitDeliveries()
 	w.settling.Wait()
 	return nil
+}
+
+// beginDelivery counts a run whose result is being delivered (complete, fail or release)
+// until the returned func is called, after its outcome is counted; Run waits for the count
+// to reach zero once its life ended (P-SDK-29).
+func (w *Worker) beginDelivery() (end func()) {
+	w.mu.Lock()
+	w.sending++
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		w.sending--
+		if w.sending == 0 && w.life.Err() != nil {
+			w.notifyLocked()
+		}
+		w.mu.Unlock()
+	}
+}
+
+// awaitDeliveries waits, after endLife, for every delivery to return: each gives up at
+// once without life, so this is short.
+func (w *Worker) awaitDeliveries() {
+	for {
+		w.mu.Lock()
+		n, ch := w.sending, w.changed
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		<-ch
+	}
 }
 
 // drain waits up to the grace period (or a second signal) for live tasks, then fails what
@@ -340,7 +376,8 @@ wait:
 	var wg sync.WaitGroup
 	for _, r := range leftovers {
 		wg.Add(1)
-		go func() { defer wg.Done(); w.failForShutdown(r, message, deadline) }()
+		end := w.beginDelivery() // its release counts the outcome; Run waits for it (P-SDK-29)
+		go func() { defer wg.Done(); defer end(); w.failForShutdown(r, message, deadline) }()
 	}
 	for _, r := range delivering {
 		wg.Add(1)

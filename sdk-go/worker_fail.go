@@ -93,7 +93,7 @@ func (w *Worker) failForShutdown(r *run, message string, deadline time.Time) {
 // until the server takes it, the lease is lost, or the lease deadline (or the shutdown's
 // hard deadline, when not zero) passes during an outage (P-SDK-9). A fail refused as a
 // whole is re-sent once without checkpoint (P-SDK-27). It never uses the Run context, and
-// gives up once Run has returned, so nothing it started outlives Run (P-SDK-29).
+// gives up once Run ended its life (just before Run returns), so nothing it started outlives Run (P-SDK-29).
 func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 	t := r.task
 	rep = boundFailure(rep)
@@ -151,7 +151,7 @@ func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 		}
 		w.callFailed(OpFail, err, "failure report", fmt.Sprintf("retrying in %d ms", wait.Milliseconds()),
 			append(taskAttrs(t), "retry_in_ms", wait.Milliseconds())...)
-		sleepCtx(w.life, wait) // Run's return ends the wait; the next call then gives up
+		sleepCtx(w.life, wait) // the end of Run's life ends the wait; the next call then gives up
 		if c := r.droppedCause(); c != nil && !errors.Is(c, ErrShutdown) {
 			return // the heartbeat learned meanwhile that the lease is gone
 		}

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -241,18 +242,21 @@ func TestP_SDK_29_NothingOutlivesRun(t *testing.T) {
 	c.cfg.MaxRetries = -1 // the worker's own re-send waits the Retry-After, not the client
 	w.Handle("fails", func(ctx context.Context, t *Task) (any, error) { return nil, errors.New("boom") })
 	s.add("task_1", "fails")
+	var abandoned atomic.Int32
+	w.opts.Hooks.OnTaskAbandoned = func(TaskAbandonedEvent) { abandoned.Add(1) }
 	stop := runWorker(t, w)
 	waitUntil(t, "the first fail", func() bool { return len(s.sent("POST", "/fail")) == 1 })
 	stop()
+	// Run has returned: the give-up is counted and its hook has run (P-SDK-11), at once.
+	if st := w.Stats(); st.TasksLeaseLost != 1 || st.InFlight != 0 || abandoned.Load() != 1 {
+		t.Fatalf("when Run returned: stats %+v, OnTaskAbandoned calls %d", st, abandoned.Load())
+	}
 	deadline := time.Now().Add(500 * time.Millisecond)
 	for strings.Contains(allStacks(), "(*Worker).deliverFailure") {
 		if time.Now().After(deadline) {
 			t.Fatalf("a fail delivery still runs 500 ms after Run returned:\n%s", allStacks())
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if st := w.Stats(); st.TasksLeaseLost != 1 || st.InFlight != 0 {
-		t.Fatalf("stats %+v", st)
 	}
 }
 

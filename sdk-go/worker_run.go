@@ -54,8 +54,9 @@ type run struct {
 	code    string        // the failure code the server acknowledged (error.type, P-TEL-3)
 	span    ProcessSpan   // nil without telemetry
 
-	reporting bool // counted in Worker.reporting; guarded by Worker.mu
-	handed    bool // counted in Worker.handed; guarded by Worker.mu
+	reporting bool   // counted in Worker.reporting; guarded by Worker.mu
+	sending   func() // ends its count in Worker.sending, once finish counted the outcome
+	handed    bool   // counted in Worker.handed; guarded by Worker.mu
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
@@ -225,8 +226,9 @@ func (w *Worker) execute(r *run) {
 		// P-SDK-33: it waited past its deadline before a handler could start: never run it;
 		// released, the server ends it expired.
 		w.reported(r)
+		end := w.beginDelivery()
 		r.mu.Lock()
-		r.phase = phaseDelivering
+		r.phase, r.sending = phaseDelivering, end
 		r.mu.Unlock()
 		w.deliverRelease(r, TaskRelease{LeaseID: Ptr(t.LeaseID), DelayMs: Ptr(0)}, ReleaseExpired)
 		return
@@ -241,13 +243,16 @@ func (w *Worker) execute(r *run) {
 	output, err := callHandler(r.ctx, r.handler, t)
 	w.reported(r)
 
+	// Counted before the phase changes, so a Run past its drain cannot miss it (P-SDK-29).
+	end := w.beginDelivery()
 	r.mu.Lock()
 	r.ran = time.Since(r.started)
 	if r.dropped != nil {
 		r.mu.Unlock()
+		end()
 		return // no stale result (P-SDK-5); abandon logged why
 	}
-	r.phase = phaseDelivering
+	r.phase, r.sending = phaseDelivering, end
 	r.mu.Unlock()
 
 	var y *YieldError
@@ -272,8 +277,9 @@ func (w *Worker) execute(r *run) {
 
 // failNoHandler fails a task this worker has no handler for, permanently (P-SDK-14).
 func (w *Worker) failNoHandler(r *run) {
+	end := w.beginDelivery()
 	r.mu.Lock()
-	r.phase = phaseDelivering
+	r.phase, r.sending = phaseDelivering, end
 	r.mu.Unlock()
 	t := r.task
 	cause := fmt.Sprintf("no handler named %q (known: %s)", t.HandlerName, strings.Join(w.names, ", "))
@@ -331,6 +337,13 @@ func (w *Worker) finish(r *run) {
 		w.release(r) // a task taken over by the shutdown is released once its fail is settled
 	}
 	close(r.done)
+	r.mu.Lock()
+	end := r.sending
+	r.sending = nil
+	r.mu.Unlock()
+	if end != nil {
+		end() // after the count: Run waits for this (P-SDK-29)
+	}
 }
 
 // release removes a run from the held set and counts its outcome (P-SDK-11).
