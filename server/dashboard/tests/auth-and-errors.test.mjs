@@ -67,6 +67,8 @@ test("an error state renders when the server is down, and clears when it is back
   try {
     const banner = await page.waitForSelector("#banner:not([hidden])", { timeout: 10_000 });
     assert.match(await banner.textContent(), /Server unreachable\. Cannot reach the Orch8 server at http:\/\/127\.0\.0\.1:\d+/);
+    // The page was opened with ?refresh=0.5 (openPage's default), and says so.
+    assert.match(await banner.textContent(), /retrying every 0\.5 s\.$/);
     assert.equal(await page.getAttribute("#conn", "data-state"), "down");
     // The last data stays on screen, marked stale by the banner.
     assert.equal(await page.isVisible(`tr[data-task="${task.id}"]`), true);
@@ -81,6 +83,20 @@ test("an error state renders when the server is down, and clears when it is back
     await page.waitForSelector("#banner", { state: "hidden", timeout: 10_000 });
     await page.waitForSelector('[data-testid="task-status"] [data-status="pending"]');
     assert.equal(await page.getAttribute("#conn", "data-state"), "up");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("?refresh= sets the refresh period; out of range or not a number keeps 3 s", async () => {
+  const server = await startServer();
+  try {
+    for (const [refresh, said] of [["10", "10"], ["0.5", "0.5"], ["0.1", "3"], ["301", "3"], ["soon", "3"], [null, "3"]]) {
+      const page = await openPage(browser, `${server.url}/ui/`, { refresh });
+      await page.waitForSelector('#conn[data-state="up"]');
+      assert.equal(await page.getAttribute("#conn", "title"), `refreshes every ${said} s`, `?refresh=${refresh}`);
+      await page.context().close();
+    }
   } finally {
     await server.stop();
   }

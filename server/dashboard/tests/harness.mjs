@@ -146,7 +146,12 @@ export async function launchBrowser() {
  * A fresh page at 1280 px wide that records every request it makes and every console error.
  * `apiKey` is put where the dashboard keeps the key (sessionStorage) before the page loads.
  */
-export async function openPage(browser, url, { apiKey } = {}) {
+export async function openPage(browser, url, { apiKey, refresh = "0.5" } = {}) {
+  // The page's own refresh (?refresh=<seconds>, 3 s by default): 0.5 s here, so a test
+  // waiting for the page to follow the server waits a fraction of the default cycle.
+  const address = new URL(url);
+  if (refresh !== null && !address.searchParams.has("refresh")) address.searchParams.set("refresh", refresh);
+  url = address.toString();
   const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
   if (apiKey) await context.addInitScript((key) => sessionStorage.setItem("orch8.apiKey", key), apiKey);
   const page = await context.newPage();

@@ -2439,7 +2439,13 @@ function workerRow(w, hooks) {
 }
 
 // src/main.ts
-var REFRESH_MS = 3e3;
+function refreshMsOf(search) {
+  const raw = new URLSearchParams(search).get("refresh");
+  const seconds = raw === null || raw.trim() === "" ? NaN : Number(raw);
+  return Number.isFinite(seconds) && seconds >= 0.5 && seconds <= 300 ? Math.round(seconds * 1e3) : 3e3;
+}
+var REFRESH_MS = refreshMsOf(location.search);
+byId("conn").title = `refreshes every ${REFRESH_MS / 1e3} s`;
 var lastOk = null;
 var unreachableSince = null;
 var banner = new Banner(byId("banner"), REFRESH_MS);
