@@ -1,6 +1,6 @@
 """Three replicas on one PostgreSQL database under load (P-POLL-3, P-POLL-6, P-LEASE-6).
 
-20,000 tasks enqueued through every replica, workers spread across them, a tenth of the
+10,000 tasks enqueued through every replica, workers spread across them, a tenth of the
 tasks failing once (retries), workers that claim and vanish (their leases expire and the
 reapers of three replicas race to reclaim), and the database restarted mid-run. At the end
 every task is completed exactly once, and a task enqueued on one replica reached a
@@ -23,7 +23,8 @@ from pg_cluster import PgCluster
 
 from orch8_server.testing import RunningServer
 
-TASKS = 20_000
+# 20,000 until 2026-11-27: the properties need a run the restart falls in, not its size.
+TASKS = 10_000
 BATCH = 100
 WORKERS_PER_REPLICA = 2
 VANISHING_CLAIMS = 30  # batches of 5 claimed and abandoned, 150 tasks reclaimed by reapers
