@@ -160,6 +160,21 @@ test("P-SDK-29: a second SIGINT ends the grace period; the message names it; bot
   assert.match(signals[1]![1], /second signal SIGINT/);
 });
 
+test("P-SDK-29, P-SDK-11: a fail still waiting out a 30 s Retry-After is given up, counted and its hook run before run() returns", async () => {
+  const m = routed(base(once([claimed("f1", 60_000)]), {
+    "POST /workers/tasks/f1/fail": () => problem(503, "unavailable", { "Retry-After": "30" }),
+  }));
+  let abandoned = 0;
+  const w = make(m, { gracePeriodMs: 100, handlers: { h: () => { throw new Error("boom"); } },
+    hooks: { onTaskAbandoned: () => { abandoned++; } } });
+  const run = w.run();
+  await until(() => bodies(m, "POST /workers/tasks/f1/fail").length === 1, "the first fail");
+  await w.stop();
+  await within(run, 10_000);
+  const s = w.stats();
+  assert.deepEqual([s.tasks_lease_lost, s.in_flight, abandoned], [1, 0, 1], JSON.stringify(s));
+});
+
 // --- P-SDK-22 ------------------------------------------------------------------------------
 
 test("P-SDK-22: a batch item's lease_lost is logged with the item's 409 and detail, never as HTTP 200", async () => {
