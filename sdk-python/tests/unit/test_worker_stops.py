@@ -90,6 +90,30 @@ def test_p_sdk_29_grace_period_message() -> None:
     assert (fail["code"], fail["retryable"]) == ("shutdown", True)
 
 
+def test_p_sdk_29_a_fail_waiting_out_retry_after_is_given_up_before_run_returns() -> None:
+    """P-SDK-29, P-SDK-11: counted as lease lost, its hook run, before run() returns."""
+    server = FakeServer()
+    server.add("t1")
+    server.route("POST", "/workers/tasks/t1/fail")(
+        lambda request, body: httpx.Response(
+            503, json=problem(503, "unavailable"), headers={"Retry-After": "30"}
+        )
+    )
+    worker = server.worker(grace_period_ms=100)
+    abandoned: list[str] = []
+    worker.on_task_abandoned(lambda event: abandoned.append(event.reason))
+
+    def fails(ctx: TaskContext) -> str:
+        raise RuntimeError("boom")
+
+    worker.register("process_image", fails)
+    run = Running(worker)
+    wait_until(lambda: server.sent("POST", "/workers/tasks/t1/fail"))
+    run.stop(timeout=10)
+    stats = worker.stats()
+    assert (stats.tasks_lease_lost, stats.in_flight, abandoned) == (1, 0, ["lease_lost"]), stats
+
+
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
 def test_p_sdk_29_second_signal_message_and_logs(
     signal_name: str, caplog: pytest.LogCaptureFixture
