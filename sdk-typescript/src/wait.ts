@@ -70,13 +70,15 @@ export async function waitUntilFinal<T extends { status: string }>(
   const given = options.timeoutMs;
   if (given !== undefined && Number.isNaN(given)) throw new RangeError("timeoutMs must be a number, got NaN");
   const timeoutMs = given === undefined || given <= 0 ? DEFAULT_WAIT_TIMEOUT_MS : given;
-  const deadline = now() + timeoutMs;
+  const begun = now();
+  const deadline = begun + timeoutMs;
   const backoff = new Backoff(OUTAGE_INITIAL_MS, OUTAGE_MAX_MS);
   let last: T | undefined;
   let outage: unknown;
-  for (;;) {
+  for (let round = 0; ; round++) {
     if (options.signal?.aborted) throw options.signal.reason ?? new DOMException("aborted", "AbortError");
-    const started = now();
+    // The first round asks for the whole timeout (up to a round), even if the clock ticked.
+    const started = round === 0 ? begun : now();
     const waitMs = Math.min(WAIT_ROUND_MS, Math.floor(Math.max(0, deadline - started)));
     try {
       last = await fetchRound(waitMs, options.signal);

@@ -102,6 +102,18 @@ for (const status of ["completed", "failed", "cancelled", "expired"]) {
   });
 }
 
+test("P-SDK-25 the first round asks for the whole timeout even when the clock ticks before it", async () => {
+  let t = 1_000_000;
+  const asked: number[] = [];
+  const round = async (waitMs: number) => {
+    asked.push(waitMs);
+    return { status: asked.length === 1 ? "running" : "completed" };
+  };
+  const isFinal = (s: string) => s === "completed";
+  assert.equal((await waitUntilFinal("task t", round, isFinal, { timeoutMs: 5_000 }, () => t++)).status, "completed");
+  assert.equal(asked[0], 5_000, `rounds asked ${asked}`);
+});
+
 test("P-SDK-25 an outage during a wait is ridden out (P-SDK-2), past the client's own retries", async () => {
   // maxRetries 0: the transport gives up at once, so only the helper can ride this out.
   const m = mockFetch(() => problem(503, "unavailable"), refused, () => json(200, instance("running")), () => json(200, instance("completed")));
