@@ -169,7 +169,7 @@ class Workflows:
             if created and inst["status"] == "running":
                 machine = Machine(inst, tree, now)
                 machine.start()
-                await self._apply(uow, machine)
+                await self._apply(uow, machine, new=True)
         return workflow_views.instance(inst), created
 
     async def get(self, tenant: str, instance_id: str, wait_ms: int = 0) -> Any:
@@ -245,11 +245,13 @@ class Workflows:
 
     async def _apply(
         self, uow: UnitOfWork, machine: Machine, reason: str | None = None,
-        held_slot: bool = True,
+        held_slot: bool = True, new: bool = False,
     ) -> None:  # fmt: skip
         """Start children, dispatch, arm and cancel what the machine decided; store the
         instance; tell a parent instance when this one ended (P-WF-13), and give its slot
-        of a concurrency key to the instances waiting for one (P-KEY-7)."""
+        of a concurrency key to the instances waiting for one (P-KEY-7). `new`: the
+        instance was created in this unit, so no task can hold its steps' keys yet (they
+        name the instance) and their inserts are buffered, not sent one at a time."""
         inst, now, tx = machine.inst, machine.now, uow.db
         while machine.subs:  # a child that cannot start fails its block: maybe more to do
             subs, machine.subs = machine.subs, []
@@ -269,7 +271,7 @@ class Workflows:
                     body[name] = a[name]
             row = new_task_row(body, now, "", inst["tenant"])
             row["idempotency_key"] = d.key
-            stored, created = await tx.insert_task(row)
+            stored, created = await tx.insert_task(row, new_key=new)
             rec["task_id"] = stored["id"]
             if created:
                 uow.created.append(stored)
@@ -336,7 +338,7 @@ class Workflows:
         if created:
             child_machine = Machine(child, tree, now)
             child_machine.start()
-            await self._apply(uow, child_machine)
+            await self._apply(uow, child_machine, new=True)
 
     # Advancing (P-WF-5) ------------------------------------------------------------------
 

@@ -179,10 +179,12 @@ class Tx(Protocol):
     def workflows(self) -> WorkflowStore:
         """The workflow tables in this transaction."""
 
-    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
+    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
         """Insert and return (row, True); with an existing idempotency_key of the tenant,
         (the existing TaskRow, False) (P-TASK-3). A new row's seq is not known before
-        commit (PostgreSQL sends the insert then)."""
+        commit (PostgreSQL sends the insert then). `new_key`: the caller knows no row can
+        hold the key yet (a step of an instance created in this transaction: the key
+        names the instance): stored like a row without a key, with the writes buffered."""
 
     async def get_task(self, task_id: str) -> TaskRow | None: ...
 

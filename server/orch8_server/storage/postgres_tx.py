@@ -168,9 +168,9 @@ class PgTx:
             else:
                 await self.c.executemany(sql, rows)
 
-    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
+    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
         values = tuple(row.get(c) for c in NEW_TASK_COLS)
-        if row["idempotency_key"] is None:
+        if row["idempotency_key"] is None or new_key:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).
             await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)

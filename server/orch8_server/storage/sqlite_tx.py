@@ -126,10 +126,10 @@ class SqliteTx:
             else:
                 self.c.executemany(sql, rows)
 
-    async def insert_task(self, row: NewTaskRow) -> tuple[NewTaskRow, bool]:
+    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
         values = [dumps(row.get(c)) if js else row.get(c) for c, js in _NEW_TASK]
         key = row["idempotency_key"]
-        if key is None:
+        if key is None or new_key:
             # No conflict is possible: buffer it; its seq is known after the flush only,
             # and nothing needs it before (the list cursor reads seq from the table).
             self._write(("t", row["id"]), _INSERT_TASK, values)

@@ -65,6 +65,28 @@ def test_a_known_idempotency_key_returns_the_stored_task_of_the_same_tenant(stor
     store.run(check)
 
 
+def test_a_new_key_is_stored_with_its_row_and_found_by_the_next_keyed_insert(
+    store: Backend,
+) -> None:
+    """`new_key` (a new instance's step, P-WF-4): the row is stored with its key, so a
+    later insert with that key returns it (P-TASK-3), in the same transaction and after."""
+    first, same_tx, later = (task(idempotency_key="wf:k", params={"n": n}) for n in (1, 2, 3))
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            assert (await tx.insert_task(first, new_key=True))[1]  # type: ignore[arg-type]
+            existing, created = await tx.insert_task(same_tx)  # type: ignore[arg-type]
+            assert not created and existing["id"] == first["id"]
+        async with s.transaction() as tx:
+            existing, created = await tx.insert_task(later)  # type: ignore[arg-type]
+            assert not created and existing["params"] == {"n": 1}
+        stored = await s.get_task(first["id"])
+        assert stored is not None and stored["idempotency_key"] == "wf:k"
+        assert await s.get_task(same_tx["id"]) is None
+
+    store.run(check)
+
+
 def test_a_transactions_writes_keep_their_order_and_its_reads_see_them(store: Backend) -> None:
     """Writes may be buffered until the next read or the commit: never reordered."""
     rows = [task() for _ in range(5)]
