@@ -175,10 +175,20 @@ class PgTx:
             # and nothing needs it before (the list cursor reads seq from the table).
             await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)
             return row, True
-        await self.flush()
+        # Only a task insert still buffered can hold the key: send those first. Other
+        # buffered writes (instance updates of a workflow advance, attempts) stay buffered,
+        # so an advance of many instances keeps its one bulk update (postgres_bulk.py)
+        # instead of sending each instance's update ahead of the next step's insert. They
+        # touch other rows, already locked, so sending this insert before them is safe.
+        if INSERT_TASK_PLAIN in self._writes:
+            await self.flush()
+        else:
+            await self.begin()
         if await self.c.fetchval(_INSERT_TASK, *values) is not None:
             return row, True
-        # P-TASK-3: the key exists (ON CONFLICT waited for its writer to commit).
+        # P-TASK-3: the key exists (ON CONFLICT waited for its writer to commit). Read
+        # it with this transaction's buffered writes applied.
+        await self.flush()
         existing = await self.c.fetchrow(  # P-TEN-3: idempotency keys are per tenant
             _TASKS + " WHERE tenant = $1 AND idempotency_key = $2",
             row["tenant"],
