@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import subprocess
 import sys
@@ -112,6 +113,43 @@ def test_p_sdk_29_a_fail_waiting_out_retry_after_is_given_up_before_run_returns(
     run.stop(timeout=10)
     stats = worker.stats()
     assert (stats.tasks_lease_lost, stats.in_flight, abandoned) == (1, 0, ["lease_lost"]), stats
+
+
+def test_p_sdk_29_run_async_leaves_no_delivery_behind(caplog: pytest.LogCaptureFixture) -> None:
+    """P-SDK-29, P-SDK-11 with run_async() on the caller's loop: when it returns, the fail
+    waiting out its Retry-After was given up (given_up at error), counted and its hook run,
+    and no task of the worker's is left on the loop."""
+    server = FakeServer()
+    server.add("t1")
+    server.route("POST", "/workers/tasks/t1/fail")(
+        lambda request, body: httpx.Response(
+            503, json=problem(503, "unavailable"), headers={"Retry-After": "30"}
+        )
+    )
+    worker = server.worker(grace_period_ms=100)
+    abandoned: list[str] = []
+    worker.on_task_abandoned(lambda event: abandoned.append(event.reason))
+
+    def fails(ctx: TaskContext) -> str:
+        raise RuntimeError("boom")
+
+    worker.register("process_image", fails)
+
+    async def main() -> tuple[orch8.WorkerStats, list[asyncio.Task[Any]]]:
+        running = asyncio.ensure_future(worker.run_async())
+        while not server.sent("POST", "/workers/tasks/t1/fail"):
+            await asyncio.sleep(0.01)
+        worker.stop()
+        await asyncio.wait_for(running, 10)
+        stats = worker.stats()
+        return stats, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+    stats, left = asyncio.run(main())
+    assert (stats.tasks_lease_lost, stats.in_flight, abandoned) == (1, 0, ["lease_lost"]), stats
+    assert left == [], left
+    given_up = [r for r in caplog.records if getattr(r, "event", None) == "given_up"]
+    assert [r.levelname for r in given_up] == ["ERROR"], caplog.text
+    assert "result not delivered before the worker stopped" in given_up[0].getMessage()
 
 
 @pytest.mark.parametrize("signal_name", ["SIGTERM", "SIGINT"])
