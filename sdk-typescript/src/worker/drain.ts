@@ -47,9 +47,15 @@ export async function drain(d: DrainDeps): Promise<void> {
   await Promise.all(d.runs().map(async (run) => {
     if (run.phase !== "running") {
       run.stopDelivery.abort(); // a result stuck in an outage: give up re-sending
+      // P-SDK-29, P-SDK-11: and wait for the give-up to be counted (and its hook run), so
+      // the stats of run()'s `stopped` line are final; bounded like the shutdown's calls.
+      const settled = new AbortController();
+      void run.done.then(() => settled.abort());
+      await sleep(SHUTDOWN_CALLS_MS, [stop, settled.signal]);
       return;
     }
     if (!run.settle("shutdown", new ShutdownError(why))) return;
     await d.fail(run, { lease_id: run.leaseId, error: why, retryable: true, code: "shutdown" }, stop);
   }));
 }
+

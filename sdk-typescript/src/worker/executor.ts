@@ -175,7 +175,9 @@ export class TaskExecutor {
     let refused: Orch8Error | undefined; // the first refusal, once the small form went out
     for (;;) {
       try {
-        await this.d.client.failTask(run.task.id, body, stop ? { signal: stop } : undefined);
+        // `halt` also ends the client's own wait of a Retry-After (P-SDK-29: a shutdown
+        // gives the report up at once, not after the server's 30 s).
+        await this.d.client.failTask(run.task.id, body, { signal: halt });
         const kind = body.retryable ? "retryable" : "permanent";
         this.d.log.line("debug", "task_failed", `task failed with ${body.code} (${kind})`, { ...taskFields(run.task), code: body.code, retryable: body.retryable ?? false });
         this.finish(run, "failed", body.code ?? "");
@@ -217,7 +219,7 @@ export class TaskExecutor {
     const halt = run.stopDelivery.signal;
     for (;;) {
       try {
-        await this.d.client.releaseTask(run.task.id, body);
+        await this.d.client.releaseTask(run.task.id, body, { signal: halt });
         if (reason === "yield") {
           this.d.log.line("debug", "task_released", `task yielded; released (delay ${body.delay_ms} ms)`,
             { ...taskFields(run.task), reason, delay_ms: body.delay_ms ?? 0 });
