@@ -27,18 +27,17 @@ type Worker struct {
 	completions *completer // batched completion reports (P-SDK-12)
 	tel         Telemetry  // nil: no telemetry call at all (P-TEL-3, P-TEL-4)
 	health      health     // GET /health (P-TEL-5)
-	// Outcome hooks that run after their task's release (which may end the drain): Run
-	// waits for them, so no hook fires after Run returned (P-SDK-11).
-	settling sync.WaitGroup
 
-	mu          sync.Mutex
-	held        map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
-	changed     chan struct{}   // closed and replaced whenever held or quiet changes
-	reporting   int             // held runs whose handler returned: result not yet settled (P-SDK-26)
-	sending     int             // deliveries (complete, fail, release) not yet returned (P-SDK-29)
-	handed      int             // held runs whose completion is with the completer (P-SDK-3)
-	localQuiet  bool            // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
-	serverQuiet bool            // quiet directive (P-WORKER-3, P-SDK-18)
+	mu        sync.Mutex
+	held      map[runKey]*run // every claimed attempt until its outcome is known (P-WORKER-2)
+	changed   chan struct{}   // closed and replaced whenever held or quiet changes
+	reporting int             // held runs whose handler returned: result not yet settled (P-SDK-26)
+	// Runs whose result is being delivered, counted until their outcome is counted and
+	// its hook returned (finish): Run waits for none to be left (P-SDK-29, P-SDK-11).
+	sending     int
+	handed      int  // held runs whose completion is with the completer (P-SDK-3)
+	localQuiet  bool // Quiet() / SIGTSTP (P-SDK-8, P-SDK-18)
+	serverQuiet bool // quiet directive (P-WORKER-3, P-SDK-18)
 	stopping    bool
 	stopReason  string // why the shutdown began, for the "stopping" line (P-SDK-31)
 	running     bool
@@ -51,8 +50,9 @@ type Worker struct {
 	graceCh     chan struct{} // closed to end the grace period at once (P-SDK-17)
 	graceSignal string        // what closed graceCh: "SIGTERM", "SIGINT" or stopNowCause (P-SDK-29)
 
-	// life ends as Run finishes, after its drain: result deliveries still retrying then give up, so nothing
-	// the worker started outlives Run (P-SDK-29). Deliveries use it, never Run's context.
+	// life ends as Run finishes, after its drain: result deliveries still retrying then give
+	// up, so nothing the worker started outlives Run (P-SDK-29). Deliveries use it, never
+	// Run's context.
 	life    context.Context
 	endLife context.CancelFunc
 	slack   time.Duration // shutdownSlack; shorter in tests
@@ -290,7 +290,6 @@ func (w *Worker) Run(ctx context.Context) error {
 	// their outcomes are counted and their hooks have run when it does.
 	w.endLife()
 	w.awaitDeliveries()
-	w.settling.Wait()
 	return nil
 }
 

@@ -175,11 +175,9 @@ func (w *Worker) settleItem(c *completion, o *BatchItemOutcome) (bool, error) {
 	}
 	if o.Status != api.BatchItemStatusError {
 		if r.settle(outcomeCompleted) {
-			w.settling.Add(1)
 			w.release(r) // counted before the hook runs, so the hook sees current stats
 			w.line(slog.LevelDebug, "task_completed", "task completed", "", taskAttrs(t)...)
 			callHook(w, "OnTaskComplete", w.opts.Hooks.OnTaskComplete, TaskCompleteEvent{Task: t, Duration: r.runTime()})
-			w.settling.Done()
 		}
 		close(c.done)
 		return false, nil

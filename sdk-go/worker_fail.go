@@ -93,7 +93,8 @@ func (w *Worker) failForShutdown(r *run, message string, deadline time.Time) {
 // until the server takes it, the lease is lost, or the lease deadline (or the shutdown's
 // hard deadline, when not zero) passes during an outage (P-SDK-9). A fail refused as a
 // whole is re-sent once without checkpoint (P-SDK-27). It never uses the Run context, and
-// gives up once Run ended its life (just before Run returns), so nothing it started outlives Run (P-SDK-29).
+// gives up once Run ended its life (after deregistering), so nothing it started outlives
+// Run (P-SDK-29).
 func (w *Worker) deliverFailure(r *run, rep TaskFailureReport, hard time.Time) {
 	t := r.task
 	rep = boundFailure(rep)
@@ -165,8 +166,6 @@ func (w *Worker) failed(r *run, rep TaskFailureReport) {
 	r.code = *rep.Code
 	r.mu.Unlock()
 	if r.settle(outcomeFailed) {
-		w.settling.Add(1)
-		defer w.settling.Done()
 		w.release(r) // counted before the hook runs, so the hook sees current stats
 		kind := "permanent"
 		if *rep.Retryable {
