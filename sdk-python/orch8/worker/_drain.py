@@ -72,17 +72,16 @@ async def drain(deps: DrainDeps) -> None:
     # P-SDK-29, P-SDK-11: a fail or release still being re-sent (an outage, a long
     # Retry-After) is given up now, counted and its hook run, so nothing of ours outlives
     # run_async(). Completions handed to the completer end with its close (Worker._finish).
-    stuck = [
-        s
+    stuck = {
+        s.runner: s
         for s in live
         if s.delivering and not s.handed and s.runner is not None and not s.runner.done()
-    ]
-    for slot in stuck:
-        slot.given_up = "result not delivered before the worker stopped"
-        assert slot.runner is not None
-        slot.runner.cancel()
+    }
+    for runner, slot in stuck.items():
+        slot.delivery_stopped = True
+        runner.cancel()
     if stuck:
-        await asyncio.wait([s.runner for s in stuck if s.runner is not None])
+        await asyncio.wait(stuck)
     for slot, send in zip(leftovers, sends, strict=True):
         error = None if send.done() and send.exception() is None else send
         if error is None:

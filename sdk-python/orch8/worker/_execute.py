@@ -154,8 +154,7 @@ class Slot:
     aborted: bool = False  # `abort` cancelled an async handler (P-SDK-7)
     abandoned: bool = False  # shutdown already reported this attempt (P-SDK-7)
     delivering: bool = False  # the handler ended and its result is on its way
-    # Set by the shutdown when it stopped this result's delivery (P-SDK-29): why it is given up.
-    given_up: str | None = None
+    delivery_stopped: bool = False  # the shutdown gave its result up (P-SDK-29)
     handed: bool = False  # P-SDK-3: its completion is with the completer, its slot free
     started: float = 0.0
     duration_ms: float = 0.0

@@ -401,11 +401,11 @@ async def run_slot(deps: ExecutorDeps, slot: Slot) -> None:
         )
     finally:
         if not settled and not slot.abandoned:
-            if slot.given_up is not None:  # the shutdown stopped its delivery (P-SDK-31)
-                deps.observer.line(ERROR, "given_up", f"{slot.given_up}; task given up as "
-                                   "lease lost", ctx, "run() is returning")  # fmt: skip
-                deps.observer.abandoned(ctx, "lease_lost", slot.given_up, elapsed_ms(slot),
-                                        logged=True)  # fmt: skip
+            if slot.delivery_stopped:  # the shutdown gave its result up (P-SDK-29, P-SDK-31)
+                why = "result not delivered before the worker stopped"
+                deps.observer.line(ERROR, "given_up", f"{why}; task given up as lease lost", ctx,
+                                   "run() is returning")  # fmt: skip
+                deps.observer.abandoned(ctx, "lease_lost", why, elapsed_ms(slot), logged=True)
             else:
                 why = "runner ended without a result"
                 deps.observer.abandoned(ctx, "lease_lost", why, elapsed_ms(slot))

@@ -91,8 +91,13 @@ def test_p_sdk_29_grace_period_message() -> None:
     assert (fail["code"], fail["retryable"]) == ("shutdown", True)
 
 
-def test_p_sdk_29_a_fail_waiting_out_retry_after_is_given_up_before_run_returns() -> None:
-    """P-SDK-29, P-SDK-11: counted as lease lost, its hook run, before run() returns."""
+@pytest.mark.parametrize("mode", ["run", "run_async"])
+def test_p_sdk_29_a_fail_waiting_out_retry_after_is_given_up_before_run_returns(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """P-SDK-29, P-SDK-11: when run() or run_async() (on the caller's loop) returns, the
+    fail still waiting out its Retry-After was given up (given_up at error), counted as
+    lease lost and its hook run, and no task of the worker's is left on the loop."""
     server = FakeServer()
     server.add("t1")
     server.route("POST", "/workers/tasks/t1/fail")(
@@ -108,43 +113,26 @@ def test_p_sdk_29_a_fail_waiting_out_retry_after_is_given_up_before_run_returns(
         raise RuntimeError("boom")
 
     worker.register("process_image", fails)
-    run = Running(worker)
-    wait_until(lambda: server.sent("POST", "/workers/tasks/t1/fail"))
-    run.stop(timeout=10)
+
+    def first_fail() -> object:
+        return server.sent("POST", "/workers/tasks/t1/fail")
+
+    left: list[asyncio.Task[Any]] = []
+    if mode == "run":
+        run = Running(worker)
+        wait_until(first_fail)
+        run.stop(timeout=10)
+    else:
+
+        async def main() -> list[asyncio.Task[Any]]:
+            running = asyncio.ensure_future(worker.run_async())
+            await asyncio.to_thread(wait_until, first_fail)
+            worker.stop()
+            await asyncio.wait_for(running, 10)
+            return [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+
+        left = asyncio.run(main())
     stats = worker.stats()
-    assert (stats.tasks_lease_lost, stats.in_flight, abandoned) == (1, 0, ["lease_lost"]), stats
-
-
-def test_p_sdk_29_run_async_leaves_no_delivery_behind(caplog: pytest.LogCaptureFixture) -> None:
-    """P-SDK-29, P-SDK-11 with run_async() on the caller's loop: when it returns, the fail
-    waiting out its Retry-After was given up (given_up at error), counted and its hook run,
-    and no task of the worker's is left on the loop."""
-    server = FakeServer()
-    server.add("t1")
-    server.route("POST", "/workers/tasks/t1/fail")(
-        lambda request, body: httpx.Response(
-            503, json=problem(503, "unavailable"), headers={"Retry-After": "30"}
-        )
-    )
-    worker = server.worker(grace_period_ms=100)
-    abandoned: list[str] = []
-    worker.on_task_abandoned(lambda event: abandoned.append(event.reason))
-
-    def fails(ctx: TaskContext) -> str:
-        raise RuntimeError("boom")
-
-    worker.register("process_image", fails)
-
-    async def main() -> tuple[orch8.WorkerStats, list[asyncio.Task[Any]]]:
-        running = asyncio.ensure_future(worker.run_async())
-        while not server.sent("POST", "/workers/tasks/t1/fail"):
-            await asyncio.sleep(0.01)
-        worker.stop()
-        await asyncio.wait_for(running, 10)
-        stats = worker.stats()
-        return stats, [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-
-    stats, left = asyncio.run(main())
     assert (stats.tasks_lease_lost, stats.in_flight, abandoned) == (1, 0, ["lease_lost"]), stats
     assert left == [], left
     given_up = [r for r in caplog.records if getattr(r, "event", None) == "given_up"]
