@@ -689,6 +689,19 @@ func (c *Client) StartInstance(ctx context.Context, body api.NewInstance) (*api.
 		})
 }
 
+// StartInstances sends POST /instances/batch: start up to 100 instances atomically. Operation startInstances, retry idempotency-key.
+func (c *Client) StartInstances(ctx context.Context, body api.NewInstanceBatch) (*api.StartedInstances, error) {
+	return invoke(ctx, c, call{op: "startInstances", safe: hasIdempotencyKey(body)},
+		func(ctx context.Context) (*http.Response, error) { return c.raw.StartInstances(ctx, body) },
+		func(r *http.Response) (*api.StartedInstances, error) {
+			p, err := api.ParseStartInstancesResponse(r)
+			if err != nil {
+				return nil, err
+			}
+			return first("startInstances", r, p.JSON201)
+		})
+}
+
 // TerminateWorker sends POST /workers/{worker_id}/terminate: operator directive - shut down gracefully. Operation terminateWorker, retry never.
 func (c *Client) TerminateWorker(ctx context.Context, workerID string) (*api.Worker, error) {
 	return invoke(ctx, c, call{op: "terminateWorker", safe: false},

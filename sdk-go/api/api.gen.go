@@ -689,6 +689,11 @@ type NewInstance struct {
 	Version  *int         `json:"version,omitempty"`
 }
 
+// NewInstanceBatch defines model for NewInstanceBatch.
+type NewInstanceBatch struct {
+	Instances []NewInstance `json:"instances"`
+}
+
 // NewInstanceContext Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`.
 type NewInstanceContext struct {
 	// Config Any JSON object.
@@ -1100,6 +1105,11 @@ type ServerInfo struct {
 
 // ServerInfoStorage defines model for ServerInfo.Storage.
 type ServerInfoStorage string
+
+// StartedInstances defines model for StartedInstances.
+type StartedInstances struct {
+	Instances []Instance `json:"instances"`
+}
 
 // Step A block of a sequence (P-WF-3, P-WF-11): a task `step` (`handler`), or a block of
 // blocks: `parallel` / `race` (`branches`), `router` (`routes`, `default`),
@@ -1766,6 +1776,9 @@ type SetHandlerLimitJSONRequestBody = RunningLimit
 // StartInstanceJSONRequestBody defines body for StartInstance for application/json ContentType.
 type StartInstanceJSONRequestBody = NewInstance
 
+// StartInstancesJSONRequestBody defines body for StartInstances for application/json ContentType.
+type StartInstancesJSONRequestBody = NewInstanceBatch
+
 // CancelInstanceJSONRequestBody defines body for CancelInstance for application/json ContentType.
 type CancelInstanceJSONRequestBody = TaskCancellation
 
@@ -2008,6 +2021,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /instances (the `StartInstance` operationId).
 	StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInstancesWithBody Start up to 100 instances atomically
+	//
+	// Starts every instance as `POST /instances` would, in one transaction, in request
+	// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+	// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+	// is 404 naming the item. An item whose `idempotency_key` already names an instance
+	// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+	// The first steps of all items pass the enqueue rate and queue depth limits together
+	// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+	StartInstancesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartInstances Start up to 100 instances atomically
+	//
+	// Starts every instance as `POST /instances` would, in one transaction, in request
+	// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+	// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+	// is 404 naming the item. An item whose `idempotency_key` already names an instance
+	// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+	// The first steps of all items pass the enqueue rate and queue depth limits together
+	// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+	StartInstances(ctx context.Context, body StartInstancesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetInstance Get an instance, optionally waiting until it is final
 	//
@@ -2824,6 +2867,56 @@ func (c *Client) StartInstanceWithBody(ctx context.Context, contentType string, 
 // Corresponds with POST /instances (the `StartInstance` operationId).
 func (c *Client) StartInstance(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartInstanceRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInstancesWithBody Start up to 100 instances atomically
+//
+// Starts every instance as `POST /instances` would, in one transaction, in request
+// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+// is 404 naming the item. An item whose `idempotency_key` already names an instance
+// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+// The first steps of all items pass the enqueue rate and queue depth limits together
+// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+func (c *Client) StartInstancesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstancesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartInstances Start up to 100 instances atomically
+//
+// Starts every instance as `POST /instances` would, in one transaction, in request
+// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+// is 404 naming the item. An item whose `idempotency_key` already names an instance
+// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+// The first steps of all items pass the enqueue rate and queue depth limits together
+// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+func (c *Client) StartInstances(ctx context.Context, body StartInstancesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartInstancesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -4365,6 +4458,46 @@ func NewStartInstanceRequestWithBody(server string, contentType string, body io.
 	}
 
 	operationPath := fmt.Sprintf("/instances")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStartInstancesRequest calls the generic StartInstances builder with application/json body
+func NewStartInstancesRequest(server string, body StartInstancesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartInstancesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartInstancesRequestWithBody constructs an http.Request for the StartInstances method, with any body, and a specified content type
+func NewStartInstancesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/instances/batch")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6447,6 +6580,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /instances (the `StartInstance` operationId).
 	StartInstanceWithResponse(ctx context.Context, body StartInstanceJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstanceResponse, error)
 
+	// StartInstancesWithBodyWithResponse Start up to 100 instances atomically
+	//
+	// Starts every instance as `POST /instances` would, in one transaction, in request
+	// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+	// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+	// is 404 naming the item. An item whose `idempotency_key` already names an instance
+	// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+	// The first steps of all items pass the enqueue rate and queue depth limits together
+	// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+	StartInstancesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstancesResponse, error)
+
+	// StartInstancesWithResponse Start up to 100 instances atomically
+	//
+	// Starts every instance as `POST /instances` would, in one transaction, in request
+	// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+	// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+	// is 404 naming the item. An item whose `idempotency_key` already names an instance
+	// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+	// The first steps of all items pass the enqueue rate and queue depth limits together
+	// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+	StartInstancesWithResponse(ctx context.Context, body StartInstancesJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstancesResponse, error)
+
 	// GetInstanceWithResponse Get an instance, optionally waiting until it is final
 	//
 	// With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
@@ -7769,6 +7932,131 @@ func (r StartInstanceResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StartInstanceResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// StartInstancesResponse429Headers the declared response headers of an HTTP 429 response for StartInstances
+type StartInstancesResponse429Headers struct {
+	RetryAfter *int
+}
+
+// StartInstancesResponse503Headers the declared response headers of an HTTP 503 response for StartInstances
+type StartInstancesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type StartInstancesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *StartedInstances
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *Forbidden
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationProblemJSON413 *PayloadTooLarge
+	// ApplicationProblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationProblemJSON415 *UnsupportedMediaType
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *Unavailable
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *UnexpectedProblem
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *StartInstancesResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *StartInstancesResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r StartInstancesResponse) GetJSON201() *StartedInstances {
+	return r.JSON201
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON403() *Forbidden {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON413() *PayloadTooLarge {
+	return r.ApplicationProblemJSON413
+}
+
+// GetApplicationProblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationProblemJSON415
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSON503() *Unavailable {
+	return r.ApplicationProblemJSON503
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r StartInstancesResponse) GetApplicationProblemJSONDefault() *UnexpectedProblem {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r StartInstancesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartInstancesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartInstancesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartInstancesResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12062,6 +12350,48 @@ func (c *ClientWithResponses) StartInstanceWithResponse(ctx context.Context, bod
 	return ParseStartInstanceResponse(rsp)
 }
 
+// StartInstancesWithBodyWithResponse Start up to 100 instances atomically
+//
+// Starts every instance as `POST /instances` would, in one transaction, in request
+// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+// is 404 naming the item. An item whose `idempotency_key` already names an instance
+// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+// The first steps of all items pass the enqueue rate and queue depth limits together
+// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+func (c *ClientWithResponses) StartInstancesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartInstancesResponse, error) {
+	rsp, err := c.StartInstancesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInstancesResponse(rsp)
+}
+
+// StartInstancesWithResponse Start up to 100 instances atomically
+//
+// Starts every instance as `POST /instances` would, in one transaction, in request
+// order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+// with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+// is 404 naming the item. An item whose `idempotency_key` already names an instance
+// of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+// The first steps of all items pass the enqueue rate and queue depth limits together
+// (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /instances/batch (the `StartInstances` operationId).
+func (c *ClientWithResponses) StartInstancesWithResponse(ctx context.Context, body StartInstancesJSONRequestBody, reqEditors ...RequestEditorFn) (*StartInstancesResponse, error) {
+	rsp, err := c.StartInstances(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartInstancesResponse(rsp)
+}
+
 // GetInstanceWithResponse Get an instance, optionally waiting until it is final
 //
 // With `wait_ms`, answers as soon as the instance is completed, failed or cancelled,
@@ -13673,6 +14003,125 @@ func ParseStartInstanceResponse(rsp *http.Response) (*StartInstanceResponse, err
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers StartInstanceResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseStartInstancesResponse parses an HTTP response from a StartInstancesWithResponse call
+func ParseStartInstancesResponse(rsp *http.Response) (*StartInstancesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartInstancesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest StartedInstances
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest UnexpectedProblem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 429:
+		var headers StartInstancesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers StartInstancesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

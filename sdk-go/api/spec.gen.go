@@ -3,7 +3,7 @@
 package api
 
 // SpecVersion is info.version of the openapi.yaml this package was generated from.
-const SpecVersion = "1.11.0"
+const SpecVersion = "1.12.0"
 
 // SpecSHA256 is the SHA-256 of the bytes of the openapi.yaml this package was generated from.
-const SpecSHA256 = "1d29cce7b30bbe22999276dcde16e7838f3c828f6562a658ff938243b72058a1"
+const SpecSHA256 = "54f3d0552a256975ac491d8b6eda8f4a95ef3831ad0dccaccc06a620404162af"

@@ -67,6 +67,7 @@ from .api.workflows import (
     list_sequences,
     retry_instance,
     start_instance,
+    start_instances,
 )
 from .models import (
     AttemptList,
@@ -81,6 +82,7 @@ from .models import (
     ManualCompletion,
     ManualFailure,
     NewInstance,
+    NewInstanceBatch,
     NewSequence,
     NewTask,
     NewTaskBatch,
@@ -98,6 +100,7 @@ from .models import (
     Sequence,
     SequencePage,
     ServerInfo,
+    StartedInstances,
     Task,
     TaskCancellation,
     TaskCompletion,
@@ -1104,6 +1107,35 @@ class SyncMethods:
             safe=True,
         )
         return cast("InstancePage", self._run(call))
+
+    def start_instances(
+        self,
+        instances: Sequence[Mapping[str, Any]],
+    ) -> StartedInstances:
+        """Start up to 100 instances atomically (x-orch8-retry: idempotency-key)."""
+        body: dict[str, Any] = {}
+        body["instances"] = check_items(
+            "start_instances",
+            instances,
+            [
+                "concurrency_key",
+                "context",
+                "idempotency_key",
+                "input",
+                "max_concurrency",
+                "sequence",
+                "version",
+            ],
+            ["sequence"],
+        )
+        call = Call(
+            start_instances,
+            {
+                "body": NewInstanceBatch.from_dict(body),
+            },
+            safe=bool(instances) and all(i.get("idempotency_key") for i in instances),
+        )
+        return cast("StartedInstances", self._run(call))
 
     def get_instance(
         self,
@@ -2242,6 +2274,35 @@ class AsyncMethods:
             safe=True,
         )
         return cast("InstancePage", await self._run(call))
+
+    async def start_instances(
+        self,
+        instances: Sequence[Mapping[str, Any]],
+    ) -> StartedInstances:
+        """Start up to 100 instances atomically (x-orch8-retry: idempotency-key)."""
+        body: dict[str, Any] = {}
+        body["instances"] = check_items(
+            "start_instances",
+            instances,
+            [
+                "concurrency_key",
+                "context",
+                "idempotency_key",
+                "input",
+                "max_concurrency",
+                "sequence",
+                "version",
+            ],
+            ["sequence"],
+        )
+        call = Call(
+            start_instances,
+            {
+                "body": NewInstanceBatch.from_dict(body),
+            },
+            safe=bool(instances) and all(i.get("idempotency_key") for i in instances),
+        )
+        return cast("StartedInstances", await self._run(call))
 
     async def get_instance(
         self,

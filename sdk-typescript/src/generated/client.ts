@@ -64,6 +64,7 @@ export const OPERATIONS = {
   getSequence: { operationId: "getSequence", method: "GET", path: "/sequences/{name}", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   startInstance: { operationId: "startInstance", method: "POST", path: "/instances", retry: "idempotency-key", longPoll: false, parseAs: "json", produces: null },
   listInstances: { operationId: "listInstances", method: "GET", path: "/instances", retry: "safe", longPoll: false, parseAs: "json", produces: null },
+  startInstances: { operationId: "startInstances", method: "POST", path: "/instances/batch", retry: "idempotency-key", longPoll: false, parseAs: "json", produces: null },
   getInstance: { operationId: "getInstance", method: "GET", path: "/instances/{instance_id}", retry: "safe", longPoll: true, parseAs: "json", produces: null },
   cancelInstance: { operationId: "cancelInstance", method: "POST", path: "/instances/{instance_id}/cancel", retry: "safe", longPoll: false, parseAs: "json", produces: null },
   retryInstance: { operationId: "retryInstance", method: "POST", path: "/instances/{instance_id}/retry", retry: "never", longPoll: false, parseAs: "json", produces: null },
@@ -284,6 +285,11 @@ export abstract class Orch8Operations {
   /** List instances, newest first, with filters and cursor pagination (`GET /instances`, retried on outages). */
   listInstances(query: NonNullable<operations["listInstances"]["parameters"]["query"]> = {}, call?: CallOptions): Promise<Schemas["InstancePage"]> {
     return this.invoke("listInstances", { query }, call);
+  }
+
+  /** Start up to 100 instances atomically (`POST /instances/batch`, retried only with an idempotency_key). */
+  startInstances(instances: Schemas["NewInstanceBatch"]["instances"], call?: CallOptions): Promise<Schemas["StartedInstances"]> {
+    return this.invoke("startInstances", { body: { instances } }, call);
   }
 
   /** Get an instance, optionally waiting until it is final (`GET /instances/{instance_id}`, retried on outages, long-poll). */

@@ -766,6 +766,32 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/instances/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start up to 100 instances atomically
+         * @description Starts every instance as `POST /instances` would, in one transaction, in request
+         *     order (P-WF-14): all start or none does. One invalid item rejects the whole batch,
+         *     with field errors pointing into `/instances/N`; an unknown `sequence` or `version`
+         *     is 404 naming the item. An item whose `idempotency_key` already names an instance
+         *     of the tenant (or an earlier item of the batch) returns that instance, unchanged.
+         *     The first steps of all items pass the enqueue rate and queue depth limits together
+         *     (P-BP-1, P-BP-2): over a limit the answer is 429 and nothing is stored.
+         */
+        post: operations["startInstances"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/instances/{instance_id}": {
         parameters: {
             query?: never;
@@ -1653,6 +1679,12 @@ export interface components {
             concurrency_key?: components["schemas"]["ConcurrencyKey"];
             /** @description With `concurrency_key`, how many instances of the key may run at once (P-KEY-7); default 1. Without a key it is 422. */
             max_concurrency?: components["schemas"]["MaxConcurrency"];
+        };
+        NewInstanceBatch: {
+            instances: components["schemas"]["NewInstance"][];
+        };
+        StartedInstances: {
+            instances: components["schemas"]["Instance"][];
         };
         /** @description Orch8's form of the input (P-WF-10) - `data` is the input (give `input` or `context.data`, or both equal), `config` the instance configuration templates read as `context.config`. */
         NewInstanceContext: {
@@ -5075,6 +5107,130 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Instance"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["ValidationFailed"];
+            429: components["responses"]["TooManyRequests"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["UnexpectedProblem"];
+        };
+    };
+    startInstances: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "instances": [
+                 *         {
+                 *           "sequence": "thumbnail",
+                 *           "input": {
+                 *             "image_url": "https://example.com/cat.png"
+                 *           }
+                 *         },
+                 *         {
+                 *           "sequence": "thumbnail",
+                 *           "input": {
+                 *             "image_url": "https://example.com/dog.png"
+                 *           },
+                 *           "idempotency_key": "dog-1"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewInstanceBatch"];
+            };
+        };
+        responses: {
+            /** @description The instances, in request order (existing ones for replayed idempotency keys). */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "instances": [
+                     *         {
+                     *           "id": "inst_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *           "tenant": "default",
+                     *           "sequence": "thumbnail",
+                     *           "version": 1,
+                     *           "status": "running",
+                     *           "input": {
+                     *             "image_url": "https://example.com/cat.png"
+                     *           },
+                     *           "context": {
+                     *             "data": {
+                     *               "image_url": "https://example.com/cat.png"
+                     *             },
+                     *             "config": {}
+                     *           },
+                     *           "output": null,
+                     *           "error": null,
+                     *           "steps": [
+                     *             {
+                     *               "id": "resize",
+                     *               "key": "resize",
+                     *               "type": "step",
+                     *               "group": null,
+                     *               "lane": null,
+                     *               "status": "completed",
+                     *               "task_id": "task_01JDZ8Y6M3X9K2Q4R5S6T7V8W9",
+                     *               "output": {
+                     *                 "url": "https://example.com/cat-800.png"
+                     *               },
+                     *               "error": null,
+                     *               "attempts": 1,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:00.000Z",
+                     *               "finished_at": "2026-11-21T10:30:01.000Z",
+                     *               "chosen": null,
+                     *               "iterations": null,
+                     *               "child_instance_id": null
+                     *             },
+                     *             {
+                     *               "id": "upload",
+                     *               "key": "upload",
+                     *               "type": "step",
+                     *               "group": null,
+                     *               "lane": null,
+                     *               "status": "running",
+                     *               "task_id": "task_01JDZ8Y7A1B2C3D4E5F6G7H8J9",
+                     *               "output": null,
+                     *               "error": null,
+                     *               "attempts": 0,
+                     *               "fallback": false,
+                     *               "started_at": "2026-11-21T10:30:01.000Z",
+                     *               "finished_at": null,
+                     *               "chosen": null,
+                     *               "iterations": null,
+                     *               "child_instance_id": null
+                     *             }
+                     *           ],
+                     *           "on_error": null,
+                     *           "idempotency_key": null,
+                     *           "concurrency_key": null,
+                     *           "max_concurrency": null,
+                     *           "created_at": "2026-11-21T10:30:00.000Z",
+                     *           "updated_at": "2026-11-21T10:30:01.000Z",
+                     *           "finished_at": null
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["StartedInstances"];
                 };
             };
             400: components["responses"]["BadRequest"];

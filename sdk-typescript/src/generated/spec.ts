@@ -2,7 +2,7 @@
 // Regenerate with `make generate`; `make check-generated` fails when this is stale.
 
 /** info.version of the openapi.yaml this SDK was generated from. */
-export const SPEC_VERSION = "1.11.0";
+export const SPEC_VERSION = "1.12.0";
 
 /** SHA-256 (hex) of the exact openapi.yaml bytes this SDK was generated from. */
-export const SPEC_SHA256 = "1d29cce7b30bbe22999276dcde16e7838f3c828f6562a658ff938243b72058a1";
+export const SPEC_SHA256 = "54f3d0552a256975ac491d8b6eda8f4a95ef3831ad0dccaccc06a620404162af";

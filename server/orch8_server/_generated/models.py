@@ -664,6 +664,10 @@ class NewInstance(TypedDict, closed=True):
     max_concurrency: NotRequired[MaxConcurrency]
 
 
+class NewInstanceBatch(TypedDict, closed=True):
+    instances: list[NewInstance]
+
+
 class Instance(TypedDict):
     id: InstanceId
     tenant: NotRequired[TenantId]
@@ -750,6 +754,10 @@ class QueueHistory(TypedDict):
 
 class EnqueuedTasks(TypedDict):
     tasks: list[Task]
+
+
+class StartedInstances(TypedDict):
+    instances: list[Instance]
 
 
 BlockList: TypeAlias = list["Step"]

@@ -11,7 +11,12 @@ from orch8_server.http.operations import operation
 from orch8_server.lifecycle.workflows import Workflows
 
 if TYPE_CHECKING:
-    from orch8_server._generated.models import NewInstance, NewSequence, TaskCancellation
+    from orch8_server._generated.models import (
+        NewInstance,
+        NewInstanceBatch,
+        NewSequence,
+        TaskCancellation,
+    )
 
 
 def _workflows(call: Call[Any]) -> Workflows:
@@ -44,6 +49,15 @@ async def start_instance(call: Call[NewInstance]) -> Response:
     headers = dict(call.request.headers)
     instance, created = await _workflows(call).start(call.tenant, call.body, headers)
     return json_response(instance, 201 if created else 200)
+
+
+@operation("startInstances")
+async def start_instances(call: Call[NewInstanceBatch]) -> Response:
+    headers = dict(call.request.headers)
+    started = await _workflows(call).start_many(
+        call.tenant, call.body["instances"], headers, "/instances"
+    )
+    return json_response({"instances": [view for view, _ in started]}, 201)
 
 
 @operation("listInstances")

@@ -134,43 +134,67 @@ class Workflows:
     async def start(
         self, tenant: str, body: NewInstance, headers: dict[str, str]
     ) -> tuple[Any, bool]:
+        """P-WF-4: one instance; (its view, whether this call started it)."""
+        [(view, created)] = await self.start_many(tenant, [body], headers, "")
+        return view, created
+
+    async def start_many(
+        self, tenant: str, bodies: list[NewInstance], headers: dict[str, str], pointer: str
+    ) -> list[tuple[Any, bool]]:
+        """P-WF-14: start every body in one transaction, in order; all or none. `pointer`
+        is where the bodies are in the request ("" for a single start, "/instances" for a
+        batch), so a problem names the item it is about."""
         now = timefmt.now_ms()
-        version = body.get("version")
-        if str(body.get("idempotency_key", "")).startswith(ENGINE_KEY_PREFIX):  # P-WF-13
-            raise Problem(
-                "validation_error", f"idempotency_key must not begin with {ENGINE_KEY_PREFIX!r} "
-                "(reserved for the child instances of sub_sequence blocks)",
-                errors=[{"pointer": "/idempotency_key", "detail": "reserved prefix wf:"}],
-            )  # fmt: skip
-        key, limit = instance_keys.key_of(body)
+        keys = []
+        for i, body in enumerate(bodies):
+            with workflow_start.item(pointer, i):
+                if str(body.get("idempotency_key", "")).startswith(ENGINE_KEY_PREFIX):
+                    raise Problem(  # P-WF-13
+                        "validation_error", f"idempotency_key must not begin with "
+                        f"{ENGINE_KEY_PREFIX!r} (reserved for the child instances of "
+                        "sub_sequence blocks)",
+                        errors=[{"pointer": "/idempotency_key", "detail": "reserved prefix wf:"}],
+                    )  # fmt: skip
+                keys.append(instance_keys.key_of(body))
+        versions = [body.get("version") for body in bodies]
         if self.backpressure.limits_enqueues:  # P-BP-1, P-BP-2: before anything is stored
-            version = await workflow_start.admit(
-                self.storage, self.backpressure, self._tree, tenant, body, now
+            versions = await workflow_start.admit(
+                self.storage, self.backpressure, self._tree, tenant, bodies, now, pointer
             )
+        trace = {k: v for k, v in headers.items() if k in TRACE_HEADERS}
+        started: list[tuple[Any, bool]] = []
         async with self.work(now) as uow:
             tx = uow.db
-            seq = await tx.workflows.sequence(tenant, body["sequence"], version)
-            if seq is None:
-                raise not_found("sequence", body["sequence"])
-            tree = self._tree(seq)
-            trace = {k: v for k, v in headers.items() if k in TRACE_HEADERS}
-            data, config = workflow_start.input_of(body)
-            inst: NewInstanceRow = {
-                "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
-                "version": seq["version"], "status": "running", "input": data,
-                "output": None, "error": None, "state": initial_state(tree, trace, config),
-                "idempotency_key": body.get("idempotency_key"), "created_at": now,
-                "updated_at": now, "finished_at": None, "concurrency_key": key,
-                "max_concurrency": limit,
-            }  # fmt: skip
-            if not await instance_keys.has_room(tx, inst):  # P-KEY-7: waits for a slot
-                inst["status"] = instance_keys.HELD
-            inst, created = await tx.workflows.insert_instance(inst)
-            if created and inst["status"] == "running":
-                machine = Machine(inst, tree, now)
-                machine.start()
-                await self._apply(uow, machine, new=True)
-        return workflow_views.instance(inst), created
+            seqs: dict[tuple[str, int | None], SequenceRow | None] = {}
+            for i, (body, version, (key, limit)) in enumerate(
+                zip(bodies, versions, keys, strict=True)
+            ):
+                with workflow_start.item(pointer, i):
+                    name = body["sequence"]
+                    if (name, version) not in seqs:  # a batch names few sequences
+                        seqs[name, version] = await tx.workflows.sequence(tenant, name, version)
+                    seq = seqs[name, version]
+                    if seq is None:
+                        raise not_found("sequence", name)
+                    tree = self._tree(seq)
+                    data, config = workflow_start.input_of(body)
+                inst: NewInstanceRow = {
+                    "id": "inst_" + ids.task_id()[5:], "tenant": tenant, "sequence": seq["name"],
+                    "version": seq["version"], "status": "running", "input": data,
+                    "output": None, "error": None, "state": initial_state(tree, trace, config),
+                    "idempotency_key": body.get("idempotency_key"), "created_at": now,
+                    "updated_at": now, "finished_at": None, "concurrency_key": key,
+                    "max_concurrency": limit,
+                }  # fmt: skip
+                if not await instance_keys.has_room(tx, inst):  # P-KEY-7: waits for a slot
+                    inst["status"] = instance_keys.HELD
+                inst, created = await tx.workflows.insert_instance(inst)
+                if created and inst["status"] == "running":
+                    machine = Machine(inst, tree, now)
+                    machine.start()
+                    await self._apply(uow, machine, new=True)
+                started.append((inst, created))
+        return [(workflow_views.instance(inst), created) for inst, created in started]
 
     async def get(self, tenant: str, instance_id: str, wait_ms: int = 0) -> Any:
         """P-WF-9: with wait_ms, answer once the instance is final or the wait is over."""

@@ -31,6 +31,7 @@ from .lease import Lease
 from .manual_completion import ManualCompletion
 from .manual_failure import ManualFailure
 from .new_instance import NewInstance
+from .new_instance_batch import NewInstanceBatch
 from .new_instance_context import NewInstanceContext
 from .new_sequence import NewSequence
 from .new_task import NewTask
@@ -62,6 +63,7 @@ from .sequence_page import SequencePage
 from .server_defaults import ServerDefaults
 from .server_info import ServerInfo
 from .server_info_storage import ServerInfoStorage
+from .started_instances import StartedInstances
 from .step import Step
 from .step_action import StepAction
 from .step_headers import StepHeaders
@@ -137,6 +139,7 @@ __all__ = (
     "ManualCompletion",
     "ManualFailure",
     "NewInstance",
+    "NewInstanceBatch",
     "NewInstanceContext",
     "NewSequence",
     "NewTask",
@@ -168,6 +171,7 @@ __all__ = (
     "ServerDefaults",
     "ServerInfo",
     "ServerInfoStorage",
+    "StartedInstances",
     "Step",
     "StepAction",
     "StepHeaders",
