@@ -10,7 +10,10 @@ also the database's own CPU microseconds per task (all its processes).
 `--latency N` also measures pickup latency (enqueue to the parked poll's answer, the
 bench's latency mode) with N samples per run, interleaved the same way; `--batches ""`
 measures latency only. `--workflows N` measures the bench's 3-step workflow row (N
-instances a run, 2 workers): instances/s and CPU microseconds per instance.
+instances a run, 2 workers): instances/s and CPU microseconds per instance, started
+`--start-batches` instances per request (default 100, `POST /instances/batch`, P-WF-14;
+`1` starts each with `POST /instances`, as revisions before contract 1.12.0 need; `1,100`
+measures both).
 
 A revision is exported with `git archive` into a temp dir and run from there (PYTHONPATH);
 without --after, the working tree runs as B. Same launcher, load client and shapes as
@@ -112,14 +115,14 @@ def throughput(
 
 
 def workflows(
-    s: RunningServer, instances: int, db: Callable[[], float] | None = None
+    s: RunningServer, instances: int, start_batch: int, db: Callable[[], float] | None = None
 ) -> tuple[float, ...]:
     """instances/s of the bench's 3-step workflow and server CPU us per instance (with
     `db`, PostgreSQL's too)."""
     from orch8bench.workflows import run_once  # its client is only needed here
 
     c0, d0 = cpu_seconds(s.process.pid), db() if db else 0.0
-    out = run_once(s.url, instances, workers=2)
+    out = run_once(s.url, instances, workers=2, start_batch=start_batch)
     cpu = (cpu_seconds(s.process.pid) - c0) / instances * 1e6
     got = (out["instances_per_s"], cpu)
     return got if db is None else (*got, (db() - d0) / instances * 1e6)
@@ -134,6 +137,9 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--latency", type=int, default=0, help="pickup samples per run (0: none)")
     ap.add_argument("--workflows", type=int, default=0, help="3-step instances per run (0: none)")
+    ap.add_argument(
+        "--start-batches", default="100", help="instances per start request, e.g. 1,100"
+    )
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="orch8-ab-"))
     cluster = PgCluster(fsync=True).init() if a.backend == "postgresql" else None
@@ -159,8 +165,9 @@ def main() -> None:
             wf_columns = [("instances/s", ",.0f"), ("server CPU us/instance", ",.0f")]
             if db is not None:
                 wf_columns.append(("PostgreSQL CPU us/instance", ",.0f"))
-            runs = alternate(servers, a.reps, lambda s: workflows(s, a.workflows, db))
-            report(f"{a.backend} 3-step workflows", runs, wf_columns)
+            for k in (int(b) for b in a.start_batches.split(",")):
+                runs = alternate(servers, a.reps, lambda s, k=k: workflows(s, a.workflows, k, db))
+                report(f"{a.backend} 3-step workflows, {k} per start request", runs, wf_columns)
         for batch in (int(b) for b in a.batches.split(",") if b):
             runs = alternate(servers, a.reps, lambda s, b=batch: throughput(s, b, db))
             report(f"{a.backend} batch {batch}", runs, columns)

@@ -165,6 +165,7 @@ def profile_sdk(sdk: str, work: Workdir, tasks: int) -> None:
 
 # Where a workflow instance's CPU goes, by the request or hook that spends it (inclusive).
 _WF_PARTS = (
+    ("POST /instances/batch", "start_instances ("),
     ("POST /instances", "start_instance ("),
     ("batch completions", "complete_tasks ("),
     ("  of which advancing (P-WF-5)", "Workflows.advance ("),
@@ -173,8 +174,8 @@ _WF_PARTS = (
 
 
 def profile_workflows(name: str, db: str, work: Workdir, instances: int) -> None:
-    """The server while workflows.py's row runs: 3-step instances started one request
-    each and drained by raw batch workers (the bench's workflow row)."""
+    """The server while workflows.py's row runs: 3-step instances started 100 per request
+    (P-WF-14) and drained by raw batch workers (the bench's workflow row)."""
     from orch8bench.workflows import run_once
 
     server = launch_server(db, work.path, name)

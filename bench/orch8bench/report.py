@@ -189,7 +189,7 @@ def workflow_lines(res: dict) -> list[str]:
         return []
     L = ["### Workflows", "",
          "3-step sequences (a -> b -> c, each step's params from the previous output): N "
-         "instances started by 4 threads, drained by 4 raw workers (poll/batch 50 + "
+         "instances started by 4 threads, 100 per `POST /instances/batch` (P-WF-14), drained by 4 raw workers (poll/batch 50 + "
          "complete/batch); from the first start to the last step's completion.", ""]  # fmt: skip
     L += _table(["backend", "instances", "instances/s", "step tasks/s", "spread", "runs",
                  "server CPU us/instance", "load"],

@@ -2,7 +2,8 @@
 
 Defines a 3-step sequence (a -> b -> c, each step's params taken from the previous
 step's output), starts N instances (a few starter threads, one keep-alive connection
-each), and drains them with a few raw workers (poll/batch + complete/batch over HTTP,
+each, 100 instances per `POST /instances/batch` as tasks are enqueued 100 per request;
+`start_batch=1` starts them one `POST /instances` each, as the rows before 2026-11-28 did), and drains them with a few raw workers (poll/batch + complete/batch over HTTP,
 stdlib only). The clock runs from the first start to the last step-c completion, so
 the figure includes the starts, the engine's advancing (P-WF-5) and 3 task round trips
 per instance; checked at the end: every instance `completed`.
@@ -23,6 +24,7 @@ STEPS = ("a", "b", "c")
 WORKERS = 4
 STARTERS = 4
 BATCH = 50
+START_BATCH = 100  # instances per POST /instances/batch (P-WF-14); 1: POST /instances each
 
 
 class Client:
@@ -59,8 +61,11 @@ def define(url: str, name: str) -> list[str]:
     return handlers
 
 
-def run_once(url: str, n: int, workers: int = WORKERS) -> dict[str, Any]:
-    """Start n instances of a fresh 3-step sequence and drain them; instances/s."""
+def run_once(
+    url: str, n: int, workers: int = WORKERS, start_batch: int = START_BATCH
+) -> dict[str, Any]:
+    """Start n instances of a fresh 3-step sequence (`start_batch` per request) and drain
+    them; instances/s."""
     name = "wfbench_" + uuid.uuid4().hex[:8]
     handlers = define(url, name)
     done = threading.Event()
@@ -95,10 +100,17 @@ def run_once(url: str, n: int, workers: int = WORKERS) -> dict[str, Any]:
         c = Client(url)
         out = []
         try:
-            for _ in range(count):
-                status, body = c.call("POST", "/instances", {"sequence": name})
+            while len(out) < count:
+                k = min(start_batch, count - len(out))
+                if start_batch == 1:
+                    status, body = c.call("POST", "/instances", {"sequence": name})
+                    assert status == 201, (status, body)
+                    out.append(body["id"])
+                    continue
+                batch = {"instances": [{"sequence": name}] * k}
+                status, body = c.call("POST", "/instances/batch", batch)
                 assert status == 201, (status, body)
-                out.append(body["id"])
+                out += [inst["id"] for inst in body["instances"]]
         finally:
             c.close()
         return out
@@ -123,4 +135,4 @@ def run_once(url: str, n: int, workers: int = WORKERS) -> dict[str, Any]:
     finally:
         c.close()
     return {"instances_per_s": n / seconds, "seconds": seconds, "tasks": 3 * n,
-            "instances": n}  # fmt: skip
+            "instances": n, "start_batch": start_batch}  # fmt: skip

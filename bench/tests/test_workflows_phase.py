@@ -21,10 +21,13 @@ def test_workflow_row_drains_3_step_instances(tmp_path: Path) -> None:
         row = repeat("SQLite 3-step", 1, lambda: run_once(server.url, 30, workers=2),
                      "instances_per_s", server.process.pid)  # fmt: skip
         assert row["median"] > 0 and row["details"][0]["tasks"] == 90
+        assert row["details"][0]["start_batch"] == 100  # POST /instances/batch (P-WF-14)
+        single = run_once(server.url, 6, workers=2, start_batch=1)  # POST /instances each
+        assert single["tasks"] == 18
         c = Client(server.url)
         try:
             status, body = c.call("GET", "/instances?status=completed&limit=100")
-            assert status == 200 and len(body["instances"]) == 30, body
+            assert status == 200 and len(body["instances"]) == 36, body
             _, queues = c.call("GET", "/queues")
         finally:
             c.close()
