@@ -188,6 +188,14 @@ class Workflows:
                 }  # fmt: skip
                 if not await instance_keys.has_room(tx, inst):  # P-KEY-7: waits for a slot
                     inst["status"] = instance_keys.HELD
+                if inst["idempotency_key"] is None and inst["status"] == "running":
+                    # No key, so no existing instance to return: the row is inserted once,
+                    # with the state its first block leaves (not inserted, then updated).
+                    machine = Machine(inst, tree, now)
+                    machine.start()
+                    await self._apply(uow, machine, new=True, insert=True)
+                    started.append((inst, True))
+                    continue
                 inst, created = await tx.workflows.insert_instance(inst)
                 if created and inst["status"] == "running":
                     machine = Machine(inst, tree, now)
@@ -269,13 +277,15 @@ class Workflows:
 
     async def _apply(
         self, uow: UnitOfWork, machine: Machine, reason: str | None = None,
-        held_slot: bool = True, new: bool = False,
+        held_slot: bool = True, new: bool = False, insert: bool = False,
     ) -> None:  # fmt: skip
         """Start children, dispatch, arm and cancel what the machine decided; store the
         instance; tell a parent instance when this one ended (P-WF-13), and give its slot
         of a concurrency key to the instances waiting for one (P-KEY-7). `new`: the
         instance was created in this unit, so no task can hold its steps' keys yet (they
-        name the instance) and their inserts are buffered, not sent one at a time."""
+        name the instance) and their inserts are buffered, not sent one at a time.
+        `insert`: the instance is not stored yet (a start without an idempotency key, so
+        none can exist): it is inserted here, once, in the state the machine left."""
         inst, now, tx = machine.inst, machine.now, uow.db
         while machine.subs:  # a child that cannot start fails its block: maybe more to do
             subs, machine.subs = machine.subs, []
@@ -313,7 +323,10 @@ class Workflows:
                 child_machine = Machine(child, await self._version_tree(tx, child), now)
                 child_machine.cancel()
                 await self._apply(uow, child_machine, reason)
-        await tx.workflows.update_instance(inst)
+        if insert:
+            inst["seq"] = (await tx.workflows.insert_instance(inst))[0]["seq"]
+        else:
+            await tx.workflows.update_instance(inst)
         if inst["status"] in FINAL:
             uow.finished_instances.append(inst["id"])
             parent = inst["state"].get("parent")
