@@ -188,22 +188,35 @@ func longPollTimeout(waitMs *int) time.Duration {
 	return w + LongPollSlack
 }
 
-// hasIdempotencyKey decides x-orch8-retry: idempotency-key: an enqueue is repeated only
-// when every task it creates carries an idempotency_key (P-SDK-2).
+// hasIdempotencyKey decides x-orch8-retry: idempotency-key: an enqueue or an instance
+// start is repeated only when every task or instance it creates carries an
+// idempotency_key (P-SDK-2, P-WF-14).
 func hasIdempotencyKey(body any) bool {
 	switch b := body.(type) {
 	case api.NewTask:
-		return b.IdempotencyKey != nil && *b.IdempotencyKey != ""
+		return nonEmpty(b.IdempotencyKey)
 	case api.NewTaskBatch:
 		for _, t := range b.Tasks {
-			if t.IdempotencyKey == nil || *t.IdempotencyKey == "" {
+			if !nonEmpty(t.IdempotencyKey) {
 				return false
 			}
 		}
 		return len(b.Tasks) > 0
+	case api.NewInstance:
+		return nonEmpty(b.IdempotencyKey)
+	case api.NewInstanceBatch:
+		for _, i := range b.Instances {
+			if !nonEmpty(i.IdempotencyKey) {
+				return false
+			}
+		}
+		return len(b.Instances) > 0
 	}
 	return false
 }
+
+// nonEmpty says whether an optional idempotency_key is given and not "".
+func nonEmpty(key *string) bool { return key != nil && *key != "" }
 
 // first returns the first non-nil typed body, or an error naming the unexpected status.
 func first[T any](op string, resp *http.Response, bodies ...*T) (*T, error) {

@@ -11,8 +11,8 @@ import (
 
 // Workflow wire types of openapi.yaml (section 16), re-exported so callers need only
 // import orch8. The client's DefineSequence, ListSequences, GetSequence, StartInstance,
-// ListInstances, GetInstance, CancelInstance and RetryInstance take and return them
-// (P-SDK-25).
+// StartInstances, ListInstances, GetInstance, CancelInstance and RetryInstance take and
+// return them (P-SDK-25, P-WF-14).
 type (
 	NewSequence         = api.NewSequence
 	Sequence            = api.Sequence
@@ -26,6 +26,8 @@ type (
 	ListSequencesParams = api.ListSequencesParams
 	GetSequenceParams   = api.GetSequenceParams
 	NewInstance         = api.NewInstance
+	NewInstanceBatch    = api.NewInstanceBatch
+	StartedInstances    = api.StartedInstances
 	Instance            = api.Instance
 	InstancePage        = api.InstancePage
 	InstanceStatus      = api.InstanceStatus

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -166,5 +167,63 @@ func TestP_SDK_25_GetTaskKeepsSignature(t *testing.T) {
 	}
 	if r := s.requests(); r[0].Path != "/tasks/task_1" || r[1].Path != "/tasks/task_1?wait_ms=5" {
 		t.Fatalf("paths %s, %s", r[0].Path, r[1].Path)
+	}
+}
+
+// P-SDK-2, P-WF-14: StartInstance and StartInstances (x-orch8-retry: idempotency-key) are
+// retried on an outage only when the instance, or every instance of the batch, carries an
+// idempotency_key; otherwise one request each.
+func TestP_WF_14_StartInstancesRetriedOnlyWithEveryKey(t *testing.T) {
+	var hits atomic.Int32
+	_, c := newStub(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		hits.Add(1)
+		w.Header().Set("Retry-After", "0")
+		writeProblem(w, 503, "unavailable")
+	})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name  string
+		call  func() error
+		tries int32
+	}{
+		{"batch without keys", func() error {
+			_, err := c.StartInstances(ctx, NewInstanceBatch{Instances: []NewInstance{{Sequence: "a"}, {Sequence: "a"}}})
+			return err
+		}, 1},
+		{"batch with one key of two", func() error {
+			_, err := c.StartInstances(ctx, NewInstanceBatch{Instances: []NewInstance{
+				{Sequence: "a", IdempotencyKey: Ptr("k1")}, {Sequence: "a"}}})
+			return err
+		}, 1},
+		{"batch with an empty key", func() error {
+			_, err := c.StartInstances(ctx, NewInstanceBatch{Instances: []NewInstance{
+				{Sequence: "a", IdempotencyKey: Ptr("k1")}, {Sequence: "a", IdempotencyKey: Ptr("")}}})
+			return err
+		}, 1},
+		{"empty batch", func() error {
+			_, err := c.StartInstances(ctx, NewInstanceBatch{})
+			return err
+		}, 1},
+		{"batch with every key", func() error {
+			_, err := c.StartInstances(ctx, NewInstanceBatch{Instances: []NewInstance{
+				{Sequence: "a", IdempotencyKey: Ptr("k1")}, {Sequence: "a", IdempotencyKey: Ptr("k2")}}})
+			return err
+		}, 1 + DefaultMaxRetries},
+		{"one instance without a key", func() error {
+			_, err := c.StartInstance(ctx, NewInstance{Sequence: "a"})
+			return err
+		}, 1},
+		{"one instance with a key", func() error {
+			_, err := c.StartInstance(ctx, NewInstance{Sequence: "a", IdempotencyKey: Ptr("k1")})
+			return err
+		}, 1 + DefaultMaxRetries},
+	} {
+		before := hits.Load()
+		if err := tc.call(); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("%s: got %v, want ErrUnavailable", tc.name, err)
+		}
+		if got := hits.Load() - before; got != tc.tries {
+			t.Errorf("%s: %d requests, want %d", tc.name, got, tc.tries)
+		}
 	}
 }
