@@ -82,12 +82,14 @@ export const LONG_POLL_SLACK_MS = C.LONG_POLL_MARGIN_MS;
 
 type Keyed = { idempotency_key?: unknown };
 
-/** x-orch8-retry `idempotency-key`: a repeat is safe only when the server can dedupe it. */
+/** x-orch8-retry `idempotency-key`: a repeat is safe only when the server can dedupe it:
+ * the body has a key, or every item of a batch (`tasks`, `instances`: P-TASK-3, P-WF-14) has. */
 function carriesKeys(body: unknown): boolean {
   if (typeof body !== "object" || body === null) return false;
-  const tasks = (body as { tasks?: unknown }).tasks;
-  if (Array.isArray(tasks)) return tasks.length > 0 && tasks.every((t: Keyed) => t?.idempotency_key !== undefined);
-  return (body as Keyed).idempotency_key !== undefined;
+  const { tasks, instances } = body as { tasks?: unknown; instances?: unknown };
+  const items = tasks ?? instances;
+  if (Array.isArray(items)) return items.length > 0 && items.every((t: Keyed) => !!t?.idempotency_key);
+  return !!(body as Keyed).idempotency_key;
 }
 
 /** Typed client of the Orch8 HTTP API. */

@@ -1,11 +1,12 @@
 // P-SDK-25 against the real server: the README's Workflows example run as written, a
 // failed instance returned as final (not thrown), and WaitTimeoutError carrying the last state.
+// P-WF-14: startInstances starts a batch in order, replays idempotency keys, all or none.
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { Orch8Client, Worker, WaitTimeoutError, type TaskContext } from "../../src/index.js";
+import { NotFoundError, Orch8Client, Orch8Error, Worker, WaitTimeoutError, type TaskContext } from "../../src/index.js";
 import { SDK_DIR, TestServer } from "../helpers/server.js";
 
 const EXAMPLE = join(SDK_DIR, "examples", "workflow.ts");
@@ -97,4 +98,84 @@ test("P-SDK-25 waitTask throws WaitTimeoutError carrying the last state, and ret
   const waiting = client.waitTask(t.id, { timeoutMs: 20_000 });
   await client.cancelTask(t.id, { reason: "test" });
   assert.equal((await waiting).status, "cancelled");
+});
+
+/** Defines a one-step sequence `name` (its step `remind`, handler `send_reminder`, never run here). */
+async function reminderSequence(name: string): Promise<string> {
+  await client.defineSequence({ name, steps: [{ id: "remind", handler: "send_reminder", params: { user: { $from: "input.user" } } }] });
+  return name;
+}
+
+/** How many instances of `sequence` the server holds. */
+async function countInstances(sequence: string): Promise<number> {
+  return (await client.listInstances({ sequence, limit: 500 })).instances.length;
+}
+
+test("P-WF-14 startInstances starts the batch in request order, distinct instances, each first step running", async () => {
+  const sequence = await reminderSequence("batch_reminder");
+  const users = ["ada", "bob", "cy"];
+  const { instances } = await client.startInstances(users.map((user) => ({ sequence, input: { user } })));
+  assert.equal(instances.length, 3);
+  assert.deepEqual(instances.map((i) => i.input), [{ user: "ada" }, { user: "bob" }, { user: "cy" }], "request order");
+  assert.equal(new Set(instances.map((i) => i.id)).size, 3, "three distinct ids");
+  for (const inst of instances) {
+    assert.equal(inst.sequence, sequence);
+    assert.equal(inst.status, "running");
+    // The first step was dispatched in the batch's transaction (P-WF-4): its task exists.
+    assert.deepEqual(inst.steps.map((s) => [s.id, s.status]), [["remind", "running"]]);
+    const [task] = (await client.listTasks({ instance_id: inst.id })).tasks;
+    assert.equal(task?.handler_name, "send_reminder");
+    assert.deepEqual(task?.params, inst.input);
+  }
+  // Stored as answered: the list holds exactly these three.
+  const listed = (await client.listInstances({ sequence, limit: 500 })).instances.map((i) => i.id);
+  assert.deepEqual([...listed].sort(), instances.map((i) => i.id).sort());
+});
+
+test("P-WF-14 startInstances replays idempotency keys: the same ids again, in a batch and across batches", async () => {
+  const sequence = await reminderSequence("batch_keyed");
+  const keyed = [
+    { sequence, input: { user: "dee" }, idempotency_key: "batch-dee" },
+    { sequence, input: { user: "eve" }, idempotency_key: "batch-eve" },
+  ];
+  const first = (await client.startInstances(keyed)).instances;
+  assert.equal(new Set(first.map((i) => i.id)).size, 2);
+  assert.deepEqual(first.map((i) => i.idempotency_key), ["batch-dee", "batch-eve"]);
+  // The replay gets the original instances, unchanged, whatever the new input.
+  const again = (await client.startInstances(keyed.map((k) => ({ ...k, input: { user: "changed" } })))).instances;
+  assert.deepEqual(again.map((i) => i.id), first.map((i) => i.id));
+  assert.deepEqual(again.map((i) => i.input), [{ user: "dee" }, { user: "eve" }]);
+  assert.equal(await countInstances(sequence), 2, "the replay stored nothing new");
+  // An item repeating a key of an earlier item of the same batch gets that item's instance.
+  const twice = (await client.startInstances([
+    { sequence, input: { user: "fay" }, idempotency_key: "batch-fay" },
+    { sequence, input: { user: "fay again" }, idempotency_key: "batch-fay" },
+    { sequence, input: { user: "eve again" }, idempotency_key: "batch-eve" },
+  ])).instances;
+  assert.equal(twice[0]!.id, twice[1]!.id);
+  assert.deepEqual(twice[1]!.input, { user: "fay" });
+  assert.equal(twice[2]!.id, first[1]!.id);
+  assert.equal(await countInstances(sequence), 3, "one new instance: fay");
+});
+
+test("P-WF-14 a batch naming an unknown sequence rejects with NotFoundError (404 not_found) and stores none of its items", async () => {
+  const sequence = await reminderSequence("batch_all_or_none");
+  await client.startInstances([{ sequence, input: { user: "gil" } }]);
+  assert.equal(await countInstances(sequence), 1);
+  const err = await client.startInstances([
+    { sequence, input: { user: "hal" } },
+    { sequence, input: { user: "ivy" }, idempotency_key: "batch-ivy" },
+    { sequence: "batch_no_such_sequence", input: { user: "jo" } },
+  ]).catch((e: unknown) => e);
+  assert.ok(err instanceof NotFoundError, String(err));
+  assert.ok(err instanceof Orch8Error);
+  assert.equal(err.code, "not_found");
+  assert.equal(err.status, 404);
+  assert.equal(err.problem?.code, "not_found");
+  assert.match(err.problem?.detail ?? "", /instances\/2/, "the problem names the item");
+  assert.equal(await countInstances(sequence), 1, "nothing of the rejected batch was stored");
+  // Its key was not taken either: starting with it now creates a new instance.
+  const [ivy] = (await client.startInstances([{ sequence, input: { user: "ivy" }, idempotency_key: "batch-ivy" }])).instances;
+  assert.deepEqual(ivy?.input, { user: "ivy" });
+  assert.equal(await countInstances(sequence), 2);
 });

@@ -152,6 +152,19 @@ test("enqueue with an idempotency_key is retried", async () => {
   assert.equal(m.calls.length, 2);
 });
 
+test("P-WF-14: startInstances is retried only when every item has an idempotency_key", async () => {
+  const started = () => json(201, { instances: [] });
+  const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), started);
+  await client(m.fetch).startInstances([{ sequence: "s", idempotency_key: "a" }, { sequence: "s", idempotency_key: "b" }]);
+  assert.equal(m.calls.length, 2);
+  for (const items of [[{ sequence: "s", idempotency_key: "a" }, { sequence: "s" }], [{ sequence: "s", idempotency_key: "" }], []]) {
+    const once = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }), started);
+    const err = await client(once.fetch).startInstances(items).catch((e: unknown) => e);
+    assert.ok(err instanceof UnavailableError, JSON.stringify(items));
+    assert.equal(once.calls.length, 1, JSON.stringify(items));
+  }
+});
+
 test("a refused connection is UnavailableError with code connection_error, retried when safe", async () => {
   const m = mockFetch(refused, () => json(200, { id: "t" }));
   assert.equal((await client(m.fetch).getTask("t")).id, "t");
