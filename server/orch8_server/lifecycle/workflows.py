@@ -324,7 +324,7 @@ class Workflows:
                 child_machine.cancel()
                 await self._apply(uow, child_machine, reason)
         if insert:
-            inst["seq"] = (await tx.workflows.insert_instance(inst))[0]["seq"]
+            await tx.workflows.add_instance(inst)
         else:
             await tx.workflows.update_instance(inst)
         if inst["status"] in FINAL:

@@ -124,6 +124,11 @@ class WorkflowStore(Protocol):
     async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
         """Insert; with an existing idempotency_key of the tenant return (existing, False)."""
 
+    async def add_instance(self, row: NewInstanceRow) -> None:
+        """Insert an instance without an idempotency key (so no conflict is possible). It
+        may be buffered until this transaction's next read or commit; its seq is not
+        returned."""
+
     async def instance(self, instance_id: str) -> InstanceRow | None: ...
 
     async def instances(self, instance_ids: list[str]) -> dict[str, InstanceRow]:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.rows import ATTEMPT_COLUMNS, TASK_COLUMNS
+from orch8_server.storage.rows import ATTEMPT_COLUMNS, INSTANCE_COLUMNS, TASK_COLUMNS
 
 NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
 INSERT_TASK_PLAIN = (
@@ -29,6 +29,18 @@ UPDATE_INSTANCE = (
     "UPDATE instances SET status = $2, output = $3, error = $4, state = $5, "
     "updated_at = $6, finished_at = $7 WHERE id = $1"
 )
+NEW_INSTANCE_COLS = [c for c in INSTANCE_COLUMNS if c != "seq"]
+# An instance without an idempotency key (no conflict possible), buffered (workflows.py).
+INSERT_INSTANCE_PLAIN = (
+    f"INSERT INTO instances ({', '.join(NEW_INSTANCE_COLS)}) "
+    f"VALUES ({', '.join(f'${i + 1}' for i in range(len(NEW_INSTANCE_COLS)))})"
+)
+_INSTANCE_TYPES = {  # column -> its type in `instances`
+    "id": "text", "tenant": "text", "sequence": "text", "version": "integer",
+    "status": "text", "input": "jsonb", "output": "jsonb", "error": "jsonb", "state": "jsonb",
+    "idempotency_key": "text", "created_at": "bigint", "updated_at": "bigint",
+    "finished_at": "bigint", "concurrency_key": "text", "max_concurrency": "integer",
+}  # fmt: skip
 _INSTANCE_UPDATED = {  # column -> its type in `instances`
     "id": "text", "status": "text", "output": "jsonb", "error": "jsonb", "state": "jsonb",
     "updated_at": "bigint", "finished_at": "bigint",
@@ -86,6 +98,13 @@ _UPDATE_INSTANCES_BULK = (
     + ", ".join(f"{c} {t}" for c, t in _INSTANCE_UPDATED.items())
     + ") WHERE i.id = u.id"
 )
+# Many instances started by one unit (a batch start, P-WF-14): one INSERT of a JSON array.
+_INSERT_INSTANCES_BULK = (
+    f"INSERT INTO instances ({', '.join(NEW_INSTANCE_COLS)}) "
+    f"SELECT {', '.join(NEW_INSTANCE_COLS)} FROM json_to_recordset($1::json) AS r("
+    + ", ".join(f"{c} {_INSTANCE_TYPES[c]}" for c in NEW_INSTANCE_COLS)
+    + ")"
+)
 _UPSERT_ATTEMPTS_BULK = _bulk_insert(
     "attempts",
     ATTEMPT_COLUMNS,
@@ -116,6 +135,7 @@ def _records(cols: list[str]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
 # positions that must be unique within one bulk statement).
 BULK: dict[str, tuple[str, Callable[[list[tuple[Any, ...]]], list[Any]], tuple[int, ...]]] = {
     INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, _records(NEW_TASK_COLS), (0,)),
+    INSERT_INSTANCE_PLAIN: (_INSERT_INSTANCES_BULK, _records(NEW_INSTANCE_COLS), (0,)),
     UPDATE_INSTANCE: (_UPDATE_INSTANCES_BULK, _records(list(_INSTANCE_UPDATED)), (0,)),
     UPSERT_ATTEMPT: (
         _UPSERT_ATTEMPTS_BULK,

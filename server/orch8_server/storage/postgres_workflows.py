@@ -12,7 +12,11 @@ from typing import Any, cast
 
 import asyncpg
 
-from orch8_server.storage.postgres_bulk import UPDATE_INSTANCE
+from orch8_server.storage.postgres_bulk import (
+    INSERT_INSTANCE_PLAIN,
+    NEW_INSTANCE_COLS,
+    UPDATE_INSTANCE,
+)
 from orch8_server.storage.rows import (
     INSTANCE_COLUMNS,
     InstanceEventRow,
@@ -88,6 +92,12 @@ class PostgresWorkflows:
         )
         rows = await c.fetch(sql, tenant, after or "", limit)
         return cast("list[SequenceRow]", [dict(r) for r in rows])
+
+    async def add_instance(self, row: NewInstanceRow) -> None:
+        # Buffered with the transaction's other writes, so a batch start (P-WF-14) stores
+        # its instances in one statement (postgres_bulk.py), not one round trip each.
+        args = tuple(row.get(col) for col in NEW_INSTANCE_COLS)
+        await self._write(("i", row["id"]), INSERT_INSTANCE_PLAIN, args)
 
     async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
         c = await self._ready()

@@ -22,6 +22,10 @@ from orch8_server.storage.sqlite_rows import decode, dumps
 
 _INSTANCE_JSON = frozenset(("input", "output", "error", "state"))
 _SELECT_INSTANCE = "SELECT " + ", ".join(INSTANCE_COLUMNS) + " FROM instances"
+_INSERT_INSTANCE = (
+    f"INSERT INTO instances ({', '.join(INSTANCE_COLUMNS[1:])}) "  # all but seq
+    f"VALUES ({', '.join('?' * (len(INSTANCE_COLUMNS) - 1))})"
+)
 _SEQUENCE_COLUMNS = ("tenant", "name", "version", "definition", "created_at")
 _SEQUENCE_JSON = frozenset(("definition",))
 _SELECT_SEQUENCE = "SELECT " + ", ".join(_SEQUENCE_COLUMNS) + " FROM sequences"
@@ -83,6 +87,14 @@ class SqliteWorkflows:
         rows = self._ready().execute(sql, (tenant, after or "", limit)).fetchall()
         return [r for r in (_sequence(raw) for raw in rows) if r is not None]
 
+    async def add_instance(self, row: NewInstanceRow) -> None:
+        values: dict[str, Any] = {**row}
+        self._ready().execute(
+            _INSERT_INSTANCE,
+            [dumps(values[col]) if col in _INSTANCE_JSON else values[col]
+             for col in INSTANCE_COLUMNS[1:]],
+        )  # fmt: skip
+
     async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
         c = self._ready()
         key = row["idempotency_key"]
@@ -96,11 +108,11 @@ class SqliteWorkflows:
             if existing is not None:
                 return existing, False
         values: dict[str, Any] = {**row}
-        cols = INSTANCE_COLUMNS[1:]  # all but seq
         cur = c.execute(
-            f"INSERT INTO instances ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-            [dumps(values[col]) if col in _INSTANCE_JSON else values[col] for col in cols],
-        )
+            _INSERT_INSTANCE,
+            [dumps(values[col]) if col in _INSTANCE_JSON else values[col]
+             for col in INSTANCE_COLUMNS[1:]],
+        )  # fmt: skip
         return {**row, "seq": cur.lastrowid or 0}, True
 
     async def instance(self, instance_id: str) -> InstanceRow | None:

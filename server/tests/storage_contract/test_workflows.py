@@ -54,6 +54,28 @@ def test_an_instance_keys_slots_and_held_instances_are_counted_per_tenant(
     store.run(check)
 
 
+def test_added_instances_are_stored_in_order_and_seen_by_the_next_read(store: Backend) -> None:
+    """P-WF-14: `add_instance` (no idempotency key) may be buffered, so a batch start
+    stores its instances in one statement; a read in the same transaction sees them, in
+    the order added (seq), with every column as given."""
+    keyed = {"concurrency_key": "acct", "max_concurrency": 3}
+    rows = [_instance(f"a{i}", input={"i": i}, **keyed) for i in range(3)]
+
+    async def check(s: Storage) -> None:
+        async with s.transaction() as tx:
+            for row in rows:
+                await tx.workflows.add_instance(row)  # type: ignore[arg-type]
+            assert await tx.workflows.instance_slots(TENANT, "acct", 2**62) == (3, 0)
+            read = await tx.workflows.instance("a1")
+            assert read is not None and {k: read[k] for k in rows[1]} == rows[1]
+        async with s.transaction() as tx:
+            got = await tx.workflows.instances(["a0", "a1", "a2"])
+        assert [got[f"a{i}"]["input"] for i in range(3)] == [{"i": 0}, {"i": 1}, {"i": 2}]
+        assert got["a0"]["seq"] < got["a1"]["seq"] < got["a2"]["seq"]
+
+    store.run(check)
+
+
 def test_sequences_are_versioned_per_tenant_and_listed_at_their_latest(store: Backend) -> None:
     """P-WF-1."""
     rows = [_sequence("b", 1), _sequence("a", 1), _sequence("a", 2), _sequence("c", 1),
