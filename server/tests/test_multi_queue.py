@@ -100,7 +100,7 @@ def test_a_parked_multi_queue_poll_wakes_for_any_of_its_queues(
         task = enqueue(api, name, queue_name=second)
         poller.join(10)
     assert got and got[0].status_code == 200 and got[0].json()["id"] == task["id"]
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 4  # woken, not at the end of its wait
 
 
 def test_queue_combinations_the_schema_cannot_refuse_are_422(api: httpx.Client, name: str) -> None:

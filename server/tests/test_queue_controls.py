@@ -72,7 +72,7 @@ def test_a_paused_queue_hands_out_nothing_until_resumed(
     resumed = api.post(f"/queues/{queue}/resume").json()
     assert resumed["paused"] is False and resumed["paused_at"] is None
     thread.join(10)
-    assert got[0].status_code == 200 and time.monotonic() - started < 1.0
+    assert got[0].status_code == 200 and time.monotonic() - started < 4.0  # woken, not 8 s
     assert api.post(f"/queues/{queue}/resume").json()["paused"] is False
     assert _poll(api, name, queue).status_code == 200
 
@@ -125,7 +125,7 @@ def test_a_queue_cap_limits_running_tasks_and_a_finished_task_frees_a_slot(
     )
     assert done.status_code == 200, done.text
     thread.join(10)
-    assert got[0].status_code == 200 and time.monotonic() - started < 1.0
+    assert got[0].status_code == 200 and time.monotonic() - started < 4.0  # woken, not 8 s
     assert _poll(api, name, queue).status_code == 204
     assert (
         api.put(f"/queues/{queue}/limit", json={"max_running": None}).json()["max_running"] is None

@@ -332,4 +332,4 @@ def test_pause_and_resume_reach_every_replica(cluster: list[RunningServer]) -> N
         started = time.monotonic()
         a.post("/queues/pq/resume").raise_for_status()
         waiting.join(10)
-        assert got and got[0].status_code == 200 and time.monotonic() - started < 1.0
+        assert got and got[0].status_code == 200 and time.monotonic() - started < 4.0  # not 8 s

@@ -338,7 +338,7 @@ def test_long_poll_is_woken_by_enqueue(api: httpx.Client, server, name: str) -> 
     task = enqueue(api, name)
     thread.join(10)
     assert result["status"] == 200 and result["body"]["id"] == task["id"]
-    assert result["waited"] < 4.0 and time.monotonic() - enqueued_at < 1.0
+    assert result["waited"] < 6.0 and time.monotonic() - enqueued_at < 4.0  # woken, not 8 s
 
 
 def test_good_until_expiry_is_never_delivered(api: httpx.Client, name: str) -> None:
