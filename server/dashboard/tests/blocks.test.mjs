@@ -154,7 +154,11 @@ test("for_each of 1,000 items: counts per status and the first failing iteration
   const expected = [...new Set([...Array.from({ length: 50 }, (_, i) => i), ...first])].sort((x, y) => x - y);
   assert.deepEqual(await drawn(), expected);
   const calls = page.instanceCalls;
+  const shown = await page.$('[data-group="items"]');
   await page.waitForResponse((r) => r.url().endsWith(`/instances/${bulk.id}`));
+  // The answer is drawn a moment after it arrives: wait for that redraw rather than read
+  // the frame drawn before the refresh.
+  await page.waitForFunction((el) => !el.isConnected, shown, { timeout: 8000 });
   assert.ok(page.instanceCalls > calls, "the running instance was loaded again");
   assert.deepEqual(await drawn(), expected, "still expanded after the refresh");
   await page.click('[data-collapse-iterations="items"]');

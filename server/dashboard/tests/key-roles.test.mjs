@@ -45,8 +45,10 @@ test("P-AUTH-2: worker and metrics keys get no lists and no buttons; each view a
   // Dismissed refusals stay away although every refresh is refused again.
   await page.click("#banner-dismiss");
   await page.waitForSelector("#banner", { state: "hidden" });
-  const seen = page.requests.length;
-  await eventually(() => page.requests.slice(seen).some((u) => new URL(u).pathname === "/queues"), "a refresh after the dismissal");
+  // The panel keeps its last refusal until the next answer redraws it: wait for that box to
+  // go, so the banner is checked after a refusal met since the dismissal, not before.
+  const stale = await page.$('#queues .problem[data-code="forbidden"]');
+  await page.waitForFunction((el) => !el.isConnected, stale, { timeout: 8000 });
   await page.waitForSelector('#queues .problem[data-code="forbidden"]');
   assert.equal(await page.isVisible("#banner"), false);
 

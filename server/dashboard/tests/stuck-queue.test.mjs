@@ -76,7 +76,6 @@ test("P-OBS-4, P-LABEL-3: pending work no live worker may take says unroutable u
   const reg = await server.api("POST", "/workers", { worker_id: "gpu-box-1", handlers: ["train_model"], queues: ["ml"], labels: { gpu: "a100" } });
   assert.equal(reg.status, 200);
   await page.waitForSelector('[data-testid="queue-handlers"] tr[data-handler="train_model"] [data-testid="unroutable"]:text("0")', { timeout: 8000 });
-  await page.route("**/queues", async (r) => { await new Promise((s) => setTimeout(s, 400)); await r.continue(); });
   await page.click("a.back");
   // The overview shows its last frame (still unroutable) until its reload answers: wait
   // for the badge to go rather than reading the row at once.
