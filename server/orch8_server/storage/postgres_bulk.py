@@ -64,19 +64,25 @@ _TYPES = {
 _JSON = ("json", "jsonb")
 
 
-def _bulk_insert(table: str, cols: list[str] | tuple[str, ...], tail: str = "") -> str:
-    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
-    few arrays instead of executemany's Bind+Execute per row."""
+def _unnest(cols: list[str] | tuple[str, ...], types: dict[str, str]) -> tuple[str, list[str]]:
+    """`unnest($1::t[], ...) AS u(c0, ...)` over one array per column, and each column's
+    value from it (json ones travel as text and are cast, so each is parsed once)."""
     args = ", ".join(
-        f"${i + 1}::{'text' if _TYPES[c] in _JSON else _TYPES[c]}[]" for i, c in enumerate(cols)
-    )
-    exprs = ", ".join(
-        f"c{i}::{_TYPES[c]}" if _TYPES[c] in _JSON else f"c{i}" for i, c in enumerate(cols)
+        f"${i + 1}::{'text' if types[c] in _JSON else types[c]}[]" for i, c in enumerate(cols)
     )
     names = ", ".join(f"c{i}" for i in range(len(cols)))
+    values = [f"u.c{i}::{types[c]}" if types[c] in _JSON else f"u.c{i}" for i, c in enumerate(cols)]
+    return f"unnest({args}) AS u({names})", values
+
+
+def _bulk_insert(
+    table: str, cols: list[str] | tuple[str, ...], tail: str = "", types: dict[str, str] = _TYPES
+) -> str:
+    """INSERT of many rows as one statement over column arrays (unnest): one Bind of a
+    few arrays instead of executemany's Bind+Execute per row."""
+    source, values = _unnest(cols, types)
     return (
-        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {exprs} FROM unnest({args}) AS u({names})"
-        + tail
+        f"INSERT INTO {table} ({', '.join(cols)}) SELECT {', '.join(values)} FROM {source}" + tail
     )
 
 
@@ -93,38 +99,16 @@ _INSERT_TASKS_BULK = (
 # (unnest), the JSON columns as text cast to jsonb: 43-65 us of executor time per row as
 # a json_to_recordset of the rows, which parses every state twice (bench/results/
 # 2026-11-28-batch-start.md). A None lands as SQL NULL, as in the single form.
+_UPDATED_SOURCE, _UPDATED_VALUES = _unnest(list(_INSTANCE_UPDATED), _INSTANCE_UPDATED)
 _UPDATE_INSTANCES_BULK = (
     "UPDATE instances i SET "
     + ", ".join(
-        f"{c} = u.c{i}::{t}" if t in _JSON else f"{c} = u.c{i}"
-        for i, (c, t) in enumerate(_INSTANCE_UPDATED.items())
-        if i
+        f"{c} = {v}" for c, v in list(zip(_INSTANCE_UPDATED, _UPDATED_VALUES, strict=True))[1:]
     )
-    + " FROM unnest("
-    + ", ".join(
-        f"${i + 1}::{'text' if t in _JSON else t}[]"
-        for i, t in enumerate(_INSTANCE_UPDATED.values())
-    )
-    + ") AS u("
-    + ", ".join(f"c{i}" for i in range(len(_INSTANCE_UPDATED)))
-    + ") WHERE i.id = u.c0"
+    + f" FROM {_UPDATED_SOURCE} WHERE i.id = u.c0"
 )
-# Many instances started by one unit (a batch start, P-WF-14): one INSERT of a JSON array.
-_INSERT_INSTANCES_BULK = (
-    f"INSERT INTO instances ({', '.join(NEW_INSTANCE_COLS)}) SELECT "
-    + ", ".join(
-        f"c{i}::{_INSTANCE_TYPES[c]}" if _INSTANCE_TYPES[c] in _JSON else f"c{i}"
-        for i, c in enumerate(NEW_INSTANCE_COLS)
-    )
-    + " FROM unnest("
-    + ", ".join(
-        f"${i + 1}::{'text' if _INSTANCE_TYPES[c] in _JSON else _INSTANCE_TYPES[c]}[]"
-        for i, c in enumerate(NEW_INSTANCE_COLS)
-    )
-    + ") AS u("
-    + ", ".join(f"c{i}" for i in range(len(NEW_INSTANCE_COLS)))
-    + ")"
-)
+# Many instances started by one unit (a batch start, P-WF-14), the same way.
+_INSERT_INSTANCES_BULK = _bulk_insert("instances", NEW_INSTANCE_COLS, types=_INSTANCE_TYPES)
 _UPSERT_ATTEMPTS_BULK = _bulk_insert(
     "attempts",
     ATTEMPT_COLUMNS,
