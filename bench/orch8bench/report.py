@@ -192,10 +192,12 @@ def workflow_lines(res: dict) -> list[str]:
          "instances started by 4 threads, 100 per `POST /instances/batch` (P-WF-14), drained by 4 raw workers (poll/batch 50 + "
          "complete/batch); from the first start to the last step's completion.", ""]  # fmt: skip
     L += _table(["backend", "instances", "instances/s", "step tasks/s", "spread", "runs",
-                 "server CPU us/instance", "load"],
+                 "server CPU us/instance", "PostgreSQL CPU us/instance", "load"],
                 [[r["label"], r["instances"], fmt(r["median"]), fmt(3 * r["median"]),
                   f"{r['spread_pct']}%", _runs(r), r.get("cpu_us_per_task", "") and
-                  fmt(3 * r["cpu_us_per_task"]), _load(r)] for r in rows])  # fmt: skip
+                  fmt(3 * r["cpu_us_per_task"]),
+                  fmt(3 * r["db_us_per_task"]) if r.get("db_us_per_task") else "",
+                  _load(r)] for r in rows])  # fmt: skip
     return L
 
 

@@ -137,10 +137,21 @@ def two_replicas(servers: list[RunningServer], batch: int, cfg: dict) -> dict:
     return row
 
 
-def workflows(url: str, cfg: dict, pid: int, label: str) -> dict:
-    """Issue 16: 3-step instances completed per second (orch8bench/workflows.py)."""
+def workflows(
+    url: str, cfg: dict, pid: int, label: str, db_cpu: Callable[[], float] | None = None
+) -> dict:
+    """Issue 16: 3-step instances completed per second (orch8bench/workflows.py); with
+    `db_cpu` (PostgreSQL's CPU clock) the database's CPU per step task too."""
     n = cfg["wf_instances"]
-    row = repeat(label, cfg["reps"], lambda: workflow_once(url, n), "instances_per_s", pid)
+
+    def once() -> dict:
+        db0 = db_cpu() if db_cpu else 0.0
+        out = workflow_once(url, n)
+        if db_cpu:
+            out["db_cpu_s"] = db_cpu() - db0
+        return out
+
+    row = repeat(label, cfg["reps"], once, "instances_per_s", pid)
     row.update(instances=n, steps=3)
     return row
 
@@ -487,8 +498,9 @@ def main() -> None:
                 wf_srv = launch_server(cluster.create_database("orch8_wf"), work.path, "pg-wf")
                 try:
                     res["wf_pg"] = workflows(
-                        wf_srv.url, cfg, wf_srv.process.pid, "PostgreSQL 3-step"
-                    )
+                        wf_srv.url, cfg, wf_srv.process.pid, "PostgreSQL 3-step",
+                        functools.partial(cluster_cpu_seconds, cluster),
+                    )  # fmt: skip
                 finally:
                     wf_srv.stop()
             if "keys" in phases:

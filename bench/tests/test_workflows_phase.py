@@ -40,4 +40,19 @@ def test_workflow_row_drains_3_step_instances(tmp_path: Path) -> None:
     summary = {r[0]: r for r in verdicts.headline({"wf_sqlite": row})}
     wf = summary["SQLite, 3-step workflow instances/s"]
     # A loaded machine marks the number `(load x)` (verdicts.loaded): part of the expected text.
-    assert wf[1] == f"{row['median']:,.0f}" + verdicts.loaded(row) and wf[-1] == "stated", wf
+    assert wf[1] == f"{row['median']:,.0f}" + verdicts.loaded(row), wf
+    assert wf[-2] == ">= 2,000" and wf[-1].startswith(("meets", "misses")), wf
+    # The CPU ratio needs the batch-100 row of the same run: without it, not measured.
+    share = summary["SQLite, 3-step instance CPU / batch-100 task CPU (server)"]
+    assert share[-2] == "<= 4x" and share[-1] == "not measured", share
+    task = {"batch": 100, "median": 1.0, "cpu_us_per_task": row["cpu_us_per_task"] * 3 / 5}
+    share = {r[0]: r for r in verdicts.headline({"wf_sqlite": row, "sqlite": [task]})}[
+        "SQLite, 3-step instance CPU / batch-100 task CPU (server)"]  # fmt: skip
+    assert share[4] == "5.0x" and share[-1] == "misses (125% of target)", share
+    # PostgreSQL counts the database's CPU on both sides when the run measured it.
+    wf_pg = {"median": 1200.0, "cpu_us_per_task": 100.0, "db_us_per_task": 200.0}
+    pg_task = {"batch": 100, "median": 1.0, "cpu_us_per_task": 30.0, "db_us_per_task": 70.0}
+    pg = {r[0]: r for r in verdicts.headline({"wf_pg": wf_pg, "pg": [pg_task]})}
+    share = pg["PostgreSQL, 3-step instance CPU / batch-100 task CPU (server + PostgreSQL)"]
+    assert share[1] == "900 / 100" and share[4] == "9.0x", share
+    assert pg["PostgreSQL, 3-step workflow instances/s"][-1] == "meets"
