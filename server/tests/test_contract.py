@@ -94,7 +94,10 @@ def test_schemathesis_finds_no_violation(start_server, tmp_path: Path) -> None:
 # schema-valid body; test_tasks_api.py (test_p_task_3_engine_keys_are_refused) asserts that
 # refusal and its pointer. startInstance likewise: a `wf:` key (the engine's for
 # sub_sequence children, P-WF-13), and `input` and `context.data` that differ (P-WF-10);
-# test_workflow_blocks.py asserts the first. defineSequence also refuses, since 1.8.0,
+# test_workflow_blocks.py asserts the first. startInstances (P-WF-14) refuses what
+# startInstance refuses, per item, and also `max_concurrency` without a `concurrency_key`
+# (P-KEY-7, as startInstance does); test_workflow_batch_start.py asserts those 422s and
+# their `/instances/N` pointers. defineSequence also refuses, since 1.8.0,
 # malformed expressions and templates and references to blocks that cannot have run
 # (P-WF-11, P-WF-12; test_workflow_blocks.py).
 #
@@ -117,7 +120,7 @@ expected-statuses = [
 [[operations]]
 include-operation-id = [
   "pollTask", "pollTasks", "heartbeatTask", "defineSequence", "enqueueTask", "enqueueTasks",
-  "startInstance",
+  "startInstance", "startInstances",
 ]
 checks.positive_data_acceptance.expected-statuses = [
   "2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx",

@@ -1,4 +1,7 @@
-"""The indexed router picks exactly the route and answer Starlette's own scan would.
+"""The indexed router picks exactly the route and answer Starlette's own scan would, but
+for one rule of OpenAPI's: a concrete path is matched before a templated one, so a
+request for a concrete path with another method is that path's 405 (`GET /tasks/batch`),
+where Starlette's scan takes the templated route's full match (`GET /tasks/{task_id}`).
 
 Each of the app's routes is replaced by an endpoint that names itself; both routers then
 answer the same requests: every path of the spec with its parameters filled in (queue
@@ -60,11 +63,30 @@ def test_the_app_has_no_route_that_disables_the_index() -> None:
     assert IndexedRouter(_routes_named())._index is not None
 
 
-def test_every_request_gets_the_answer_of_starlettes_scan() -> None:
+def _concrete_first(
+    routes: list[Route], answers: list[tuple[str, str, int, str, str]]
+) -> list[tuple[str, str, int, str, str]]:
+    """Starlette's answers with OpenAPI's precedence applied: another method on a concrete
+    path is that path's 405."""
+    methods = {r.path: r.methods or set() for r in routes if "{" not in r.path}
+    not_allowed = {"HEAD": ""}  # a HEAD answer has no body
+    return [
+        (m, p, 405, "", not_allowed.get(m, "Method Not Allowed"))
+        if p in methods and m not in methods[p]
+        else (m, p, *rest)
+        for m, p, *rest in answers
+    ]
+
+
+def test_every_request_gets_the_answer_of_starlettes_scan_but_concrete_paths_first() -> None:
     routes = _routes_named()
     paths = _sample_paths(routes)
     indexed = _answers(IndexedRouter(routes), paths)
-    assert indexed == _answers(Router(routes), paths)
+    scanned = _answers(Router(routes), paths)
+    expected = _concrete_first(routes, scanned)
+    assert indexed == expected
+    changed = {a[:2] for a, b in zip(scanned, expected, strict=True) if a != b}
+    assert {("GET", "/tasks/batch"), ("GET", "/instances/batch")} <= changed
     statuses = {status for _, _, status, _, _ in indexed}
     assert {200, 404, 405} <= statuses and (307 in statuses or 308 in statuses)
 
@@ -73,7 +95,7 @@ def test_every_request_gets_the_answer_of_starlettes_scan() -> None:
     ("method", "path", "expected"),
     [
         ("POST", "/tasks/batch", "/tasks/batch POST "),
-        ("GET", "/tasks/batch", "/tasks/{task_id} GET task_id=batch"),
+        ("GET", "/tasks/x", "/tasks/{task_id} GET task_id=x"),
         ("POST", "/workers/tasks/poll", "/workers/tasks/poll POST "),
         ("POST", "/workers/tasks/t1/complete", "/workers/tasks/{task_id}/complete POST task_id=t1"),
         ("POST", "/queues/a/b/pause", "/queues/{queue_name:path}/pause POST queue_name=a/b"),
@@ -84,6 +106,14 @@ def test_precedence_between_literal_and_parameter_routes(
 ) -> None:
     response = TestClient(IndexedRouter(_routes_named())).request(method, path)
     assert response.status_code == 200 and response.text == expected
+
+
+@pytest.mark.parametrize("path", ["/tasks/batch", "/instances/batch"])
+def test_another_method_on_a_concrete_path_is_its_405_not_a_templated_route(path: str) -> None:
+    """OpenAPI: `/instances/batch` is matched before `/instances/{instance_id}`, so GET
+    there is 405 with `Allow: POST` (schemathesis ST204), not a getInstance of "batch"."""
+    response = TestClient(IndexedRouter(_routes_named())).get(path)
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
 
 
 def test_every_route_is_found_without_starlettes_scan(monkeypatch: pytest.MonkeyPatch) -> None:

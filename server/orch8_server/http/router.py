@@ -5,9 +5,12 @@ Starlette's Router tries each route's regex in order until one matches. With the
 `/workers/tasks/{task_id}/complete`) came about thirtieth: at batch 1 that scan was ~2.5%
 of the server's CPU (py-spy, bench/results/2026-11-27-core-redesign-ab.md). Every route
 starts with a literal segment, so only routes sharing the request's first segment can
-match; they are tried in their original order, which keeps Starlette's precedence
-between a literal and a parameter route. A request that none of them matches fully
-(405, 404, trailing-slash redirect) goes to Starlette's own scan, unchanged.
+match; they are tried in their original order, except that a concrete path comes before
+a templated one, as OpenAPI matches paths: a request for `/instances/batch` is about that
+path whatever its method, so `GET /instances/batch` is 405 (Allow: POST), not a
+`getInstance` of the id "batch" (Starlette's scan prefers any full match). A request that
+none of them matches (405 on a templated path, 404, trailing-slash redirect) goes to
+Starlette's own scan, unchanged.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class IndexedRouter(Router):
                 break
             assert index is not None
             index.setdefault(segment, []).append(route)
+        for bucket in (index or {}).values():  # concrete paths first (stable: else as given)
+            bucket.sort(key=lambda r: isinstance(r, Route) and "{" in r.path)
         self._index = index
 
     async def app(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -41,7 +46,9 @@ class IndexedRouter(Router):
             return await super().app(scope, receive, send)
         for route in self._index.get(first_segment(get_route_path(scope)), ()):
             match, child_scope = route.matches(scope)
-            if match is Match.FULL:
+            if match is Match.FULL or (
+                match is Match.PARTIAL and isinstance(route, Route) and "{" not in route.path
+            ):  # a concrete path with another method: its 405, with its Allow header
                 scope.setdefault("router", self)
                 scope["route"] = route
                 scope.update(child_scope)
