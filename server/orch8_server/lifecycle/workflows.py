@@ -188,19 +188,17 @@ class Workflows:
                 }  # fmt: skip
                 if not await instance_keys.has_room(tx, inst):  # P-KEY-7: waits for a slot
                     inst["status"] = instance_keys.HELD
-                if inst["idempotency_key"] is None and inst["status"] == "running":
-                    # No key, so no existing instance to return: the row is inserted once,
-                    # with the state its first block leaves (not inserted, then updated).
-                    machine = Machine(inst, tree, now)
-                    machine.start()
-                    await self._apply(uow, machine, new=True, insert=True)
-                    started.append((inst, True))
-                    continue
-                inst, created = await tx.workflows.insert_instance(inst)
+                # No key, no existing instance to return: the row is stored once, after its
+                # first block (not inserted, then updated), or as it is when held.
+                keyless, created = inst["idempotency_key"] is None, True
+                if not keyless:
+                    inst, created = await tx.workflows.insert_instance(inst)
                 if created and inst["status"] == "running":
                     machine = Machine(inst, tree, now)
                     machine.start()
-                    await self._apply(uow, machine, new=True)
+                    await self._apply(uow, machine, new=True, insert=keyless)
+                elif keyless:
+                    await tx.workflows.add_instance(inst)
                 started.append((inst, created))
         return [(workflow_views.instance(inst), created) for inst, created in started]
 

@@ -39,6 +39,12 @@ def _instance(raw: tuple[Any, ...] | None) -> InstanceRow | None:
     return row
 
 
+def _stored(row: NewInstanceRow) -> list[Any]:
+    """The values of _INSERT_INSTANCE: every column but seq, JSON ones as text."""
+    values: dict[str, Any] = {**row}
+    return [dumps(values[c]) if c in _INSTANCE_JSON else values[c] for c in INSTANCE_COLUMNS[1:]]
+
+
 def _sequence(raw: tuple[Any, ...] | None) -> SequenceRow | None:
     if raw is None:
         return None
@@ -88,12 +94,7 @@ class SqliteWorkflows:
         return [r for r in (_sequence(raw) for raw in rows) if r is not None]
 
     async def add_instance(self, row: NewInstanceRow) -> None:
-        values: dict[str, Any] = {**row}
-        self._ready().execute(
-            _INSERT_INSTANCE,
-            [dumps(values[col]) if col in _INSTANCE_JSON else values[col]
-             for col in INSTANCE_COLUMNS[1:]],
-        )  # fmt: skip
+        self._ready().execute(_INSERT_INSTANCE, _stored(row))
 
     async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
         c = self._ready()
@@ -107,12 +108,7 @@ class SqliteWorkflows:
             )
             if existing is not None:
                 return existing, False
-        values: dict[str, Any] = {**row}
-        cur = c.execute(
-            _INSERT_INSTANCE,
-            [dumps(values[col]) if col in _INSTANCE_JSON else values[col]
-             for col in INSTANCE_COLUMNS[1:]],
-        )  # fmt: skip
+        cur = c.execute(_INSERT_INSTANCE, _stored(row))
         return {**row, "seq": cur.lastrowid or 0}, True
 
     async def instance(self, instance_id: str) -> InstanceRow | None:
