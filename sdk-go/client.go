@@ -8,7 +8,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/orch8/orch8-workers/sdk-go/api"
@@ -188,35 +190,54 @@ func longPollTimeout(waitMs *int) time.Duration {
 	return w + LongPollSlack
 }
 
-// hasIdempotencyKey decides x-orch8-retry: idempotency-key: an enqueue or an instance
-// start is repeated only when every task or instance it creates carries an
-// idempotency_key (P-SDK-2, P-WF-14).
-func hasIdempotencyKey(body any) bool {
-	switch b := body.(type) {
-	case api.NewTask:
-		return nonEmpty(b.IdempotencyKey)
-	case api.NewTaskBatch:
-		for _, t := range b.Tasks {
-			if !nonEmpty(t.IdempotencyKey) {
-				return false
-			}
-		}
-		return len(b.Tasks) > 0
-	case api.NewInstance:
-		return nonEmpty(b.IdempotencyKey)
-	case api.NewInstanceBatch:
-		for _, i := range b.Instances {
-			if !nonEmpty(i.IdempotencyKey) {
-				return false
-			}
-		}
-		return len(b.Instances) > 0
+// hasIdempotencyKey decides x-orch8-retry: idempotency-key (P-SDK-2): a call is repeated
+// only when the body carries a non-empty idempotency_key or, for a batch, when every item of
+// its array `items` (the operation's body-argument in the spec: tasks, instances) does.
+// Fields are found by their JSON names, so a new batch operation needs no code here.
+func hasIdempotencyKey(body any, items string) bool {
+	v := reflect.ValueOf(body)
+	if items == "" {
+		return keyed(v)
 	}
-	return false
+	list := jsonField(v, items)
+	if !list.IsValid() || list.Kind() != reflect.Slice || list.Len() == 0 {
+		return false
+	}
+	for i := 0; i < list.Len(); i++ {
+		if !keyed(list.Index(i)) {
+			return false
+		}
+	}
+	return true
 }
 
-// nonEmpty says whether an optional idempotency_key is given and not "".
-func nonEmpty(key *string) bool { return key != nil && *key != "" }
+// keyed says whether a struct's optional idempotency_key is given and not "".
+func keyed(v reflect.Value) bool {
+	k := jsonField(v, "idempotency_key")
+	if k.IsValid() && k.Kind() == reflect.Pointer {
+		if k.IsNil() {
+			return false
+		}
+		k = k.Elem()
+	}
+	return k.IsValid() && k.Kind() == reflect.String && k.String() != ""
+}
+
+// jsonField is the field of struct v whose JSON name is name (invalid when there is none).
+func jsonField(v reflect.Value, name string) reflect.Value {
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	for i := 0; i < v.NumField(); i++ {
+		if tag, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ","); tag == name {
+			return v.Field(i)
+		}
+	}
+	return reflect.Value{}
+}
 
 // first returns the first non-nil typed body, or an error naming the unexpected status.
 func first[T any](op string, resp *http.Response, bodies ...*T) (*T, error) {

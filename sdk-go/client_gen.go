@@ -142,7 +142,7 @@ func (c *Client) DeregisterWorker(ctx context.Context, workerID string) (*api.Wo
 // Enqueue sends POST /tasks: enqueue one task. Operation enqueueTask, retry idempotency-key.
 func (c *Client) Enqueue(ctx context.Context, body api.NewTask) (*api.Task, error) {
 	return produce(ctx, c, body, func(ctx context.Context, body api.NewTask) (*api.Task, error) {
-		return invoke(ctx, c, call{op: "enqueueTask", safe: hasIdempotencyKey(body)},
+		return invoke(ctx, c, call{op: "enqueueTask", safe: hasIdempotencyKey(body, "")},
 			func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTask(ctx, body) },
 			func(r *http.Response) (*api.Task, error) {
 				p, err := api.ParseEnqueueTaskResponse(r)
@@ -157,7 +157,7 @@ func (c *Client) Enqueue(ctx context.Context, body api.NewTask) (*api.Task, erro
 // EnqueueBatch sends POST /tasks/batch: enqueue up to 100 tasks atomically. Operation enqueueTasks, retry idempotency-key.
 func (c *Client) EnqueueBatch(ctx context.Context, body api.NewTaskBatch) (*api.EnqueuedTasks, error) {
 	return produce(ctx, c, body, func(ctx context.Context, body api.NewTaskBatch) (*api.EnqueuedTasks, error) {
-		return invoke(ctx, c, call{op: "enqueueTasks", safe: hasIdempotencyKey(body)},
+		return invoke(ctx, c, call{op: "enqueueTasks", safe: hasIdempotencyKey(body, "tasks")},
 			func(ctx context.Context) (*http.Response, error) { return c.raw.EnqueueTasks(ctx, body) },
 			func(r *http.Response) (*api.EnqueuedTasks, error) {
 				p, err := api.ParseEnqueueTasksResponse(r)
@@ -678,7 +678,7 @@ func (c *Client) SetRateLimit(ctx context.Context, key string, body api.RateLimi
 
 // StartInstance sends POST /instances: start an instance of a sequence. Operation startInstance, retry idempotency-key.
 func (c *Client) StartInstance(ctx context.Context, body api.NewInstance) (*api.Instance, error) {
-	return invoke(ctx, c, call{op: "startInstance", safe: hasIdempotencyKey(body)},
+	return invoke(ctx, c, call{op: "startInstance", safe: hasIdempotencyKey(body, "")},
 		func(ctx context.Context) (*http.Response, error) { return c.raw.StartInstance(ctx, body) },
 		func(r *http.Response) (*api.Instance, error) {
 			p, err := api.ParseStartInstanceResponse(r)
@@ -691,7 +691,7 @@ func (c *Client) StartInstance(ctx context.Context, body api.NewInstance) (*api.
 
 // StartInstances sends POST /instances/batch: start up to 100 instances atomically. Operation startInstances, retry idempotency-key.
 func (c *Client) StartInstances(ctx context.Context, body api.NewInstanceBatch) (*api.StartedInstances, error) {
-	return invoke(ctx, c, call{op: "startInstances", safe: hasIdempotencyKey(body)},
+	return invoke(ctx, c, call{op: "startInstances", safe: hasIdempotencyKey(body, "instances")},
 		func(ctx context.Context) (*http.Response, error) { return c.raw.StartInstances(ctx, body) },
 		func(r *http.Response) (*api.StartedInstances, error) {
 			p, err := api.ParseStartInstancesResponse(r)

@@ -119,13 +119,16 @@ export function generateClient(spec, facts) {
     '  readonly parseAs: "json" | "text";',
     "  /** The body creates one task, or lists several in `tasks` (P-TEL-1's producer span). */",
     '  readonly produces: "task" | "tasks" | null;',
+    "  /** The body's array of items (`body-argument`): with retry `idempotency-key`, a batch is",
+    "   * repeated only when every item has a key (P-SDK-2). */",
+    "  readonly items: string | null;",
     "}",
     "",
     "/** Every operation of openapi.yaml by its SDK method name. */",
     "export const OPERATIONS = {",
   ];
   for (const d of ops) {
-    out.push(`  ${d.name}: { operationId: ${JSON.stringify(d.opId)}, method: ${JSON.stringify(d.method)}, path: ${JSON.stringify(d.path)}, retry: ${JSON.stringify(d.retry)}, longPoll: ${d.longPoll}, parseAs: ${JSON.stringify(d.parseAs)}, produces: ${JSON.stringify(d.produces)} },`);
+    out.push(`  ${d.name}: { operationId: ${JSON.stringify(d.opId)}, method: ${JSON.stringify(d.method)}, path: ${JSON.stringify(d.path)}, retry: ${JSON.stringify(d.retry)}, longPoll: ${d.longPoll}, parseAs: ${JSON.stringify(d.parseAs)}, produces: ${JSON.stringify(d.produces)}, items: ${JSON.stringify(d.bodyArgument ?? null)} },`);
   }
   out.push(
     "} as const satisfies Record<string, OperationPolicy>;",

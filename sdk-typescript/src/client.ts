@@ -83,12 +83,14 @@ export const LONG_POLL_SLACK_MS = C.LONG_POLL_MARGIN_MS;
 type Keyed = { idempotency_key?: unknown };
 
 /** x-orch8-retry `idempotency-key`: a repeat is safe only when the server can dedupe it:
- * the body has a key, or every item of a batch (`tasks`, `instances`: P-TASK-3, P-WF-14) has. */
-function carriesKeys(body: unknown): boolean {
+ * the body has a key, or every item of its batch array (the operation's `items`, from the
+ * spec's `body-argument`: P-TASK-3, P-WF-14) has. */
+function carriesKeys(body: unknown, itemsField: string | null): boolean {
   if (typeof body !== "object" || body === null) return false;
-  const { tasks, instances } = body as { tasks?: unknown; instances?: unknown };
-  const items = tasks ?? instances;
-  if (Array.isArray(items)) return items.length > 0 && items.every((t: Keyed) => !!t?.idempotency_key);
+  if (itemsField !== null) {
+    const items = (body as Record<string, unknown>)[itemsField];
+    return Array.isArray(items) && items.length > 0 && items.every((t: Keyed) => !!t?.idempotency_key);
+  }
   return !!(body as Keyed).idempotency_key;
 }
 
@@ -176,7 +178,7 @@ export class Orch8Client extends Orch8Operations {
 
   private async request<T>(name: OperationName, request: Invocation, call: CallOptions | undefined): Promise<T> {
     const op = OPERATIONS[name];
-    const safe = op.retry === "safe" || (op.retry === "idempotency-key" && carriesKeys(request.body));
+    const safe = op.retry === "safe" || (op.retry === "idempotency-key" && carriesKeys(request.body, op.items));
     let timeoutMs = call?.timeoutMs;
     if (timeoutMs === undefined && op.longPoll) {
       // wait_ms is in the body (polls, default 30 s) or in the query (getTask, getInstance:

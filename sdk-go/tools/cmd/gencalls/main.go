@@ -38,6 +38,7 @@ type operation struct {
 	LongPoll        bool     `json:"longPoll"`
 	SuccessStatuses []string `json:"successStatuses"`
 	Produces        *string  `json:"produces"`
+	BodyArgument    *string  `json:"bodyArgument"`
 	Unwrap          *struct {
 		Field string   `json:"field"`
 		SDKs  []string `json:"sdks"`
@@ -236,7 +237,11 @@ func writeMethod(b *bytes.Buffer, op operation, g *generated) error {
 	case "never":
 		safe = "false"
 	case "idempotency-key":
-		safe = "hasIdempotencyKey(body)"
+		items := "" // a batch: every item of this body array must carry a key (P-SDK-2)
+		if op.BodyArgument != nil {
+			items = *op.BodyArgument
+		}
+		safe = fmt.Sprintf("hasIdempotencyKey(body, %q)", items)
 	default:
 		return fmt.Errorf("unknown x-orch8-retry %q", op.Retry)
 	}
