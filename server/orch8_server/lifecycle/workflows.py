@@ -20,6 +20,7 @@ so any replica may pump (PostgreSQL: SKIP LOCKED events, FOR UPDATE instances).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from orch8_server import ids, timefmt
@@ -45,7 +46,7 @@ from orch8_server.lifecycle.workflow_steps import (
 )
 from orch8_server.problems import Problem, not_found
 from orch8_server.storage.base import Row, Storage, Tx
-from orch8_server.storage.rows import NewInstanceRow, SequenceRow
+from orch8_server.storage.rows import NewInstanceRow, NewTaskRow, SequenceRow, TaskRow
 
 if TYPE_CHECKING:
     from orch8_server._generated.models import NewInstance, NewSequence
@@ -303,7 +304,12 @@ class Workflows:
                     body[name] = a[name]
             row = new_task_row(body, now, "", inst["tenant"])
             row["idempotency_key"] = d.key
-            stored, created = await tx.insert_task(row, new_key=new)
+            # The instance is locked: its state knows its steps' tasks, so the key is new
+            # unless a row was stored before the state knew of it (a crash of an earlier
+            # version's advance); such a row is adopted as the step's (P-WF-4), possibly
+            # at the flush, where PostgreSQL sends an advance's steps as one statement.
+            adopt = None if new else partial(_adopted, uow, rec, row)
+            stored, created = await tx.insert_task(row, new_key=new, adopt=adopt)
             rec["task_id"] = stored["id"]
             if created:
                 uow.created.append(stored)
@@ -439,3 +445,10 @@ class Workflows:
     def _wake_pump(self) -> None:
         if self.pump_service is not None:
             self.pump_service.poke()
+
+
+def _adopted(uow: UnitOfWork, rec: dict[str, Any], row: NewTaskRow, existing: TaskRow) -> None:
+    """A step's key was stored already (P-WF-4): that task is the step's, and `row`, never
+    stored, is no longer counted as created."""
+    rec["task_id"] = existing["id"]
+    uow.created[:] = [r for r in uow.created if r is not row]

@@ -184,12 +184,22 @@ class Tx(Protocol):
     def workflows(self) -> WorkflowStore:
         """The workflow tables in this transaction."""
 
-    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
+    async def insert_task(
+        self,
+        row: NewTaskRow,
+        new_key: bool = False,
+        adopt: Callable[[TaskRow], None] | None = None,
+    ) -> tuple[NewTaskRow, bool]:
         """Insert and return (row, True); with an existing idempotency_key of the tenant,
         (the existing TaskRow, False) (P-TASK-3). A new row's seq is not known before
         commit (PostgreSQL sends the insert then). `new_key`: the caller knows no row can
         hold the key yet (a step of an instance created in this transaction: the key
-        names the instance): stored like a row without a key, with the writes buffered."""
+        names the instance): stored like a row without a key, with the writes buffered.
+        `adopt`: the caller can take an existing row later (a step of an instance this
+        transaction holds locked): a backend may answer (row, True) at once and, if the key
+        turns out stored, call `adopt(existing)` before its next read or the commit, and
+        before sending any write buffered after this insert (PostgreSQL: an advance's
+        steps are one statement). Otherwise the existing row is returned at once."""
 
     async def get_task(self, task_id: str) -> TaskRow | None: ...
 

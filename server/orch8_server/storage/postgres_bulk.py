@@ -95,6 +95,10 @@ _INSERT_TASKS_BULK = (
     + ", ".join(f"{c} {_TYPES[c]}" for c in NEW_TASK_COLS)
     + ")"
 )
+# Steps of instances an advance holds locked (workflows.py): the same insert, keyed. A key
+# already stored (P-WF-4, P-TASK-3) inserts nothing; the ids returned are the rows stored.
+_IF_NEW = " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING"
+INSERT_TASKS_IF_NEW = _INSERT_TASKS_BULK + _IF_NEW + " RETURNING id"
 # Many instances advanced by one unit of work (workflows.py): one UPDATE over column arrays
 # (unnest), the JSON columns as text cast to jsonb: 43-65 us of executor time per row as
 # a json_to_recordset of the rows, which parses every state twice (bench/results/
@@ -135,10 +139,13 @@ def _records(cols: list[str]) -> Callable[[list[tuple[Any, ...]]], list[Any]]:
     return lambda rows: [[dict(zip(cols, r, strict=True)) for r in rows]]
 
 
+new_task_records = _records(NEW_TASK_COLS)
+
+
 # Buffered statement -> (its bulk form, how argument tuples become its arguments, the key
 # positions that must be unique within one bulk statement).
 BULK: dict[str, tuple[str, Callable[[list[tuple[Any, ...]]], list[Any]], tuple[int, ...]]] = {
-    INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, _records(NEW_TASK_COLS), (0,)),
+    INSERT_TASK_PLAIN: (_INSERT_TASKS_BULK, new_task_records, (0,)),
     INSERT_INSTANCE_PLAIN: (
         _INSERT_INSTANCES_BULK,
         _columns([_INSTANCE_TYPES[c] in _JSON for c in NEW_INSTANCE_COLS]),

@@ -19,10 +19,16 @@ buffered writes of one statement (an enqueue without idempotency keys, single or
 sends them at commit as one statement, atomic by itself (one implicit transaction): one
 round trip instead of BEGIN, INSERT, COMMIT. So is a completion of running tasks
 (`complete_running`: one UPDATE) when it comes first.
+
+A keyed insert whose caller can take an existing row later (`adopt`: the next steps of
+the instances a workflow advance holds locked) is buffered too: the advance's steps go as
+one `INSERT ... ON CONFLICT DO NOTHING`, sent before the other buffered writes, so a row
+that already held a key is handed to `adopt` before the instance updates that name it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, cast
 
@@ -34,8 +40,10 @@ from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres_bulk import (
     BULK,
     INSERT_TASK_PLAIN,
+    INSERT_TASKS_IF_NEW,
     NEW_TASK_COLS,
     UPSERT_ATTEMPT,
+    new_task_records,
 )
 from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
 from orch8_server.storage.postgres_workflows import PostgresWorkflows
@@ -56,6 +64,8 @@ from orch8_server.storage.rows import (
 )
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
+_KEYED = "keyed insert"  # PgTx._written_by's name for a row in PgTx._keyed
+_ID_AT, _TENANT_AT, _KEY_AT = (NEW_TASK_COLS.index(c) for c in ("id", "tenant", "idempotency_key"))
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
 _WORKERS = "SELECT " + ", ".join(WORKER_COLUMNS) + " FROM workers"
 _INSERT_TASK = (
@@ -116,6 +126,8 @@ class PgTx:
             str, list[tuple[Any, ...]]
         ] = {}  # statement -> argument tuples, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
+        # Keyed inserts a caller lets wait (insert_task's `adopt`), sent first at the flush.
+        self._keyed: list[tuple[tuple[Any, ...], Callable[[TaskRow], None]]] = []
         self.touched: set[tuple[str, str]] = set()
         self.touched_rate: set[tuple[str, str]] = set()
 
@@ -140,7 +152,7 @@ class PgTx:
             await self._tx.start()
 
     async def commit(self) -> None:
-        if self._tx is None and len(self._writes) <= 1:
+        if self._tx is None and len(self._writes) + (1 if self._keyed else 0) <= 1:
             await self._send_writes()  # nothing read: the writes alone, atomic by themselves
             return
         await self.flush()
@@ -156,24 +168,41 @@ class PgTx:
         await self._send_writes()
 
     async def _send_writes(self) -> None:
-        if not self._writes:
-            return
         writes, self._writes, self._written_by = self._writes, {}, {}
+        if self._keyed:  # after the new tasks (one may hold a key), before the instance
+            plain = writes.pop(INSERT_TASK_PLAIN, None)  # updates an adopted row changes
+            if plain is not None:
+                await self._send(INSERT_TASK_PLAIN, plain)
+            await self._send_keyed()
         for sql, rows in writes.items():
-            bulk = BULK.get(sql) if len(rows) > 1 else None
-            if bulk is not None and len({tuple(r[k] for k in bulk[2]) for r in rows}) == len(rows):
-                await self.c.execute(bulk[0], *bulk[1](rows))
-            elif len(rows) == 1:
-                await self.c.execute(sql, *rows[0])
-            else:
-                await self.c.executemany(sql, rows)
+            await self._send(sql, rows)
 
-    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
+    async def _send(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        bulk = BULK.get(sql) if len(rows) > 1 else None
+        if bulk is not None and len({tuple(r[k] for k in bulk[2]) for r in rows}) == len(rows):
+            await self.c.execute(bulk[0], *bulk[1](rows))
+        elif len(rows) == 1:
+            await self.c.execute(sql, *rows[0])
+        else:
+            await self.c.executemany(sql, rows)
+
+    async def insert_task(
+        self,
+        row: NewTaskRow,
+        new_key: bool = False,
+        adopt: Callable[[TaskRow], None] | None = None,
+    ) -> tuple[NewTaskRow, bool]:
         values = tuple(row.get(c) for c in NEW_TASK_COLS)
         if row["idempotency_key"] is None or new_key:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).
             await self._write(("t", row["id"]), INSERT_TASK_PLAIN, values)
+            return row, True
+        if adopt is not None:  # sent at the next flush, with the other waiting ones
+            if self._written_by.get(("t", row["id"]), _KEYED) != _KEYED:
+                await self.flush()
+            self._written_by[("t", row["id"])] = _KEYED
+            self._keyed.append((values, adopt))
             return row, True
         # Only a task insert still buffered can hold the key: send those first. Other
         # buffered writes (instance updates of a workflow advance, attempts) stay buffered,
@@ -195,6 +224,21 @@ class PgTx:
             row["idempotency_key"],
         )
         return cast(TaskRow, dict(existing)), False
+
+    async def _send_keyed(self) -> None:
+        """The waiting keyed inserts as one statement; each row whose key was stored
+        already (P-TASK-3, P-TEN-3: per tenant) goes to its caller's `adopt`."""
+        keyed, self._keyed = self._keyed, []
+        rows = [values for values, _ in keyed]
+        stored = {r[0] for r in await self.c.fetch(INSERT_TASKS_IF_NEW, *new_task_records(rows))}
+        for values, adopt in keyed:
+            if values[_ID_AT] not in stored:
+                existing = await self.c.fetchrow(
+                    _TASKS + " WHERE tenant = $1 AND idempotency_key = $2",
+                    values[_TENANT_AT],
+                    values[_KEY_AT],
+                )
+                adopt(cast(TaskRow, dict(existing)))
 
     async def get_task(self, task_id: str) -> TaskRow | None:
         if task_id not in self._locked:

@@ -12,6 +12,7 @@ Claims: sqlite_claim.py.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any, cast
 
@@ -126,7 +127,12 @@ class SqliteTx:
             else:
                 self.c.executemany(sql, rows)
 
-    async def insert_task(self, row: NewTaskRow, new_key: bool = False) -> tuple[NewTaskRow, bool]:
+    async def insert_task(
+        self,
+        row: NewTaskRow,
+        new_key: bool = False,
+        adopt: Callable[[TaskRow], None] | None = None,  # unused: one local statement a row
+    ) -> tuple[NewTaskRow, bool]:
         values = [dumps(row.get(c)) if js else row.get(c) for c, js in _NEW_TASK]
         key = row["idempotency_key"]
         if key is None or new_key:

@@ -244,3 +244,46 @@ def test_instances_are_read_together_and_updated_together(store: Backend) -> Non
                                                  ("i3", True, False)]  # fmt: skip
 
     store.run(check)
+
+
+def test_a_stored_step_key_is_adopted_before_the_instance_update_is_sent(store: Backend) -> None:
+    """`insert_task(adopt=...)` (P-WF-4: the next steps of an instance the advance holds
+    locked): a new key is stored; a key stored already goes to `adopt(existing)` before the
+    next read or the commit and before the writes buffered after it, so an instance state
+    that `adopt` changes is stored changed, and the row whose key was taken is not stored."""
+    held = task(idempotency_key="wf:i1:1:step:b", params={"n": 1})
+    fresh = task(idempotency_key="wf:i1:1:step:c", params={"n": 2})
+    late = task(idempotency_key="wf:i1:1:step:b", params={"n": 3})
+
+    async def check(s: Storage) -> None:
+        await insert(s, held)
+        async with s.transaction() as tx:
+            await tx.workflows.insert_instance(_instance("i1"))  # type: ignore[arg-type]
+        adopted: list[dict[str, Any]] = []
+        async with s.transaction() as tx:
+            inst = (await tx.workflows.instances(["i1"]))["i1"]
+            steps: dict[str, Any] = inst["state"]["steps"]
+
+            def adopt(existing: Any) -> None:
+                adopted.append(existing)
+                steps["b"] = existing["id"]
+
+            got, created = await tx.insert_task(fresh, adopt=adopt)  # type: ignore[arg-type]
+            assert created and got["id"] == fresh["id"]
+            got, created = await tx.insert_task(late, adopt=adopt)  # type: ignore[arg-type]
+            # Either at once (the existing row, not created) or later, through `adopt`.
+            assert got["id"] == (late["id"] if created else held["id"]), (got, created)
+            if not created:
+                adopt(got)
+            steps["c"] = fresh["id"]
+            await tx.workflows.update_instance(inst)
+        assert [a["id"] for a in adopted] == [held["id"]]
+        assert adopted[0]["params"] == {"n": 1}
+        async with s.transaction() as tx:
+            stored = (await tx.workflows.instances(["i1"]))["i1"]
+        assert stored["state"]["steps"] == {"b": held["id"], "c": fresh["id"]}
+        assert await s.get_task(late["id"]) is None
+        got_fresh = await s.get_task(fresh["id"])
+        assert got_fresh is not None and got_fresh["idempotency_key"] == "wf:i1:1:step:c"
+
+    store.run(check)
