@@ -10,7 +10,6 @@ listed and deduplicated by the code of now.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 
 import asyncpg
@@ -129,26 +128,35 @@ def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
     asyncio.run(run())
 
 
-def test_a_step_event_is_due_a_second_after_its_task_ended(cluster: PgCluster) -> None:
-    """Schema 9 (P-WF-5): the trigger's event is the pump's safety net, due one second
-    later, so the pump does not race the inline advance for it (and lock it from it)."""
-    url = cluster.create_database("step_event_due")
+def test_a_step_end_stores_no_event_and_an_expiry_stores_one_due_at_once(
+    cluster: PgCluster,
+) -> None:
+    """Schema 16 (P-WF-5): a step task's end stores no instance event (its result path
+    advances the instance in the same transaction; the trigger of schema 5 to 15 is gone),
+    while an expiry, which no result path reaches, stores one due at once for the pump.
+    An event stored before the upgrade stays for the pump."""
+    url = cluster.create_database("step_events")
 
     async def run() -> None:
         storage = PgStorage(url, pool_size=2)
         await storage.open()
         try:
-            cluster.psql(
+            insert = (
                 "INSERT INTO tasks (id, handler_name, queue_name, status, priority, params, "
                 "context, headers, attempt, max_attempts, retry, run_at, created_at, "
-                "updated_at, tenant) VALUES ('t1', 'h', 'q', 'running', 0, '{}', "
-                "'{\"instance_id\": \"inst_1\", \"step_id\": \"a\"}', '{}', 1, 3, '{}', 0, 0, "
-                "0, 'default')", "step_event_due",
-            )  # fmt: skip
-            before = int(time.time() * 1000)
-            cluster.psql("UPDATE tasks SET status = 'completed' WHERE id = 't1'", "step_event_due")
-            due = int(cluster.psql("SELECT fire_at FROM instance_events", "step_event_due"))
-            assert before + 900 <= due <= int(time.time() * 1000) + 1100, (before, due)
+                "updated_at, tenant, good_until) VALUES ('{id}', 'h', 'q', '{status}', 0, '{{}}', "
+                '\'{{"instance_id": "inst_1", "step_id": "a"}}\', \'{{}}\', 1, 3, '
+                "'{{}}', 0, 0, 0, 'default', {good_until})"
+            )
+            cluster.psql(insert.format(id="t1", status="running", good_until="NULL"), "step_events")
+            cluster.psql("UPDATE tasks SET status = 'completed' WHERE id = 't1'", "step_events")
+            assert cluster.psql("SELECT count(*) FROM instance_events", "step_events") == "0"
+            cluster.psql(insert.format(id="t2", status="pending", good_until="5"), "step_events")
+            async with storage.transaction() as tx:
+                assert await tx.expire_overdue(10) == 1
+            async with storage.transaction() as tx:
+                due = await tx.workflows.take_due_events(0, 10)
+            assert [(e["instance_id"], e["task_id"]) for e in due] == [("inst_1", "t2")]
         finally:
             await storage.close()
 

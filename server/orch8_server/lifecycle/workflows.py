@@ -5,12 +5,12 @@ Advancing (P-WF-5): `advance` is a before-commit hook of every unit of work
 (effects.py), so every path that ends a task (complete and fail, single and batch; manual
 resolution; cancel; lease expiry and lost workers) advances its instance in the same
 transaction, with no call at the call site. It takes the ended tasks that are steps as
-instance events (`ended_events`: on PostgreSQL a trigger recorded them, since a batch
-completion commits its statement before the hook reads; on SQLite the rows are the
-events), locks their instances (one statement for all), applies the state machine (workflow_steps.py), inserts the
-next steps' tasks (idempotency key per instance, run and step, so a step is dispatched
-once however often an event is seen), arms sleep timers, cancels through
-`transitions.cancel` and deletes the events, all committed with the result or not at
+instance events (`ended_events`: the rows themselves, nothing is stored for them; on
+PostgreSQL a batch completion commits alone only the rows that are no step),
+locks their instances (one statement for all), applies the state machine
+(workflow_steps.py), inserts the next steps' tasks (idempotency key per instance, run and
+step, so a step is dispatched once however often an event is seen), arms sleep timers and
+cancels through `transitions.cancel`, all committed with the result or not at
 all; the unit's effects then wake polls and instance waiters. A task without
 `context.instance_id` costs one dict lookup. `pump` (the workflow-pump service) takes
 what is left: due sleep timers, and the safety net for task ends no unit saw (claim-time

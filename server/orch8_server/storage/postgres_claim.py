@@ -29,6 +29,19 @@ from orch8_server.storage.rows import CLAIM_COLUMNS, CLAIM_JSON, ClaimedRow
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
 _LIVE = "(t.good_until IS NULL OR t.good_until > $3)"
 
+
+def expiry_events(rows: str, where: str = "TRUE") -> str:
+    """P-WF-5: the instance events of the workflow steps among `rows` (a CTE of expired
+    rows with tenant, id and context), due at once, for the pump: no result path reaches
+    an expiry, so the expiring statement records them (schema 16 dropped the trigger)."""
+    return (
+        "INSERT INTO instance_events (tenant, instance_id, task_id, fire_at) "
+        f"SELECT x.tenant, x.context::json->>'instance_id', x.id, 0 FROM {rows} x "
+        f"WHERE {where} AND (x.context::json->>'step_id') IS NOT NULL "
+        "AND (x.context::json->>'instance_id') IS NOT NULL"
+    )
+
+
 _LEASE_COLUMNS = (
     "status",
     "lease_id",
@@ -101,10 +114,11 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
         return f"CASE WHEN {_LIVE} THEN {then} ELSE {otherwise} END"
 
     running, expired = "'running'", "'expired'"
+    expired_row = "x.status = 'expired'"
     return (
         f"WITH pick AS ({pick}), "
-        "ranked AS (SELECT id, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick) "
-        "UPDATE tasks t SET "
+        "ranked AS (SELECT id, row_number() OVER (ORDER BY priority, seq) AS rn FROM pick), "
+        "moved AS (UPDATE tasks t SET "
         f"status = {when(running, expired)}, "
         f"attempt = {when('t.attempt + 1', 't.attempt')}, "
         f"lease_id = {when('($6::text[])[r.rn]', 't.lease_id')}, "
@@ -115,7 +129,9 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
         f"started_at = {when('COALESCE(t.started_at, $3)', 't.started_at')}, "
         f"finished_at = {when('t.finished_at', '$3')}, "
         "updated_at = $3 "
-        f"FROM ranked r WHERE t.id = r.id RETURNING {_RETURNED}"
+        f"FROM ranked r WHERE t.id = r.id RETURNING {_RETURNED}), "
+        f"ended AS ({expiry_events('moved', expired_row)}) "
+        "SELECT * FROM moved"
     )
 
 
@@ -169,8 +185,9 @@ _LEASE_PICKED = (
     f"RETURNING {_RETURNED}"
 )
 _EXPIRE_PICKED = (
-    "UPDATE tasks SET status = 'expired', finished_at = $2::bigint, updated_at = $2 "
-    "WHERE id = ANY($1::text[])"
+    "WITH expired AS (UPDATE tasks SET status = 'expired', finished_at = $2::bigint, "
+    "updated_at = $2 WHERE id = ANY($1::text[]) RETURNING tenant, id, context) "
+    + expiry_events("expired")
 )
 
 

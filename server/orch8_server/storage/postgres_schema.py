@@ -449,9 +449,20 @@ DROP INDEX tasks_open_seq;
 # written before keep their fill until their rows move.
 _V15 = "ALTER TABLE instances SET (fillfactor = 50);"
 
+# P-WF-5 without a second advancing mechanism (issue 30): a completion of workflow steps
+# now commits in the transaction that advances their instances (PgTx.complete_running), as
+# every other result path did, so the trigger's event per step end (an insert, a delete
+# and three index entries per step, `orch8bench.pgstat --workflows`) guards nothing. The
+# expiring statements record their own events (postgres_claim.expiry_events), as SQLite's
+# do. Events stored before stay due, and the pump takes them.
+_V16 = """
+DROP TRIGGER tasks_instance_event ON tasks;
+DROP FUNCTION orch8_instance_event();
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
-    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15),
+    (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15), (16, _V16),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 

@@ -45,7 +45,7 @@ from orch8_server.storage.postgres_bulk import (
     UPSERT_ATTEMPT,
     new_task_records,
 )
-from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows
+from orch8_server.storage.postgres_claim import capped_claim_rows, claim_rows, expiry_events
 from orch8_server.storage.postgres_workflows import PostgresWorkflows
 from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
@@ -104,6 +104,23 @@ _COMPLETE_RUNNING = (
     "RETURNING "
     + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
     + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
+)
+
+
+# P-WF-5: a batch completion that comes first in its unit sends the rows with nothing to
+# advance (no `context.instance_id`) as one statement, atomic by itself (one round trip);
+# the steps of instances, left out of it, are completed by _COMPLETE_RUNNING in the
+# transaction that advances their instances, so result and advance commit together.
+_COMPLETE_ALONE = _COMPLETE_RUNNING.replace(
+    "AND t.tenant = $5 ", "AND t.tenant = $5 AND (t.context->>'instance_id') IS NULL "
+)
+_EXPIRE_OVERDUE = (
+    "WITH expired AS (UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
+    "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
+    "AND status IN ('pending', 'scheduled', 'held') AND good_until <= $1 "
+    "FOR UPDATE SKIP LOCKED) RETURNING tenant, concurrency_key, rate_limit_key, id, context), "
+    f"ended AS ({expiry_events('expired')}) "
+    "SELECT tenant, concurrency_key, rate_limit_key FROM expired"
 )
 
 
@@ -275,12 +292,24 @@ class PgTx:
     ) -> list[CompletedRow]:
         if not items:
             return []
-        if self._tx is not None or self._writes:
-            await self.flush()  # otherwise: autocommit, the statement is atomic by itself
         self._locked.clear()  # rows written below bypass update_task
         items = sorted(items)  # rows locked in id order, like tasks_by_ids: no deadlock
+        done: list[CompletedRow] = []
+        if self._tx is None and not self._writes and not self._keyed:
+            # First in its unit: what has nothing to advance commits alone (autocommit).
+            done = await self._complete(_COMPLETE_ALONE, tenant, items, now)
+            if len(done) == len(items):
+                return done
+            alone = {r["id"] for r in done}
+            items = [item for item in items if item[0] not in alone]
+        await self.flush()  # BEGIN: the steps advance in this transaction (P-WF-5)
+        return done + await self._complete(_COMPLETE_RUNNING, tenant, items, now)
+
+    async def _complete(
+        self, sql: str, tenant: str, items: list[tuple[str, str, Any]], now: int
+    ) -> list[CompletedRow]:
         rows = await self.c.fetch(
-            _COMPLETE_RUNNING,
+            sql,
             [i for i, _, _ in items],
             [lease for _, lease, _ in items],
             [None if out is None else orjson.dumps(out).decode() for _, _, out in items],
@@ -339,13 +368,7 @@ class PgTx:
     async def expire_overdue(self, now: int) -> int:
         await self.flush()
         self._locked.clear()
-        rows = await self.c.fetch(
-            "UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
-            "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
-            "AND status IN ('pending', 'scheduled', 'held') AND good_until <= $1 "
-            "FOR UPDATE SKIP LOCKED) RETURNING tenant, concurrency_key, rate_limit_key",
-            now,
-        )
+        rows = await self.c.fetch(_EXPIRE_OVERDUE, now)
         self.touched.update((r[0], r[1]) for r in rows if r[1] is not None)  # P-KEY-3
         self.touched_rate.update((r[0], r[2]) for r in rows if r[2] is not None)  # P-RATE-2
         return len(rows)

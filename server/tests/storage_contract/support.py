@@ -13,8 +13,7 @@ from orch8_server.storage import Storage, open_storage
 from orch8_server.storage.base import ClaimParams
 
 NOW = 1_000_000  # an instant (epoch ms) the tests count from
-# When the pump's safety net may take a task's event: on PostgreSQL one second after the
-# task ended by the database's wall clock (schema 9, P-WF-5), so any time after now.
+# Any time after every event stored so far (an expiry's is due at once, P-WF-5).
 EVENTS_DUE = 2**62
 TENANT = "default"
 Check = Callable[[Storage], Awaitable[None]]

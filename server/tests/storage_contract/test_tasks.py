@@ -213,6 +213,32 @@ def test_complete_running_completes_only_tasks_running_under_their_lease(store: 
     store.run(check)
 
 
+def test_a_completed_step_commits_with_its_transaction_or_not_at_all(store: Backend) -> None:
+    """P-WF-5: a step's completion commits with the transaction that advances its
+    instance, so a transaction that fails after complete_running leaves the step running
+    (a backend may commit the completion of a task that is no step by itself, first)."""
+    step = running("la", context={"instance_id": "i1", "step_id": "s1"})
+    plain = running("lp")
+
+    class Boom(Exception):
+        pass
+
+    async def check(s: Storage) -> None:
+        await insert(s, step, plain)
+        items = [(step["id"], "la", 1), (plain["id"], "lp", 2)]
+        try:
+            async with s.transaction() as tx:
+                done = await tx.complete_running(TENANT, items, NOW + 5)
+                assert sorted(r["id"] for r in done) == sorted([step["id"], plain["id"]])
+                raise Boom  # e.g. the advance failed
+        except Boom:
+            pass
+        assert await status_of(s, step["id"]) == "running"
+        assert await status_of(s, plain["id"]) in ("running", "completed")
+
+    store.run(check)
+
+
 def test_promote_due_makes_due_scheduled_tasks_of_every_tenant_pending(store: Backend) -> None:
     due = [task("h1", status="scheduled", run_at=NOW), task("h1", status="scheduled", run_at=NOW - 5),
            task("h2", "q2", status="scheduled", run_at=NOW, tenant="t2")]  # fmt: skip
