@@ -460,9 +460,28 @@ DROP TRIGGER tasks_instance_event ON tasks;
 DROP FUNCTION orch8_instance_event();
 """
 
+# One wake-up per enqueue statement, not per row (issue 30): a batch insert of 100 tasks
+# ran the row trigger 100 times, each building the same payload for pg_notify to fold.
+# The statement trigger reads the inserted rows from a transition table and notifies each
+# distinct (tenant/queue, handler) once. Updates that make a task pending stay per row.
+_V17 = """
+CREATE FUNCTION orch8_notify_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('orch8_wake', w.payload) FROM (
+        SELECT DISTINCT json_build_array(current_setting('orch8.replica', true),
+            n.tenant || '/' || n.queue_name, n.handler_name)::text AS payload
+        FROM inserted n WHERE n.status = 'pending') w;
+    RETURN NULL;
+END $$;
+DROP TRIGGER tasks_pending_insert ON tasks;
+CREATE TRIGGER tasks_pending_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS inserted
+    FOR EACH STATEMENT EXECUTE FUNCTION orch8_notify_inserted();
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
     (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15), (16, _V16),
+    (17, _V17),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
