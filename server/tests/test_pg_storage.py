@@ -265,3 +265,24 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
     for pool in ("True", "False"):  # one index probe per item, not items x rows compared
         complete = plans[f"{pool}:complete"]
         assert "Index Cond: (id = c.id)" in complete and "Join Filter" not in complete, complete
+
+
+def test_a_lost_connection_replaces_every_pooled_connection(
+    new_database: Callable[[], str],
+) -> None:
+    """After a connection is lost (a database restart kills them all), every pooled
+    connection is replaced on its next use, rather than each failing one request."""
+    url = new_database()
+
+    async def main() -> None:
+        async with _opened(url) as storage:
+            async with storage._conn() as conn:
+                before = await conn.fetchval("SELECT pg_backend_pid()")
+            lost = await storage._unavailable(
+                asyncpg.ConnectionDoesNotExistError("connection was closed")
+            )
+            assert "database unavailable" in str(lost)
+            async with storage._conn() as conn:
+                assert await conn.fetchval("SELECT pg_backend_pid()") != before
+
+    asyncio.run(main())

@@ -244,13 +244,14 @@ class PgStorage:
             raise RuntimeError("storage is not open")
         return self._claims_pool
 
-    def _unavailable(self, exc: BaseException) -> StorageUnavailable:
+    async def _unavailable(self, exc: BaseException) -> StorageUnavailable:
         if isinstance(exc, _LOST):
             # Every pooled connection may be dead (database restart): replace them all on
-            # next use instead of failing one request per stale connection.
+            # next use instead of failing one request per stale connection. (A coroutine
+            # in asyncpg 0.32: called without await, it never ran.)
             for pool in (self._pool, self._claims_pool):
                 if pool is not None:
-                    pool.expire_connections()
+                    await pool.expire_connections()
         log.warning("database unavailable: %s: %s", type(exc).__name__, exc)
         return StorageUnavailable(f"database unavailable: {type(exc).__name__}")
 
@@ -260,7 +261,7 @@ class PgStorage:
         try:
             conn = await pool.acquire(timeout=self.acquire_timeout)
         except _TRANSIENT as exc:
-            raise self._unavailable(exc) from exc
+            raise await self._unavailable(exc) from exc
         try:
             yield conn
         except _TRANSIENT as exc:
@@ -269,7 +270,7 @@ class PgStorage:
                 # already have detached it, hence the suppress).
                 with contextlib.suppress(asyncpg.InterfaceError):
                     conn.terminate()
-            raise self._unavailable(exc) from exc
+            raise await self._unavailable(exc) from exc
         finally:
             with contextlib.suppress(*_TRANSIENT):
                 await pool.release(conn)
