@@ -123,6 +123,8 @@ async function loadOverview(withTasks: boolean): Promise<void> {
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null,
   ]);
+  await released();
+  if (queueView || detail || instanceList || instanceView) return; // the click left the overview
   if (queues) {
     renderQueues(byId("queues"), queues, (pick) => {
       // The bar counts every task of the queue, not the last hour's: list them all.
@@ -223,9 +225,29 @@ function route(): void {
 }
 
 let busy = false;
+// A click is a press and a release on the same element. A refresh that rebuilds the view
+// between them sends the click to a common ancestor instead (a queue row opens the task
+// list where its link was pressed), so no refresh starts while a button is held.
+// A refresh already under way when the button went down draws once it is released.
+let pressed = false;
+let onRelease: (() => void)[] = [];
+window.addEventListener("pointerdown", () => { pressed = true; }, true);
+for (const end of ["pointerup", "pointercancel"]) {
+  window.addEventListener(end, () => {
+    pressed = false;
+    const waiting = onRelease;
+    onRelease = [];
+    // After the click this release makes, which may change the view.
+    setTimeout(() => { for (const resume of waiting) resume(); });
+  }, true);
+}
+function released(): Promise<void> {
+  return pressed ? new Promise((resume) => onRelease.push(resume)) : Promise.resolve();
+}
+
 async function tick(): Promise<void> {
   // Nobody looks at a hidden tab: do not poll the server for it.
-  if (busy || document.hidden || !byId("auth").hidden) return;
+  if (busy || pressed || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
     // Not known yet (the server was unreachable at load): the role decides the buttons.

@@ -92,6 +92,29 @@ test("P-CTRL-2, P-OBS-4: caps set in the queue view show in the table; at the ca
   assert.deepEqual(page.errors, []);
 });
 
+test("a click held across refreshes still opens the queue view", async () => {
+  // A click is a press and a release on the same element. A refresh that rebuilt the row
+  // between them sent the click to the row (which opens the task list) instead of the
+  // link: the page starts no refresh while a button is held, and one already under way
+  // (its request sent before the press) draws after the release.
+  await server.enqueue([{ handler_name: "hold_me", queue_name: "press" }]);
+  const page = await openPage(browser, `${server.url}/ui/#/`);
+  const link = await page.waitForSelector(`${row("press", "hold_me")} a.queue-link`);
+  const box = await link.boundingBox();
+  let loads = 0;
+  page.on("request", (req) => { if (new URL(req.url()).pathname === "/queues") loads += 1; });
+  await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+  await page.mouse.down();
+  loads = 0;
+  await new Promise((resolve) => setTimeout(resolve, 1600)); // held for three refresh periods
+  const whileHeld = loads;
+  await page.mouse.up();
+  await page.waitForSelector('[data-testid="queue-name"]:text("press")');
+  assert.equal(new URL(page.url()).hash, "#/queues/press");
+  assert.ok(whileHeld <= 1, `no refresh started while the button was held (${whileHeld} seen)`);
+  assert.deepEqual(page.errors, []);
+});
+
 test("P-CTRL-3: a paused queue and a capped handler without tasks are listed", async () => {
   const page = await openPage(browser, `${server.url}/ui/#/queues/nightly`);
   await page.waitForSelector('[data-testid="queue-handlers"] .empty-state');

@@ -2523,6 +2523,8 @@ async function loadOverview(withTasks) {
     api.workers().then((r) => r.workers).catch(report(byId("workers"), "workers")),
     withTasks ? list.load() : null
   ]);
+  await released();
+  if (queueView || detail || instanceList || instanceView) return;
   if (queues) {
     renderQueues(byId("queues"), queues, (pick) => {
       list.set({ queue: pick.queue, handler: pick.handler, status: pick.status ?? "", range: "all", id: "" });
@@ -2614,8 +2616,26 @@ function route() {
   }
 }
 var busy = false;
+var pressed = false;
+var onRelease = [];
+window.addEventListener("pointerdown", () => {
+  pressed = true;
+}, true);
+for (const end of ["pointerup", "pointercancel"]) {
+  window.addEventListener(end, () => {
+    pressed = false;
+    const waiting = onRelease;
+    onRelease = [];
+    setTimeout(() => {
+      for (const resume of waiting) resume();
+    });
+  }, true);
+}
+function released() {
+  return pressed ? new Promise((resume) => onRelease.push(resume)) : Promise.resolve();
+}
 async function tick() {
-  if (busy || document.hidden || !byId("auth").hidden) return;
+  if (busy || pressed || document.hidden || !byId("auth").hidden) return;
   busy = true;
   try {
     if (!current() && await loadPrincipal()) {
