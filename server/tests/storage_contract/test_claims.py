@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from orch8_server.storage import Storage
 from orch8_server.storage.rows import CLAIM_COLUMNS
@@ -99,9 +100,12 @@ def test_a_claim_without_handler_names_merges_every_handler_in_claim_order(
     store.run(check)
 
 
-def test_a_claim_expires_the_stale_tasks_it_meets_and_still_fills_its_limit(store: Backend) -> None:
+@pytest.mark.parametrize("capped", [False, True])
+def test_a_claim_expires_the_stale_tasks_it_meets_and_still_fills_its_limit(
+    store: Backend, capped: bool
+) -> None:
     """P-EXPIRE-1: never delivered, even when the claim races the deadline; a step task's
-    expiry records its instance event (P-WF-5)."""
+    expiry records its instance event (P-WF-5). Plain and capped (P-CTRL-2) claims."""
     stale = [
         task(good_until=NOW + 1),
         task(good_until=NOW, context={"instance_id": "i1", "step_id": "s"}),
@@ -111,7 +115,9 @@ def test_a_claim_expires_the_stale_tasks_it_meets_and_still_fills_its_limit(stor
     async def check(s: Storage) -> None:
         for row in (*stale, *fresh):
             await insert(s, row)
-        rows, expired = await s.claim(claim(limit=2))
+        if capped:
+            await s.set_queue_control(TENANT, "q", {"max_running": 10}, NOW)
+        rows, expired = await s.claim(claim(limit=2, capped=capped))
         assert expired == 2 and [r["id"] for r in rows] == [r["id"] for r in fresh]
         for row in stale:
             stored = await s.get_task(row["id"])
