@@ -66,21 +66,25 @@ async def _at_version(url: str, version: int) -> None:
         await conn.close()
 
 
+@pytest.mark.parametrize("back", [1, 3])
 def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
-    cluster: PgCluster,
+    cluster: PgCluster, back: int
 ) -> None:
-    url = cluster.create_database("from_previous")
+    """From the previous schema, and from three versions back (issue 30's schemas 15-17
+    came in one stretch), with rows in every table."""
+    db = f"from_previous_{back}"
+    url = cluster.create_database(db)
 
     async def run() -> None:
-        await _at_version(url, LATEST - 1)
-        before = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), "from_previous")
-        instances = cluster.psql(_INSTANCES.format(row="to_jsonb(t)"), "from_previous")
+        await _at_version(url, LATEST - back)
+        before = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), db)
+        instances = cluster.psql(_INSTANCES.format(row="to_jsonb(t)"), db)
         storage = PgStorage(url, pool_size=2)
         await storage.open()  # migrates to LATEST, as a server's start-up does
         try:
-            after = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), "from_previous")
+            after = cluster.psql(_DIGEST.format(row="to_jsonb(t)"), db)
             assert after == before  # every row, every column, seq included
-            after = cluster.psql(_INSTANCES.format(row="to_jsonb(t)"), "from_previous")
+            after = cluster.psql(_INSTANCES.format(row="to_jsonb(t)"), db)
             assert after == instances
             # Schema 12: the lease sweep finds the running rows without tasks_leases.
             async with storage.transaction() as tx:
@@ -92,7 +96,7 @@ def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
                 assert (inst["concurrency_key"], inst["max_concurrency"]) == (None, None)
                 assert await tx.workflows.instance_slots("default", "k", 2**62) == (0, 0)
             versions = cluster.psql("SELECT max(version) FROM orch8_schema_migrations",
-                                    "from_previous")  # fmt: skip
+                                    db)  # fmt: skip
             assert versions == str(LATEST)
 
             # Claimed in FIFO order by seq, under the new key.
@@ -121,7 +125,7 @@ def test_the_latest_migration_keeps_every_row_and_the_code_of_now_works_on_them(
         keys = cluster.psql(
             "SELECT string_agg(indexname, ',' ORDER BY indexname) FROM pg_indexes "
             "WHERE tablename = 'tasks' AND indexdef LIKE 'CREATE UNIQUE%'",
-            "from_previous",
+            db,
         )
         assert keys == "tasks_idempotency_key,tasks_pkey"
 
