@@ -18,7 +18,7 @@ from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
 from orch8_server.storage.postgres_claim import claim_sql
-from orch8_server.storage.postgres_tx import _COMPLETE_RUNNING, _TASKS
+from orch8_server.storage.postgres_tx import _COMPLETE_ALONE, _COMPLETE_RUNNING, _TASKS
 
 
 @contextlib.asynccontextmanager
@@ -241,6 +241,11 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
             _COMPLETE_RUNNING,
             "ARRAY['t1'], ARRAY['l1'], ARRAY[NULL]::text[], 1000, 'default'",
         ),
+        "complete_alone": (  # the rows that are no workflow step, first in their unit
+            "text[], text[], text[], bigint, text",
+            _COMPLETE_ALONE,
+            "ARRAY['t1'], ARRAY['l1'], ARRAY[NULL]::text[], 1000, 'default'",
+        ),
         "lock": ("text[]", _TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
                  "ARRAY['t1']"),
     }  # fmt: skip
@@ -263,8 +268,12 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
         assert "Seq Scan on tasks" not in plan, (name, plan)
         assert re.search(r"\$\d", plan), (name, plan)  # the generic plan, made once
     for pool in ("True", "False"):  # one index probe per item, not items x rows compared
-        complete = plans[f"{pool}:complete"]
-        assert "Index Cond: (id = c.id)" in complete and "Join Filter" not in complete, complete
+        for name in ("complete", "complete_alone"):
+            complete = plans[f"{pool}:{name}"]
+            assert "Index Cond: (id = c.id)" in complete and "Join Filter" not in complete, (
+                name,
+                complete,
+            )
 
 
 def test_a_lost_connection_replaces_every_pooled_connection(

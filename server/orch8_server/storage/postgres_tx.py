@@ -79,6 +79,7 @@ _UPSERT_WORKER = (
     + ", ".join(f"{c} = EXCLUDED.{c}" for c in WORKER_COLUMNS[1:] if c != "tenant")
 )
 
+
 # One statement completes the tasks (P-DONE-1): atomic by itself, so a completion that
 # reads nothing else needs no BEGIN/COMMIT round trips. The completed row is the record of
 # the attempt that completed it (transitions.completed_attempt): no attempt row is written.
@@ -94,26 +95,26 @@ _UPSERT_WORKER = (
 # until the pools planned generically with seq scans off, PgStorage._pooled) made the
 # planner fetch the rows by that list and compare every row with every item: 9,900 join
 # filter rows per batch of 100, 4.6 ms against 2.3 (bench/results/2026-11-27-pg-planning.md).
-_COMPLETE_RUNNING = (
-    "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
-    "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)) "
-    "UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
-    "finished_at = $4, updated_at = $4 FROM c "
-    "WHERE t.id = c.id AND t.lease_id = c.lease_id "
-    "AND t.status = c.live AND t.tenant = $5 "
-    "RETURNING "
-    + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
-    + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
-)
+def _complete_sql(also: str = "") -> str:
+    return (
+        "WITH c AS MATERIALIZED (SELECT u.id, u.lease_id, u.output, 'running'::text AS live "
+        "FROM unnest($1::text[], $2::text[], $3::text[]) AS u(id, lease_id, output)) "
+        "UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
+        "finished_at = $4, updated_at = $4 FROM c "
+        "WHERE t.id = c.id AND t.lease_id = c.lease_id "
+        f"AND t.status = c.live AND t.tenant = $5 {also}"
+        "RETURNING "
+        + ", ".join(f"t.{col}" for col in COMPLETED_COLUMNS)
+        + ", t.context->>'instance_id' AS instance_id"  # P-WF-5: advance inline
+    )
 
 
+_COMPLETE_RUNNING = _complete_sql()
 # P-WF-5: a batch completion that comes first in its unit sends the rows with nothing to
 # advance (no `context.instance_id`) as one statement, atomic by itself (one round trip);
 # the steps of instances, left out of it, are completed by _COMPLETE_RUNNING in the
 # transaction that advances their instances, so result and advance commit together.
-_COMPLETE_ALONE = _COMPLETE_RUNNING.replace(
-    "AND t.tenant = $5 ", "AND t.tenant = $5 AND (t.context->>'instance_id') IS NULL "
-)
+_COMPLETE_ALONE = _complete_sql("AND (t.context->>'instance_id') IS NULL ")
 _EXPIRE_OVERDUE = (
     "WITH expired AS (UPDATE tasks SET status = 'expired', finished_at = $1, updated_at = $1 "
     "WHERE id IN (SELECT id FROM tasks WHERE good_until IS NOT NULL "
