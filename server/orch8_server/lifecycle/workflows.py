@@ -5,8 +5,8 @@ Advancing (P-WF-5): `advance` is a before-commit hook of every unit of work
 (effects.py), so every path that ends a task (complete and fail, single and batch; manual
 resolution; cancel; lease expiry and lost workers) advances its instance in the same
 transaction, with no call at the call site. It takes the ended tasks that are steps as
-instance events (`ended_events`: the rows themselves, nothing is stored for them; on
-PostgreSQL a batch completion commits alone only the rows that are no step),
+instance events (the rows themselves: nothing is stored for them; on PostgreSQL a batch
+completion commits alone only the rows that are no step),
 locks their instances (one statement for all), applies the state machine
 (workflow_steps.py), inserts the next steps' tasks (idempotency key per instance, run and
 step, so a step is dispatched once however often an event is seen), arms sleep timers and
@@ -393,13 +393,15 @@ class Workflows:
         return len(events)
 
     async def advance(self, uow: UnitOfWork) -> None:
-        """The before-commit hook (P-WF-5, inline): consume the instance events of the
-        tasks this unit ended and advance their instances in the same transaction. A
-        task without `context.instance_id` costs one dict lookup."""
-        ended = [(r["tenant"], iid, r["id"]) for _, r, _ in uow.ended if (iid := _instance_of(r))]
-        if not ended:
-            return
-        events = await uow.db.workflows.ended_events(ended)
+        """The before-commit hook (P-WF-5, inline): the tasks this unit ended that are
+        steps are the instance events, advanced in the same transaction (no backend stores
+        an event for a step's end). A task without `context.instance_id` costs one dict
+        lookup."""
+        events: list[Row] = [
+            {"id": None, "tenant": r["tenant"], "instance_id": iid, "task_id": r["id"],
+             "step_id": None, "run": None}
+            for _, r, _ in uow.ended if (iid := _instance_of(r))
+        ]  # fmt: skip
         if events:
             # Rows this unit ended with their result need no second read (a third of an
             # advance's CPU on SQLite was that read).

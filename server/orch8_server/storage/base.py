@@ -171,10 +171,6 @@ class WorkflowStore(Protocol):
         """Up to `limit` events due at `now` (timers, and task ends recorded by expiry),
         oldest first, deleted as they are read."""
 
-    async def ended_events(self, ended: list[tuple[str, str, str]]) -> list[InstanceEventRow]:
-        """P-WF-5: the events of these (tenant, instance, task) ends, in the transaction
-        that ended the tasks; stored ones are taken (deleted)."""
-
     async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
         """These tasks' stored events, deleted, oldest first."""
 

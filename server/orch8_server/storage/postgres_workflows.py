@@ -203,17 +203,6 @@ class PostgresWorkflows:
         )  # fmt: skip
         return _events(rows)
 
-    async def ended_events(self, ended: list[tuple[str, str, str]]) -> list[InstanceEventRow]:
-        """The ends themselves: the caller advances in the transaction that ended the
-        tasks (a completion of steps is never committed alone, PgTx.complete_running), so
-        nothing is stored for them (schema 16 dropped the trigger that stored an event per
-        step end, and the DELETE that took it back)."""
-        return [
-            {"id": None, "tenant": tenant, "instance_id": instance_id, "task_id": task_id,
-             "step_id": None, "run": None}
-            for tenant, instance_id, task_id in ended
-        ]  # fmt: skip
-
     async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
         c = await self._ready()
         rows = await c.fetch(

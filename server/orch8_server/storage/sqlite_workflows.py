@@ -193,16 +193,6 @@ class SqliteWorkflows:
             .fetchall()
         )
 
-    async def ended_events(self, ended: list[tuple[str, str, str]]) -> list[InstanceEventRow]:
-        """The ends themselves: the caller advances in the transaction that ended the
-        tasks, so nothing is stored (schema v6 dropped the trigger that made every status
-        change pay for it)."""
-        return [
-            {"id": None, "tenant": tenant, "instance_id": instance_id, "task_id": task_id,
-             "step_id": None, "run": None}
-            for tenant, instance_id, task_id in ended
-        ]  # fmt: skip
-
     async def take_task_events(self, task_ids: list[str]) -> list[InstanceEventRow]:
         """Expiry's events of these tasks (or a schema v5 trigger's)."""
         return _events(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from orch8_server.storage import Storage
-from storage_contract.support import EVENTS_DUE, NOW, TENANT, Backend, insert, task
+from storage_contract.support import EVENTS_DUE, NOW, TENANT, Backend, insert, running, task
 
 
 def _sequence(name: str, version: int, tenant: str = TENANT) -> dict[str, Any]:
@@ -164,23 +164,24 @@ def test_timers_fire_when_due_and_are_taken_once(store: Backend) -> None:
     store.run(check)
 
 
-def test_a_step_tasks_end_is_handed_to_the_transaction_that_ended_it(store: Backend) -> None:
-    """P-WF-5: ended_events gives the ends of step tasks to advance inline; whatever a
-    backend stored for them is taken with them, so the pump does not see them again."""
+def test_a_step_tasks_end_by_a_result_path_stores_no_event(store: Backend) -> None:
+    """P-WF-5: a result path advances the step's instance in its own transaction (the
+    workflow rules, Workflows.advance), so no backend stores an event for the end, by a
+    transition's update or by the set-based completion; the pump sees nothing of it."""
     step = task(context={"instance_id": "i1", "step_id": "s1"})
+    running_step = running("ls", context={"instance_id": "i2", "step_id": "s1"})
     plain = task()
 
     async def check(s: Storage) -> None:
-        await insert(s, step, plain)
+        await insert(s, step, running_step, plain)
         async with s.transaction() as tx:
             await tx.update_task(step["id"], {"status": "completed", "finished_at": NOW})
-            events = await tx.workflows.ended_events([(TENANT, "i1", step["id"])])
-            assert [(e["tenant"], e["instance_id"], e["task_id"]) for e in events] == [
-                (TENANT, "i1", step["id"])
-            ]
+            done = await tx.complete_running(TENANT, [(running_step["id"], "ls", 1)], NOW)
+            assert [r["instance_id"] for r in done] == ["i2"]
         async with s.transaction() as tx:
-            assert await tx.workflows.take_due_events(NOW + 1, 10) == []
-            assert await tx.workflows.take_task_events([step["id"], plain["id"]]) == []
+            assert await tx.workflows.take_due_events(EVENTS_DUE, 10) == []
+            ids = [step["id"], running_step["id"], plain["id"]]
+            assert await tx.workflows.take_task_events(ids) == []
 
     store.run(check)
 
