@@ -5,7 +5,8 @@
 Starts the server (working tree) and the SDK's bench worker program (bench/sdk/,
 concurrency 100, no-op handler), warms up, then times `--reps` fill + drain runs as the
 bench's SDK phase does (orch8bench/sdks.py) and prints each run and the medians of
-tasks/s, the worker's and the server's CPU microseconds per task. No peers, no report:
+tasks/s, the worker's and the server's CPU microseconds per task, and the polls and
+completion requests the server answered per 1,000 tasks. No peers, no report:
 `make bench` stays the measurement of record.
 """
 
@@ -39,7 +40,9 @@ def main() -> None:
     print(
         f"{a.sdk}: {row['median']:,.0f} tasks/s (median of {a.reps} x {a.tasks:,}, spread "
         f"{row['spread_pct']}%), worker {row['worker_cpu_us_per_task']:.0f} us/task, "
-        f"server {row['cpu_us_per_task']:.0f} us/task"
+        f"server {row['cpu_us_per_task']:.0f} us/task; per 1,000 tasks "
+        f"{row.get('polls_per_1000', 0):.1f} polls, "
+        f"{row.get('completion_requests_per_1000', 0):.1f} completion requests"
     )
 
 
