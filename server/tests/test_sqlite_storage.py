@@ -1,12 +1,16 @@
 """The SQLite backend's own mechanics, driven directly (no HTTP): transactions of one loop
 turn share one COMMIT, each rolls back alone, nothing is acknowledged before it is
-committed, reads see committed data only; its migrations and completion plan. What every
+committed, reads see committed data only; WAL checkpoints run on their own thread; its
+migrations and completion plan. What every
 backend must do is the contract suite's (storage_contract/)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +18,7 @@ import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.sqlite import SqliteStorage
+from orch8_server.storage.sqlite_checkpoint import Checkpointer
 from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate
 from orch8_server.storage.sqlite_tx import _complete_statement
 
@@ -92,6 +97,67 @@ def test_a_read_outside_a_transaction_waits_for_the_commit(tmp_path: Path) -> No
         await storage.close()
 
     asyncio.run(main())
+
+
+def test_committed_pages_reach_the_database_file_off_the_event_loop(tmp_path: Path) -> None:
+    """The Checkpointer's thread copies the WAL into the database file after commits, well
+    before the writer's own checkpoint (10,000 pages) would; close() stops the thread."""
+    path = tmp_path / "c.db"
+
+    async def main() -> None:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        checkpointer = storage._checkpointer
+        assert checkpointer is not None and checkpointer.alive
+        before = path.stat().st_size
+        for _ in range(20):  # ~400 pages: 4% of the writer's own threshold
+            async with storage.transaction() as tx:
+                for _ in range(50):
+                    await tx.insert_task(
+                        new_task_row({"handler_name": "h", "params": {"pad": "x" * 400}}, 1)
+                    )
+        deadline = time.monotonic() + 10
+        while checkpointer.passes == 0 and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)  # the size grows while a pass copies: wait for its end
+        assert checkpointer.passes >= 1 and checkpointer.last is not None
+        assert path.stat().st_size > before, "no page reached the database file"
+        await storage.close()
+        assert not checkpointer.alive
+        assert "orch8-sqlite-checkpoint" not in {t.name for t in threading.enumerate()}
+
+    asyncio.run(main())
+
+
+def test_a_failed_checkpoint_is_logged_with_its_cause_and_the_next_one_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Flaky:
+        calls = 0
+
+        def execute(self, sql: str) -> Any:
+            assert sql == "PRAGMA wal_checkpoint(PASSIVE)"
+            Flaky.calls += 1
+            if Flaky.calls == 1:
+                raise sqlite3.OperationalError("disk I/O error")
+            return self
+
+        def fetchone(self) -> tuple[int, int, int]:
+            return (0, 12, 12)
+
+        def close(self) -> None:
+            pass
+
+    caplog.set_level(logging.WARNING, logger="orch8.storage.sqlite")
+    checkpointer = Checkpointer(lambda: Flaky(), interval_s=0.001)  # type: ignore[arg-type, return-value]
+    deadline = time.monotonic() + 10
+    while checkpointer.passes == 0 and time.monotonic() < deadline:
+        checkpointer.poke()
+        time.sleep(0.005)
+    checkpointer.stop()
+    assert checkpointer.passes >= 1 and checkpointer.last == (0, 12, 12)
+    failed = [r for r in caplog.records if r.getMessage().startswith("WAL checkpoint failed")]
+    assert len(failed) == 1 and "disk I/O error" in failed[0].cause  # type: ignore[attr-defined]
+    assert not checkpointer.alive
 
 
 def _at_version(c: sqlite3.Connection, version: int) -> None:

@@ -44,6 +44,7 @@ from orch8_server.storage.rows import (
     WorkerRow,
 )
 from orch8_server.storage.schema import not_ready
+from orch8_server.storage.sqlite_checkpoint import Checkpointer
 from orch8_server.storage.sqlite_rows import (
     ATTEMPT_SELECT,
     TASK_SELECT,
@@ -71,6 +72,7 @@ class SqliteStorage:
         # The open group transaction's COMMIT: resolved once it is durable.
         self._group: asyncio.Future[None] | None = None
         self._committer: asyncio.Task[None] | None = None
+        self._checkpointer: Checkpointer | None = None  # WAL copies off the loop
 
     @property
     def c(self) -> sqlite3.Connection:
@@ -92,16 +94,16 @@ class SqliteStorage:
         else:  # creates no file either
             if not os.path.isfile(self.path):
                 raise not_ready(0, SCHEMA_VERSION)
-            uri = Path(self.path).resolve().as_uri() + "?mode=rw"
-            conn = sqlite3.connect(uri, isolation_level=None, check_same_thread=False, uri=True)
+            conn = self._connect_existing()
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute(f"PRAGMA synchronous = {self.synchronous}")
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.execute("PRAGMA cache_size = -65536")
         conn.execute("PRAGMA temp_store = MEMORY")
-        # A checkpoint runs inside the COMMIT that crosses the threshold, on the event loop,
-        # and fsyncs the WAL and the database: every 10,000 pages (~40 MB of WAL) instead
-        # of SQLite's 1,000. Durability of each commit does not depend on it.
+        # The writer's own checkpoint runs inside the COMMIT that crosses the threshold, on
+        # the event loop: every 10,000 pages (~40 MB of WAL) instead of SQLite's 1,000. The
+        # Checkpointer's thread copies most pages before then (sqlite_checkpoint.py).
+        # Durability of each commit depends on neither.
         conn.execute("PRAGMA wal_autocheckpoint = 10000")
         if not self.migrate:
             try:
@@ -112,8 +114,18 @@ class SqliteStorage:
         elif applied := migrate(conn, self.path):
             log.info("schema migrated", extra={"applied": applied})
         self._conn = conn
+        if self.path != ":memory:":
+            self._checkpointer = Checkpointer(self._connect_existing)
+
+    def _connect_existing(self) -> sqlite3.Connection:
+        """A connection to the database file, which must exist (no file is created)."""
+        uri = Path(self.path).resolve().as_uri() + "?mode=rw"
+        return sqlite3.connect(uri, isolation_level=None, check_same_thread=False, uri=True)
 
     async def close(self) -> None:
+        if self._checkpointer is not None:
+            checkpointer, self._checkpointer = self._checkpointer, None
+            await asyncio.to_thread(checkpointer.stop)
         if self._conn is not None:
             async with self._lock:
                 self._commit_group()
@@ -190,6 +202,8 @@ class SqliteStorage:
             return
         self._group = None
         group.set_result(None)
+        if self._checkpointer is not None:
+            self._checkpointer.poke()
 
     async def _settled(self) -> None:
         """Wait for a pending group COMMIT, so a read sees committed data only."""
