@@ -14,9 +14,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
+from orch8_server.storage.base import TaskFilter
 from orch8_server.storage.sqlite import SqliteStorage
 from orch8_server.storage.sqlite_checkpoint import Checkpointer
 from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate
@@ -294,3 +296,54 @@ def test_schema_v9_adds_instance_keys_and_keeps_every_instance(tmp_path: Path) -
             "AND concurrency_key = 'k' AND status IN ('running', 'held')"
         ).fetchall()
         assert any("instances_key" in row[3] for row in plan), plan
+
+
+def test_schema_v11_drops_the_tenant_index_and_lists_read_each_status_in_order(
+    tmp_path: Path,
+) -> None:
+    """A v10 file with tasks of two tenants in several statuses opens as v11 without
+    tasks_tenant_seq; a tenant's list of every status reads tasks_status_seq one status at
+    a time, never the whole table, and pages through the same rows as before."""
+    path = tmp_path / "v10.db"
+    statuses = ["pending", "completed", "running", "failed", "completed", "pending"] * 5
+    with sqlite3.connect(path) as c:
+        _at_version(c, 10)
+        for i, status in enumerate(statuses):
+            row: dict[str, Any] = new_task_row({"handler_name": "h", "params": {"i": i}}, i)
+            row.update(status=status, tenant=("default", "t2")[i % 2])
+            values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in row.values()]
+            marks = ", ".join("?" * len(row))
+            c.execute(f"INSERT INTO tasks ({', '.join(row)}) VALUES ({marks})", values)
+        expected = [
+            r[0]
+            for r in c.execute("SELECT id FROM tasks WHERE tenant = 'default' ORDER BY seq DESC")
+        ]
+    _reopen(path)
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "tasks_tenant_seq" not in names and "tasks_status_seq" in names
+
+    async def pages() -> tuple[list[str], list[str]]:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        statements: list[str] = []
+        storage.c.set_trace_callback(statements.append)  # the statements, values bound
+        seen: list[str] = []
+        before = None
+        try:
+            while page := await storage.list_tasks(TaskFilter(), 4, before):
+                seen += [r["id"] for r in page]
+                before = page[-1]["seq"]
+            storage.c.set_trace_callback(None)
+            listed = [sql for sql in statements if "UNION ALL" in sql]
+            assert listed, statements
+            plan = [r[3] for r in storage.c.execute("EXPLAIN QUERY PLAN " + listed[-1])]
+        finally:
+            await storage.close()
+        return seen, plan
+
+    seen, plan = asyncio.run(pages())
+    assert seen == expected
+    assert sum("USING INDEX tasks_status_seq (tenant=? AND status=?" in p for p in plan) == 8, plan
+    assert not any(step.startswith("SCAN tasks") for step in plan), plan

@@ -25,7 +25,7 @@ import sqlite3
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from orch8_server.storage import sqlite_controls, sqlite_history, sqlite_keys
 from orch8_server.storage.base import ClaimParams, TaskFilter
@@ -40,6 +40,7 @@ from orch8_server.storage.rows import (
     QueueStatsRow,
     RateLimitRow,
     TaskRow,
+    TaskStatus,
     TenantRow,
     WorkerRow,
 )
@@ -57,6 +58,8 @@ from orch8_server.storage.sqlite_schema import SCHEMA_VERSION, migrate, require_
 from orch8_server.storage.sqlite_tx import SqliteTx
 
 log = logging.getLogger("orch8.storage.sqlite")
+
+_TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)  # every status a task row can hold
 
 
 class SqliteStorage:
@@ -223,9 +226,6 @@ class SqliteStorage:
         await self._settled()
         where: list[str] = ["tenant = ?"]  # P-TEN-3
         args: list[Any] = [flt.tenant]
-        if flt.statuses:
-            where.append(f"status IN ({','.join('?' * len(flt.statuses))})")
-            args += flt.statuses
         for col in ("handler_name", "queue_name", "worker_id"):
             if getattr(flt, col) is not None:
                 where.append(f"{col} = ?")
@@ -242,8 +242,24 @@ class SqliteStorage:
         if before_seq is not None:
             where.append("seq < ?")
             args.append(before_seq)
-        sql = TASK_SELECT + " WHERE " + " AND ".join(where)
-        return [task(r) for r in self.c.execute(sql + " ORDER BY seq DESC LIMIT ?", [*args, limit])]
+        if flt.worker_id is not None:  # tasks_worker_seq holds them in seq order
+            if flt.statuses:
+                where.append(f"status IN ({','.join('?' * len(flt.statuses))})")
+                args += flt.statuses
+            sql = TASK_SELECT + " WHERE " + " AND ".join(where) + " ORDER BY seq DESC LIMIT ?"
+            return [task(r) for r in self.c.execute(sql, [*args, limit])]
+        # One branch per stored status, each an ordered range of tasks_status_seq that stops
+        # at the page size, merged: no index holds every status in seq order (schema 11).
+        statuses = [s for s in _TASK_STATUSES if not flt.statuses or s in flt.statuses]
+        if not statuses:
+            return []
+        common = " AND ".join(where)
+        branch = (
+            f"SELECT * FROM ({TASK_SELECT} WHERE status = ? AND {common} ORDER BY seq DESC LIMIT ?)"
+        )
+        sql = " UNION ALL ".join([branch] * len(statuses)) + " ORDER BY seq DESC LIMIT ?"
+        params = [v for status in statuses for v in (status, *args, limit)]
+        return [task(r) for r in self.c.execute(sql, [*params, limit])]
 
     async def list_attempts(self, task_id: str) -> list[AttemptRow]:
         await self._settled()

@@ -115,8 +115,8 @@ def list_tenants(conn: sqlite3.Connection) -> list[TenantRow]:
     return [counts[t] for t in sorted(counts)]
 
 
-# P-TEN-4: the distinct tenants of the tasks table as a skip scan of tasks_tenant_seq (one
-# index probe per tenant), so a scrape stays cheap however many rows a tenant has.
+# P-TEN-4: the distinct tenants of the tasks table as a skip scan of tasks_status_seq (one
+# index probe per tenant; it leads with the tenant), so a scrape stays cheap however many rows a tenant has.
 TENANT_NAMES = (
     "WITH RECURSIVE t(tenant) AS (SELECT min(tenant) FROM tasks UNION ALL "
     "SELECT (SELECT min(tenant) FROM tasks WHERE tenant > t.tenant) FROM t "

@@ -335,6 +335,8 @@ def test_list_tasks_filters_newest_first_within_one_tenant(store: Backend) -> No
         assert await ids(handler_name="h1") == [c["id"], a["id"]]
         assert await ids(queue_name="q1") == ab
         assert await ids(worker_id="w") == [b["id"]]
+        assert await ids(worker_id="w", statuses=("running",)) == [b["id"]]
+        assert await ids(worker_id="w", statuses=("completed",)) == []
         assert await ids(created_after=NOW) == [c["id"], b["id"]]
         assert await ids(created_before=NOW + 2) == ab
         assert await ids(instance_id="i9") == [c["id"]]  # P-WF-4
@@ -343,6 +345,35 @@ def test_list_tasks_filters_newest_first_within_one_tenant(store: Backend) -> No
         assert stored_b is not None and await ids(before=stored_b["seq"]) == [a["id"]]
         assert await ids(tenant="t2") == [d["id"]]  # P-TEN-3
         assert await ids(tenant="t3") == []
+
+    store.run(check)
+
+
+def test_a_page_of_every_status_is_the_newest_rows_of_all_of_them(store: Backend) -> None:
+    """A list that names no status merges every stored status newest first, page after
+    page, however the statuses interleave (SQLite and PostgreSQL read each status through
+    its own index)."""
+    statuses = ["pending", "completed", "running", "failed", "scheduled", "completed",
+                "held", "cancelled", "expired", "pending", "completed", "running"]  # fmt: skip
+    rows = [
+        running(f"l{i}") if st == "running" else task(status=st) for i, st in enumerate(statuses)
+    ]
+
+    async def check(s: Storage) -> None:
+        for row in rows:  # one at a time: seq follows this order
+            await insert(s, row)
+        newest_first = [r["id"] for r in reversed(rows)]
+        seen: list[str] = []
+        before = None
+        while True:
+            page = await s.list_tasks(TaskFilter(), 5, before)
+            if not page:
+                break
+            seen += [r["id"] for r in page]
+            before = page[-1]["seq"]
+        assert seen == newest_first
+        done = await s.list_tasks(TaskFilter(statuses=("completed", "failed")), 3, None)
+        assert [r["id"] for r in done] == [rows[i]["id"] for i in (10, 5, 3)]
 
     store.run(check)
 
