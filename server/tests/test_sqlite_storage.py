@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from orch8_server.lifecycle.tasks import new_task_row
-from orch8_server.storage.base import TaskFilter
+from orch8_server.storage.base import ClaimParams, TaskFilter
 from orch8_server.storage.sqlite import SqliteStorage
 from orch8_server.storage.sqlite_checkpoint import Checkpointer
 from orch8_server.storage.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, migrate
@@ -347,3 +347,55 @@ def test_schema_v11_drops_the_tenant_index_and_lists_read_each_status_in_order(
     assert seen == expected
     assert sum("USING INDEX tasks_status_seq (tenant=? AND status=?" in p for p in plan) == 8, plan
     assert not any(step.startswith("SCAN tasks") for step in plan), plan
+
+
+def test_schema_v12_drops_the_any_handler_claim_index_and_such_a_claim_reads_only_indexes(
+    tmp_path: Path,
+) -> None:
+    """A v11 file with pending tasks of three handlers opens as v12 without
+    tasks_claim_any; a claim that names no handler takes them in claim order across the
+    handlers (P-ORDER-1), and every statement it runs reads tasks_claim_handler, none scans
+    the table."""
+    path = tmp_path / "v11.db"
+    order = [("b", 1), ("a", 0), ("c", 1), ("a", 1), ("b", 0), ("c", 0)]  # (handler, priority)
+    with sqlite3.connect(path) as c:
+        _at_version(c, 11)
+        for handler, priority in order:
+            row: dict[str, Any] = new_task_row({"handler_name": handler, "params": {}}, 1)
+            row["priority"] = priority
+            values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in row.values()]
+            marks = ", ".join("?" * len(row))
+            c.execute(f"INSERT INTO tasks ({', '.join(row)}) VALUES ({marks})", values)
+        expected = [r[0] for r in c.execute("SELECT id FROM tasks ORDER BY priority, seq")]
+    _reopen(path)
+    with sqlite3.connect(path) as c:
+        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        assert "tasks_claim_any" not in names and "tasks_claim_handler" in names
+
+    async def claim_all() -> tuple[list[str], list[str]]:
+        storage = SqliteStorage(str(path))
+        await storage.open()
+        statements: list[str] = []
+        leases = (f"lease_{i}" for i in range(100))
+        params = ClaimParams(tenant="default", queue_name="default", handler_names=None,
+                             limit=4, now=2, lease_ms=1000, worker_id="w",
+                             new_lease_id=leases.__next__)  # fmt: skip
+        try:
+            storage.c.set_trace_callback(statements.append)  # the statements, values bound
+            first, _ = await storage.claim(params)
+            storage.c.set_trace_callback(None)
+            rest, _ = await storage.claim(params)
+            plans = [
+                step[3]
+                for sql in statements
+                if sql.lstrip().startswith(("SELECT", "WITH"))
+                for step in storage.c.execute("EXPLAIN QUERY PLAN " + sql)
+            ]
+        finally:
+            await storage.close()
+        return [r["id"] for r in [*first, *rest]], plans
+
+    claimed, plans = asyncio.run(claim_all())
+    assert claimed == expected
+    assert any("tasks_claim_handler" in step for step in plans), plans
+    assert not any(step.startswith("SCAN tasks") for step in plans), plans

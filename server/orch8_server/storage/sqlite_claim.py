@@ -10,6 +10,8 @@ wire needs (CLAIM_COLUMNS), their JSON as `orjson.Fragment`s: stored text, never
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import sqlite3
 from typing import Any
 
@@ -63,38 +65,49 @@ def _candidates(
         match, extra = _UNLABELLED, []
     else:
         match, extra = _LABELS_HELD, [held]
-    if not p.handler_names:
-        skip = ""
-        if excluded:  # handlers at their running cap (P-CTRL-2)
-            skip = f" AND handler_name NOT IN ({','.join('?' * len(excluded))})"
-        return [
-            _claimed(r)
-            for r in conn.execute(
-                _CLAIM_SELECT
-                + " WHERE status = 'pending' AND tenant = ? AND queue_name = ?"
-                + match
-                + skip
-                + " ORDER BY priority, seq LIMIT ?",
-                (p.tenant, p.queue_name, *extra, *excluded, want),
-            )
-        ]
-    # One indexed, ordered scan per handler, merged here: each uses
-    # tasks_claim_handler and reads at most `want` rows (P-ORDER-1).
-    rows: list[ClaimedRow] = []
-    for name in p.handler_names:
-        if name in excluded:
-            continue
-        rows += [
-            _claimed(r)
-            for r in conn.execute(
-                _CLAIM_SELECT + " WHERE status = 'pending' AND tenant = ? AND queue_name = ? "
-                "AND handler_name = ?" + match + " ORDER BY priority, seq LIMIT ?",
-                (p.tenant, p.queue_name, name, *extra, want),
-            )
-        ]
-    if len(p.handler_names) > 1:
-        rows.sort(key=lambda r: (r["priority"], r["seq"]))
-    return rows[:want]
+    # A poll that names no handler claims from every handler with pending tasks in the
+    # queue (schema 12 has no index over a queue's pending rows of all handlers).
+    names = p.handler_names or _pending_handlers(conn, p.tenant, p.queue_name)
+    sql = (
+        _CLAIM_SELECT + " WHERE status = 'pending' AND tenant = ? AND queue_name = ? "
+        "AND handler_name = ?" + match + " ORDER BY priority, seq LIMIT ?"
+    )
+    scans = [
+        conn.execute(sql, (p.tenant, p.queue_name, name, *extra, want))
+        for name in names
+        if name not in excluded
+    ]
+    if len(scans) == 1:
+        return [_claimed(r) for r in scans[0]]
+    # One ordered scan of tasks_claim_handler per handler, merged lazily in claim order
+    # (P-ORDER-1): `want` rows read in all, plus at most one per handler.
+    merged = itertools.islice(heapq.merge(*scans, key=_claim_order), want)
+    rows = [_claimed(r) for r in merged]
+    for scan in scans:
+        scan.close()
+    return rows
+
+
+_PRIORITY_AT, _SEQ_AT = CLAIM_COLUMNS.index("priority"), CLAIM_COLUMNS.index("seq")
+
+
+def _claim_order(raw: tuple[Any, ...]) -> tuple[Any, Any]:
+    return raw[_PRIORITY_AT], raw[_SEQ_AT]
+
+
+# The handlers with pending tasks in a tenant's queue, as a skip scan of
+# tasks_claim_handler (tenant, queue_name, handler_name, ...): one index probe per handler.
+_PENDING_HANDLERS = (
+    "WITH RECURSIVE h(name) AS (SELECT (SELECT min(handler_name) FROM tasks "
+    "WHERE status = 'pending' AND tenant = ?1 AND queue_name = ?2) UNION ALL "
+    "SELECT (SELECT min(handler_name) FROM tasks WHERE status = 'pending' AND tenant = ?1 "
+    "AND queue_name = ?2 AND handler_name > h.name) FROM h WHERE h.name IS NOT NULL) "
+    "SELECT name FROM h WHERE name IS NOT NULL"
+)
+
+
+def _pending_handlers(conn: sqlite3.Connection, tenant: str, queue_name: str) -> list[str]:
+    return [name for (name,) in conn.execute(_PENDING_HANDLERS, (tenant, queue_name))]
 
 
 def _budgets(

@@ -39,11 +39,11 @@ def pending_counts(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
     }
 
 
-# P-BP-2: pending through the tasks_claim_any partial index (queue_name first), scheduled
+# P-BP-2: pending through the tasks_claim_handler partial index (queue_name second), scheduled
 # through tasks_scheduled/tasks_status_seq (unfinished rows only); each part stops at the
 # limit, so the read is bounded whatever the table holds.
 QUEUE_DEPTH = (
-    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_claim_any "
+    "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM tasks INDEXED BY tasks_claim_handler "
     "WHERE tenant = ?3 AND queue_name = ?1 "
     "AND status = 'pending' LIMIT ?2)) + (SELECT COUNT(*) FROM (SELECT 1 FROM tasks "
     "WHERE status = 'scheduled' AND tenant = ?3 AND queue_name = ?1 LIMIT ?2))"

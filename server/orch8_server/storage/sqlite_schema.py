@@ -340,8 +340,15 @@ _V10 = "DROP INDEX IF EXISTS tasks_leases"
 # tasks_status_seq, which leads with the tenant too.
 _V11 = "DROP INDEX IF EXISTS tasks_tenant_seq"
 
+# One index entry less per task again: tasks_claim_any (tenant, queue_name, priority, seq)
+# served only polls that name no handler. Such a poll now finds the queue's handlers with
+# pending tasks by a skip scan of tasks_claim_handler and reads each in claim order, as a
+# poll naming them does (sqlite_claim._candidates); the depth check (P-BP-2) counts
+# pending rows through tasks_claim_handler.
+_V12 = "DROP INDEX IF EXISTS tasks_claim_any"
+
 MIGRATIONS: tuple[str | tuple[str, ...], ...] = (
-    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11,
+    _V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11, _V12,
 )  # fmt: skip
 SCHEMA_VERSION = len(MIGRATIONS)
 
