@@ -17,7 +17,7 @@ import pytest
 from orch8_server.lifecycle.tasks import new_task_row
 from orch8_server.storage.base import ClaimParams
 from orch8_server.storage.postgres import PgStorage
-from orch8_server.storage.postgres_claim import claim_sql
+from orch8_server.storage.postgres_claim import PENDING_HANDLERS, claim_sql
 from orch8_server.storage.postgres_tx import _COMPLETE_ALONE, _COMPLETE_RUNNING, _TASKS
 
 
@@ -189,10 +189,10 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
     """Issue 30's stored model, counted exactly from the WAL: the index entries one task
     writes at its enqueue, claim and completion. Each is a cost every task pays, so an
     index added to tasks has to show up here (and earn its place in `make bench`).
-    Enqueue: tasks_pkey, the two claim indexes, tasks_waiting_seq; claim: tasks_pkey,
+    Enqueue: tasks_pkey, tasks_claim_handler, tasks_waiting_seq; claim: tasks_pkey,
     tasks_worker_seq, tasks_running_queue; completion: tasks_pkey, tasks_worker_seq,
     tasks_completed_seq (no attempt row: P-DONE-1). Before issue 30's schema 12-14 and
-    the unstored success: 5 + 6 + 3 + 1."""
+    the unstored success: 5 + 6 + 3 + 1; before schema 18 (tasks_claim_any) 4 + 3 + 3."""
     url = new_database()
 
     async def main() -> None:
@@ -216,7 +216,7 @@ def test_index_entries_a_task_writes(new_database: Callable[[], str]) -> None:
             # synchronous_commit off): a durable commit of its own flushes past it.
             await admin.fetchval("SELECT txid_current()")
             entries = [await admin.fetchval(_ENTRIES, a, b) for a, b in itertools.pairwise(lsn)]
-            assert entries == [4, 3, 3]
+            assert entries == [3, 3, 3]
         await admin.close()
 
     asyncio.run(main())
@@ -226,14 +226,15 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
     new_database: Callable[[], str],
 ) -> None:
     """Plans made on an empty table, as a young database's connections make and cache
-    them: the claim, the completion and the row lock are generic plans (planned once per
+    them: the claim, the handler lookup of a claim naming none, the completion and the row
+    lock are generic plans (planned once per
     connection, not per call: `$n` in the plan, not the values) that reach tasks through
     an index, on both pools; the completion probes the primary key once per item."""
     url = new_database()
     hot = {
         "claim": (
             "text, bigint, bigint, bigint, text, text[], text[], text",
-            claim_sql(True, False),
+            claim_sql(False),
             "'default', 1, 1000, 30000, 'w', ARRAY['l1'], ARRAY['h'], 'default'",
         ),
         "complete": (
@@ -248,6 +249,7 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
         ),
         "lock": ("text[]", _TASKS + " WHERE id = ANY($1::text[]) ORDER BY id FOR UPDATE",
                  "ARRAY['t1']"),
+        "pending_handlers": ("text, text", PENDING_HANDLERS, "'default', 'default'"),
     }  # fmt: skip
 
     async def main() -> dict[str, str]:
@@ -267,6 +269,8 @@ def test_hot_statements_are_planned_once_and_never_scan_the_tasks(
     for name, plan in plans.items():
         assert "Seq Scan on tasks" not in plan, (name, plan)
         assert re.search(r"\$\d", plan), (name, plan)  # the generic plan, made once
+    for pool in ("True", "False"):  # a poll naming no handler: a skip scan, no table read
+        assert "tasks_claim_handler" in plans[f"{pool}:pending_handlers"], plans
     for pool in ("True", "False"):  # one index probe per item, not items x rows compared
         for name in ("complete", "complete_alone"):
             complete = plans[f"{pool}:{name}"]

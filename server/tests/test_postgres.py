@@ -88,7 +88,7 @@ def test_claim_reads_only_claimable_rows_when_finished_rows_pile_up(
             await conn.execute(fill, "pending", "other", 20_000)
             await conn.execute("VACUUM ANALYZE tasks")
             plan = await conn.fetch(
-                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_sql(True, False),
+                "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + claim_sql(False),
                 "default",
                 10,
                 1,

@@ -82,33 +82,26 @@ def _labels(param: str | None) -> str:
 
 
 @cache
-def claim_sql(by_handler: bool, labelled: bool) -> str:
+def claim_sql(labelled: bool) -> str:
     """One statement per poll: pick up to $2 pending rows in claim order (priority, then
     FIFO by seq; P-ORDER-1) with FOR UPDATE SKIP LOCKED, lease them, return them.
 
-    With handler names ($7), one LATERAL index scan per handler on tasks_claim_handler
-    (queue, handler, priority, seq), each reading at most $2 rows in index order; the
-    best $2 of their union win (the losers stay locked until this one-statement
-    transaction commits). Without, one scan of tasks_claim_any. The worker's labels are
-    the next parameter, the tenant the last (P-TEN-3: it leads every claim index)."""
-    labels = _labels(("$8" if by_handler else "$7") if labelled else None)
-    t = f"${7 + by_handler + labelled}"
-    if by_handler:
-        pick = (
-            "SELECT c.id, c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
-            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
-            "AND queue_name = $1 "
-            f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
-            f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
-            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
-        )
-    else:
-        pick = (
-            f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
-            "AND queue_name = $1 "
-            f"AND {labels} AND {_handler_free('t.handler_name', t)} AND {_queue_free(t)} "
-            "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
-        )
+    One LATERAL index scan per handler ($7: the poll's handler names, or for a poll that
+    names none the queue's handlers with pending tasks, `pending_handlers`) on
+    tasks_claim_handler (queue, handler, priority, seq), each reading at most $2 rows in
+    index order; the best $2 of their union win (the losers stay locked until this
+    one-statement transaction commits). The worker's labels are the next parameter, the
+    tenant the last (P-TEN-3: it leads every claim index)."""
+    labels = _labels("$8" if labelled else None)
+    t = f"${8 + labelled}"
+    pick = (
+        "SELECT c.id, c.seq, c.priority FROM unnest($7::text[]) AS h(name), LATERAL ("
+        f"SELECT id, seq, priority FROM tasks t WHERE status = 'pending' AND tenant = {t} "
+        "AND queue_name = $1 "
+        f"AND handler_name = h.name AND {labels} AND {_handler_free('h.name', t)} "
+        f"AND {_queue_free(t)} ORDER BY priority, seq LIMIT $2 "
+        "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
+    )
 
     def when(then: str, otherwise: str) -> str:
         return f"CASE WHEN {_LIVE} THEN {then} ELSE {otherwise} END"
@@ -135,6 +128,23 @@ def claim_sql(by_handler: bool, labelled: bool) -> str:
     )
 
 
+# The handlers with pending tasks in a tenant's queue ($1 queue, $2 tenant), as a skip scan
+# of tasks_claim_handler (tenant, queue_name, handler_name, ...): one index probe per
+# handler. A poll that names no handler claims from these (schema 18 dropped the index
+# over a queue's pending rows of every handler).
+PENDING_HANDLERS = (
+    "WITH RECURSIVE h(name) AS (SELECT (SELECT min(handler_name) FROM tasks "
+    "WHERE status = 'pending' AND tenant = $2 AND queue_name = $1) UNION ALL "
+    "SELECT (SELECT min(handler_name) FROM tasks WHERE status = 'pending' AND tenant = $2 "
+    "AND queue_name = $1 AND handler_name > h.name) FROM h WHERE h.name IS NOT NULL) "
+    "SELECT name FROM h WHERE name IS NOT NULL"
+)
+
+
+async def pending_handlers(conn: asyncpg.Connection, tenant: str, queue_name: str) -> list[str]:
+    return [r[0] for r in await conn.fetch(PENDING_HANDLERS, queue_name, tenant)]
+
+
 def _claimed(record: asyncpg.Record) -> ClaimedRow:
     row: Any = dict(record)
     row["headers_json"] = row["headers"]  # the stored text, for P-TEL-2 claim spans
@@ -153,13 +163,15 @@ async def claim_rows(conn: asyncpg.Connection, p: ClaimParams) -> tuple[list[Cla
     (at-least-once) while enqueues and results stay fully durable."""
     claimed: list[ClaimedRow] = []
     expired = 0
-    sql = claim_sql(bool(p.handler_names), p.labels is not None)
+    names = p.handler_names or await pending_handlers(conn, p.tenant, p.queue_name)
+    if not names:
+        return claimed, expired
+    sql = claim_sql(p.labels is not None)
     while len(claimed) < p.limit:
         want = p.limit - len(claimed)
         args: list[Any] = [p.queue_name, want, p.now, p.lease_ms, p.worker_id]
         args.append([p.new_lease_id() for _ in range(want)])
-        if p.handler_names:
-            args.append(p.handler_names)
+        args.append(names)
         if p.labels is not None:
             args.append(p.labels)
         args.append(p.tenant)
@@ -192,26 +204,18 @@ _EXPIRE_PICKED = (
 
 
 @cache
-def _pick_sql(by_handler: bool, labelled: bool) -> str:
+def _pick_sql(labelled: bool) -> str:
     """Candidates of a capped claim, locked, in claim order: $1 queue, $2 how many,
-    $3 the handlers (by_handler) or the handlers at their cap (to skip), $4 labels, then
-    the tenant."""
+    $3 the handlers, $4 labels, then the tenant."""
     labels = _labels("$4" if labelled else None)
     t = f"${4 + labelled}"
     cols = "t.id, t.seq, t.priority, t.handler_name, t.good_until"
-    if by_handler:
-        return (
-            "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
-            f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
-            "AND queue_name = $1 "
-            f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
-            "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
-        )
     return (
+        "SELECT c.* FROM unnest($3::text[]) AS h(name), LATERAL ("
         f"SELECT {cols} FROM tasks t WHERE status = 'pending' AND tenant = {t} "
         "AND queue_name = $1 "
-        f"AND NOT (handler_name = ANY($3::text[])) AND {labels} "
-        "ORDER BY priority, seq LIMIT $2 FOR UPDATE SKIP LOCKED"
+        f"AND handler_name = h.name AND {labels} ORDER BY priority, seq LIMIT $2 "
+        "FOR UPDATE SKIP LOCKED) c ORDER BY c.priority, c.seq LIMIT $2"
     )
 
 
@@ -274,19 +278,17 @@ async def capped_claim_rows(
     async with conn.transaction():
         limit, room = await _budgets(conn, p.tenant, queue_name, handler_names, p.limit)
         excluded = {h for h, left in room.items() if left <= 0}
+        every = handler_names or await pending_handlers(conn, p.tenant, queue_name)
         while len(claimed) < limit:
             want = limit - len(claimed)
-            if handler_names:
-                names = [h for h in handler_names if h not in excluded]
-                if not names:
-                    break
-                args: list[Any] = [queue_name, want, names]
-            else:
-                args = [queue_name, want, sorted(excluded)]
+            names = [h for h in every if h not in excluded]
+            if not names:
+                break
+            args: list[Any] = [queue_name, want, names]
             if labels is not None:
                 args.append(labels)
             args.append(p.tenant)
-            candidates = await conn.fetch(_pick_sql(bool(handler_names), labels is not None), *args)
+            candidates = await conn.fetch(_pick_sql(labels is not None), *args)
             if not candidates:
                 break
             # P-EXPIRE-1, P-CTRL-2: drop stale rows, spend the handlers' budgets

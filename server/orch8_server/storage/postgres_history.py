@@ -45,7 +45,7 @@ _DEPTH = (
 
 
 async def pending_counts(conn: asyncpg.Connection) -> dict[tuple[str, str], int]:
-    """Pending tasks per (tenant, queue) (the depth sample; tasks_claim_any covers it)."""
+    """Pending tasks per (tenant, queue) (the depth sample; tasks_claim_handler covers it)."""
     rows = await conn.fetch(
         "SELECT tenant, queue_name, count(*) AS n FROM tasks WHERE status = 'pending' "
         "GROUP BY tenant, queue_name"
@@ -53,7 +53,7 @@ async def pending_counts(conn: asyncpg.Connection) -> dict[tuple[str, str], int]
     return {(r["tenant"], r["queue_name"]): r["n"] for r in rows}
 
 
-# P-BP-2: as sqlite_history.QUEUE_DEPTH (tasks_claim_any, then the scheduled rows only),
+# P-BP-2: as sqlite_history.QUEUE_DEPTH (tasks_claim_handler, then the scheduled rows only),
 # each part stopping at the limit.
 QUEUE_DEPTH = (
     "SELECT (SELECT count(*) FROM (SELECT 1 FROM tasks WHERE tenant = $3 AND queue_name = $1 "

@@ -478,10 +478,18 @@ CREATE TRIGGER tasks_pending_insert AFTER INSERT ON tasks REFERENCING NEW TABLE 
     FOR EACH STATEMENT EXECUTE FUNCTION orch8_notify_inserted();
 """
 
+# One index entry less per task (issue 30): tasks_claim_any (tenant, queue_name, priority,
+# seq) served only polls that name no handler; every SDK worker names its handlers. Such a
+# poll now reads the queue's handlers with pending tasks first (postgres_claim
+# .PENDING_HANDLERS, a skip scan of tasks_claim_handler) and claims through them as a
+# poll naming them does. The depth reads (P-BP-2) count pending rows through
+# tasks_claim_handler, which leads with (tenant, queue_name) too.
+_V18 = "DROP INDEX IF EXISTS tasks_claim_any;"
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8), (9, _V9),
     (10, _V10), (11, _V11), (12, _V12), (13, _V13), (14, _V14), (15, _V15), (16, _V16),
-    (17, _V17),
+    (17, _V17), (18, _V18),
 ]  # fmt: skip
 LATEST = MIGRATIONS[-1][0]
 
