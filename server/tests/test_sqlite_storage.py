@@ -7,10 +7,12 @@ backend must do is the contract suite's (storage_contract/)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sqlite3
 import threading
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +173,41 @@ def _at_version(c: sqlite3.Connection, version: int) -> None:
     c.execute(f"PRAGMA user_version = {version}")
 
 
+def _store_task(c: sqlite3.Connection, handler: str, **fields: Any) -> None:
+    """A new task of `handler`, `fields` overriding its columns, written as an older
+    server's schema holds it (JSON columns as text)."""
+    row: dict[str, Any] = {**new_task_row({"handler_name": handler, "params": {}}, 1), **fields}
+    values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in row.values()]
+    marks = ", ".join("?" * len(row))
+    c.execute(f"INSERT INTO tasks ({', '.join(row)}) VALUES ({marks})", values)
+
+
+def _index_names(path: Path) -> set[str]:
+    """The indexes of the file once a server's start-up brought it to SCHEMA_VERSION."""
+    _reopen(path)
+    with sqlite3.connect(path) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        return {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+
+
+@contextlib.asynccontextmanager
+async def _traced(path: Path) -> AsyncIterator[tuple[SqliteStorage, list[str]]]:
+    """The storage of `path`, open, and the statements it runs (their values bound)."""
+    storage = SqliteStorage(str(path))
+    await storage.open()
+    statements: list[str] = []
+    storage.c.set_trace_callback(statements.append)
+    try:
+        yield storage, statements
+    finally:
+        storage.c.set_trace_callback(None)
+        await storage.close()
+
+
+def _plan(storage: SqliteStorage, sql: str) -> list[str]:
+    return [r[3] for r in storage.c.execute("EXPLAIN QUERY PLAN " + sql)]
+
+
 def _reopen(path: Path) -> None:
     """Open and close the file as a server's start-up does: it migrates to SCHEMA_VERSION."""
 
@@ -309,39 +346,24 @@ def test_schema_v11_drops_the_tenant_index_and_lists_read_each_status_in_order(
     with sqlite3.connect(path) as c:
         _at_version(c, 10)
         for i, status in enumerate(statuses):
-            row: dict[str, Any] = new_task_row({"handler_name": "h", "params": {"i": i}}, i)
-            row.update(status=status, tenant=("default", "t2")[i % 2])
-            values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in row.values()]
-            marks = ", ".join("?" * len(row))
-            c.execute(f"INSERT INTO tasks ({', '.join(row)}) VALUES ({marks})", values)
+            _store_task(c, "h", status=status, tenant=("default", "t2")[i % 2])
         expected = [
             r[0]
             for r in c.execute("SELECT id FROM tasks WHERE tenant = 'default' ORDER BY seq DESC")
         ]
-    _reopen(path)
-    with sqlite3.connect(path) as c:
-        assert c.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
-        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert "tasks_tenant_seq" not in names and "tasks_status_seq" in names
+    names = _index_names(path)  # after a start-up's migrations
+    assert "tasks_tenant_seq" not in names and "tasks_status_seq" in names
 
     async def pages() -> tuple[list[str], list[str]]:
-        storage = SqliteStorage(str(path))
-        await storage.open()
-        statements: list[str] = []
-        storage.c.set_trace_callback(statements.append)  # the statements, values bound
-        seen: list[str] = []
-        before = None
-        try:
+        async with _traced(path) as (storage, statements):
+            seen: list[str] = []
+            before = None
             while page := await storage.list_tasks(TaskFilter(), 4, before):
                 seen += [r["id"] for r in page]
                 before = page[-1]["seq"]
-            storage.c.set_trace_callback(None)
             listed = [sql for sql in statements if "UNION ALL" in sql]
             assert listed, statements
-            plan = [r[3] for r in storage.c.execute("EXPLAIN QUERY PLAN " + listed[-1])]
-        finally:
-            await storage.close()
-        return seen, plan
+            return seen, _plan(storage, listed[-1])
 
     seen, plan = asyncio.run(pages())
     assert seen == expected
@@ -361,38 +383,21 @@ def test_schema_v12_drops_the_any_handler_claim_index_and_such_a_claim_reads_onl
     with sqlite3.connect(path) as c:
         _at_version(c, 11)
         for handler, priority in order:
-            row: dict[str, Any] = new_task_row({"handler_name": handler, "params": {}}, 1)
-            row["priority"] = priority
-            values = [orjson.dumps(v).decode() if isinstance(v, dict) else v for v in row.values()]
-            marks = ", ".join("?" * len(row))
-            c.execute(f"INSERT INTO tasks ({', '.join(row)}) VALUES ({marks})", values)
+            _store_task(c, handler, priority=priority)
         expected = [r[0] for r in c.execute("SELECT id FROM tasks ORDER BY priority, seq")]
-    _reopen(path)
-    with sqlite3.connect(path) as c:
-        names = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert "tasks_claim_any" not in names and "tasks_claim_handler" in names
+    names = _index_names(path)  # after a start-up's migrations
+    assert "tasks_claim_any" not in names and "tasks_claim_handler" in names
 
     async def claim_all() -> tuple[list[str], list[str]]:
-        storage = SqliteStorage(str(path))
-        await storage.open()
-        statements: list[str] = []
         leases = (f"lease_{i}" for i in range(100))
         params = ClaimParams(tenant="default", queue_name="default", handler_names=None,
                              limit=4, now=2, lease_ms=1000, worker_id="w",
                              new_lease_id=leases.__next__)  # fmt: skip
-        try:
-            storage.c.set_trace_callback(statements.append)  # the statements, values bound
+        async with _traced(path) as (storage, statements):
             first, _ = await storage.claim(params)
-            storage.c.set_trace_callback(None)
+            reads = [sql for sql in statements if sql.lstrip().startswith(("SELECT", "WITH"))]
             rest, _ = await storage.claim(params)
-            plans = [
-                step[3]
-                for sql in statements
-                if sql.lstrip().startswith(("SELECT", "WITH"))
-                for step in storage.c.execute("EXPLAIN QUERY PLAN " + sql)
-            ]
-        finally:
-            await storage.close()
+            plans = [step for sql in reads for step in _plan(storage, sql)]
         return [r["id"] for r in [*first, *rest]], plans
 
     claimed, plans = asyncio.run(claim_all())
