@@ -7,6 +7,7 @@ import {
 } from "../../src/index.js";
 import { Backoff, parseRetryAfter } from "../../src/backoff.js";
 import { errorFromResponse } from "../../src/errors.js";
+import { CLIENT_RETRY_BASE_MS, CLIENT_RETRY_CAP_MS } from "../../src/generated/constants.js";
 import { RETRY_AFTER_BUDGET_MS, Transport } from "../../src/transport.js";
 import { isOutage, jitterRetryAfter, outageWait } from "../../src/outage.js";
 import { json, mockFetch, problem, refused } from "../helpers/mock-fetch.js";
@@ -276,12 +277,16 @@ test("P-SDK-2: a single Retry-After: 30 is waited (the budget is the server's de
   assert.equal(r.waits.length, 1);
 });
 
-test("P-SDK-2: Retry-After: 0 gets the computed backoff within the 3 plain retries", async () => {
+test("P-SDK-2: Retry-After: 0 gets the computed backoff within the 3 plain retries", async (t) => {
+  // The backoff's full jitter draws from [0, ceiling], so a draw of 0 is a right answer:
+  // the draw is pinned to the middle, and the waits must be half of each doubling ceiling.
+  t.mock.method(Math, "random", () => 0.5);
   const m = mockFetch(() => problem(503, "unavailable", { "Retry-After": "0" }));
   const r = recordingTransport(m.fetch);
   await assert.rejects(r.enqueue(), UnavailableError);
   assert.equal(m.calls.length, 4);
-  assert.ok(r.waits.every((w) => w > 0), `waits ${r.waits}`);
+  const ceilings = [0, 1, 2].map((i) => Math.min(CLIENT_RETRY_CAP_MS, CLIENT_RETRY_BASE_MS * 2 ** i));
+  assert.deepEqual(r.waits, ceilings.map((c) => Math.floor(c / 2)), `waits ${r.waits}`);
 });
 
 test("P-SDK-2: outages without Retry-After keep the 3-retry limit; maxRetries 0 retries nothing", async () => {
