@@ -251,8 +251,9 @@ def ignores_lost_lease(raw) -> None:
 
 
 def sleeps_between_polls(raw) -> None:
-    """Polls without waiting and pauses 3 s after an empty answer instead of a long-poll the
-    server wakes, so a task a clock advance makes due waits (breaks P-CLOCK-2's woken polls)."""
+    """Polls without waiting and pauses 6 s after an empty answer instead of a long-poll the
+    server wakes, so a task a clock advance makes due waits (breaks P-CLOCK-2's woken polls).
+    6 s, not less: the scenario allows 4 s, and one pause of 3 s once fit in it."""
     original = raw.call
 
     def call(method, path, body=None, timeout=10):
@@ -260,7 +261,7 @@ def sleeps_between_polls(raw) -> None:
             return original(method, path, body, timeout)
         status, answer, wait = original(method, path, {**body, "wait_ms": 0}, timeout)
         if status == 200 and not answer["tasks"]:
-            time.sleep(3)
+            time.sleep(6)
         return status, answer, wait
 
     raw.call = call
