@@ -211,9 +211,9 @@ func TestNextHeartbeatFitsHeldLeases_P_SDK_30(t *testing.T) {
 	check(500 * time.Millisecond)
 	later := hold("later", 1500*time.Millisecond, last.Add(time.Second)) // claimed after the last
 	check(500 * time.Millisecond)
-	short.drop(ErrLeaseLost)
+	short.drop(ErrLeaseLost, outcomeLeaseLost)
 	check(1500 * time.Millisecond) // a third of its lease after its claim
-	later.drop(ErrLeaseLost)
+	later.drop(ErrLeaseLost, outcomeLeaseLost)
 	hold("expired", 0, last.Add(-time.Second))
 	check(100 * time.Millisecond)
 	w.opts.HeartbeatInterval = 5 * time.Second // the worker's own interval is kept as given

@@ -60,16 +60,21 @@ type run struct {
 }
 
 // drop fires the handler's cancellation signal; from now on nothing is sent for the task
-// (P-SDK-5). It reports whether this call dropped it.
-func (r *run) drop(cause error) bool {
+// (P-SDK-5). It settles outcome o unless one is settled, and reports whether it did.
+func (r *run) drop(cause error, o outcome) (settled bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.dropped != nil || r.phase == phaseDone {
-		return false
+	// The outcome first, in the same step as the cancel: a handler that returns on the
+	// cancel ends its run, and a run ending unsettled counts as lease lost (release), which
+	// once beat a cancellation to it.
+	if r.outcome == outcomeNone {
+		r.outcome, settled = o, true
 	}
-	r.dropped = cause
-	r.cancel(cause)
-	return true
+	if r.dropped == nil && r.phase != phaseDone {
+		r.dropped = cause
+		r.cancel(cause)
+	}
+	return settled
 }
 
 func (r *run) droppedCause() error {
@@ -204,12 +209,11 @@ func (w *Worker) giveUp(r *run, op, why, cause string) {
 // drop settles a task given up with no result sent, once; it reports the reason and
 // whether this call settled it.
 func (w *Worker) drop(r *run, cause error) (string, bool) {
-	r.drop(cause)
 	o, reason := outcomeLeaseLost, ReasonLeaseLost
 	if errors.Is(cause, ErrTaskCancelled) {
 		o, reason = outcomeCancelled, ReasonCancelled
 	}
-	if !r.settle(o) {
+	if !r.drop(cause, o) {
 		return reason, false
 	}
 	callHook(w, "OnTaskAbandoned", w.opts.Hooks.OnTaskAbandoned, TaskAbandonedEvent{Task: r.task, Reason: reason})
