@@ -107,28 +107,36 @@ def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
 # A handler of the scenario (echo, sleep_ms 0) returns within this long of its delivery;
 # a task delivered longer ago whose completion is not yet answered is being reported.
 HANDLER_GRACE_MS = 150
+# A completion batch that reached the proxy this long before a poll was sent before the
+# poll's size was chosen: its results were being reported then. Less, and the two may have
+# raced (separate connections), the worker choosing the size with nothing yet handed over.
+SENT_BEFORE_MS = 25
 
 
 def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
     """P-SDK-26: a poll for fewer than the threshold is allowed only when no result is being
     reported. With instant handlers and every completion held by the proxy, a result is
-    being reported when its task was delivered over HANDLER_GRACE_MS ago and its completion
-    is not answered yet; tasks delivered just before the poll may still be in their handlers."""
+    being reported when its task was delivered over HANDLER_GRACE_MS ago, or its completion
+    batch reached the proxy over SENT_BEFORE_MS before the poll, and its completion is not
+    answered yet; tasks delivered just before the poll may still be in their handlers."""
     polls = sorted(requests_of(run, name, POLL), key=lambda r: r["t"])
     if not polls:
         return [f"{name} sent no poll through the proxy"]
     delivered = {tid: p["answered"] for p in polls if "answered" in p for tid in p.get("claimed_ids", [])}
     acked: dict[str, float] = {}
+    sent: dict[str, float] = {}
     for c in requests_of(run, name, COMPLETE_BATCH):
         for tid in c.get("task_ids", []) if "answered" in c else []:
             acked[tid] = min(acked.get(tid, c["answered"]), c["answered"])
+            sent[tid] = min(sent.get(tid, c["t"]), c["t"])
     small = []
     for p in polls:
         size, t = _body(p).get("batch_size"), p["t"]
         if isinstance(size, int) and size >= threshold:
             continue
         reporting = [tid for tid, at in delivered.items()
-                     if at + HANDLER_GRACE_MS <= t and acked.get(tid, float("inf")) > t]  # fmt: skip
+                     if min(at + HANDLER_GRACE_MS, sent.get(tid, float("inf")) + SENT_BEFORE_MS) <= t
+                     and acked.get(tid, float("inf")) > t]  # fmt: skip
         if reporting or not isinstance(size, int):
             small.append(size)
     if small:
@@ -139,14 +147,33 @@ def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
 
 
 def polls_overlap_reporting(run: ScenarioRun, name: str) -> list[str]:
-    """P-SDK-3: a completion frees its slot once handed over, so some poll is sent while a
-    completion batch of the worker is still unanswered (the proxy holds each one)."""
-    batches = [(c["t"], c["answered"]) for c in requests_of(run, name, COMPLETE_BATCH) if "answered" in c]
-    polls = [p["t"] for p in requests_of(run, name, POLL)]
-    if any(sent < t < answered for t in polls for sent, answered in batches):
-        return []
-    return [f"{name} sent no poll while a completion batch was in flight ({len(polls)} polls, "
-            f"{len(batches)} batches): the slots of handed-over results stayed taken (P-SDK-3)"]  # fmt: skip
+    """P-SDK-3: a completion frees its slot once handed over, so some poll asks for more tasks
+    than the slots a worker holding every unanswered task would have free.
+
+    At a poll's arrival the worker holds at least the tasks delivered to it (polls answered
+    earlier) less those whose results were answered earlier: a result answered at the proxy
+    may not have reached the worker yet, so this count is never too high. A worker that keeps
+    a slot until its result is answered polls only for `concurrency - held` tasks; one that
+    frees it at hand-over asks for more. This reads no race between a poll and the completion
+    batch sent beside it: either may reach the proxy first."""
+    concurrency = int(run.scenario.get("worker", {}).get("concurrency", 10))
+    polls = sorted(requests_of(run, name, POLL), key=lambda r: r["t"])
+    delivered = [(p["answered"], len(p.get("claimed_ids", []))) for p in polls if "answered" in p]
+    answered = [
+        (r["answered"], len(r.get("task_ids") or []))
+        for r in requests_of(run, name, "/workers/tasks/")
+        if "answered" in r and r.get("status") == 200 and not r["path"].startswith(POLL)
+    ]
+    asked = []
+    for p in polls:
+        size = _body(p).get("batch_size")
+        held = sum(n for at, n in delivered if at < p["t"]) - sum(n for at, n in answered if at < p["t"])
+        if isinstance(size, int) and held + size > concurrency:
+            return []
+        asked.append(f"{size} holding {held}")
+    return [f"{name} never polled for more than the slots left while its results were unanswered (concurrency "
+            f"{concurrency}; polls: {', '.join(asked[:6])}): "
+            "the slots of handed-over results stayed taken (P-SDK-3)"]  # fmt: skip
 
 
 def server_rejections(run: ScenarioRun, allowed: int) -> list[str]:

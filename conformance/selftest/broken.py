@@ -57,6 +57,16 @@ def uncapped_batch_size(raw) -> None:
     raw.MAX_BATCH = 10**6
 
 
+def holds_slots_until_answered(raw) -> None:
+    """Keeps a completed task's slot until the server answers its result (breaks P-SDK-3)."""
+
+    def free_slots() -> int:
+        with raw.held_lock:
+            return raw.CONCURRENCY - len(raw.held)
+
+    raw.free_slots = free_slots
+
+
 def polls_any_free_slot(raw) -> None:
     """Polls for every slot that frees, one by one, while results are being reported (breaks P-SDK-26)."""
     raw.gathering = lambda free: False
@@ -275,6 +285,7 @@ DEFECTS = {
         ignores_sigterm,
         exceeds_concurrency,
         uncapped_batch_size,
+        holds_slots_until_answered,
         polls_any_free_slot,
         unsplit_handler_names,
         drops_refused_batch,
