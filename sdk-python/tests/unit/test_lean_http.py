@@ -136,6 +136,28 @@ def test_connection_close_and_an_answer_without_length_end_the_connection():
     assert run(until_eof, client_eof) == 1
 
 
+def test_an_answer_sent_before_the_body_was_read_is_returned():
+    # The reference server refuses a body by its Content-Length (413) before reading it, and
+    # reads the rest: the completer must see the 413 to split the batch (P-SDK-15).
+    async def script(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        problem = b'{"code": "payload_too_large"}'
+        writer.write(
+            b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(problem), problem)
+        )
+        await writer.drain()
+        while await reader.read(1 << 20):
+            pass
+
+    async def client_side(url):
+        async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
+            r = await c.post("/workers/tasks/complete/batch", content=b"x" * 32_000_000)
+            assert (r.status_code, r.json()) == (413, {"code": "payload_too_large"})
+
+    assert run(script, client_side) == 1
+
+
 def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error():
     async def script(reader, writer):
         _, body = await read_request(reader)
