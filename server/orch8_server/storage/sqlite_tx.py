@@ -56,6 +56,10 @@ _INSERT_TASK_IF_NEW = (
     _INSERT_TASK + " ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL"
     " DO NOTHING"
 )
+_ID_AT, _TENANT_AT, _KEY_AT = (
+    [c for c, _ in _NEW_TASK].index(c) for c in ("id", "tenant", "idempotency_key")
+)
+_KEYED = "keyed insert"  # SqliteTx._written_by's name for a row in SqliteTx._keyed
 _UPSERT_ATTEMPT = (
     f"INSERT OR REPLACE INTO attempts ({', '.join(ATTEMPT_COLUMNS)}) "
     f"VALUES ({', '.join('?' * len(ATTEMPT_COLUMNS))})"
@@ -98,18 +102,25 @@ class SqliteTx:
         self._rows: dict[str, TaskRow | None] = {}  # task id -> row as this tx left it
         self._writes: dict[str, list[Any]] = {}  # statement -> parameter rows, in order
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
+        # Keyed inserts a caller lets wait (insert_task's `adopt`), sent first at the flush.
+        self._keyed: list[tuple[list[Any], Callable[[TaskRow], None]]] = []
+        self._lazy: set[str] = set()  # statements whose buffered rows are thunks (see _write)
         self.touched: set[tuple[str, str]] = set()
         self.touched_rate: set[tuple[str, str]] = set()
 
-    def _write(self, key: tuple[Any, ...], sql: str, params: Any) -> None:
+    def _write(self, key: tuple[Any, ...], sql: str, params: Any, lazy: bool = False) -> None:
+        """Buffer one row of `sql`. `lazy`: `params` is a function giving them at the flush,
+        after the keyed inserts' `adopt` ran (an instance update whose state it changes)."""
         if self._written_by.get(key, sql) != sql:
             self.flush()  # the same row written by another statement: keep the order
         self._written_by[key] = sql
         self._writes.setdefault(sql, []).append(params)
+        if lazy:
+            self._lazy.add(sql)
 
     @cached_property
     def workflows(self) -> SqliteWorkflows:
-        return SqliteWorkflows(self.ready)
+        return SqliteWorkflows(self.ready, self._write)
 
     def ready(self) -> sqlite3.Connection:
         """The connection, once this transaction's buffered writes ran (before a read)."""
@@ -118,20 +129,43 @@ class SqliteTx:
 
     def flush(self) -> None:
         """Run buffered writes (before any read, and at commit)."""
-        if not self._writes:
+        if not self._writes and not self._keyed:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
+        lazy, self._lazy = self._lazy, set()
+        if self._keyed:  # after the new tasks (one may hold a key), before the instance
+            plain = writes.pop(_INSERT_TASK, None)  # updates an adopted row changes
+            if plain is not None:
+                self._run(_INSERT_TASK, plain)
+            self._send_keyed()
         for sql, rows in writes.items():
-            if len(rows) == 1:
-                self.c.execute(sql, rows[0])
-            else:
-                self.c.executemany(sql, rows)
+            self._run(sql, [r() for r in rows] if sql in lazy else rows)
+
+    def _run(self, sql: str, rows: list[Any]) -> None:
+        if len(rows) == 1:
+            self.c.execute(sql, rows[0])
+        else:
+            self.c.executemany(sql, rows)
+
+    def _send_keyed(self) -> None:
+        """The waiting keyed inserts as one executemany; each row whose key was stored
+        already (P-TASK-3, P-TEN-3: per tenant) goes to its caller's `adopt`."""
+        keyed, self._keyed = self._keyed, []
+        if self.c.executemany(_INSERT_TASK_IF_NEW, [v for v, _ in keyed]).rowcount == len(keyed):
+            return  # every key was new: the usual case, one C-level loop
+        for values, adopt in keyed:
+            existing = self.c.execute(
+                TASK_SELECT + " WHERE tenant = ? AND idempotency_key = ?",
+                (values[_TENANT_AT], values[_KEY_AT]),
+            ).fetchone()
+            if existing is not None and existing[1] != values[_ID_AT]:
+                adopt(task(existing))
 
     async def insert_task(
         self,
         row: NewTaskRow,
         new_key: bool = False,
-        adopt: Callable[[TaskRow], None] | None = None,  # unused: one local statement a row
+        adopt: Callable[[TaskRow], None] | None = None,
     ) -> tuple[NewTaskRow, bool]:
         values = [dumps(row.get(c)) if js else row.get(c) for c, js in _NEW_TASK]
         key = row["idempotency_key"]
@@ -139,6 +173,12 @@ class SqliteTx:
             # No conflict is possible: buffer it; its seq is known after the flush only,
             # and nothing needs it before (the list cursor reads seq from the table).
             self._write(("t", row["id"]), _INSERT_TASK, values)
+            return row, True
+        if adopt is not None:  # sent at the next flush, with the other waiting ones
+            if self._written_by.get(("t", row["id"]), _KEYED) != _KEYED:
+                self.flush()
+            self._written_by[("t", row["id"])] = _KEYED
+            self._keyed.append((values, adopt))
             return row, True
         self.flush()  # a key buffered earlier in this transaction must be seen
         if self.c.execute(_INSERT_TASK_IF_NEW, values).rowcount == 1:

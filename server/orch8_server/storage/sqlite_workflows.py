@@ -57,12 +57,19 @@ def _events(rows: list[Any]) -> list[InstanceEventRow]:
     return cast("list[InstanceEventRow]", sorted(events, key=lambda e: e["id"]))
 
 
+_UPDATE_INSTANCE = (
+    "UPDATE instances SET status = ?, output = ?, error = ?, state = ?, "
+    "updated_at = ?, finished_at = ? WHERE id = ?"
+)
+
+
 class SqliteWorkflows:
     """The workflow tables in one transaction; `ready` flushes its buffered writes and
     returns the connection."""
 
-    def __init__(self, ready: Callable[[], sqlite3.Connection]) -> None:
+    def __init__(self, ready: Callable[[], sqlite3.Connection], write: Callable[..., None]) -> None:
         self._ready = ready
+        self._write = write  # SqliteTx._write: buffered until the next read or the commit
         self.updated: set[str] = set()
 
     async def lock_sequence_name(self, tenant: str, name: str) -> None:
@@ -121,13 +128,15 @@ class SqliteWorkflows:
         return {r["id"]: r for r in (_instance(raw) for raw in rows) if r is not None}
 
     async def update_instance(self, row: InstanceRow) -> None:
+        """Buffered (an advance of many instances is one executemany) and encoded at the
+        flush: after the keyed step inserts, whose `adopt` may change the state (P-WF-4)."""
         self.updated.add(row["id"])
-        self._ready().execute(
-            "UPDATE instances SET status = ?, output = ?, error = ?, state = ?, "
-            "updated_at = ?, finished_at = ? WHERE id = ?",
-            (row["status"], dumps(row["output"]), dumps(row["error"]), dumps(row["state"]),
-             row["updated_at"], row["finished_at"], row["id"]),
-        )  # fmt: skip
+
+        def params() -> tuple[Any, ...]:
+            return (row["status"], dumps(row["output"]), dumps(row["error"]), dumps(row["state"]),
+                    row["updated_at"], row["finished_at"], row["id"])  # fmt: skip
+
+        self._write(("i", row["id"]), _UPDATE_INSTANCE, params, lazy=True)
 
     async def lock_instance_key(self, tenant: str, key: str) -> None:
         self._ready()  # the single writer serialises every key
