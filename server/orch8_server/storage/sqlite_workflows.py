@@ -101,7 +101,9 @@ class SqliteWorkflows:
         return [r for r in (_sequence(raw) for raw in rows) if r is not None]
 
     async def add_instance(self, row: NewInstanceRow) -> None:
-        self._ready().execute(_INSERT_INSTANCE, _stored(row))
+        # Buffered with the transaction's other writes, so a batch start (P-WF-14) stores
+        # its instances in one executemany, as PostgreSQL does in one statement.
+        self._write(("i", row["id"]), _INSERT_INSTANCE, _stored(row))
 
     async def insert_instance(self, row: NewInstanceRow) -> tuple[InstanceRow, bool]:
         c = self._ready()
