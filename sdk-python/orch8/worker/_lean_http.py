@@ -105,8 +105,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
             raise httpx.ConnectTimeout(
                 f"connect to {key[0]}:{key[1]} timed out", request=request
             ) from err
-        except OSError as err:  # asyncio words a refusal "Connect call failed": the errno's text
-            cause = type(err)(err.errno, os.strerror(err.errno)) if err.errno else err
+        except OSError as err:
+            # asyncio words a refusal "Connect call failed (host, port)": given the errno's
+            # text, as httpcore gives it. Other errors (a DNS failure's gaierror) as they are.
+            cause: OSError = err
+            if isinstance(err, ConnectionRefusedError) and err.errno:
+                cause = ConnectionRefusedError(err.errno, os.strerror(err.errno))
             raise httpx.ConnectError(str(cause), request=request) from cause
         conn = _Conn(reader, writer)
         self._open.add(conn)

@@ -262,3 +262,23 @@ def test_only_plain_http_without_a_proxy_goes_through_it(monkeypatch):
     monkeypatch.delenv("HTTP_PROXY")
     monkeypatch.setenv("ALL_PROXY", "socks5://proxy:1080")
     assert not usable_for("http://other:3001")
+
+
+def test_a_dns_failure_keeps_its_own_words(monkeypatch):
+    # Only a refusal is reworded (asyncio's "Connect call failed"); a gaierror's errno is
+    # negative and os.strerror would turn it into "Unknown error -2".
+    import socket
+
+    async def no_such_host(*args, **kwargs):
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(_lean_http.asyncio, "open_connection", no_such_host)
+
+    async def main():
+        async with httpx.AsyncClient(transport=LeanTransport()) as c:
+            with pytest.raises(httpx.ConnectError) as err:
+                await c.get("http://no-such-host.invalid:3001/")
+        assert str(err.value) == "[Errno -2] Name or service not known"
+        assert isinstance(err.value.__cause__, socket.gaierror)
+
+    asyncio.run(main())
