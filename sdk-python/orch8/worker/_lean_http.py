@@ -54,6 +54,12 @@ class _Conn:
             self.writer.close()
 
 
+def _close_opened(opening: asyncio.Future[Any]) -> None:
+    """A connection that opened after its caller stopped waiting is closed."""
+    if not opening.cancelled() and opening.exception() is None:
+        opening.result()[1].close()
+
+
 class _NoAnswer(Exception):
     """A kept-alive connection ended before any byte of the answer: the request may be sent
     once more on a new connection (the server closed it while it was idle)."""
@@ -97,14 +103,22 @@ class LeanTransport(httpx.AsyncBaseTransport):
     async def _connect(
         self, key: tuple[str, int], request: httpx.Request, timeout: float | None
     ) -> _Conn:
+        # asyncio.wait, not wait_for: before Python 3.12, wait_for returns the result of an
+        # inner step that finished as the caller was cancelled, swallowing the cancel (a
+        # heartbeat loop cancelled at shutdown then never ended).
+        opening = asyncio.ensure_future(asyncio.open_connection(*key, limit=MAX_HEAD))
         try:
-            reader, writer = await asyncio.wait_for(
-                asyncio.open_connection(*key, limit=MAX_HEAD), timeout
-            )
-        except asyncio.TimeoutError as err:
-            raise httpx.ConnectTimeout(
-                f"connect to {key[0]}:{key[1]} timed out", request=request
-            ) from err
+            done, _ = await asyncio.wait({opening}, timeout=timeout)
+        except BaseException:
+            opening.cancel()
+            opening.add_done_callback(_close_opened)
+            raise
+        if not done:
+            opening.cancel()
+            opening.add_done_callback(_close_opened)
+            raise httpx.ConnectTimeout(f"connect to {key[0]}:{key[1]} timed out", request=request)
+        try:
+            reader, writer = opening.result()
         except OSError as err:
             # asyncio words a refusal "Connect call failed (host, port)": given the errno's
             # text, as httpcore gives it. Other errors (a DNS failure's gaierror) as they are.
@@ -131,17 +145,28 @@ class LeanTransport(httpx.AsyncBaseTransport):
         reused: bool,
     ) -> httpx.Response:
         answered = [False]  # whether any byte of the answer came
+        # The read timeout aborts the connection from a timer rather than cancelling this
+        # task (see _connect: no wait_for), so a caller's cancel is never lost.
+        expired = [False]
+
+        def expire() -> None:
+            expired[0] = True
+            conn.writer.transport.abort()
+
+        read_timeout = timeouts.get("read")
+        timer = None
+        if read_timeout is not None:
+            timer = asyncio.get_running_loop().call_later(read_timeout, expire)
         try:
-            status, headers, content, keep = await asyncio.wait_for(
-                _send_and_read(conn, request.method, head, body, answered), timeouts.get("read")
+            status, headers, content, keep = await _send_and_read(
+                conn, request.method, head, body, answered
             )
-        except asyncio.TimeoutError as err:
-            self._drop(conn)
-            raise httpx.ReadTimeout(
-                f"no answer from {key[0]}:{key[1]} in time", request=request
-            ) from err
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
             self._drop(conn)
+            if expired[0]:
+                raise httpx.ReadTimeout(
+                    f"no answer from {key[0]}:{key[1]} in time", request=request
+                ) from err
             if reused and not answered[0]:
                 raise _NoAnswer from err
             if isinstance(
@@ -156,6 +181,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
         except BaseException:  # cancelled (a shutdown aborts the long-poll): the server sees it go
             self._drop(conn)
             raise
+        finally:
+            if timer is not None:
+                timer.cancel()
         if keep:
             idle = self._idle.setdefault(key, [])
             if len(idle) < MAX_IDLE:

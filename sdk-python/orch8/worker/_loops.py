@@ -6,7 +6,6 @@ Each loop takes a narrow Protocol of what it needs; `_runtime.Runtime` provides 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import datetime
 import os
 import socket
@@ -45,8 +44,14 @@ REJECTED_BY_WORKER = ("no_handler", "invalid_output", "output_rejected")
 
 
 async def _sleep_unless(event: asyncio.Event, ms: float) -> None:
-    with contextlib.suppress(asyncio.TimeoutError):
-        await asyncio.wait_for(event.wait(), timeout=max(0.0, ms / 1000))
+    # asyncio.wait, not wait_for: before Python 3.12, wait_for returns when its inner step
+    # finished as the caller was cancelled, swallowing the cancel, and a loop cancelled at
+    # shutdown (the heartbeats) would go on.
+    waiter = asyncio.ensure_future(event.wait())
+    try:
+        await asyncio.wait({waiter}, timeout=max(0.0, ms / 1000))
+    finally:
+        waiter.cancel()
 
 
 class RegisterDeps(Protocol):

@@ -282,3 +282,49 @@ def test_a_dns_failure_keeps_its_own_words(monkeypatch):
         assert isinstance(err.value.__cause__, socket.gaierror)
 
     asyncio.run(main())
+
+
+def test_a_cancel_that_meets_the_answer_is_not_lost(monkeypatch):
+    # The worker cancels its heartbeat loop at shutdown. With asyncio.wait_for around the
+    # exchange, Python before 3.12 returned the answer that came in the same loop turn as
+    # the cancel and dropped the cancel: the loop went on heartbeating, the worker never
+    # exited (conformance second-signal-sigint, CI 2026-11-28).
+    async def main():
+        answer: asyncio.Future = asyncio.get_running_loop().create_future()
+
+        async def exchange(*args, **kwargs):
+            return await answer
+
+        monkeypatch.setattr(_lean_http, "_send_and_read", exchange)
+
+        async def script(reader, writer):
+            await reader.read()
+
+        async def client_side(url):
+            async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
+                call = asyncio.ensure_future(c.post("/workers/w/heartbeat", json={}))
+                for _ in range(50):  # until the request waits for its answer
+                    await asyncio.sleep(0.01)
+                answer.set_result((200, [], b"{}", True))
+                call.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await call
+
+        await with_server(script, client_side)
+
+    asyncio.run(main())
+
+
+def test_a_worker_sleep_cancelled_as_it_is_woken_stays_cancelled():
+    from orch8.worker._loops import _sleep_unless
+
+    async def main():
+        wake = asyncio.Event()
+        sleeping = asyncio.ensure_future(_sleep_unless(wake, 10_000))
+        await asyncio.sleep(0.01)
+        wake.set()
+        sleeping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await sleeping
+
+    asyncio.run(main())
