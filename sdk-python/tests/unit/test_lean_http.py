@@ -60,6 +60,20 @@ def run(script: Script, client_side: Callable[[str], Awaitable[None]]) -> int:
     return asyncio.run(with_server(script, client_side))
 
 
+async def until(what: Callable[[], bool], within_s: float = 5.0) -> None:
+    """Poll `what` until it holds, failing after `within_s`."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while not what():
+        assert asyncio.get_running_loop().time() < deadline, "not within the deadline"
+        await asyncio.sleep(0.005)
+
+
+def idle_closed(transport: LeanTransport) -> bool:
+    """Every kept-alive connection of `transport` has seen the server's close."""
+    idle = [conn for conns in transport._idle.values() for conn in conns]
+    return bool(idle) and all(conn.reader.at_eof() for conn in idle)
+
+
 async def serve_forever(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     while True:
         _, body = await read_request(reader)
@@ -164,9 +178,10 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_an_error(
         writer.write(answer(body))  # then closes: its keep-alive timeout
 
     async def client_side(url):
-        async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
+        transport = LeanTransport()
+        async with httpx.AsyncClient(base_url=url, transport=transport) as c:
             assert (await c.post("/", json=1)).json() == 1
-            await asyncio.sleep(0.05)  # the server's close reaches this side
+            await until(lambda: idle_closed(transport))  # the server's close reached us
             assert (await c.post("/", json=2)).json() == 2
 
     assert run(script, client_side) == 2
@@ -181,9 +196,10 @@ def test_a_close_that_comes_after_the_idle_check_is_retried_once_on_a_new_connec
         writer.write(answer(body))
 
     async def client_side(url):
-        async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
+        transport = LeanTransport()
+        async with httpx.AsyncClient(base_url=url, transport=transport) as c:
             assert (await c.post("/", json=1)).json() == 1
-            await asyncio.sleep(0.05)
+            await until(lambda: idle_closed(transport))
             assert (await c.post("/", json=2)).json() == 2
 
     assert run(script, client_side) == 2
@@ -204,7 +220,7 @@ def test_a_reset_before_any_answer_on_a_new_connection_is_an_httpx_transport_err
 def test_timeouts_and_refused_connections_are_httpx_errors_with_their_cause():
     async def silent(reader, writer):
         await read_request(reader)
-        await asyncio.sleep(5)
+        await reader.read()  # no answer, until the client hangs up
 
     async def client_side(url):
         async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
@@ -228,17 +244,18 @@ def test_timeouts_and_refused_connections_are_httpx_errors_with_their_cause():
 
 def test_a_cancelled_request_drops_its_connection_so_the_server_sees_the_caller_go():
     async def main():
-        closed = asyncio.Event()
+        received, closed = asyncio.Event(), asyncio.Event()
 
         async def script(reader, writer):
             await read_request(reader)
+            received.set()
             await reader.read()  # the long-poll: held until the client hangs up
             closed.set()
 
         async def client_side(url):
             async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
                 poll = asyncio.ensure_future(c.post("/workers/tasks/poll/batch", json={}))
-                await asyncio.sleep(0.05)
+                await asyncio.wait_for(received.wait(), 5)
                 poll.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await poll
@@ -291,8 +308,10 @@ def test_a_cancel_that_meets_the_answer_is_not_lost(monkeypatch):
     # exited (conformance second-signal-sigint, CI 2026-11-28).
     async def main():
         answer: asyncio.Future = asyncio.get_running_loop().create_future()
+        waiting = asyncio.Event()
 
         async def exchange(*args, **kwargs):
+            waiting.set()
             return await answer
 
         monkeypatch.setattr(_lean_http, "_send_and_read", exchange)
@@ -303,8 +322,7 @@ def test_a_cancel_that_meets_the_answer_is_not_lost(monkeypatch):
         async def client_side(url):
             async with httpx.AsyncClient(base_url=url, transport=LeanTransport()) as c:
                 call = asyncio.ensure_future(c.post("/workers/w/heartbeat", json={}))
-                for _ in range(50):  # until the request waits for its answer
-                    await asyncio.sleep(0.01)
+                await asyncio.wait_for(waiting.wait(), 5)  # the request waits for its answer
                 answer.set_result((200, [], b"{}", True))
                 call.cancel()
                 with pytest.raises(asyncio.CancelledError):
@@ -321,7 +339,7 @@ def test_a_worker_sleep_cancelled_as_it_is_woken_stays_cancelled():
     async def main():
         wake = asyncio.Event()
         sleeping = asyncio.ensure_future(_sleep_unless(wake, 10_000))
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(0)  # it runs up to its wait
         wake.set()
         sleeping.cancel()
         with pytest.raises(asyncio.CancelledError):
