@@ -1,4 +1,5 @@
-"""The per-candidate step of a claim, shared by both backends (P-EXPIRE-1, P-CTRL-2).
+"""The per-candidate step of a claim, shared by both backends (P-EXPIRE-1, P-CTRL-2), and
+the handler lookup of a poll that names none.
 
 A backend selects a batch of candidate rows in claim order, then this splits the batch
 into rows to lease and rows to expire, spending each capped handler's running budget.
@@ -46,3 +47,16 @@ def split_candidates(
             room[r["handler_name"]] = left - 1
         take.append(r)
     return take, stale, capped_out
+
+
+def pending_handlers_sql(tenant: str, queue: str) -> str:
+    """The handlers with pending tasks in a tenant's queue, by name: a skip scan of
+    tasks_claim_handler (tenant, queue_name, handler_name, ...), one index probe per
+    handler. A poll that names no handler claims from these (no index covers a queue's
+    pending rows of every handler). `tenant` and `queue` are the backend's placeholders."""
+    pending = f"FROM tasks WHERE status = 'pending' AND tenant = {tenant} AND queue_name = {queue}"
+    return (
+        f"WITH RECURSIVE h(name) AS (SELECT (SELECT min(handler_name) {pending}) UNION ALL "
+        f"SELECT (SELECT min(handler_name) {pending} AND handler_name > h.name) FROM h "
+        "WHERE h.name IS NOT NULL) SELECT name FROM h WHERE name IS NOT NULL"
+    )

@@ -23,7 +23,7 @@ import asyncpg
 import orjson
 
 from orch8_server.storage.base import ClaimParams
-from orch8_server.storage.claim_budget import split_candidates
+from orch8_server.storage.claim_budget import pending_handlers_sql, split_candidates
 from orch8_server.storage.rows import CLAIM_COLUMNS, CLAIM_JSON, ClaimedRow
 
 # A claimed row is live unless its good_until passed: those expire instead (P-EXPIRE-1).
@@ -128,17 +128,8 @@ def claim_sql(labelled: bool) -> str:
     )
 
 
-# The handlers with pending tasks in a tenant's queue ($1 queue, $2 tenant), as a skip scan
-# of tasks_claim_handler (tenant, queue_name, handler_name, ...): one index probe per
-# handler. A poll that names no handler claims from these (schema 18 dropped the index
-# over a queue's pending rows of every handler).
-PENDING_HANDLERS = (
-    "WITH RECURSIVE h(name) AS (SELECT (SELECT min(handler_name) FROM tasks "
-    "WHERE status = 'pending' AND tenant = $2 AND queue_name = $1) UNION ALL "
-    "SELECT (SELECT min(handler_name) FROM tasks WHERE status = 'pending' AND tenant = $2 "
-    "AND queue_name = $1 AND handler_name > h.name) FROM h WHERE h.name IS NOT NULL) "
-    "SELECT name FROM h WHERE name IS NOT NULL"
-)
+# schema 18 dropped tasks_claim_any: a poll naming no handler looks its handlers up first
+PENDING_HANDLERS = pending_handlers_sql(tenant="$2", queue="$1")
 
 
 async def pending_handlers(conn: asyncpg.Connection, tenant: str, queue_name: str) -> list[str]:

@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from orch8_server.storage.base import ClaimParams
-from orch8_server.storage.claim_budget import split_candidates
+from orch8_server.storage.claim_budget import pending_handlers_sql, split_candidates
 from orch8_server.storage.rows import CLAIM_COLUMNS, CLAIM_JSON, ClaimedRow
 from orch8_server.storage.sqlite_rows import dumps
 
@@ -95,15 +95,8 @@ def _claim_order(raw: tuple[Any, ...]) -> tuple[Any, Any]:
     return raw[_PRIORITY_AT], raw[_SEQ_AT]
 
 
-# The handlers with pending tasks in a tenant's queue, as a skip scan of
-# tasks_claim_handler (tenant, queue_name, handler_name, ...): one index probe per handler.
-_PENDING_HANDLERS = (
-    "WITH RECURSIVE h(name) AS (SELECT (SELECT min(handler_name) FROM tasks "
-    "WHERE status = 'pending' AND tenant = ?1 AND queue_name = ?2) UNION ALL "
-    "SELECT (SELECT min(handler_name) FROM tasks WHERE status = 'pending' AND tenant = ?1 "
-    "AND queue_name = ?2 AND handler_name > h.name) FROM h WHERE h.name IS NOT NULL) "
-    "SELECT name FROM h WHERE name IS NOT NULL"
-)
+# schema 12 dropped tasks_claim_any: a poll naming no handler looks its handlers up first
+_PENDING_HANDLERS = pending_handlers_sql(tenant="?1", queue="?2")
 
 
 def _pending_handlers(conn: sqlite3.Connection, tenant: str, queue_name: str) -> list[str]:
