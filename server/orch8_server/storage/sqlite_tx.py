@@ -104,19 +104,17 @@ class SqliteTx:
         self._written_by: dict[tuple[Any, ...], str] = {}  # row key -> statement that wrote it
         # Keyed inserts a caller lets wait (insert_task's `adopt`), sent first at the flush.
         self._keyed: list[tuple[list[Any], Callable[[TaskRow], None]]] = []
-        self._lazy: set[str] = set()  # statements whose buffered rows are thunks (see _write)
         self.touched: set[tuple[str, str]] = set()
         self.touched_rate: set[tuple[str, str]] = set()
 
-    def _write(self, key: tuple[Any, ...], sql: str, params: Any, lazy: bool = False) -> None:
-        """Buffer one row of `sql`. `lazy`: `params` is a function giving them at the flush,
-        after the keyed inserts' `adopt` ran (an instance update whose state it changes)."""
+    def _write(self, key: tuple[Any, ...], sql: str, params: Any) -> None:
+        """Buffer one row of `sql`. `params` may be a function giving them at the flush,
+        after the keyed inserts' `adopt` ran (an instance update whose state it changes);
+        a statement's rows are all one or all the other (one call site each)."""
         if self._written_by.get(key, sql) != sql:
             self.flush()  # the same row written by another statement: keep the order
         self._written_by[key] = sql
         self._writes.setdefault(sql, []).append(params)
-        if lazy:
-            self._lazy.add(sql)
 
     @cached_property
     def workflows(self) -> SqliteWorkflows:
@@ -132,14 +130,13 @@ class SqliteTx:
         if not self._writes and not self._keyed:
             return
         writes, self._writes, self._written_by = self._writes, {}, {}
-        lazy, self._lazy = self._lazy, set()
         if self._keyed:  # after the new tasks (one may hold a key), before the instance
             plain = writes.pop(_INSERT_TASK, None)  # updates an adopted row changes
             if plain is not None:
                 self._run(_INSERT_TASK, plain)
             self._send_keyed()
         for sql, rows in writes.items():
-            self._run(sql, [r() for r in rows] if sql in lazy else rows)
+            self._run(sql, [r() for r in rows] if callable(rows[0]) else rows)
 
     def _run(self, sql: str, rows: list[Any]) -> None:
         if len(rows) == 1:

@@ -138,7 +138,7 @@ class SqliteWorkflows:
             return (row["status"], dumps(row["output"]), dumps(row["error"]), dumps(row["state"]),
                     row["updated_at"], row["finished_at"], row["id"])  # fmt: skip
 
-        self._write(("i", row["id"]), _UPDATE_INSTANCE, params, lazy=True)
+        self._write(("i", row["id"]), _UPDATE_INSTANCE, params)
 
     async def lock_instance_key(self, tenant: str, key: str) -> None:
         self._ready()  # the single writer serialises every key
