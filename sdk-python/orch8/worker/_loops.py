@@ -32,6 +32,7 @@ from ._execute import (
 from ._logs import ERROR, INFO, WARNING, answer_fields, cause_text
 from ._release import EXPIRED, Release, deliver_release, expired
 from ._runtime import Settings, lease_heartbeat_ms
+from ._waits import wait_event
 from .backoff import Backoff
 from .observe import Observer
 
@@ -44,14 +45,7 @@ REJECTED_BY_WORKER = ("no_handler", "invalid_output", "output_rejected")
 
 
 async def _sleep_unless(event: asyncio.Event, ms: float) -> None:
-    # asyncio.wait, not wait_for: before Python 3.12, wait_for returns when its inner step
-    # finished as the caller was cancelled, swallowing the cancel, and a loop cancelled at
-    # shutdown (the heartbeats) would go on.
-    waiter = asyncio.ensure_future(event.wait())
-    try:
-        await asyncio.wait({waiter}, timeout=max(0.0, ms / 1000))
-    finally:
-        waiter.cancel()
+    await wait_event(event, max(0.0, ms / 1000))
 
 
 class RegisterDeps(Protocol):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._units import ms_option
 from ..errors import LeaseLostError, TaskCancelledError
+from ._waits import wait_event
 
 if TYPE_CHECKING:
     from ..async_client import AsyncOrch8Client
@@ -154,10 +155,4 @@ class TaskContext:
                 self._cancelled_async = asyncio.Event()
                 if self.cancel_reason is not None:
                     self._cancelled_async.set()
-        try:
-            await asyncio.wait_for(
-                self._cancelled_async.wait(), None if limit is None else limit / 1000
-            )
-        except asyncio.TimeoutError:
-            return False
-        return True
+        return await wait_event(self._cancelled_async, None if limit is None else limit / 1000)
