@@ -155,7 +155,7 @@ export class CompletionBatcher {
     let left = Infinity;
     for (const p of batch) {
       const remaining = Date.parse(p.run.leaseExpiresAt) - now;
-      if (remaining <= 0 || p.run.stopDelivery.signal.aborted) p.resolve({ kind: "given_up", error: err });
+      if (remaining <= 0 || p.run.stopDelivery.aborted) p.resolve({ kind: "given_up", error: err });
       else {
         keep.push(p);
         left = Math.min(left, remaining);

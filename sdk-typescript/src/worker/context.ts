@@ -28,7 +28,9 @@ export class TaskContext {
    * period of a shutdown ran out. `signal.reason` says which (LeaseLostError,
    * TaskCancelledError, ShutdownError). Whatever the handler returns afterwards is dropped.
    */
-  readonly signal: AbortSignal;
+  get signal(): AbortSignal {
+    return this.run.abort.signal;
+  }
 
   constructor(
     private readonly run: TaskRun,
@@ -50,7 +52,6 @@ export class TaskContext {
     this.leaseId = t.lease.id;
     this.checkpoint = t.checkpoint;
     this.workerId = workerId;
-    this.signal = run.abort.signal;
   }
 
   /** When the lease runs out unless extended; kept current by heartbeats. */
@@ -60,7 +61,7 @@ export class TaskContext {
 
   /** True once the signal has fired. */
   get cancelled(): boolean {
-    return this.signal.aborted;
+    return this.run.abort.aborted;
   }
 
   /**

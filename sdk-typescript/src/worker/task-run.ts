@@ -10,11 +10,43 @@ export type LossReason = "lease_lost" | "cancelled" | "shutdown";
 /** How a claimed task left the worker; each maps to one stats counter. */
 export type Outcome = "completed" | "failed" | "lease_lost" | "cancelled" | "released";
 
+/**
+ * An AbortController made on the first read of its signal. Node makes every AbortSignal
+ * transferable, which cost about a tenth of a no-op worker's CPU for the two each run
+ * holds; most runs end without anyone reading either signal.
+ */
+export class LazyAbort {
+  private ctl: AbortController | undefined;
+  private fired = false;
+  private reason: unknown;
+
+  get signal(): AbortSignal {
+    if (this.ctl === undefined) {
+      this.ctl = new AbortController();
+      if (this.fired) this.ctl.abort(this.reason);
+    }
+    return this.ctl.signal;
+  }
+
+  /** True once abort() was called, whether or not the signal was made. */
+  get aborted(): boolean {
+    return this.fired;
+  }
+
+  /** As AbortController.abort: the first reason sticks. */
+  abort(reason?: unknown): void {
+    if (this.fired) return;
+    this.fired = true;
+    this.reason = reason;
+    this.ctl?.abort(reason);
+  }
+}
+
 export class TaskRun {
   /** Fires the handler's AbortSignal (lease lost, cancelled, grace period over). */
-  readonly abort = new AbortController();
+  readonly abort = new LazyAbort();
   /** Stops the re-sending of a result (the lease went away, or the worker gave up). */
-  readonly stopDelivery = new AbortController();
+  readonly stopDelivery = new LazyAbort();
   readonly claimedAt: number;
   /**
    * P-SDK-30: the lease's length as claimed, its `expires_at` minus the moment the poll
