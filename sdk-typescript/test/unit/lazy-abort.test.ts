@@ -5,7 +5,10 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { LazyAbort, TaskRun } from "../../src/worker/task-run.js";
 import { TaskContext } from "../../src/worker/context.js";
+import type { ClaimedTask } from "../../src/types.js";
 import { claimed } from "../helpers/routed.js";
+
+const task = (id: string): ClaimedTask => ({ ...claimed(id, 60_000), ready_at: new Date().toISOString() });
 
 test("a signal read before abort() fires with the reason", () => {
   const a = new LazyAbort();
@@ -40,10 +43,10 @@ test("abort() without a reason gives the platform's AbortError, as AbortControll
 });
 
 test("a handler's ctx.signal and ctx.cancelled follow the run's loss, read before or after", () => {
-  const early = new TaskRun(claimed("t1", 60_000));
+  const early = new TaskRun(task("t1"));
   const ctxEarly = new TaskContext(early, { heartbeatTask: async () => { throw new Error("unused"); } }, "w", () => {});
   const signal = ctxEarly.signal;
-  const late = new TaskRun(claimed("t2", 60_000));
+  const late = new TaskRun(task("t2"));
   const ctxLate = new TaskContext(late, { heartbeatTask: async () => { throw new Error("unused"); } }, "w", () => {});
   const why = new Error("lease lost");
   assert.equal(early.settle("lease_lost", why), true);
