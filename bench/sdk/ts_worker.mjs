@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 import { pathToFileURL } from "node:url";
 
 const entry = process.env.ORCH8_TS_SDK ? pathToFileURL(process.env.ORCH8_TS_SDK).href : "../../sdk-typescript/dist/index.js";
-const { Orch8Client, Worker } = await import(entry);
+const { Worker } = await import(entry);
 
 const [baseUrl, concurrency, handler = "noop"] = process.argv.slice(2);
 
@@ -43,8 +43,10 @@ async function telemetry() {
 const tel = await telemetry();
 const sleepMs = Number(process.env.ORCH8_BENCH_SLEEP_MS ?? 0);
 let handled = 0;
+// As the README's first example: the Worker makes its own client from ORCH8_URL (with the
+// telemetry option too), so the bench measures the transport a Worker picks for itself.
+process.env.ORCH8_URL = baseUrl;
 const worker = new Worker({
-  client: new Orch8Client({ baseUrl, ...(tel ? { telemetry: tel } : {}) }),
   workerId: `bench-ts-${handler}`,
   concurrency: Number(concurrency),
   ...(tel ? { telemetry: tel } : {}),

@@ -6,7 +6,7 @@ import { OPERATIONS, Orch8Operations, type Invocation, type OperationName } from
 import * as C from "./generated/constants.js";
 import { SPEC_SHA256, SPEC_VERSION } from "./generated/spec.js";
 import type { Telemetry } from "./telemetry.js";
-import { Transport, type CallOptions } from "./transport.js";
+import { LEAN_HTTP, Transport, type CallOptions } from "./transport.js";
 import type { Instance, NewTask, Task } from "./types.js";
 import { FINAL_INSTANCE_STATUSES, FINAL_TASK_STATUSES, waitUntilFinal, type WaitOptions } from "./wait.js";
 
@@ -36,6 +36,8 @@ export interface Orch8ClientOptions {
    * task's headers (P-TEL-1), e.g. `openTelemetry()` from "@orch8/sdk/otel". Default: none.
    */
   telemetry?: Telemetry;
+  /** @internal The Worker's own client sends over node:http (see Transport); not for users. */
+  [LEAN_HTTP]?: boolean;
 }
 
 /** P-TEN-2: what a tenant id may be. */
@@ -121,6 +123,7 @@ export class Orch8Client extends Orch8Operations {
       timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
       maxRetries: options.maxRetries ?? DEFAULT_MAX_RETRIES,
       ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options[LEAN_HTTP] ? { lean: true } : {}),
     });
     this.telemetry = options.telemetry;
   }

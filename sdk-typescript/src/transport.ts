@@ -5,6 +5,7 @@ import type { paths } from "./generated/schema.js";
 import { CLIENT_RETRY_BASE_MS, CLIENT_RETRY_CAP_MS, RETRY_AFTER_BUDGET_MS as BUDGET_MS } from "./generated/constants.js";
 import { Backoff, parseRetryAfter, sleep } from "./backoff.js";
 import { connectionError, errorFromResponse, type Orch8Error } from "./errors.js";
+import { customFetchDispatcher, LeanHttp, proxyConfigured, type AnswerHead, type LeanAnswer } from "./lean-http.js";
 import { CLIENT_RETRY_AFTER_LIMIT_MS, isOutage, jitterRetryAfter } from "./outage.js";
 import { USER_AGENT } from "./version.js";
 
@@ -24,6 +25,12 @@ export interface TransportOptions {
   timeoutMs: number;
   maxRetries: number;
   fetch?: (input: Request) => Promise<Response>;
+  /**
+   * Send through LeanHttp (node:http) instead of fetch when the URL is http://, no fetch was
+   * given, and neither a proxy variable nor a custom fetch dispatcher is set. The Worker's
+   * own client asks for it.
+   */
+  lean?: boolean;
   /** Waits between retries; tests replace it to run the 30 s Retry-After budget at once. */
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
 }
@@ -32,7 +39,30 @@ export interface TransportOptions {
 interface RawResult<T> {
   data?: T;
   error?: unknown;
-  response: Response;
+  response: AnswerHead;
+}
+
+/**
+ * The worker's client asks Orch8Client for LeanHttp with this option key; not exported from
+ * the package, so users keep fetch (and whatever they configured for it).
+ */
+export const LEAN_HTTP: unique symbol = Symbol("orch8.leanHttp");
+
+/** openapi-fetch's reading of an answer (parseAs json or text), on a LeanHttp answer. */
+function parsed(a: LeanAnswer, parseAs: "json" | "text"): RawResult<unknown> {
+  const r = a.response;
+  const length = r.headers.get("Content-Length");
+  if (r.status === 204 || (length === "0" && !r.headers.get("Transfer-Encoding")?.includes("chunked"))) {
+    return { response: r };
+  }
+  if (r.ok) return { data: parseAs === "text" ? a.body : a.body ? JSON.parse(a.body) : undefined, response: r };
+  let error: unknown = a.body;
+  try {
+    error = JSON.parse(a.body);
+  } catch {
+    // not JSON: the text is the error, as openapi-fetch gives it
+  }
+  return { error, response: r };
 }
 
 const RETRY_INITIAL_MS = CLIENT_RETRY_BASE_MS; // P-SDK-2
@@ -82,6 +112,8 @@ function abortReason(signal: AbortSignal): unknown {
 /** Sends requests with timeouts, retries and typed errors. */
 export class Transport {
   readonly api: Client<paths>;
+  /** Set when this transport sends through node:http (see TransportOptions.lean). */
+  readonly lean: LeanHttp | undefined;
 
   constructor(private readonly opts: TransportOptions) {
     const headers: Record<string, string> = { "User-Agent": USER_AGENT, Accept: "application/json" };
@@ -92,10 +124,19 @@ export class Transport {
       headers,
       ...(opts.fetch ? { fetch: opts.fetch } : {}),
     });
+    const env = typeof process === "object" ? process.env : {};
+    const plain = opts.baseUrl.startsWith("http://") && !proxyConfigured(env) && !customFetchDispatcher();
+    this.lean = opts.lean && !opts.fetch && plain ? new LeanHttp(opts.baseUrl, headers) : undefined;
   }
 
   /** One request through openapi-fetch (path templating, query and body serialisation). */
   send(method: string, path: string, init: SendInit): Promise<RawResult<unknown>> {
+    // Calls with a query keep openapi-fetch's query serialisation; the worker's have none.
+    if (this.lean !== undefined && init.query === undefined) return this.sendLean(this.lean, method, path, init);
+    return this.viaFetch(method, path, init);
+  }
+
+  private viaFetch(method: string, path: string, init: SendInit): Promise<RawResult<unknown>> {
     const params: Record<string, unknown> = {};
     if (init.path) params.path = init.path;
     if (init.query) params.query = init.query;
@@ -106,6 +147,17 @@ export class Transport {
       parseAs: init.parseAs,
       signal: init.signal,
     });
+  }
+
+  /** `send` over LeanHttp: the path templated and the body serialised as openapi-fetch does. */
+  private async sendLean(lean: LeanHttp, method: string, path: string, init: SendInit): Promise<RawResult<unknown>> {
+    const target = path.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(String(init.path?.[name])));
+    const body = init.body === undefined ? undefined : JSON.stringify(init.body);
+    const answer = await lean.send(method, target, body, init.signal);
+    const status = answer.response.status;
+    // fetch follows redirects and LeanHttp does not: a redirected call goes through fetch.
+    if (status >= 300 && status <= 399 && answer.response.headers.get("Location") !== null) return this.viaFetch(method, path, init);
+    return parsed(answer, init.parseAs);
   }
 
   /**

@@ -3,6 +3,7 @@
 import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { Orch8Client, DEFAULT_WAIT_MS } from "../client.js";
+import { LEAN_HTTP } from "../transport.js";
 import { Backoff, sleep } from "../backoff.js";
 import { LeaseLostError } from "../errors.js";
 import { isOutage, outageWait } from "../outage.js";
@@ -120,7 +121,8 @@ export class Worker {
 
   constructor(options: WorkerOptions) {
     this.o = options;
-    this.client = options.client ?? new Orch8Client(options.telemetry ? { telemetry: options.telemetry } : {});
+    // Its own client sends over node:http to an http:// server (LeanHttp); a given one is used as is.
+    this.client = options.client ?? new Orch8Client({ ...(options.telemetry ? { telemetry: options.telemetry } : {}), [LEAN_HTTP]: true });
     this.workerId = options.workerId ?? `${hostname()}-${process.pid}-${randomBytes(4).toString("hex")}`;
     this.log = new WorkerLog(options.logger ?? consoleAtWarn, this.workerId, this.client.baseUrl);
     this.concurrency = options.concurrency ?? DEFAULT_CONCURRENCY;
