@@ -104,8 +104,8 @@ def poll_limits(run: ScenarioRun, name: str, limits: dict) -> list[str]:
     return sorted(set(out), key=out.index)[:4]
 
 
-# A handler of the scenario (echo, sleep_ms 0) returns within this long of its delivery;
-# a task delivered longer ago whose completion is not yet answered is being reported.
+# A handler of the scenario (echo) returns within its params' sleep_ms and this long of its
+# delivery; a task delivered longer ago whose completion is not yet answered is being reported.
 HANDLER_GRACE_MS = 150
 # A completion batch that reached the proxy this long before a poll was sent before the
 # poll's size was chosen: its results were being reported then. Less, and the two may have
@@ -115,14 +115,17 @@ SENT_BEFORE_MS = 25
 
 def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
     """P-SDK-26: a poll for fewer than the threshold is allowed only when no result is being
-    reported. With instant handlers and every completion held by the proxy, a result is
-    being reported when its task was delivered over HANDLER_GRACE_MS ago, or its completion
+    reported. With every completion held by the proxy, a result is being reported when its
+    task was delivered over its handler's sleep_ms + HANDLER_GRACE_MS ago, or its completion
     batch reached the proxy over SENT_BEFORE_MS before the poll, and its completion is not
     answered yet; tasks delivered just before the poll may still be in their handlers."""
     polls = sorted(requests_of(run, name, POLL), key=lambda r: r["t"])
     if not polls:
         return [f"{name} sent no poll through the proxy"]
-    delivered = {tid: p["answered"] for p in polls if "answered" in p for tid in p.get("claimed_ids", [])}
+    runs_for = {run.ids[ref]: spec.get("params", {}).get("sleep_ms", 0) for ref, spec in run.sent.items()}
+    delivered = {
+        tid: p["answered"] + runs_for.get(tid, 0) for p in polls if "answered" in p for tid in p.get("claimed_ids", [])
+    }
     acked: dict[str, float] = {}
     sent: dict[str, float] = {}
     for c in requests_of(run, name, COMPLETE_BATCH):
@@ -134,8 +137,8 @@ def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
         size, t = _body(p).get("batch_size"), p["t"]
         if isinstance(size, int) and size >= threshold:
             continue
-        reporting = [tid for tid, at in delivered.items()
-                     if min(at + HANDLER_GRACE_MS, sent.get(tid, float("inf")) + SENT_BEFORE_MS) <= t
+        reporting = [tid for tid, done in delivered.items()
+                     if min(done + HANDLER_GRACE_MS, sent.get(tid, float("inf")) + SENT_BEFORE_MS) <= t
                      and acked.get(tid, float("inf")) > t]  # fmt: skip
         if reporting or not isinstance(size, int):
             small.append(size)

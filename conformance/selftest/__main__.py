@@ -64,12 +64,6 @@ CATCHES = {
     "ignores_lost_lease": ["test-clock-skip-while-held"],
     "sleeps_between_polls": ["test-clock-skips-timers"],
 }
-# Defects that show only when the adapter's threads interleave a certain way: a run of them
-# that passes is run again, up to this many runs in all, and one failure is a catch. Without
-# the poll threshold a worker polls for each slot that frees, but when its completer thread
-# is slow (a loaded machine) all ten results of a poll are handed over together and every
-# poll asks for 10, as a correct worker's would: 1 run in about 15 under the selftest's load.
-RUNS = {"polls_any_free_slot": 3}
 
 
 def schema_rejects_broken_scenarios(workdir: Path) -> int:
@@ -185,12 +179,7 @@ def main() -> int:
 
     def one(item):
         name, sid, command, want = item
-        for n in range(RUNS.get(name, 1)):
-            reasons = ScenarioRun(scenarios[sid], name, command, workdir / sid / f"{name}{n or ''}").execute()
-            if reasons:
-                break
-            if n + 1 < RUNS.get(name, 1):
-                print(f"  again {name:<26} {sid:<30} passed run {n + 1}, runs again (timing-dependent)", flush=True)
+        reasons = ScenarioRun(scenarios[sid], name, command, workdir / sid / name).execute()
         got = "failed" if reasons else "passed"
         ok = got == want
         print(f"  {'ok  ' if ok else 'BAD '} {name:<27} {sid:<30} {got:<6} (expected {want})", flush=True)

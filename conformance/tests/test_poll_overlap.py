@@ -1,20 +1,25 @@
 """P-SDK-3's overlap check (checks_sdk.polls_overlap_reporting) on synthetic proxy records:
-a poll that asks for more than the slots a worker holding every unanswered task has left."""
+a poll that asks for more than the slots a worker holding every unanswered task has left;
+and P-SDK-26's threshold check (checks_sdk.poll_threshold) with handlers that take time."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from orch8_conformance.checks_sdk import polls_overlap_reporting
+from orch8_conformance.checks_sdk import poll_threshold, polls_overlap_reporting
 
 POLL = "/workers/tasks/poll/batch"
 BATCH = "/workers/tasks/complete/batch"
 
 
-def run_of(*records: dict, concurrency: int = 10) -> SimpleNamespace:
+def run_of(*records: dict, concurrency: int = 10, sleeps: dict[str, int] | None = None) -> SimpleNamespace:
+    """`sleeps`: task id -> its handler's sleep_ms (the scenario's task params)."""
     w1 = SimpleNamespace(worker_id="w1")
+    sleeps = sleeps or {}
     return SimpleNamespace(
         scenario={"worker": {"concurrency": concurrency}},
+        ids={tid: tid for tid in sleeps},
+        sent={tid: {"params": {"sleep_ms": ms}} for tid, ms in sleeps.items()},
         workers={"w1": w1},
         worker=lambda name: w1,
         proxy=SimpleNamespace(requests=list(records)),
@@ -55,3 +60,24 @@ def test_a_poll_during_a_batch_for_the_slots_it_left_free_is_not_proof():
     # check, any poll while a batch is unanswered, passed it.
     records = [poll(0, 40, 10, 7), batch(45, 345, 3), poll(50, 90, 3, 0)]
     assert polls_overlap_reporting(run_of(*records), "w1") != []
+
+
+def test_a_small_poll_while_the_other_tasks_are_still_in_their_handlers_passes():
+    # 10 tasks of 400 ms: 150 ms after delivery they are still running, not being reported,
+    # so a poll for the 2 slots never filled is no breach (P-SDK-26 applies while reporting).
+    first = poll(0, 10, 10, 8)
+    sleeps = {tid: 400 for tid in first["claimed_ids"]}
+    assert poll_threshold(run_of(first, poll(200, 205, 2, 0), sleeps=sleeps), "w1", 5) == []
+
+
+def test_a_poll_for_the_first_freed_slots_while_their_batch_is_held_fails():
+    # poll-threshold's staggered handlers: three 0 ms tasks' batch reaches the proxy at 12
+    # (held 300 ms); 40 ms later three more are handed over and the worker polls for 3.
+    first = poll(0, 10, 10, 10)
+    ids = first["claimed_ids"]
+    sleeps = dict(zip(ids, [0, 0, 0, 40, 40, 40, 80, 80, 80, 120], strict=True))
+    held = {"t": 12, "answered": 312, "path": BATCH, "status": 200, "task_ids": ids[:3]}
+    assert poll_threshold(run_of(first, held, poll(52, 60, 3, 3), sleeps=sleeps), "w1", 5) == [
+        "w1 polled for [3] tasks while results were being reported, expected at least 5 (P-SDK-26); "
+        "poll sizes in order: [10, 3]"
+    ]
