@@ -1,8 +1,9 @@
 // The worker's own HTTP/1.1 sender for http:// servers: node:http on a keep-alive agent, in
 // place of fetch. A Worker that makes its own client sends through it (see Transport); the
 // request, retries, timeouts and errors are the Transport's either way. Why: fetch (undici)
-// builds a Request, a Response, web streams and an AbortSignal for every request, about
-// twice node:http's CPU per request here, a sixth of a no-op worker's CPU per task.
+// builds a Request, a Response, web streams and an AbortSignal for every request: about
+// three times node:http's CPU per request here, and close to half of a no-op worker's CPU
+// per task (bench/results/2026-11-28-typescript-worker-cpu.md).
 import * as http from "node:http";
 
 /** What the Transport reads of an answer: the parts fetch's Response gives it. */
@@ -46,8 +47,7 @@ export function customFetchDispatcher(): boolean {
 }
 
 export class LeanHttp {
-  // noDelay: a body written after its headers must not wait for the server's delayed ACK.
-  private readonly agent = new http.Agent({ keepAlive: true, noDelay: true } as http.AgentOptions);
+  private readonly agent = new http.Agent({ keepAlive: true });
   private readonly host: string;
   private readonly port: number;
   private readonly prefix: string;

@@ -12,8 +12,8 @@ export type Outcome = "completed" | "failed" | "lease_lost" | "cancelled" | "rel
 
 /**
  * An AbortController made on the first read of its signal. Node makes every AbortSignal
- * transferable, which cost about a tenth of a no-op worker's CPU for the two each run
- * holds; most runs end without anyone reading either signal.
+ * transferable, which cost about 15% of a no-op worker's CPU for the two each run holds;
+ * most runs end without anyone reading either signal.
  */
 export class LazyAbort {
   private ctl: AbortController | undefined;
