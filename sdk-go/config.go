@@ -56,7 +56,9 @@ type Config struct {
 	// when empty; no header at all when both are empty (P-SDK-24, P-TEN-2). It must match
 	// ^[A-Za-z0-9_.-]{1,64}$ or NewClient refuses it.
 	Tenant string
-	// HTTPClient performs the requests; a fresh http.Client when nil. Its own Timeout
+	// HTTPClient performs the requests; when nil, an http.Client on a transport shared by
+	// the package's clients that keeps up to 100 idle connections per host (see
+	// pooledTransport), or on http.DefaultTransport if the program replaced it. Its own Timeout
 	// should be zero (or above every long-poll) because the SDK sets per-call deadlines.
 	HTTPClient *http.Client
 	// Timeout of one request (10 s when zero); long-polls get wait_ms + 10 s (P-SDK-1).
@@ -68,6 +70,33 @@ type Config struct {
 	// Telemetry traces Enqueue and EnqueueBatch (P-TEL-1), e.g. orch8otel.New(); none when
 	// nil. A Worker built on this client uses it too unless WorkerOptions.Telemetry is set.
 	Telemetry Telemetry
+}
+
+// stdTransport is http.DefaultTransport as the program started with it.
+var stdTransport = http.DefaultTransport
+
+// pooled is stdTransport's clone with room for the requests a worker runs at once.
+var pooled = func() http.RoundTripper {
+	t, ok := stdTransport.(*http.Transport)
+	if !ok {
+		return nil
+	}
+	t = t.Clone()
+	t.MaxIdleConns = 0          // no limit across hosts: the per-host one applies
+	t.MaxIdleConnsPerHost = 100 // DefaultTransport keeps 2
+	return t
+}()
+
+// pooledTransport is the transport of a client built without an HTTPClient. A worker polls,
+// reports, heartbeats and (from handlers) heartbeats tasks at once; http.DefaultTransport
+// keeps only 2 idle connections per host, so it closed the others after each use and dialed
+// again (a TLS handshake each over https). A program that replaced http.DefaultTransport
+// (a proxy or instrumentation) keeps it: nil here means http.DefaultTransport at request time.
+func pooledTransport() http.RoundTripper {
+	if http.DefaultTransport != stdTransport || pooled == nil {
+		return nil
+	}
+	return pooled
 }
 
 func (c Config) withDefaults() Config {
@@ -85,7 +114,7 @@ func (c Config) withDefaults() Config {
 		c.Tenant = os.Getenv("ORCH8_TENANT") // P-SDK-24
 	}
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{}
+		c.HTTPClient = &http.Client{Transport: pooledTransport()}
 	}
 	if c.Timeout <= 0 {
 		c.Timeout = DefaultTimeout
