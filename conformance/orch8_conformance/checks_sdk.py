@@ -122,9 +122,13 @@ def poll_threshold(run: ScenarioRun, name: str, threshold: int) -> list[str]:
     polls = sorted(requests_of(run, name, POLL), key=lambda r: r["t"])
     if not polls:
         return [f"{name} sent no poll through the proxy"]
-    runs_for = {run.ids[ref]: spec.get("params", {}).get("sleep_ms", 0) for ref, spec in run.sent.items()}
+    handler_ms = {run.ids[ref]: spec.get("params", {}).get("sleep_ms", 0) for ref, spec in run.sent.items()}
+    # task id -> when its handler was due to return (its delivery plus its sleep_ms)
     delivered = {
-        tid: p["answered"] + runs_for.get(tid, 0) for p in polls if "answered" in p for tid in p.get("claimed_ids", [])
+        tid: p["answered"] + handler_ms.get(tid, 0)
+        for p in polls
+        if "answered" in p
+        for tid in p.get("claimed_ids", [])
     }
     acked: dict[str, float] = {}
     sent: dict[str, float] = {}
