@@ -52,6 +52,21 @@ class AsyncOrch8Client(AsyncMethods, AsyncWaiting):
             headers=self.config.request_headers(),
             transport=transport,
         )
+        self._urls: dict[str, httpx.URL] = {}
+
+    def _absolute(self, path: str) -> httpx.URL:
+        """`path` under the base URL, as httpx joins a relative URL, parsed once per path.
+
+        For the worker's two calls per batch (poll, complete): httpx spends about 70 us
+        joining and parsing a relative URL on every request. Only fixed paths come here, so
+        the cache stays as small as the set of callers.
+        """
+        url = self._urls.get(path)
+        if url is None:
+            base = self._http.base_url  # httpx keeps it ending in "/"
+            url = base.copy_with(raw_path=base.raw_path + path.lstrip("/").encode("ascii"))
+            self._urls[path] = url
+        return url
 
     @property
     def tenant(self) -> str | None:

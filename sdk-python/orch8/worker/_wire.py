@@ -28,15 +28,18 @@ _UTC = isoparse("2000-01-01T00:00:00Z").tzinfo
 
 
 class _Endpoint:
-    """Stands in for a generated endpoint module in a Call: a JSON body, a JSON answer."""
+    """Stands in for a generated endpoint module in a Call: a JSON body, a JSON answer.
+
+    `url` is the path under the base URL, joined once by the client (`_absolute`).
+    """
 
     def __init__(self, url: str) -> None:
         self.url = url
 
-    def request_kwargs(self, *, body: dict[str, Any]) -> dict[str, Any]:
+    def request_kwargs(self, *, body: dict[str, Any], url: httpx.URL) -> dict[str, Any]:
         return {
             "method": "post",
-            "url": self.url,
+            "url": url,
             "json": body,
             "headers": {"Content-Type": "application/json"},
         }
@@ -56,14 +59,19 @@ async def poll(client: AsyncOrch8Client, body: dict[str, Any]) -> dict[str, Any]
     """
     sent = {k: _plain(v) for k, v in body.items() if v is not None}
     call = Call(
-        _POLL, {"body": sent}, safe=False, timeout_ms=long_poll_timeout(sent.get("wait_ms"))
+        _POLL,
+        {"body": sent, "url": client._absolute(_POLL.url)},
+        safe=False,
+        timeout_ms=long_poll_timeout(sent.get("wait_ms")),
     )
     return cast("dict[str, Any]", await client._run(call))
 
 
 async def complete(client: AsyncOrch8Client, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The items of POST /workers/tasks/complete/batch's BatchOutcome, in request order."""
-    call = Call(_COMPLETE, {"body": {"items": items}}, safe=True)
+    call = Call(
+        _COMPLETE, {"body": {"items": items}, "url": client._absolute(_COMPLETE.url)}, safe=True
+    )
     return cast("list[dict[str, Any]]", (await client._run(call))["items"])
 
 

@@ -70,3 +70,19 @@ def test_handlers_receive_what_the_generated_model_gives() -> None:
     assert repr(ctx.lease_expires_at.tzinfo) == repr(model.lease.expires_at.tzinfo)
     assert isinstance(ctx.lease_expires_at, datetime.datetime)
     assert ctx.checkpoint == model.checkpoint.to_dict() == {"page": 3}
+
+
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://127.0.0.1:3001", "http://h:8080/", "http://h/prefix", "http://h/a/b/", "https://h/x%20y"],
+)
+def test_the_worker_calls_absolute_url_is_the_one_httpx_would_join(base_url: str) -> None:
+    """The worker's poll and complete paths are joined once (`_absolute`), exactly as httpx
+    joins a relative URL on every request, base path prefixes included."""
+    from orch8 import AsyncOrch8Client
+
+    client = AsyncOrch8Client(base_url)
+    for path in ("/workers/tasks/poll/batch", "/workers/tasks/complete/batch"):
+        joined = client._absolute(path)
+        assert joined == client._http.build_request("POST", path).url
+        assert client._absolute(path) is joined  # parsed once
