@@ -74,7 +74,13 @@ def test_handlers_receive_what_the_generated_model_gives() -> None:
 
 @pytest.mark.parametrize(
     "base_url",
-    ["http://127.0.0.1:3001", "http://h:8080/", "http://h/prefix", "http://h/a/b/", "https://h/x%20y"],
+    [
+        "http://127.0.0.1:3001",
+        "http://h:8080/",
+        "http://h/prefix",
+        "http://h/a/b/",
+        "https://h/x%20y",
+    ],
 )
 def test_the_worker_calls_absolute_url_is_the_one_httpx_would_join(base_url: str) -> None:
     """The worker's poll and complete paths are joined once (`_absolute`), exactly as httpx
