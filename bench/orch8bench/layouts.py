@@ -81,6 +81,38 @@ def claim_indexes(table: str, where: str) -> str:
 
 PENDING = " WHERE status = 'pending'"
 DDL_A = table("tasks", list(TYPES), 90) + TASK_INDEXES + claim_indexes("tasks", PENDING)
+# T: today's tasks table as V1..V18 leave it (postgres_schema.py): A's, with the status
+# list index split into partial ones a claim or completion writes once (V8, V13, V14), no
+# lease index (V12), no by-queue claim index (V18), and the key and rate columns (V10;
+# NULL here, so their partial indexes take no entry). Its completion writes no attempt
+# row for a success (transitions.completed_attempt), as E's.
+TODAY = """ALTER TABLE tasks ADD COLUMN concurrency_key text, ADD COLUMN max_concurrency integer,
+    ADD COLUMN rate_limit_key text;
+CREATE INDEX tasks_claim_handler ON tasks (tenant, queue_name, handler_name, priority, seq)
+    WHERE status = 'pending';
+CREATE INDEX tasks_scheduled ON tasks (run_at) WHERE status = 'scheduled';
+CREATE INDEX tasks_good_until ON tasks (good_until)
+    WHERE good_until IS NOT NULL AND status IN ('pending', 'scheduled', 'held');
+CREATE INDEX tasks_waiting_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('pending', 'scheduled', 'held');
+CREATE INDEX tasks_ended_seq ON tasks (tenant, status, seq)
+    WHERE status IN ('failed', 'cancelled', 'expired');
+CREATE INDEX tasks_completed_seq ON tasks (tenant, seq) WHERE status = 'completed';
+CREATE INDEX tasks_worker_seq ON tasks (tenant, worker_id, seq) WHERE worker_id IS NOT NULL;
+CREATE UNIQUE INDEX tasks_idempotency_key ON tasks (tenant, idempotency_key)
+    WHERE idempotency_key IS NOT NULL;
+CREATE INDEX tasks_running_queue ON tasks (tenant, queue_name, handler_name)
+    WHERE status = 'running';
+CREATE INDEX tasks_held ON tasks (tenant, concurrency_key, priority, seq)
+    WHERE status = 'held' AND concurrency_key IS NOT NULL;
+CREATE INDEX tasks_key_slots ON tasks (tenant, concurrency_key)
+    WHERE concurrency_key IS NOT NULL AND status IN ('pending', 'running');
+CREATE INDEX tasks_rate_held ON tasks (tenant, rate_limit_key, priority, seq)
+    WHERE status = 'held' AND rate_limit_key IS NOT NULL;
+CREATE INDEX tasks_rate_ready ON tasks (tenant, rate_limit_key)
+    WHERE status = 'pending' AND rate_limit_key IS NOT NULL;
+"""
+DDL_T = table("tasks", list(TYPES), 90) + TODAY
 READY = ["tenant", "queue_name", "handler_name", "priority", "seq", "id", "required_labels"]
 DDL_B = (
     table("tasks", list(TYPES), 90) + TASK_INDEXES
@@ -217,7 +249,14 @@ ATTEMPT = (
 )
 COMPLETED = ("id", "lease_id", "attempt", "max_attempts", "worker_id", "lease_started_at",
              "queue_name", "handler_name", "run_at", "tenant")  # fmt: skip
-COMPLETE_TASKS = (  # A and B: postgres_tx._COMPLETE_RUNNING
+COMPLETE_TODAY = (  # T: postgres_tx._COMPLETE_RUNNING as of V18, no attempt row
+    f"WITH {ITEMS} UPDATE tasks AS t SET status = 'completed', output = c.output::json, "
+    "finished_at = $4, updated_at = $4 FROM c WHERE t.id = c.id AND t.lease_id = c.lease_id "
+    "AND t.status = c.live AND t.tenant = $5 RETURNING "
+    + ", ".join(f"t.{c}" for c in COMPLETED)
+    + ", t.status, t.headers, t.context->>'instance_id' AS instance_id"
+)
+COMPLETE_TASKS = (  # A and B: postgres_tx._COMPLETE_RUNNING before V16
     f"WITH {ITEMS}, done_ AS (UPDATE tasks AS t SET status = 'completed', "
     "output = c.output::json, finished_at = $4, updated_at = $4 FROM c WHERE t.id = c.id "
     "AND t.lease_id = c.lease_id AND t.status = c.live AND t.tenant = $5 RETURNING "
@@ -271,6 +310,7 @@ class Layout:
 
 LAYOUTS = {
     "A": Layout("A", DDL_A + CONTROLS, INSERT_A, CLAIM_A, COMPLETE_TASKS),
+    "T": Layout("T", DDL_T + CONTROLS, INSERT_A, CLAIM_A, COMPLETE_TODAY),
     "B": Layout("B", DDL_B + CONTROLS, INSERT_B, CLAIM_B, COMPLETE_TASKS),
     "P": Layout("P", DDL_P + CONTROLS, INSERT_A, CLAIM_A, COMPLETE_TASKS),
     "C": Layout("C", DDL_C + CONTROLS, INSERT_OPEN, CLAIM_OPEN, complete_open(True)),

@@ -10,7 +10,7 @@ through enqueue -> claim -> complete at batch 100 by `--conns` loops (as minimal
 bare-SQL row; finished rows kept). The statements are shaped like the server's: one
 multi-row INSERT (json_to_recordset), one claim CTE with FOR UPDATE SKIP LOCKED in the
 claim index's order (with the pause/cap guards and the label filter), one set-based
-completion that writes the attempt row too.
+completion (A-D also write the attempt row).
 Layouts run interleaved (the order rotates per repetition); medians are reported:
 
 - CPU us/task of the loops' PostgreSQL backends (/proc, as env.cpu_seconds) and of the
@@ -19,7 +19,8 @@ Layouts run interleaved (the order rotates per repetition); medians are reported
 - index entries written per task: B-tree leaf inserts in the window's WAL (pg_walinspect;
   page splits carry one entry each), and WAL bytes per task.
 
-Layouts (layouts.py): A today's (postgres_schema V1..V9), B a narrow `ready` queue beside
+Layouts (layouts.py): A the schema of 2026-11-27 (postgres_schema V1..V9), T today's
+(V1..V18, no attempt row for a success), B a narrow `ready` queue beside
 A's tasks, P A's table partitioned by status, C a narrow hot `open` table updated in place
 (HOT) + write-once `bodies` + `done`, D as C with pending-only claim indexes (claims not
 HOT), E and F as D and C with no attempt row for a success (its `done` row is the record),
