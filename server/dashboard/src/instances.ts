@@ -2,7 +2,7 @@
 // sequence and status (kept in the hash, #/instances?sequence=..&status=..), cursor paging,
 // and a refresh every few seconds while a shown instance is still running.
 import { api, ApiError, INSTANCE_STATUSES, type Instance, type InstanceStatus } from "./api";
-import { fill, h } from "./dom";
+import { fill, h, refill } from "./dom";
 import { ago, stamp } from "./format";
 import { empty, pill, problemBox } from "./widgets";
 
@@ -145,7 +145,7 @@ export class InstanceList {
   }
 
   private renderCounts(counts: { status: InstanceStatus; n: number; more: boolean }[]): void {
-    fill(
+    refill(
       this.counts,
       counts.map((c) =>
         h(
@@ -168,13 +168,13 @@ export class InstanceList {
       fill(this.list, empty("No instances match these filters."));
     } else {
       const head = ["Instance", "Sequence", "Status", "Steps", "Created", "Finished"].map((t) => h("th", null, t));
-      fill(
+      refill(
         this.list,
         h("div", { class: "table-wrap" }, h("table", { class: "grid instances" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.instances.map(instanceRow)))),
       );
     }
     const page = this.cursors.length;
-    fill(
+    refill(
       this.pager,
       h("span", { class: "muted", "data-testid": "instance-page-info" }, `Page ${page} · ${this.instances.length} instance${this.instances.length === 1 ? "" : "s"}`),
       h("span", { class: "spacer" }),

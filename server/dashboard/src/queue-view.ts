@@ -4,7 +4,7 @@
 // keys only (P-AUTH-2).
 import { api, ApiError, type QueueHistory, type QueueStats, type QueueStatsList } from "./api";
 import { lineChart } from "./chart";
-import { fill, h } from "./dom";
+import { fill, h, refill } from "./dom";
 import { duration, stamp } from "./format";
 import { QueueControls } from "./queue-controls";
 import { blockedBadge, empty, pollerBadge, problemBox } from "./widgets";
@@ -102,7 +102,7 @@ export class QueueView {
       running: control?.running ?? rows.reduce((n, r) => n + r.running, 0),
       handlers: handlerNames.map((name) => ({ name, control: (list.handler_controls ?? []).find((c) => c.handler_name === name) ?? null })),
     });
-    fill(this.handlers, rows.length ? handlerTable(rows) : empty("Nothing is waiting, running or failed on this queue, and no worker polls it."));
+    refill(this.handlers, rows.length ? handlerTable(rows) : empty("Nothing is waiting, running or failed on this queue, and no worker polls it."));
   }
 
   private renderHistory(hist: QueueHistory): void {

@@ -3,7 +3,7 @@
 // click that filters the task list. Paused or capped queues without tasks get a row too,
 // capped handlers a line under the table (P-CTRL-3).
 import type { QueueStats, QueueStatsList, TaskStatus } from "./api";
-import { h, fill } from "./dom";
+import { h, fill, refill } from "./dom";
 import { duration } from "./format";
 import { blockedBadge, empty, pollerBadge, pollerState } from "./widgets";
 
@@ -59,7 +59,7 @@ export function renderQueues(el: HTMLElement, list: QueueStatsList, onPick: (f: 
       a.handler_name.localeCompare(b.handler_name),
   );
   const widest = Math.max(1, ...rows.map((r) => SEGMENTS.reduce((n, s) => n + r[s], 0)));
-  fill(
+  refill(
     el,
     h(
       "div",

@@ -1,7 +1,7 @@
 // The task list (GET /tasks): filters, cursor paging, and a refresh every few seconds while
 // anything visible is still pending or running.
 import { api, ApiError, TASK_STATUSES, type Task, type TaskStatus } from "./api";
-import { byId, fill, h } from "./dom";
+import { byId, fill, h, refill } from "./dom";
 import { ago, stamp } from "./format";
 import { empty, pill, problemBox } from "./widgets";
 
@@ -164,10 +164,10 @@ export class TaskList {
       );
       const row = (t: Task) => taskRow(t, (instance) => this.set({ instance, id: "" }));
       const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
-      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
+      refill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
-    fill(
+    refill(
       byId("task-pager"),
       h(
         "span",

@@ -1,7 +1,7 @@
 // The worker table (GET /workers) with the operator directives of P-WORKER-4 (operator
 // and admin keys only, P-AUTH-2).
 import { api, type Worker } from "./api";
-import { h, fill } from "./dom";
+import { h, fill, refill } from "./dom";
 import { ago, stamp } from "./format";
 import { empty, pill, problemBox } from "./widgets";
 
@@ -37,7 +37,7 @@ export function renderWorkers(el: HTMLElement, workers: Worker[], hooks: WorkerH
     h("thead", null, h("tr", null, head)),
     h("tbody", null, workers.map((w) => workerRow(w, hooks))),
   );
-  fill(el, h("div", { class: "table-wrap" }, table));
+  refill(el, h("div", { class: "table-wrap" }, table));
 }
 
 function workerRow(w: Worker, hooks: WorkerHooks): HTMLElement {

@@ -176,6 +176,49 @@ test("cursor paging walks older and newer pages", async () => {
   await page.click("#f-clear");
 });
 
+test("a refresh keeps the rows it does not change: focus, a text selection and the nodes survive it", async () => {
+  await page.fill("#f-queue", "gpu");
+  await rowsSettle("the three gpu tasks", 3, (r) => r.status === "pending");
+  const [first, second, third] = ids.gpu;
+  // Mark each row's node, focus the first row's link, select the second row's id.
+  await page.$$eval("tr[data-task]", (trs) => trs.forEach((tr) => { tr.orch8Mark = tr.dataset.task; }));
+  await page.focus(`tr[data-task="${first}"] a`);
+  await page.evaluate((id) => getSelection().selectAllChildren(document.querySelector(`tr[data-task="${id}"] td a`)), second);
+  // The list refreshes every 0.5 s while tasks are pending. Refreshes do not overlap, so once
+  // the third GET /tasks is answered the first two have been drawn.
+  const refreshes = async (n) => {
+    let seen = 0;
+    const count = (r) => { if (new URL(r.url()).pathname === "/tasks") seen += 1; };
+    page.on("response", count);
+    try {
+      await eventually(() => seen >= n, `${n} refreshes of the list`, 8000, 20);
+    } finally {
+      page.off("response", count);
+    }
+  };
+  await refreshes(3);
+  const state = () => page.evaluate(() => ({
+    marked: [...document.querySelectorAll("tr[data-task]")].map((tr) => [tr.dataset.task, tr.orch8Mark ?? null, tr.dataset.status]),
+    focused: document.activeElement?.closest("tr")?.dataset.task ?? null,
+    selected: getSelection().toString(),
+  }));
+  let now = await state();
+  assert.deepEqual(now.marked.map(([id, mark]) => [id, mark]).sort(), [first, second, third].map((id) => [id, id]).sort(), "the same row nodes");
+  assert.equal(now.focused, first, "focus stays on the first row's link");
+  assert.equal(now.selected, second, "the selection of the second row's id stays");
+  // A row whose task changed is brought up to date in place: its status, same node.
+  const claim = await server.api("POST", "/workers/tasks/poll", { handler_names: ["resize"], queue_name: "gpu", worker_id: "gpu-1", wait_ms: 0 });
+  assert.equal(claim.status, 200);
+  now = await eventually(async () => {
+    const s = await state();
+    return s.marked.some(([id, , status]) => id === claim.body.id && status === "running") ? s : false;
+  }, "the claimed task shown running", 8000, 20);
+  assert.ok(now.marked.every(([id, mark]) => mark === id), `every row kept its node: ${JSON.stringify(now.marked)}`);
+  assert.equal(now.focused, first, "focus still on the first row's link");
+  assert.deepEqual(page.errors, []);
+  await page.click("#f-clear");
+});
+
 test("the list refreshes itself while a visible task is pending or running", async () => {
   await page.fill("#f-worker", "mail-1");
   await rowsSettle("running task shown", 1, (r) => r.status === "running");

@@ -157,12 +157,17 @@ var api = {
 };
 
 // src/dom.ts
+var LISTENERS = /* @__PURE__ */ new WeakMap();
 function h(tag, attrs = null, ...children) {
   const el = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs ?? {})) {
     if (value === null || value === void 0 || value === false) continue;
     if (typeof value === "function") {
-      el.addEventListener(name.slice(2).toLowerCase(), value);
+      const type = name.slice(2).toLowerCase();
+      el.addEventListener(type, value);
+      const own = LISTENERS.get(el);
+      if (own) own.push([type, value]);
+      else LISTENERS.set(el, [[type, value]]);
     } else if (name === "style") {
       el.style.cssText = String(value);
     } else if (name === "value" && "value" in el) {
@@ -184,6 +189,64 @@ function append(parent, children) {
 function fill(el, ...children) {
   el.replaceChildren();
   append(el, children);
+}
+function refill(el, ...children) {
+  const next = document.createDocumentFragment();
+  append(next, children);
+  reconcile(el, Array.from(next.childNodes));
+}
+var KEYS = ["data-task", "data-instance", "data-worker", "data-queue", "data-handler"];
+var CONTROLS = /* @__PURE__ */ new Set(["INPUT", "SELECT", "TEXTAREA", "OPTION"]);
+function keyOf(node) {
+  if (!(node instanceof Element)) return null;
+  const parts = KEYS.filter((k) => node.hasAttribute(k)).map((k) => `${k}=${node.getAttribute(k)}`);
+  return parts.length ? parts.join(" ") : null;
+}
+function reconcile(parent, next) {
+  const old = Array.from(parent.childNodes);
+  const byKey = /* @__PURE__ */ new Map();
+  for (const o of old) {
+    const k = keyOf(o);
+    if (k !== null && !byKey.has(k)) byKey.set(k, o);
+  }
+  const unkeyed = old.filter((o) => keyOf(o) === null);
+  const used = /* @__PURE__ */ new Set();
+  let at = 0;
+  const kept = next.map((n) => {
+    const k = keyOf(n);
+    const o = k !== null ? byKey.get(k) : unkeyed[at++];
+    if (o === void 0 || used.has(o) || !morph(o, n)) return n;
+    used.add(o);
+    return o;
+  });
+  for (const o of old) if (!used.has(o)) parent.removeChild(o);
+  let ref = parent.firstChild;
+  for (const node of kept) {
+    if (node === ref) ref = ref.nextSibling;
+    else parent.insertBefore(node, ref);
+  }
+}
+function morph(o, n) {
+  if (o.nodeType !== n.nodeType || o.nodeName !== n.nodeName) return false;
+  if (o.nodeType === Node.TEXT_NODE || o.nodeType === Node.COMMENT_NODE) {
+    if (o.nodeValue !== n.nodeValue) o.nodeValue = n.nodeValue;
+    return true;
+  }
+  if (!(o instanceof Element) || !(n instanceof Element)) return false;
+  if (CONTROLS.has(o.nodeName) || o.namespaceURI !== n.namespaceURI || keyOf(o) !== keyOf(n)) return false;
+  for (const a of Array.from(o.attributes)) if (!n.hasAttribute(a.name)) o.removeAttribute(a.name);
+  for (const a of Array.from(n.attributes)) {
+    if (o.getAttribute(a.name) === a.value) continue;
+    if (a.name === "style" && o instanceof HTMLElement && n instanceof HTMLElement) o.style.cssText = n.style.cssText;
+    else o.setAttribute(a.name, a.value);
+  }
+  for (const [type, fn] of LISTENERS.get(o) ?? []) o.removeEventListener(type, fn);
+  const fresh = LISTENERS.get(n);
+  for (const [type, fn] of fresh ?? []) o.addEventListener(type, fn);
+  if (fresh) LISTENERS.set(o, fresh);
+  else LISTENERS.delete(o);
+  reconcile(o, Array.from(n.childNodes));
+  return true;
 }
 function byId(id) {
   const el = document.getElementById(id);
@@ -555,10 +618,10 @@ var TaskList = class {
       );
       const row = (t) => taskRow(t, (instance) => this.set({ instance, id: "" }));
       const table = h("table", { class: "grid tasks" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.tasks.map(row)));
-      fill(byId("task-list"), h("div", { class: "table-wrap" }, table));
+      refill(byId("task-list"), h("div", { class: "table-wrap" }, table));
     }
     const page = this.cursors.length;
-    fill(
+    refill(
       byId("task-pager"),
       h(
         "span",
@@ -1037,10 +1100,10 @@ function attemptTiming(timing) {
 }
 
 // src/blocks.ts
-var keyOf = (r) => r.key ?? r.id;
+var keyOf2 = (r) => r.key ?? r.id;
 function blockTree(steps) {
   const byKey = /* @__PURE__ */ new Map();
-  for (const run of steps) byKey.set(keyOf(run), { run, key: keyOf(run), type: run.type ?? "step", lanes: /* @__PURE__ */ new Map() });
+  for (const run of steps) byKey.set(keyOf2(run), { run, key: keyOf2(run), type: run.type ?? "step", lanes: /* @__PURE__ */ new Map() });
   const top = [];
   for (const node of byKey.values()) {
     const parent = node.run.group ? byKey.get(node.run.group) : void 0;
@@ -1267,7 +1330,7 @@ function childInstance(run) {
 function runItem(s2, kind, nested, type = "step") {
   const href = s2.task_id ? `#/tasks/${encodeURIComponent(s2.task_id)}` : null;
   const ran = s2.started_at && s2.finished_at ? Date.parse(s2.finished_at) - Date.parse(s2.started_at) : null;
-  const key = kind === "on_error" ? "on_error" : keyOf(s2);
+  const key = kind === "on_error" ? "on_error" : keyOf2(s2);
   return h(
     "li",
     {
@@ -1595,7 +1658,7 @@ var InstanceList = class {
     }
   }
   renderCounts(counts) {
-    fill(
+    refill(
       this.counts,
       counts.map(
         (c) => h(
@@ -1617,13 +1680,13 @@ var InstanceList = class {
       fill(this.list, empty("No instances match these filters."));
     } else {
       const head = ["Instance", "Sequence", "Status", "Steps", "Created", "Finished"].map((t) => h("th", null, t));
-      fill(
+      refill(
         this.list,
         h("div", { class: "table-wrap" }, h("table", { class: "grid instances" }, h("thead", null, h("tr", null, head)), h("tbody", null, this.instances.map(instanceRow))))
       );
     }
     const page = this.cursors.length;
-    fill(
+    refill(
       this.pager,
       h("span", { class: "muted", "data-testid": "instance-page-info" }, `Page ${page} · ${this.instances.length} instance${this.instances.length === 1 ? "" : "s"}`),
       h("span", { class: "spacer" }),
@@ -2058,7 +2121,7 @@ var QueueView = class {
       running: control?.running ?? rows.reduce((n, r) => n + r.running, 0),
       handlers: handlerNames.map((name) => ({ name, control: (list2.handler_controls ?? []).find((c) => c.handler_name === name) ?? null }))
     });
-    fill(this.handlers, rows.length ? handlerTable(rows) : empty("Nothing is waiting, running or failed on this queue, and no worker polls it."));
+    refill(this.handlers, rows.length ? handlerTable(rows) : empty("Nothing is waiting, running or failed on this queue, and no worker polls it."));
   }
   renderHistory(hist) {
     const pts = hist.points;
@@ -2185,7 +2248,7 @@ function renderQueues(el, list2, onPick) {
     (a, b) => rank(a) - rank(b) || a.queue_name.localeCompare(b.queue_name) || a.handler_name.localeCompare(b.handler_name)
   );
   const widest = Math.max(1, ...rows.map((r) => SEGMENTS.reduce((n, s2) => n + r[s2], 0)));
-  fill(
+  refill(
     el,
     h(
       "div",
@@ -2382,7 +2445,7 @@ function renderWorkers(el, workers, hooks) {
     h("thead", null, h("tr", null, head)),
     h("tbody", null, workers.map((w) => workerRow(w, hooks)))
   );
-  fill(el, h("div", { class: "table-wrap" }, table));
+  refill(el, h("div", { class: "table-wrap" }, table));
 }
 function workerRow(w, hooks) {
   const live = w.state !== "dead" && w.state !== "deregistered";
