@@ -45,7 +45,7 @@ def loadavg() -> list[float]:
 
 def cpu_seconds(pid: int) -> float:
     """utime + stime of one process, from /proc (includes reaped threads)."""
-    fields = _stat(pid)
+    fields = proc_stat(pid)
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
@@ -54,13 +54,13 @@ def cluster_cpu_seconds(cluster: PgCluster) -> float:
     (backends, WAL writer, checkpointer, autovacuum workers) and the children it has
     already reaped (the postmaster's cutime + cstime). Read from /proc, as cpu_seconds."""
     postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
-    fields = _stat(postmaster)
+    fields = proc_stat(postmaster)
     total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            child = _stat(int(entry.name))
+            child = proc_stat(int(entry.name))
         except (FileNotFoundError, ProcessLookupError):
             continue  # ended meanwhile: its time is in the postmaster's cutime once reaped
         if int(child[1]) == postmaster:
@@ -68,7 +68,7 @@ def cluster_cpu_seconds(cluster: PgCluster) -> float:
     return total / TICK
 
 
-def _stat(pid: int) -> list[str]:
+def proc_stat(pid: int) -> list[str]:
     """/proc/PID/stat after the command name: state, ppid, ... (proc(5) fields 3 on)."""
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
