@@ -2,7 +2,7 @@
 layout brings the database's CPU per task toward the minimal table's.
 
     python -m orch8bench.schemas [--tasks 30000] [--reps 3] [--conns 4] [--only A,C]
-        [--plans auto|analyze]
+        [--plans auto|analyze] [--prefill N] [--pg-setting NAME=VALUE ...]
 
 A throwaway cluster (fsync on, as `make bench`); per layout and repetition a fresh database,
 a warm-up of a tenth of the tasks (`--plans analyze`: then an ANALYZE), then `--tasks`
@@ -11,7 +11,10 @@ bare-SQL row; finished rows kept). The statements are shaped like the server's: 
 multi-row INSERT (json_to_recordset), one claim CTE with FOR UPDATE SKIP LOCKED in the
 claim index's order (with the pause/cap guards and the label filter), one set-based
 completion (A-D also write the attempt row).
-Layouts run interleaved (the order rotates per repetition); medians are reported:
+`--prefill N` runs N tasks through each database before its warm-up (finished rows kept:
+history, as a server's table holds), `--pg-setting` sets more cluster settings (e.g.
+`autovacuum_naptime=5`). Layouts run interleaved (the order rotates per repetition);
+medians are reported:
 
 - CPU us/task of the loops' PostgreSQL backends (/proc, as env.cpu_seconds) and of the
   whole cluster (WAL writer, checkpointer, autovacuum too: env.cluster_cpu_seconds);
@@ -113,7 +116,13 @@ ENTRIES = (
 
 
 async def measure(
-    cluster: PgCluster, layout: Layout, db: str, tasks: int, conns: int, plans: str
+    cluster: PgCluster,
+    layout: Layout,
+    db: str,
+    tasks: int,
+    conns: int,
+    plans: str,
+    prefill: int = 0,
 ) -> dict:
     import asyncpg
 
@@ -128,6 +137,8 @@ async def measure(
     ]  # fmt: skip
     conn_list = [c for pair in pairs for c in pair]
     pids = [c.get_server_pid() for c in conn_list]
+    if prefill:
+        await drive(layout, pairs, prefill)  # history: finished rows kept
     await drive(layout, pairs, max(tasks // 10, BATCH))  # warm-up
     # --plans analyze: the statistics of the warmed-up tables (every task finished, so C-H's
     # `open` is empty) instead of autoanalyze's of the young ones.
@@ -197,8 +208,16 @@ def summary(runs: list[dict], names: list[str]) -> str:
     return "\n".join(lines)
 
 
-async def run(tasks: int, reps: int, conns: int, names: list[str], plans: str) -> list[dict]:
-    cluster = PgCluster(fsync=True, settings={"wal_keep_size": "4GB"}).init()
+async def run(
+    tasks: int,
+    reps: int,
+    conns: int,
+    names: list[str],
+    plans: str,
+    prefill: int = 0,
+    settings: dict[str, str] | None = None,
+) -> list[dict]:
+    cluster = PgCluster(fsync=True, settings={"wal_keep_size": "4GB", **(settings or {})}).init()
     try:
         import asyncpg
 
@@ -211,7 +230,7 @@ async def run(tasks: int, reps: int, conns: int, names: list[str], plans: str) -
             for name in order:
                 log(f"schemas: {name} rep {rep + 1}/{reps}, load {loadavg()}")
                 db = f"{name.lower()}_{rep}"
-                got = await measure(cluster, LAYOUTS[name], db, tasks, conns, plans)
+                got = await measure(cluster, LAYOUTS[name], db, tasks, conns, plans, prefill)
                 log("schemas: " + json.dumps({k: round(v, 3) if isinstance(v, float) else v
                                               for k, v in got.items()}))  # fmt: skip
                 runs.append({**got, "rep": rep})
@@ -228,13 +247,28 @@ def main(argv: list[str] | None = None) -> tuple[list[dict], str]:
     ap.add_argument("--only", default=",".join(LAYOUTS), help="comma list of layouts")
     ap.add_argument("--plans", choices=["auto", "analyze"], default="auto",
                     help="statistics: autoanalyze's only, or an ANALYZE after the warm-up")  # fmt: skip
+    ap.add_argument("--prefill", type=int, default=0,
+                    help="tasks run through each database first (finished rows kept)")  # fmt: skip
+    ap.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
+                    help="another cluster setting (repeatable), e.g. autovacuum_naptime=5")  # fmt: skip
     a = ap.parse_args(argv)
     names = [n.strip().upper() for n in a.only.split(",") if n.strip()]
+    if unknown := [n for n in names if n not in LAYOUTS]:
+        ap.error(f"--only: unknown {', '.join(unknown)}; one of {', '.join(LAYOUTS)}")
+    settings = {}
+    for setting in a.pg_setting:
+        name, eq, value = setting.partition("=")
+        if not eq or not name.strip():
+            ap.error(f"--pg-setting {setting!r}: expected NAME=VALUE")
+        settings[name.strip()] = value.strip()
     load = loadavg()
-    runs = asyncio.run(run(a.tasks, a.reps, a.conns, names, a.plans))
+    runs = asyncio.run(run(a.tasks, a.reps, a.conns, names, a.plans, a.prefill, settings))
+    extra = "".join(f", {k}={v}" for k, v in settings.items())
+    extra += f", after a prefill of {a.prefill:,} tasks" if a.prefill else ""
     text = (
         f"{a.tasks:,} tasks per run at batch {BATCH}, {a.conns} loops, median of {a.reps} "
-        f"interleaved runs, plans {a.plans}; load {load} -> {loadavg()}\n\n{summary(runs, names)}\n"
+        f"interleaved runs, plans {a.plans}{extra}; load {load} -> {loadavg()}\n\n"
+        f"{summary(runs, names)}\n"
     )
     print(text, flush=True)
     return runs, text

@@ -8,6 +8,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 BENCH = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(BENCH))
 
@@ -45,3 +47,18 @@ def test_schemas_measures_every_layout_and_tells_them_apart() -> None:
     assert by["A"]["hot_share"] == 0 and by["A"]["updates_per_task"] == 2, text
     assert by["C"]["hot_share"] > 0.9 and by["C"]["updates_per_task"] == 1, text
     assert "| A | " in text and "| 1.00 |" in text and "| M | " in text
+
+
+def test_schemas_prefill_and_settings_are_applied_and_said() -> None:
+    runs, text = schemas.main(
+        ["--tasks", "300", "--reps", "1", "--conns", "1", "--only", "T", "--prefill", "500",
+         "--pg-setting", "autovacuum_naptime=5"]
+    )  # fmt: skip
+    # The prefill's tasks are not measured: the window holds the 300 only.
+    assert [r["layout"] for r in runs] == ["T"] and runs[0]["tasks"] == 300, runs
+    assert "autovacuum_naptime=5, after a prefill of 500 tasks" in text, text
+
+
+def test_schemas_refuses_an_unknown_layout() -> None:
+    with pytest.raises(SystemExit):
+        schemas.main(["--only", "T,Z"])
