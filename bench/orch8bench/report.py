@@ -263,6 +263,13 @@ def render(res: dict) -> str:
         if res.get(key):
             limit = res.get(f"limit_{key}") or {}
             L += [f"### {name}", "", *throughput_table(res[key], ceiling, limit)]
+            if key == "pg":
+                L += ["PostgreSQL runs on its defaults for every system measured here, "
+                      "`autovacuum_naptime` 60 s included: until autovacuum visits `tasks`, each "
+                      "claim steps over the entries of the tasks claimed since its last run "
+                      "(`results/2026-11-28-pg-autovacuum.md`: after 300,000 tasks, PostgreSQL "
+                      "CPU per task 90-92 us on the default, 69-76 at 5 s, the setting the server "
+                      "README recommends for a busy queue).", ""]  # fmt: skip
             if key == "pg" and res.get("pg_replicas"):
                 r = res["pg_replicas"]
                 L += [f"Two replicas on the same database, one load client each (half the tasks "

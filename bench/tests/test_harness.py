@@ -392,3 +392,10 @@ def test_peer_table_adds_postgresql_cpu_and_our_own_row() -> None:
         in text
     )
     assert "PostgreSQL CPU us/task" in text  # the PostgreSQL end-to-end table's column
+
+
+def test_render_says_postgresql_runs_on_its_autovacuum_defaults() -> None:
+    text = report.render(_result(30_000.0, 10.0, 105.0))
+    section = text[text.index("### PostgreSQL") :]
+    assert "`autovacuum_naptime` 60 s" in section[:2000], section[:2000]
+    assert "results/2026-11-28-pg-autovacuum.md" in section[:2000]
