@@ -4,6 +4,7 @@ canned-answer stub; and what we read about them (CPU seconds, RSS, load average)
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -53,19 +54,41 @@ def cluster_cpu_seconds(cluster: PgCluster) -> float:
     """CPU seconds a PostgreSQL cluster has spent so far: its postmaster, every live child
     (backends, WAL writer, checkpointer, autovacuum workers) and the children it has
     already reaped (the postmaster's cutime + cstime). Read from /proc, as cpu_seconds."""
-    postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
+    postmaster = postmaster_pid(cluster)
     fields = proc_stat(postmaster)
     total = sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
+    return (total + sum(children_ticks(postmaster).values())) / TICK
+
+
+def postmaster_pid(cluster: PgCluster) -> int:
+    return int((cluster.data / "postmaster.pid").read_text().split()[0])
+
+
+def children_ticks(parent: int) -> dict[int, int]:
+    """utime + stime in clock ticks of each live child of `parent`, by pid. A child that
+    ends meanwhile is left out: its time is in the parent's cutime once reaped."""
+    out = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             child = proc_stat(int(entry.name))
         except (FileNotFoundError, ProcessLookupError):
-            continue  # ended meanwhile: its time is in the postmaster's cutime once reaped
-        if int(child[1]) == postmaster:
-            total += int(child[11]) + int(child[12])
-    return total / TICK
+            continue
+        if int(child[1]) == parent:
+            out[int(entry.name)] = int(child[11]) + int(child[12])
+    return out
+
+
+def pg_settings(ap: argparse.ArgumentParser, given: list[str]) -> dict[str, str]:
+    """`--pg-setting NAME=VALUE` options as a dict; a malformed one is the parser's error."""
+    out = {}
+    for setting in given:
+        name, eq, value = setting.partition("=")
+        if not eq or not name.strip():
+            ap.error(f"--pg-setting {setting!r}: expected NAME=VALUE")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def proc_stat(pid: int) -> list[str]:

@@ -38,7 +38,19 @@ import shutil
 import threading
 from pathlib import Path
 
-from orch8bench.env import BENCH, TICK, PgCluster, Workdir, launch_server, loadgen, log, proc_stat
+from orch8bench.env import (
+    BENCH,
+    TICK,
+    PgCluster,
+    Workdir,
+    children_ticks,
+    launch_server,
+    loadgen,
+    log,
+    pg_settings,
+    postmaster_pid,
+    proc_stat,
+)
 
 OUT = BENCH / "profiles" / "pg-statements.md"
 SETTINGS = {
@@ -81,8 +93,8 @@ class CpuByKind:
     the postmaster reaped meanwhile (cutime + cstime), which may overlap sampled ones."""
 
     def __init__(self, cluster: PgCluster) -> None:
-        self.postmaster = int((cluster.data / "postmaster.pid").read_text().split()[0])
-        self.start = self._children()
+        self.postmaster = postmaster_pid(cluster)
+        self.start = children_ticks(self.postmaster)
         self.kinds: dict[int, str] = {}
         self.last: dict[int, int] = {}
         self.reaped0 = self._reaped()
@@ -94,18 +106,6 @@ class CpuByKind:
         fields = proc_stat(self.postmaster)
         return int(fields[13]) + int(fields[14])
 
-    def _children(self) -> dict[int, int]:
-        out = {}
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                try:
-                    fields = proc_stat(int(entry.name))
-                except (FileNotFoundError, ProcessLookupError):
-                    continue
-                if int(fields[1]) == self.postmaster:
-                    out[int(entry.name)] = int(fields[11]) + int(fields[12])
-        return out
-
     def _kind(self, pid: int) -> str:
         try:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -115,7 +115,7 @@ class CpuByKind:
 
     def _sample(self) -> None:
         while not self._stop.wait(0.1):
-            for pid, ticks in self._children().items():
+            for pid, ticks in children_ticks(self.postmaster).items():
                 if pid not in self.kinds:
                     self.kinds[pid] = self._kind(pid)
                 self.last[pid] = ticks
@@ -124,7 +124,7 @@ class CpuByKind:
         """Seconds per kind; `reaped` is the children that ended in the window."""
         self._stop.set()
         self._thread.join()
-        for pid, ticks in self._children().items():
+        for pid, ticks in children_ticks(self.postmaster).items():
             self.kinds.setdefault(pid, self._kind(pid))
             self.last[pid] = ticks
         by: collections.Counter[str] = collections.Counter()
@@ -241,12 +241,7 @@ def main(argv: list[str] | None = None) -> str:
     ap.add_argument("--pg-setting", action="append", default=[], metavar="NAME=VALUE",
                     help="another cluster setting (repeatable), e.g. autovacuum_naptime=5")  # fmt: skip
     a = ap.parse_args(argv)
-    extra = {}
-    for setting in a.pg_setting:
-        name, eq, value = setting.partition("=")
-        if not eq or not name.strip():
-            ap.error(f"--pg-setting {setting!r}: expected NAME=VALUE")
-        extra[name.strip()] = value.strip()
+    extra = pg_settings(ap, a.pg_setting)
     work = Workdir()
     cluster = PgCluster(fsync=True, settings={**SETTINGS, **extra}).init()
     try:

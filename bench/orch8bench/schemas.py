@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from orch8bench import minimal
-from orch8bench.env import PgCluster, cluster_cpu_seconds, cpu_seconds, loadavg, log
+from orch8bench.env import PgCluster, cluster_cpu_seconds, cpu_seconds, loadavg, log, pg_settings
 from orch8bench.layouts import LAYOUTS, NEW, Layout
 
 BATCH = 100
@@ -255,12 +255,7 @@ def main(argv: list[str] | None = None) -> tuple[list[dict], str]:
     names = [n.strip().upper() for n in a.only.split(",") if n.strip()]
     if unknown := [n for n in names if n not in LAYOUTS]:
         ap.error(f"--only: unknown {', '.join(unknown)}; one of {', '.join(LAYOUTS)}")
-    settings = {}
-    for setting in a.pg_setting:
-        name, eq, value = setting.partition("=")
-        if not eq or not name.strip():
-            ap.error(f"--pg-setting {setting!r}: expected NAME=VALUE")
-        settings[name.strip()] = value.strip()
+    settings = pg_settings(ap, a.pg_setting)
     load = loadavg()
     runs = asyncio.run(run(a.tasks, a.reps, a.conns, names, a.plans, a.prefill, settings))
     extra = "".join(f", {k}={v}" for k, v in settings.items())
