@@ -42,7 +42,8 @@ TYPES = {
     "output": "json", "error": "json", "checkpoint": "json", "progress": "json",
     "cancel_reason": "text", "required_labels": "jsonb", "tenant": "text",
 }  # fmt: skip
-NEW = [c for c in TYPES if c != "seq"]  # what an enqueue writes (postgres_bulk.NEW_TASK_COLS)
+# What an enqueue wrote until 2026-11-28; the server now binds only rows.INSERT_COLUMNS.
+NEW = [c for c in TYPES if c != "seq"]
 RECORDSET = (
     "json_to_recordset($1::json) AS r(" + ", ".join(f"{c} {TYPES[c].split()[0]}" for c in NEW) + ")"
 )

@@ -12,9 +12,9 @@ from typing import Any
 
 import orjson
 
-from orch8_server.storage.rows import ATTEMPT_COLUMNS, INSTANCE_COLUMNS, TASK_COLUMNS
+from orch8_server.storage.rows import ATTEMPT_COLUMNS, INSERT_COLUMNS, INSTANCE_COLUMNS
 
-NEW_TASK_COLS = [c for c in TASK_COLUMNS if c != "seq"]
+NEW_TASK_COLS = list(INSERT_COLUMNS)
 INSERT_TASK_PLAIN = (
     f"INSERT INTO tasks ({', '.join(NEW_TASK_COLS)}) "
     f"VALUES ({', '.join(f'${i + 1}' for i in range(len(NEW_TASK_COLS)))})"

@@ -28,6 +28,7 @@ that already held a key is handed to `adopt` before the instance updates that na
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any, cast
@@ -61,9 +62,11 @@ from orch8_server.storage.rows import (
     TaskUpdate,
     WorkerRow,
     WorkerUpdate,
+    born_fields,
 )
 
 _TASKS = "SELECT " + ", ".join(TASK_COLUMNS) + " FROM tasks"
+_new_values = operator.itemgetter(*NEW_TASK_COLS)  # a new task's INSERT arguments, in C
 _KEYED = "keyed insert"  # PgTx._written_by's name for a row in PgTx._keyed
 _ID_AT, _TENANT_AT, _KEY_AT = (NEW_TASK_COLS.index(c) for c in ("id", "tenant", "idempotency_key"))
 _ATTEMPTS = "SELECT " + ", ".join(ATTEMPT_COLUMNS) + " FROM attempts"
@@ -210,7 +213,16 @@ class PgTx:
         new_key: bool = False,
         adopt: Callable[[TaskRow], None] | None = None,
     ) -> tuple[NewTaskRow, bool]:
-        values = tuple(row.get(c) for c in NEW_TASK_COLS)
+        out = await self._insert_task(row, new_key, adopt)
+        born = born_fields(row)
+        if born is not None:  # by id: a row not stored (its key was known) is not touched
+            await self.update_task(row["id"], cast(TaskUpdate, born))
+        return out
+
+    async def _insert_task(
+        self, row: NewTaskRow, new_key: bool, adopt: Callable[[TaskRow], None] | None
+    ) -> tuple[NewTaskRow, bool]:
+        values: tuple[Any, ...] = _new_values(row)
         if row["idempotency_key"] is None or new_key:
             # No conflict is possible: buffer it. Its seq is known after commit only,
             # and nothing needs it before (the list cursor reads seq from the table).

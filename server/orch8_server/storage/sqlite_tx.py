@@ -11,6 +11,7 @@ Claims: sqlite_claim.py.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections.abc import Callable
 from functools import cached_property
@@ -22,7 +23,7 @@ from orch8_server.storage.rate_buckets import Admitted
 from orch8_server.storage.rows import (
     ATTEMPT_COLUMNS,
     COMPLETED_COLUMNS,
-    TASK_COLUMNS,
+    INSERT_COLUMNS,
     WORKER_COLUMNS,
     AttemptRow,
     ClaimedRow,
@@ -32,6 +33,7 @@ from orch8_server.storage.rows import (
     TaskUpdate,
     WorkerRow,
     WorkerUpdate,
+    born_fields,
 )
 from orch8_server.storage.sqlite_rows import (
     ATTEMPT_JSON,
@@ -47,7 +49,9 @@ from orch8_server.storage.sqlite_rows import (
 )
 from orch8_server.storage.sqlite_workflows import SqliteWorkflows
 
-_NEW_TASK = tuple((c, c in TASK_JSON) for c in TASK_COLUMNS if c != "seq")
+_NEW_TASK = tuple((c, c in TASK_JSON) for c in INSERT_COLUMNS)
+_NEW_JSON = tuple(js for _, js in _NEW_TASK)
+_new_values = operator.itemgetter(*INSERT_COLUMNS)  # a new task's INSERT arguments, in C
 _INSERT_TASK = (
     f"INSERT INTO tasks ({', '.join(c for c, _ in _NEW_TASK)}) "
     f"VALUES ({', '.join('?' * len(_NEW_TASK))})"
@@ -164,7 +168,16 @@ class SqliteTx:
         new_key: bool = False,
         adopt: Callable[[TaskRow], None] | None = None,
     ) -> tuple[NewTaskRow, bool]:
-        values = [dumps(row.get(c)) if js else row.get(c) for c, js in _NEW_TASK]
+        out = await self._insert_task(row, new_key, adopt)
+        born = born_fields(row)
+        if born is not None:  # by id: a row not stored (its key was known) is not touched
+            await self.update_task(row["id"], cast(TaskUpdate, born))
+        return out
+
+    async def _insert_task(
+        self, row: NewTaskRow, new_key: bool, adopt: Callable[[TaskRow], None] | None
+    ) -> tuple[NewTaskRow, bool]:
+        values = [dumps(v) if js else v for v, js in zip(_new_values(row), _NEW_JSON, strict=True)]
         key = row["idempotency_key"]
         if key is None or new_key:
             # No conflict is possible: buffer it; its seq is known after the flush only,

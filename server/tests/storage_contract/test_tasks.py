@@ -42,6 +42,31 @@ def test_insert_task_stores_every_column_and_get_task_reads_it_back(store: Backe
     store.run(check)
 
 
+def test_a_row_setting_lease_columns_is_stored_whole_but_never_changes_a_known_keys_task(
+    store: Backend,
+) -> None:
+    """Inserts leave the columns no new task carries (rows.BORN_NULL) to an UPDATE; a row
+    whose key is already stored must not reach the stored task through it."""
+    first = task(idempotency_key="kb")
+    again = running("l9", idempotency_key="kb", output={"x": 1})
+    alone = running("l8", checkpoint={"step": 2})
+
+    async def check(s: Storage) -> None:
+        await insert(s, first)
+        async with s.transaction() as tx:
+            existing, created = await tx.insert_task(again)  # type: ignore[arg-type]
+            assert not created and existing["id"] == first["id"]
+            assert (await tx.insert_task(alone))[1]  # type: ignore[arg-type]
+        kept = await s.get_task(first["id"])
+        assert kept is not None and kept["status"] == "pending", kept
+        assert (kept["worker_id"], kept["lease_id"], kept["output"]) == (None, None, None)
+        assert await s.get_task(again["id"]) is None
+        got = await s.get_task(alone["id"])
+        assert got is not None and {k: got[k] for k in alone} == alone
+
+    store.run(check)
+
+
 def test_a_known_idempotency_key_returns_the_stored_task_of_the_same_tenant(store: Backend) -> None:
     """P-TASK-3, P-TEN-3: also for a key inserted earlier in the same transaction."""
     first, again = task(idempotency_key="k", params={"v": 1}), task(idempotency_key="k")
