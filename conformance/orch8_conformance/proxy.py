@@ -28,8 +28,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-from orch8_server.testing import free_port
-
 ANSWERS = {
     "503": (503, "Service Unavailable", "unavailable"),
     "429": (429, "Too Many Requests", "rate_limited"),
@@ -79,8 +77,11 @@ class FaultProxy:
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         self.upstream = (upstream_host, upstream_port)
-        self.port = free_port()  # kept for the whole run: a `refuse` fault reopens the same one
-        self.url = f"http://127.0.0.1:{self.port}"
+        # Its first listen binds port 0 and keeps the port it gets for the whole run: a
+        # `refuse` fault reopens the same one. (A port picked free beforehand could be taken
+        # by another process before the bind: a fresh-clone run failed so.)
+        self.port = 0
+        self.url = ""
         self.faults: list[Fault] = []
         self.requests: list[dict] = []
         self._conns: set[asyncio.StreamWriter] = set()
@@ -140,6 +141,9 @@ class FaultProxy:
 
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
+        if not self.port:
+            self.port = self._server.sockets[0].getsockname()[1]
+            self.url = f"http://127.0.0.1:{self.port}"
 
     async def _unlisten(self) -> None:
         if self._server is not None:
