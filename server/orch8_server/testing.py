@@ -20,7 +20,8 @@ server's stderr (JSON logs) goes to `server.log`; if the process exits before th
 `ServerStartError` carries the tail of that log. `ORCH8_*` variables of the caller's
 environment are NOT passed on (tests stay deterministic); pass them in `env`.
 
-`free_port()` is for things that are not the orch8 server (proxies, PostgreSQL).
+`free_port()` is for programs that cannot bind port 0 and report the port (PostgreSQL); the
+port may be taken by another process before they bind it, so whatever can bind port 0 should.
 """
 
 from __future__ import annotations
