@@ -71,6 +71,7 @@ class PgCluster:
         self.log = self.root / "postgres.log"
         self.port = free_port()  # postgres cannot bind port 0 and report it
         self.fsync = fsync
+        self._log_from = 0  # where the log of the last start attempt begins
 
     def _run(self, *args: str, timeout: float = 60) -> None:
         cmd = _as_postgres([str(self.bin / args[0]), *args[1:]])
@@ -80,9 +81,30 @@ class PgCluster:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 
     def init(self) -> PgCluster:
-        """A new cluster, started (a copy of the process's initdb; `cp -a` keeps owner and modes)."""
+        """A new cluster, started (a copy of the process's initdb; `cp -a` keeps owner and modes).
+
+        The port was free when picked, but another process may bind it before postgres
+        does: then the start is tried again on another free port (at most 3 tries). Later
+        starts (a restart after `stop`) keep the port, as clients reconnect to it."""
         subprocess.run(["cp", "-a", str(_initdb_once(self.bin)), str(self.data)], check=True)
-        return self.start()
+        for tries_left in (2, 1, 0):
+            self._log_from = self.log.stat().st_size if self.log.exists() else 0
+            try:
+                return self.start()
+            except subprocess.CalledProcessError:
+                if not tries_left or not self._port_taken():
+                    raise
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _port_taken(self) -> bool:
+        """Whether the last start failed because its port was in use (postgres's log)."""
+        try:
+            with self.log.open("rb") as f:
+                f.seek(self._log_from)
+                return b"Address already in use" in f.read()
+        except OSError:
+            return False
 
     def start(self) -> PgCluster:
         # Tests trade durability for speed (fsync off); a clean or immediate stop still
